@@ -1,0 +1,1 @@
+export const API_GROUP = 'kubevirt.io';

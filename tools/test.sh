@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The whole test suite: installs and builds what is missing, then runs every project's
+# tests (unit and integration against real libvirtd/QEMU/kube-apiserver) and the e2e suites.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash tools/setup.sh
+export NX_DAEMON=false NX_NO_CLOUD=true NX_TUI=false
+export JEST_JSON_DIR="${JEST_JSON_DIR:-$(mktemp -d)}"
+status=0
+npx nx run-many -t test --outputStyle=stream --parallel=1 || status=$?
+node tools/summarize-tests.js "$JEST_JSON_DIR" || status=1
+exit $status
