@@ -8,7 +8,7 @@ log() { printf '[setup] %s\n' "$*" >&2; }
 APT_PKGS=(
   libvirt-daemon libvirt-daemon-driver-qemu libvirt-dev libvirt-clients
   qemu-system-x86 qemu-utils busybox-static cpio genisoimage xorriso
-  protobuf-compiler etcd-server python3 build-essential pkg-config
+  protobuf-compiler etcd-server python3 build-essential pkg-config ovmf
 )
 missing=()
 for p in "${APT_PKGS[@]}"; do
@@ -34,6 +34,14 @@ if [ ! -f "$stamp" ] || [ package-lock.json -nt "$stamp" ]; then
   npm ci --no-audit --no-fund --loglevel=error
   touch "$stamp"
 fi
+
+# Extra setup steps of parts of the project (test guest, test control plane, users, ...):
+# each tools/setup.d/NN-name.sh is idempotent and quick when its work is already done.
+for step in tools/setup.d/*.sh; do
+  [ -e "$step" ] || continue
+  log "step $(basename "$step")"
+  bash "$step"
+done
 
 export NX_DAEMON=false NX_NO_CLOUD=true NX_TUI=false
 log "building packages and apps"
