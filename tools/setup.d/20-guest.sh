@@ -1,0 +1,5 @@
+#!/usr/bin/env bash
+# Builds the test guest (Debian kernel + busybox initramfs) into the cache when it is missing.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+exec bash tools/guest/build.sh
