@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Builds kube-apiserver at the version pinned in tools/testenv/kube-apiserver/go.mod from the Go module
+# proxy and caches it under $KVTS_CACHE/kube/<version>/kube-apiserver. Idempotent: exits at once when cached.
+# Usage: tools/testenv/build-kube-apiserver.sh   (prints the binary path on stdout)
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+mod="$here/kube-apiserver"
+ver="$(awk '$1=="require" && $2=="k8s.io/kubernetes" {print $3}' "$mod/go.mod")"
+cache="${KVTS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubevirt-ts}"
+out="$cache/kube/$ver/kube-apiserver"
+if [ -x "$out" ]; then echo "$out"; exit 0; fi
+command -v go >/dev/null || { echo "build-kube-apiserver: go is not installed" >&2; exit 1; }
+mkdir -p "$(dirname "$out")"
+echo "[testenv] building kube-apiserver $ver (first time: many minutes)" >&2
+# Work on a copy so the committed go.mod/go.sum stay untouched by -mod=mod resolution.
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+cp "$mod/go.mod" "$work/"
+[ -f "$mod/go.sum" ] && cp "$mod/go.sum" "$work/"
+cd "$work"
+export GOFLAGS="-mod=mod -buildvcs=false" GOTOOLCHAIN="${GOTOOLCHAIN:-local}" CGO_ENABLED=0
+go build -p "${KVTS_GO_PARALLEL:-2}" -trimpath -ldflags "-s -w \
+  -X k8s.io/component-base/version.gitVersion=$ver \
+  -X k8s.io/component-base/version.gitMajor=1 \
+  -X k8s.io/component-base/version.gitMinor=$(echo "$ver" | cut -d. -f2) \
+  -X k8s.io/client-go/pkg/version.gitVersion=$ver" \
+  -o "$out.tmp" k8s.io/kubernetes/cmd/kube-apiserver
+mv "$out.tmp" "$out"
+echo "$out"

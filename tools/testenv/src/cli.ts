@@ -1,0 +1,76 @@
+#!/usr/bin/env node
+// kvts-testenv [--keep] -- COMMAND [ARGS...]
+// Starts etcd + kube-apiserver, runs COMMAND with KUBECONFIG (and KVTS_TESTENV_SERVER) exported, then stops
+// everything, also when COMMAND fails or on SIGINT/SIGTERM/SIGHUP. Exits with COMMAND's exit status.
+import { spawn } from 'node:child_process';
+import winston from 'winston';
+import { startTestEnv, type TestEnv } from './index.js';
+
+const logger = winston.createLogger({
+  level: process.env.KVTS_LOG_LEVEL ?? 'info',
+  defaultMeta: { component: 'testenv' },
+  format: winston.format.combine(
+    winston.format.timestamp(),
+    // project convention: the text goes in "msg"
+    winston.format((info) => {
+      info.msg = info.message;
+      delete (info as { message?: unknown }).message;
+      return info;
+    })(),
+    winston.format.json(),
+  ),
+  transports: [new winston.transports.Console({ stderrLevels: ['error', 'warn', 'info', 'debug'] })],
+});
+
+function usage(): never {
+  process.stderr.write('usage: tools/testenv.sh [--keep] -- COMMAND [ARGS...]\n');
+  process.exit(2);
+}
+
+async function main(): Promise<number> {
+  const argv = process.argv.slice(2);
+  const sep = argv.indexOf('--');
+  if (sep < 0 || sep === argv.length - 1) usage();
+  const flags = argv.slice(0, sep);
+  const command = argv.slice(sep + 1);
+  const keepDir = flags.includes('--keep');
+  for (const f of flags) if (f !== '--keep') usage();
+
+  let env: TestEnv | undefined;
+  let child: ReturnType<typeof spawn> | undefined;
+  let signalled: NodeJS.Signals | undefined;
+  const onSignal = (sig: NodeJS.Signals): void => {
+    logger.info('signal received, stopping', { signal: sig });
+    signalled = sig;
+    if (child && child.exitCode === null) child.kill(sig);
+  };
+  for (const s of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(s, onSignal);
+
+  try {
+    env = await startTestEnv({ keepDir, log: (msg, fields) => logger.info(msg, fields) });
+    if (signalled) return 128 + 2;
+    logger.info('running command', { command: command[0], kubeconfig: env.kubeconfigPath });
+    child = spawn(command[0]!, command.slice(1), {
+      stdio: 'inherit',
+      env: { ...process.env, KUBECONFIG: env.kubeconfigPath, KVTS_TESTENV_SERVER: env.server },
+    });
+    const code = await new Promise<number>((resolve) => {
+      child!.on('error', (e) => {
+        logger.error('cannot run command', { command: command[0], reason: e.message });
+        resolve(127);
+      });
+      child!.on('exit', (c, sig) => resolve(c ?? (sig ? 128 + (sig === 'SIGKILL' ? 9 : sig === 'SIGINT' ? 2 : 15) : 1)));
+    });
+    return code;
+  } catch (e) {
+    logger.error('testenv failed', { reason: (e as Error).message });
+    return 1;
+  } finally {
+    if (env) {
+      await env.stop();
+      logger.info('stopped', keepDir ? { dir: env.dir } : {});
+    }
+  }
+}
+
+main().then((code) => process.exit(code));
