@@ -1,0 +1,110 @@
+import { parseDuration, parseLauncherFlags, parseStandaloneFlags } from './flags.js';
+import { ExitCode, LauncherError } from './errors.js';
+
+const base = ['--name', 'vm1', '--namespace', 'ns1', '--uid', 'u-1'];
+
+function usageError(fn: () => unknown): LauncherError {
+  try {
+    fn();
+  } catch (e) {
+    expect(e).toBeInstanceOf(LauncherError);
+    expect((e as LauncherError).exitCode).toBe(ExitCode.USAGE);
+    return e as LauncherError;
+  }
+  throw new Error('expected a usage error');
+}
+
+describe('in-Pod flags', () => {
+  it('has upstream defaults', () => {
+    const f = parseLauncherFlags(base);
+    expect(f).toMatchObject({
+      name: 'vm1',
+      namespace: 'ns1',
+      uid: 'u-1',
+      gracePeriodSeconds: 30,
+      qemuTimeoutMs: 300_000,
+      allowEmulation: false,
+      kubevirtShareDir: '/var/run/kubevirt',
+      ephemeralDiskDir: '/var/run/kubevirt-ephemeral-disks',
+      containerDiskDir: '/var/run/kubevirt/container-disks',
+      hookSidecars: 0,
+      keepAfterFailure: false,
+      logLevel: 'info',
+    });
+  });
+  it('parses every flag, --flag=value and --bool=false forms', () => {
+    const f = parseLauncherFlags([
+      ...base,
+      '--grace-period-seconds=5',
+      '--qemu-timeout',
+      '1m30s',
+      '--allow-emulation',
+      '--keep-after-failure=false',
+      '--kubevirt-share-dir=/s',
+      '--ephemeral-disk-dir',
+      '/e',
+      '--container-disk-dir=/c',
+      '--hook-sidecars=0',
+      '--log-level=debug',
+      '--libvirt-user=107:108',
+      '--root=/r',
+    ]);
+    expect(f).toMatchObject({
+      gracePeriodSeconds: 5,
+      qemuTimeoutMs: 90_000,
+      allowEmulation: true,
+      keepAfterFailure: false,
+      kubevirtShareDir: '/s',
+      ephemeralDiskDir: '/e',
+      containerDiskDir: '/c',
+      privateDir: '/r/var/run/kubevirt-private',
+      logLevel: 'debug',
+      libvirtUid: 107,
+      libvirtGid: 108,
+    });
+  });
+  it('refuses hook sidecars clearly', () => {
+    const e = usageError(() => parseLauncherFlags([...base, '--hook-sidecars', '2']));
+    expect(e.message).toMatch(/--hook-sidecars: 2 hook sidecars requested, but hook sidecars are not supported/);
+  });
+  it('names the bad flag', () => {
+    expect(usageError(() => parseLauncherFlags(['--namespace', 'x', '--uid', 'u'])).message).toBe('--name is required');
+    expect(usageError(() => parseLauncherFlags([...base, '--grace-period-seconds=-1'])).message).toMatch(/^--grace-period-seconds:/);
+    expect(usageError(() => parseLauncherFlags([...base, '--qemu-timeout', '5 minutes'])).message).toMatch(/^--qemu-timeout: invalid duration/);
+    expect(usageError(() => parseLauncherFlags([...base, '--log-level', 'loud'])).message).toMatch(/^--log-level:/);
+    expect(usageError(() => parseLauncherFlags([...base, '--bogus'])).message).toMatch(/bogus/);
+  });
+});
+
+describe('durations', () => {
+  it.each([
+    ['30', 30_000],
+    ['1.5', 1500],
+    ['300s', 300_000],
+    ['5m', 300_000],
+    ['1h2m3s', 3_723_000],
+    ['250ms', 250],
+  ])('%s', (v, ms) => expect(parseDuration('x', v)).toBe(ms));
+  it.each(['', 's', '5x', '5m junk', '-5s'])('rejects %j', (v) => {
+    usageError(() => parseDuration('x', v));
+  });
+});
+
+describe('standalone flags', () => {
+  it('parses images, console, socket dir', () => {
+    const f = parseStandaloneFlags([
+      '--vmi', '/a/vmi.yaml', '--image', 'kvts/guest:1=/cache/guest', '--image=reg.io/a/b@sha256:1=/x/y.img',
+      '--console', '--allow-emulation', '--socket-dir', '/tmp/s',
+    ]);
+    expect(f.vmiFile).toBe('/a/vmi.yaml');
+    expect([...f.images]).toEqual([
+      ['kvts/guest:1', '/cache/guest'],
+      ['reg.io/a/b@sha256:1', '/x/y.img'],
+    ]);
+    expect(f).toMatchObject({ console: true, allowEmulation: true, socketDir: '/tmp/s' });
+  });
+  it('requires --vmi and REF=PATH', () => {
+    expect(usageError(() => parseStandaloneFlags([])).message).toMatch(/--vmi/);
+    expect(usageError(() => parseStandaloneFlags(['--vmi', 'x', '--image', 'noequals'])).message).toMatch(/--image: expected REF=PATH/);
+  });
+});

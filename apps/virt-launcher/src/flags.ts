@@ -1,0 +1,230 @@
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { ExitCode, LauncherError } from './errors.js';
+import { LOG_LEVELS, type LogLevel } from './logger.js';
+
+/** In-Pod flags, named like upstream virt-launcher's. */
+export interface LauncherFlags {
+  name: string;
+  namespace: string;
+  uid: string;
+  gracePeriodSeconds: number;
+  /** milliseconds */
+  qemuTimeoutMs: number;
+  allowEmulation: boolean;
+  kubevirtShareDir: string;
+  ephemeralDiskDir: string;
+  containerDiskDir: string;
+  /** private dir (upstream: fixed /var/run/kubevirt-private) */
+  privateDir: string;
+  /** where libvirtd's XDG dirs and runtime files live (upstream: /var/run/libvirt) */
+  libvirtRunDir: string;
+  hookSidecars: number;
+  keepAfterFailure: boolean;
+  logLevel: LogLevel;
+  /** uid/gid libvirtd (and so QEMU) runs as; undefined = the launcher's own */
+  libvirtUid?: number;
+  libvirtGid?: number;
+  /** the VMI as JSON/YAML file; in-Pod the handler sends it over the cmd socket instead */
+  vmiFile?: string;
+}
+
+export interface StandaloneFlags {
+  vmiFile: string;
+  /** image reference -> local file or folder */
+  images: Map<string, string>;
+  console: boolean;
+  allowEmulation: boolean;
+  socketDir?: string;
+  /** where the pod-like root lives; a temp dir removed at exit when not given */
+  workDir?: string;
+  gracePeriodSeconds?: number;
+  qemuTimeoutMs: number;
+  logLevel: LogLevel;
+  keepAfterFailure: boolean;
+  libvirtUid?: number;
+  libvirtGid?: number;
+}
+
+function usage(msg: string): LauncherError {
+  return new LauncherError(msg, ExitCode.USAGE, 'flags');
+}
+
+/** Parses a Go-style duration ("300s", "5m", "1m30s", "1500ms") or plain seconds ("30") to milliseconds. */
+export function parseDuration(flag: string, value: string): number {
+  if (/^\d+(\.\d+)?$/.test(value)) return Math.round(Number(value) * 1000);
+  const re = /(\d+(?:\.\d+)?)(ms|s|m|h)/gy;
+  const unit: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+  let total = 0;
+  let pos = 0;
+  let m: RegExpExecArray | null;
+  while ((m = re.exec(value)) !== null) {
+    total += Number(m[1]) * unit[m[2]!]!;
+    pos = re.lastIndex;
+  }
+  if (pos === 0 || pos !== value.length) throw usage(`--${flag}: invalid duration ${JSON.stringify(value)} (use e.g. 300s, 5m, 1m30s or seconds)`);
+  return Math.round(total);
+}
+
+function parseNonNegInt(flag: string, value: string): number {
+  if (!/^\d+$/.test(value)) throw usage(`--${flag}: must be a non-negative integer, got ${JSON.stringify(value)}`);
+  return Number(value);
+}
+
+function parseLevel(value: string | undefined): LogLevel {
+  const v = (value ?? 'info') as LogLevel;
+  if (!LOG_LEVELS.includes(v)) throw usage(`--log-level: must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(value)}`);
+  return v;
+}
+
+function parseBool(flag: string, value: string | boolean | undefined, dflt: boolean): boolean {
+  if (value === undefined) return dflt;
+  if (typeof value === 'boolean') return value;
+  if (value === 'true') return true;
+  if (value === 'false') return false;
+  throw usage(`--${flag}: must be true or false, got ${JSON.stringify(value)}`);
+}
+
+function parseHookSidecars(value: string | undefined): number {
+  const n = parseNonNegInt('hook-sidecars', value ?? '0');
+  if (n !== 0) {
+    throw usage(`--hook-sidecars: ${n} hook sidecars requested, but hook sidecars are not supported by this launcher (only 0)`);
+  }
+  return n;
+}
+
+function parseUidGid(value: string | undefined): { uid?: number; gid?: number } {
+  if (value === undefined || value === '') return {};
+  const m = /^(\d+)(?::(\d+))?$/.exec(value);
+  if (!m) throw usage(`--libvirt-user: must be UID or UID:GID, got ${JSON.stringify(value)}`);
+  return { uid: Number(m[1]), gid: Number(m[2] ?? m[1]) };
+}
+
+/** Strips the `--flag=value` / `--flag value` forms parseArgs understands; `--allow-emulation=false` is accepted too. */
+function normalizeBoolFlags(argv: string[], names: string[]): { argv: string[]; values: Map<string, boolean> } {
+  const values = new Map<string, boolean>();
+  const out: string[] = [];
+  for (const a of argv) {
+    const m = /^--([a-z-]+)=(true|false)$/.exec(a);
+    if (m && names.includes(m[1]!)) {
+      values.set(m[1]!, m[2] === 'true');
+      continue;
+    }
+    out.push(a);
+  }
+  return { argv: out, values };
+}
+
+const POD_BOOL = ['allow-emulation', 'keep-after-failure'];
+
+/** Parses the in-Pod flags (upstream names, plus --root/--libvirt-user/--log-level/--vmi for running outside a real Pod). */
+export function parseLauncherFlags(argv: string[]): LauncherFlags {
+  const norm = normalizeBoolFlags(argv, POD_BOOL);
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: norm.argv,
+      strict: true,
+      allowPositionals: false,
+      options: {
+        name: { type: 'string' },
+        namespace: { type: 'string' },
+        uid: { type: 'string' },
+        'grace-period-seconds': { type: 'string' },
+        'qemu-timeout': { type: 'string' },
+        'allow-emulation': { type: 'boolean' },
+        'kubevirt-share-dir': { type: 'string' },
+        'ephemeral-disk-dir': { type: 'string' },
+        'container-disk-dir': { type: 'string' },
+        'private-dir': { type: 'string' },
+        'libvirt-run-dir': { type: 'string' },
+        'hook-sidecars': { type: 'string' },
+        'keep-after-failure': { type: 'boolean' },
+        'log-level': { type: 'string' },
+        'libvirt-user': { type: 'string' },
+        root: { type: 'string' },
+        vmi: { type: 'string' },
+      },
+    });
+  } catch (e) {
+    throw usage((e as Error).message);
+  }
+  const v = parsed.values;
+  for (const req of ['name', 'namespace', 'uid'] as const) {
+    if (!v[req]) throw usage(`--${req} is required`);
+  }
+  const root = v.root ? path.resolve(v.root) : '/';
+  const under = (p: string) => path.join(root, p);
+  const grace = parseNonNegInt('grace-period-seconds', v['grace-period-seconds'] ?? '30');
+  const ug = parseUidGid(v['libvirt-user']);
+  return {
+    name: v.name!,
+    namespace: v.namespace!,
+    uid: v.uid!,
+    gracePeriodSeconds: grace,
+    qemuTimeoutMs: parseDuration('qemu-timeout', v['qemu-timeout'] ?? '5m'),
+    allowEmulation: norm.values.get('allow-emulation') ?? parseBool('allow-emulation', v['allow-emulation'], false),
+    kubevirtShareDir: path.resolve(v['kubevirt-share-dir'] ?? under('var/run/kubevirt')),
+    ephemeralDiskDir: path.resolve(v['ephemeral-disk-dir'] ?? under('var/run/kubevirt-ephemeral-disks')),
+    containerDiskDir: path.resolve(v['container-disk-dir'] ?? under('var/run/kubevirt/container-disks')),
+    privateDir: path.resolve(v['private-dir'] ?? under('var/run/kubevirt-private')),
+    libvirtRunDir: path.resolve(v['libvirt-run-dir'] ?? under('var/run/libvirt')),
+    hookSidecars: parseHookSidecars(v['hook-sidecars']),
+    keepAfterFailure: norm.values.get('keep-after-failure') ?? parseBool('keep-after-failure', v['keep-after-failure'], false),
+    logLevel: parseLevel(v['log-level']),
+    libvirtUid: ug.uid,
+    libvirtGid: ug.gid,
+    vmiFile: v.vmi,
+  };
+}
+
+/** Parses `virt-launcher standalone ...` arguments (after the word standalone). */
+export function parseStandaloneFlags(argv: string[]): StandaloneFlags {
+  const norm = normalizeBoolFlags(argv, ['allow-emulation', 'console', 'keep-after-failure']);
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: norm.argv,
+      strict: true,
+      allowPositionals: false,
+      options: {
+        vmi: { type: 'string' },
+        image: { type: 'string', multiple: true },
+        console: { type: 'boolean' },
+        'allow-emulation': { type: 'boolean' },
+        'socket-dir': { type: 'string' },
+        'work-dir': { type: 'string' },
+        'grace-period-seconds': { type: 'string' },
+        'qemu-timeout': { type: 'string' },
+        'log-level': { type: 'string' },
+        'keep-after-failure': { type: 'boolean' },
+        'libvirt-user': { type: 'string' },
+      },
+    });
+  } catch (e) {
+    throw usage((e as Error).message);
+  }
+  const v = parsed.values;
+  if (!v.vmi) throw usage('--vmi FILE.yaml is required');
+  const images = new Map<string, string>();
+  for (const spec of v.image ?? []) {
+    const eq = spec.lastIndexOf('=');
+    if (eq <= 0 || eq === spec.length - 1) throw usage(`--image: expected REF=PATH, got ${JSON.stringify(spec)}`);
+    images.set(spec.slice(0, eq), path.resolve(spec.slice(eq + 1)));
+  }
+  const ug = parseUidGid(v['libvirt-user']);
+  return {
+    vmiFile: path.resolve(v.vmi),
+    images,
+    console: norm.values.get('console') ?? v.console ?? false,
+    allowEmulation: norm.values.get('allow-emulation') ?? v['allow-emulation'] ?? false,
+    socketDir: v['socket-dir'] ? path.resolve(v['socket-dir']) : undefined,
+    workDir: v['work-dir'] ? path.resolve(v['work-dir']) : undefined,
+    gracePeriodSeconds: v['grace-period-seconds'] !== undefined ? parseNonNegInt('grace-period-seconds', v['grace-period-seconds']) : undefined,
+    qemuTimeoutMs: parseDuration('qemu-timeout', v['qemu-timeout'] ?? '5m'),
+    logLevel: parseLevel(v['log-level']),
+    keepAfterFailure: norm.values.get('keep-after-failure') ?? v['keep-after-failure'] ?? false,
+    libvirtUid: ug.uid,
+    libvirtGid: ug.gid,
+  };
+}

@@ -1,0 +1,353 @@
+// Disk preparation before the domain is defined: qcow2 overlays over container disks, empty disks,
+// hostDisk DiskOrCreate, cloud-init NoCloud / ConfigDrive ISOs, configMap / secret / serviceAccount /
+// downwardAPI ISOs from mounted dirs, kernel boot files. Self-contained (no launcher state): it only
+// needs a VMI, the pod paths and qemu-img + genisoimage/xorriso, so it can move to a package.
+import { chown, copyFile, mkdir, open, readFile, readdir, rm, stat, symlink } from 'node:fs/promises';
+import path from 'node:path';
+import { run, which } from './exec.js';
+import { makeIsoFromDir, makeIsoFromFiles } from './iso.js';
+import type { ConfigKind, PodPaths } from './paths.js';
+
+export * from './paths.js';
+export { makeIsoFromDir, makeIsoFromFiles } from './iso.js';
+export { run, which } from './exec.js';
+
+/** The parts of a VirtualMachineInstance this module reads (upstream kubevirt.io/v1 field names). */
+export interface VmiLike {
+  metadata?: { name?: string; namespace?: string; uid?: string };
+  spec?: {
+    domain?: {
+      firmware?: { kernelBoot?: { container?: { image?: string; kernelPath?: string; initrdPath?: string } } };
+    };
+    volumes?: Array<Record<string, unknown> & { name: string }>;
+  };
+}
+
+export interface PrepareOptions {
+  /** chown created files and dirs to this uid:gid (the user libvirtd/QEMU runs as) */
+  owner?: { uid: number; gid: number };
+  /** called once per prepared item */
+  onStep?: (msg: string, fields: Record<string, unknown>) => void;
+}
+
+export interface PreparedVolume {
+  volume: string;
+  kind: string;
+  path: string;
+  action: 'created' | 'exists';
+}
+
+/** Thrown with the field path of the volume that could not be prepared. */
+export class PrepareError extends Error {
+  constructor(
+    readonly path: string,
+    readonly reason: string,
+  ) {
+    super(`${path}: ${reason}`);
+    this.name = 'PrepareError';
+  }
+}
+
+async function exists(p: string): Promise<boolean> {
+  try {
+    await stat(p);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** k8s quantity -> bytes (only what disk capacities use: plain, k/M/G/T/P/E and Ki..Ei). */
+export function quantityToBytes(q: unknown, field: string): number {
+  const s = String(q ?? '').trim();
+  const m = /^(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$/.exec(s);
+  if (!m) throw new PrepareError(field, `invalid quantity ${JSON.stringify(q)}`);
+  const mult: Record<string, number> = {
+    '': 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18,
+    Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60,
+  };
+  return Math.ceil(Number(m[1]) * mult[m[2] ?? '']!);
+}
+
+function qemuImg(): string {
+  const p = which('qemu-img');
+  if (!p) throw new Error('qemu-img is not installed (Debian package qemu-utils)');
+  return p;
+}
+
+/** The format of an image file as qemu-img sees it (raw, qcow2, ...). */
+export async function imageFormat(file: string): Promise<string> {
+  const { stdout } = await run(qemuImg(), ['info', '--output=json', file]);
+  const fmt = (JSON.parse(stdout) as { format?: string }).format;
+  if (!fmt) throw new Error(`qemu-img info ${file}: no format`);
+  return fmt;
+}
+
+async function chownTree(p: string, stopAt: string, owner: PrepareOptions['owner']): Promise<void> {
+  if (!owner || process.getuid?.() !== 0) return;
+  // the file and each dir between it and stopAt
+  let cur = p;
+  while (cur.startsWith(stopAt) && cur !== stopAt && cur !== path.dirname(cur)) {
+    await chown(cur, owner.uid, owner.gid).catch(() => undefined);
+    cur = path.dirname(cur);
+  }
+}
+
+/** Reads the files of a mounted dir (cloud-init secretRef): first of the names that exists. */
+async function readFirst(dir: string, names: string[]): Promise<string | undefined> {
+  for (const n of names) {
+    try {
+      return await readFile(path.join(dir, n), 'utf8');
+    } catch {
+      /* next */
+    }
+  }
+  return undefined;
+}
+
+interface CloudInitSource {
+  userData?: string;
+  userDataBase64?: string;
+  userDataSecretRef?: { name?: string };
+  networkData?: string;
+  networkDataBase64?: string;
+  networkDataSecretRef?: { name?: string };
+}
+
+async function cloudInitData(
+  src: CloudInitSource,
+  field: string,
+  secretDir: string,
+): Promise<{ userData: string; networkData?: string }> {
+  let userData: string | undefined;
+  if (src.userData !== undefined) userData = src.userData;
+  else if (src.userDataBase64 !== undefined) userData = Buffer.from(src.userDataBase64, 'base64').toString('utf8');
+  else if (src.userDataSecretRef) {
+    userData = await readFirst(secretDir, ['userdata', 'userData']);
+    if (userData === undefined) throw new PrepareError(`${field}.userDataSecretRef`, `secret not mounted at ${secretDir} (expected a userdata or userData file)`);
+  }
+  let networkData: string | undefined;
+  if (src.networkData !== undefined) networkData = src.networkData;
+  else if (src.networkDataBase64 !== undefined) networkData = Buffer.from(src.networkDataBase64, 'base64').toString('utf8');
+  else if (src.networkDataSecretRef) {
+    networkData = await readFirst(secretDir, ['networkdata', 'networkData']);
+    if (networkData === undefined) throw new PrepareError(`${field}.networkDataSecretRef`, `secret not mounted at ${secretDir} (expected a networkdata or networkData file)`);
+  }
+  return { userData: userData ?? '', networkData };
+}
+
+/**
+ * Prepares every volume of the VMI that needs a file before the domain starts. Idempotent: existing overlays,
+ * empty disks and host disks are kept (a restarted launcher keeps the guest's writes); ISOs are rebuilt.
+ */
+export async function prepareVolumes(vmi: VmiLike, paths: PodPaths, opts: PrepareOptions = {}): Promise<PreparedVolume[]> {
+  const name = vmi.metadata?.name ?? '';
+  const namespace = vmi.metadata?.namespace ?? 'default';
+  const uid = vmi.metadata?.uid ?? '';
+  const out: PreparedVolume[] = [];
+  const done = async (r: PreparedVolume, root?: string) => {
+    out.push(r);
+    await chownTree(r.path, root ?? path.dirname(path.dirname(r.path)), opts.owner);
+    opts.onStep?.(`volume ${r.volume}: ${r.kind} ${r.action}`, { volume: r.volume, kind: r.kind, path: r.path });
+  };
+  const volumes = vmi.spec?.volumes ?? [];
+  for (let i = 0; i < volumes.length; i++) {
+    const vol = volumes[i]!;
+    const field = `spec.volumes[${i}]`;
+    if (vol.containerDisk) {
+      const base = paths.containerDiskImage(i);
+      if (!(await exists(base))) {
+        throw new PrepareError(`${field}.containerDisk`, `container disk image for volume ${JSON.stringify(vol.name)} not found at ${base}`);
+      }
+      const overlay = paths.ephemeralOverlay(vol.name);
+      if (await exists(overlay)) {
+        await done({ volume: vol.name, kind: 'containerDisk overlay', path: overlay, action: 'exists' });
+        continue;
+      }
+      const fmt = await imageFormat(base).catch((e: Error) => {
+        throw new PrepareError(`${field}.containerDisk`, e.message);
+      });
+      await mkdir(path.dirname(overlay), { recursive: true });
+      await run(qemuImg(), ['create', '-f', 'qcow2', '-b', base, '-F', fmt, overlay]).catch((e: Error) => {
+        throw new PrepareError(`${field}.containerDisk`, e.message);
+      });
+      await done({ volume: vol.name, kind: 'containerDisk overlay', path: overlay, action: 'created' });
+    } else if (vol.emptyDisk) {
+      const cap = quantityToBytes((vol.emptyDisk as { capacity?: unknown }).capacity, `${field}.emptyDisk.capacity`);
+      const file = paths.emptyDiskImage(vol.name);
+      if (await exists(file)) {
+        await done({ volume: vol.name, kind: 'emptyDisk', path: file, action: 'exists' });
+        continue;
+      }
+      await mkdir(path.dirname(file), { recursive: true });
+      await run(qemuImg(), ['create', '-f', 'qcow2', file, String(cap)]).catch((e: Error) => {
+        throw new PrepareError(`${field}.emptyDisk`, e.message);
+      });
+      await done({ volume: vol.name, kind: 'emptyDisk', path: file, action: 'created' });
+    } else if (vol.hostDisk) {
+      const hd = vol.hostDisk as { path?: string; type?: string; capacity?: unknown };
+      if (!hd.path || !path.isAbsolute(hd.path)) throw new PrepareError(`${field}.hostDisk.path`, 'must be an absolute path');
+      // the host dir is mounted into the Pod; the image is seen under the private dir
+      const file = paths.hostDiskImage(vol.name, hd.path);
+      if (await exists(file)) {
+        await done({ volume: vol.name, kind: 'hostDisk', path: file, action: 'exists' }, file);
+        continue;
+      }
+      if (hd.type !== 'DiskOrCreate') {
+        throw new PrepareError(`${field}.hostDisk.path`, `${hd.path} does not exist (type ${hd.type ?? 'Disk'} does not create it)`);
+      }
+      const cap = quantityToBytes(hd.capacity, `${field}.hostDisk.capacity`);
+      await mkdir(path.dirname(file), { recursive: true });
+      // sparse raw file, like upstream's hostdisk creation
+      const fh = await open(file, 'wx');
+      try {
+        await fh.truncate(cap);
+      } finally {
+        await fh.close();
+      }
+      await done({ volume: vol.name, kind: 'hostDisk', path: file, action: 'created' }, file);
+    } else if (vol.cloudInitNoCloud) {
+      const data = await cloudInitData(vol.cloudInitNoCloud as CloudInitSource, `${field}.cloudInitNoCloud`, paths.configSourceDir('secret', vol.name));
+      const iso = paths.cloudInitIso('noCloud', namespace, name);
+      const files: Record<string, string> = {
+        'user-data': data.userData,
+        'meta-data': `instance-id: ${name}.${namespace}\nlocal-hostname: ${name}\n`,
+      };
+      if (data.networkData !== undefined) files['network-config'] = data.networkData;
+      await makeIsoFromFiles(iso, 'cidata', files).catch((e: Error) => {
+        throw new PrepareError(`${field}.cloudInitNoCloud`, e.message);
+      });
+      await done({ volume: vol.name, kind: 'cloudInitNoCloud ISO', path: iso, action: 'created' });
+    } else if (vol.cloudInitConfigDrive) {
+      const data = await cloudInitData(vol.cloudInitConfigDrive as CloudInitSource, `${field}.cloudInitConfigDrive`, paths.configSourceDir('secret', vol.name));
+      const iso = paths.cloudInitIso('configDrive', namespace, name);
+      const meta = { instance_type: '', uuid: uid || `${name}.${namespace}`, hostname: name, devices: [] as unknown[], public_keys: {} };
+      const files: Record<string, string> = {
+        'openstack/latest/meta_data.json': JSON.stringify(meta),
+        'openstack/latest/user_data': data.userData,
+      };
+      if (data.networkData !== undefined) files['openstack/latest/network_data.json'] = data.networkData;
+      await makeIsoFromFiles(iso, 'config-2', files).catch((e: Error) => {
+        throw new PrepareError(`${field}.cloudInitConfigDrive`, e.message);
+      });
+      await done({ volume: vol.name, kind: 'cloudInitConfigDrive ISO', path: iso, action: 'created' });
+    } else if (vol.configMap || vol.secret || vol.serviceAccount || vol.downwardAPI) {
+      const kind: ConfigKind = vol.configMap ? 'configMap' : vol.secret ? 'secret' : vol.serviceAccount ? 'serviceAccount' : 'downwardAPI';
+      const src = paths.configSourceDir(kind, vol.name);
+      const iso = paths.configIso(kind, vol.name);
+      try {
+        await readdir(src);
+      } catch {
+        throw new PrepareError(`${field}.${kind}`, `${kind} volume ${JSON.stringify(vol.name)} is not mounted at ${src}`);
+      }
+      // upstream labels these config disks "cfgdata"
+      await makeIsoFromDir(iso, 'cfgdata', src).catch((e: Error) => {
+        throw new PrepareError(`${field}.${kind}`, e.message);
+      });
+      await done({ volume: vol.name, kind: `${kind} ISO`, path: iso, action: 'created' });
+    }
+    // persistentVolumeClaim / dataVolume / ephemeral: mounted by kubelet, nothing to prepare here.
+  }
+  const kb = vmi.spec?.domain?.firmware?.kernelBoot?.container;
+  if (kb) {
+    const field = 'spec.domain.firmware.kernelBoot.container';
+    for (const key of ['kernelPath', 'initrdPath'] as const) {
+      const p = kb[key];
+      if (!p) continue;
+      const file = paths.kernelBootFile(p);
+      if (!(await exists(file))) throw new PrepareError(`${field}.${key}`, `kernel boot file ${p} not found at ${file}`);
+      await done({ volume: 'kernel-boot', kind: key, path: file, action: 'exists' });
+    }
+  }
+  return out;
+}
+
+/** An image reference mapped to a local file or folder (standalone mode's --image REF=PATH). */
+export type ImageMap = Map<string, string>;
+
+/** Finds the disk image inside a container-disk folder the way upstream does: /disk/* (first file), else the file itself. */
+async function containerDiskFile(local: string): Promise<string> {
+  const st = await stat(local);
+  if (st.isFile()) return local;
+  for (const dir of [path.join(local, 'disk'), local]) {
+    try {
+      const files = (await readdir(dir, { withFileTypes: true })).filter((e) => e.isFile()).map((e) => e.name).sort();
+      if (files.length > 0) return path.join(dir, files[0]!);
+    } catch {
+      /* next */
+    }
+  }
+  throw new Error(`no disk image file in ${local} (expected a file, or a folder with disk/<image>)`);
+}
+
+/**
+ * Standalone mode: does what kubelet and the container-disk containers do in a Pod. Each containerDisk and
+ * kernelBoot image reference must be mapped with --image REF=PATH; container disks are linked as
+ * disk_N.img (QEMU only reads them through the overlay), kernel boot files are copied so that an
+ * unprivileged libvirtd can read them.
+ */
+export async function stageLocalImages(vmi: VmiLike, images: ImageMap, paths: PodPaths, opts: PrepareOptions = {}): Promise<void> {
+  const volumes = vmi.spec?.volumes ?? [];
+  const missing: string[] = [];
+  const lookup = (ref: string | undefined, field: string): string | undefined => {
+    if (!ref) {
+      missing.push(`${field}: no image reference`);
+      return undefined;
+    }
+    const local = images.get(ref);
+    if (!local) missing.push(`${field}: image ${JSON.stringify(ref)} is not mapped (add --image ${ref}=PATH)`);
+    return local;
+  };
+  for (let i = 0; i < volumes.length; i++) {
+    const vol = volumes[i]!;
+    if (vol.hostDisk) {
+      // kubelet would mount the host dir into the Pod; link it instead
+      const hd = vol.hostDisk as { path?: string; type?: string };
+      if (!hd.path || !path.isAbsolute(hd.path)) throw new PrepareError(`spec.volumes[${i}].hostDisk.path`, 'must be an absolute path');
+      const podDir = path.dirname(paths.hostDiskImage(vol.name, hd.path));
+      if (hd.type === 'DiskOrCreate') await mkdir(path.dirname(hd.path), { recursive: true });
+      await mkdir(path.dirname(podDir), { recursive: true });
+      await rm(podDir, { force: true, recursive: false }).catch(() => undefined);
+      await symlink(path.dirname(hd.path), podDir);
+      continue;
+    }
+    if (!vol.containerDisk) continue;
+    const field = `spec.volumes[${i}].containerDisk.image`;
+    const local = lookup((vol.containerDisk as { image?: string }).image, field);
+    if (!local) continue;
+    let file: string;
+    try {
+      file = await containerDiskFile(local);
+    } catch (e) {
+      throw new PrepareError(field, (e as Error).message);
+    }
+    const base = paths.containerDiskImage(i);
+    await mkdir(path.dirname(base), { recursive: true });
+    await rm(base, { force: true });
+    await symlink(file, base);
+    opts.onStep?.(`image ${field} -> ${file}`, { volume: vol.name, path: file });
+  }
+  const kb = vmi.spec?.domain?.firmware?.kernelBoot?.container;
+  if (kb) {
+    const field = 'spec.domain.firmware.kernelBoot.container';
+    const local = lookup(kb.image, `${field}.image`);
+    if (local) {
+      const dir = path.dirname(paths.kernelBootFile('x'));
+      await mkdir(dir, { recursive: true });
+      for (const key of ['kernelPath', 'initrdPath'] as const) {
+        const p = kb[key];
+        if (!p) continue;
+        const src = path.join(local, p);
+        const dst = paths.kernelBootFile(p);
+        try {
+          await copyFile(src, dst);
+        } catch (e) {
+          throw new PrepareError(`${field}.${key}`, `cannot read ${p} from image ${kb.image} (${src}): ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+        }
+        await chownTree(dst, path.dirname(dir), opts.owner);
+        opts.onStep?.(`image ${field}.${key} -> ${src}`, { path: src });
+      }
+    }
+  }
+  if (missing.length > 0) throw new PrepareError(missing[0]!.split(':')[0]!, missing.map((m) => m.slice(m.indexOf(':') + 2)).join('; '));
+}
