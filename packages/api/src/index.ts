@@ -1,1 +1,28 @@
-export const API_GROUP = 'kubevirt.io';
+// @kubevirt-ts/api: kubevirt.io/v1 types and schemas, defaults, validation, CRD generation.
+export * from './schemas.js';
+export { parseQuantity, isQuantity, quantityValue, formatBinaryQuantity } from './quantity.js';
+export {
+  type FieldError,
+  KINDS,
+  validateObject,
+  validateVirtualMachine,
+  validateVirtualMachineInstance,
+  validateVirtualMachineInstanceMigration,
+  checkDns1123Label,
+  checkDns1123Subdomain,
+  dropNulls,
+} from './validate.js';
+export {
+  type DefaultsOptions,
+  setVirtualMachineInstanceDefaults,
+  setVirtualMachineDefaults,
+  applyVmiSpecDefaults,
+  vmRunStrategy,
+  firmwareUUID,
+  uuidV5,
+  FIRMWARE_UUID_NAMESPACE,
+  DEFAULT_MACHINE_TYPE,
+  DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS,
+} from './defaults.js';
+export { parseManifests, vmiFromManifest } from './manifests.js';
+export { pointerToPath, joinPath } from './paths.js';

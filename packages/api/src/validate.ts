@@ -1,0 +1,704 @@
+// Validation: structural checks derived from the TypeBox schemas, then the semantic rules
+// upstream's admission webhooks apply. Every error is returned at once, each with its field path.
+import type { TSchema } from '@sinclair/typebox';
+import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
+import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors';
+import { pointerToPath, sub } from './paths.js';
+import { isQuantity, parseQuantity } from './quantity.js';
+import {
+  API_VERSION,
+  DISK_BUSES,
+  INTERFACE_BINDINGS,
+  INTERFACE_MODELS,
+  VOLUME_SOURCES,
+  VirtualMachineInstanceMigrationSchema,
+  VirtualMachineInstanceSchema,
+  VirtualMachineSchema,
+} from './schemas.js';
+
+export interface FieldError {
+  /** Field path, e.g. `spec.domain.devices.disks[2].name` ('' for the whole document). */
+  path: string;
+  /** Plain-language reason. */
+  reason: string;
+}
+
+export const KINDS = ['VirtualMachine', 'VirtualMachineInstance', 'VirtualMachineInstanceMigration'] as const;
+
+// ------------------------------------------------------------------ helpers
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+const obj = (v: unknown): Obj => (isObj(v) ? v : {});
+const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
+
+/** Quantity value or undefined when absent or invalid (invalid ones are reported by the schema check). */
+function qty(v: unknown): number | undefined {
+  if (!isQuantity(v)) return undefined;
+  try {
+    return parseQuantity(v);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Deep copy without null-valued object fields: the API server treats `field: null` as absent. */
+export function dropNulls<T>(v: T): T {
+  if (Array.isArray(v)) return v.map((x) => dropNulls(x)) as T;
+  if (isObj(v)) {
+    const out: Obj = {};
+    for (const [k, x] of Object.entries(v)) if (x !== null && x !== undefined) out[k] = dropNulls(x);
+    return out as T;
+  }
+  return v;
+}
+
+const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const MAC_RE = /^[0-9A-Fa-f]{2}([:-])[0-9A-Fa-f]{2}(\1[0-9A-Fa-f]{2}){4}$/;
+const PCI_RE = /^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$/;
+const SERIAL_RE = /^[A-Za-z0-9_.+-]+$/;
+const UUID_RE = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+
+export function checkDns1123Label(v: string): string | undefined {
+  if (v.length > 63) return `must be no more than 63 characters (is ${v.length})`;
+  if (!DNS1123_LABEL.test(v)) return `"${v}" is not a valid DNS-1123 label: lower case letters, digits and '-', starting and ending with a letter or digit`;
+  return undefined;
+}
+
+export function checkDns1123Subdomain(v: string): string | undefined {
+  if (v.length > 253) return `must be no more than 253 characters (is ${v.length})`;
+  if (!DNS1123_SUBDOMAIN.test(v)) return `"${v}" is not a valid DNS-1123 subdomain: lower case letters, digits, '-' and '.', starting and ending with a letter or digit`;
+  return undefined;
+}
+
+// ------------------------------------------------------------------ structural (schema) checks
+
+const compiled = new Map<TSchema, TypeCheck<TSchema>>();
+function checker(schema: TSchema): TypeCheck<TSchema> {
+  let c = compiled.get(schema);
+  if (!c) {
+    c = TypeCompiler.Compile(schema);
+    compiled.set(schema, c);
+  }
+  return c;
+}
+
+function describe(v: unknown): string {
+  if (v === undefined) return 'nothing';
+  const s = JSON.stringify(v);
+  return s === undefined ? String(v) : s.length > 40 ? `${s.slice(0, 40)}...` : s;
+}
+
+function reasonFor(e: ValueError): string {
+  const s = e.schema as TSchema & Record<string, unknown>;
+  switch (e.type) {
+    case ValueErrorType.ObjectRequiredProperty:
+      return 'required field is missing';
+    case ValueErrorType.ObjectAdditionalProperties:
+      return 'unknown field';
+    case ValueErrorType.String:
+      return `must be a string, got ${describe(e.value)}`;
+    case ValueErrorType.Boolean:
+      return `must be true or false, got ${describe(e.value)}`;
+    case ValueErrorType.Integer:
+      return `must be an integer, got ${describe(e.value)}`;
+    case ValueErrorType.Number:
+      return `must be a number, got ${describe(e.value)}`;
+    case ValueErrorType.IntegerMinimum:
+    case ValueErrorType.NumberMinimum:
+      return `must be >= ${String(s['minimum'])}, got ${describe(e.value)}`;
+    case ValueErrorType.Object:
+      return `must be an object, got ${describe(e.value)}`;
+    case ValueErrorType.Array:
+      return `must be a list, got ${describe(e.value)}`;
+    case ValueErrorType.Literal:
+      return `must be ${JSON.stringify(s['const'])}, got ${describe(e.value)}`;
+    case ValueErrorType.StringFormat:
+      if (s['format'] === 'quantity') return `invalid quantity ${describe(e.value)}`;
+      return `${describe(e.value)} is not a valid ${String(s['format'])}`;
+    case ValueErrorType.Union: {
+      if (s['x-kubernetes-int-or-string']) {
+        return `invalid quantity ${describe(e.value)}: expected a number with an optional suffix (e.g. 128Mi, 2Gi, 500m, 1G)`;
+      }
+      const anyOf = (s['anyOf'] as Record<string, unknown>[] | undefined) ?? [];
+      if (anyOf.length > 0 && anyOf.every((x) => 'const' in x)) {
+        return `unsupported value ${describe(e.value)}: must be one of ${anyOf.map((x) => String(x['const'])).filter((x) => x !== '').join(', ')}`;
+      }
+      return e.message;
+    }
+    default:
+      return e.message;
+  }
+}
+
+function schemaErrors(schema: TSchema, value: unknown): FieldError[] {
+  const out: FieldError[] = [];
+  const seen = new Set<string>();
+  for (const e of checker(schema).Errors(value)) {
+    const path = pointerToPath(e.path);
+    if (seen.has(path)) continue;
+    // an error inside a field already reported as wrong (e.g. `must be an object`) adds nothing
+    if ([...seen].some((p) => p !== '' && (path.startsWith(p + '.') || path.startsWith(p + '[')))) continue;
+    seen.add(path);
+    out.push({ path, reason: reasonFor(e) });
+  }
+  return out;
+}
+
+// ------------------------------------------------------------------ semantic checks
+
+class Errs {
+  list: FieldError[] = [];
+  add(path: string, reason: string) {
+    this.list.push({ path, reason });
+  }
+}
+
+function validateMetadata(meta: unknown, base: string, e: Errs, opts: { nameRequired: boolean; label?: boolean }) {
+  const m = obj(meta);
+  const name = str(m['name']);
+  if (name === undefined || name === '') {
+    if (opts.nameRequired && !str(m['generateName'])) e.add(sub(base, 'name'), 'required: a name (or generateName) must be given');
+  } else {
+    const bad = opts.label ? checkDns1123Label(name) : checkDns1123Subdomain(name);
+    if (bad) e.add(sub(base, 'name'), bad);
+  }
+  const ns = str(m['namespace']);
+  if (ns !== undefined && ns !== '') {
+    const bad = checkDns1123Label(ns);
+    if (bad) e.add(sub(base, 'namespace'), bad);
+  }
+}
+
+/** Unique non-empty names in a list; reports duplicates at `<list>[i].name`. Returns the names. */
+function uniqueNames(list: unknown[], base: string, e: Errs, what: string): Map<string, number> {
+  const names = new Map<string, number>();
+  list.forEach((item, i) => {
+    const n = str(obj(item)['name']);
+    if (n === undefined) return;
+    if (n === '') {
+      e.add(sub(sub(base, i), 'name'), `${what} name must not be empty`);
+      return;
+    }
+    const first = names.get(n);
+    if (first !== undefined) e.add(sub(sub(base, i), 'name'), `duplicate ${what} name "${n}" (also ${sub(base, first)})`);
+    else names.set(n, i);
+  });
+  return names;
+}
+
+function validateResourcesAndMemory(domain: Obj, base: string, e: Errs) {
+  const res = obj(domain['resources']);
+  const requests = obj(res['requests']);
+  const limits = obj(res['limits']);
+  const memory = obj(domain['memory']);
+  const resPath = sub(base, 'resources');
+
+  for (const [kind, map] of [
+    ['requests', requests],
+    ['limits', limits],
+  ] as const) {
+    for (const [k, v] of Object.entries(map)) {
+      const n = qty(v);
+      if (n !== undefined && n < 0) e.add(sub(sub(resPath, kind), k), `must not be negative, got ${describe(v)}`);
+    }
+  }
+
+  const reqMem = qty(requests['memory']);
+  const limMem = qty(limits['memory']);
+  const guest = qty(memory['guest']);
+  const hugepages = obj(memory['hugepages']);
+  const pageSizeRaw = hugepages['pageSize'];
+
+  if (requests['memory'] === undefined && limits['memory'] === undefined && memory['guest'] === undefined) {
+    e.add(
+      sub(sub(resPath, 'requests'), 'memory'),
+      'no memory requested: set spec.domain.resources.requests.memory, spec.domain.resources.limits.memory or spec.domain.memory.guest',
+    );
+  }
+  if (reqMem !== undefined && reqMem > 0 && reqMem < 2 ** 20) {
+    e.add(sub(sub(resPath, 'requests'), 'memory'), `must be at least 1Mi, got ${describe(requests['memory'])}`);
+  }
+  if (reqMem !== undefined && limMem !== undefined && reqMem > limMem) {
+    e.add(sub(sub(resPath, 'requests'), 'memory'), `request ${describe(requests['memory'])} is greater than limit ${describe(limits['memory'])}`);
+  }
+  if (guest !== undefined) {
+    if (guest <= 0) e.add(sub(sub(base, 'memory'), 'guest'), `must be positive, got ${describe(memory['guest'])}`);
+    if (limMem !== undefined && guest > limMem) {
+      e.add(sub(sub(base, 'memory'), 'guest'), `guest memory ${describe(memory['guest'])} is greater than the memory limit ${describe(limits['memory'])}`);
+    }
+  }
+  const maxGuest = qty(memory['maxGuest']);
+  if (maxGuest !== undefined && guest !== undefined && maxGuest < guest) {
+    e.add(sub(sub(base, 'memory'), 'maxGuest'), `must not be less than spec.domain.memory.guest`);
+  }
+
+  if (pageSizeRaw !== undefined) {
+    const pPath = sub(sub(sub(base, 'memory'), 'hugepages'), 'pageSize');
+    const page = qty(pageSizeRaw);
+    if (page === undefined || page <= 0) e.add(pPath, `invalid page size ${describe(pageSizeRaw)}: expected a quantity like 2Mi or 1Gi`);
+    else {
+      const vmMem = guest ?? reqMem ?? limMem;
+      if (vmMem !== undefined) {
+        if (page > vmMem) e.add(pPath, `hugepage size ${describe(pageSizeRaw)} is larger than the VM memory (${vmMem} bytes)`);
+        else if (vmMem % page !== 0) e.add(pPath, `VM memory (${vmMem} bytes) is not a multiple of the hugepage size ${describe(pageSizeRaw)}`);
+      }
+    }
+  }
+
+  const reqCpu = qty(requests['cpu']);
+  const limCpu = qty(limits['cpu']);
+  if (reqCpu !== undefined && limCpu !== undefined && reqCpu > limCpu) {
+    e.add(sub(sub(resPath, 'requests'), 'cpu'), `request ${describe(requests['cpu'])} is greater than limit ${describe(limits['cpu'])}`);
+  }
+}
+
+function validateCpu(domain: Obj, base: string, e: Errs) {
+  if (domain['cpu'] === undefined) return;
+  const cpu = obj(domain['cpu']);
+  const path = sub(base, 'cpu');
+  const sockets = num(cpu['sockets']);
+  const cores = num(cpu['cores']);
+  const threads = num(cpu['threads']);
+  const maxSockets = num(cpu['maxSockets']);
+  for (const [k, v] of [
+    ['sockets', sockets],
+    ['cores', cores],
+    ['threads', threads],
+  ] as const) {
+    // 0 means "unset" upstream; negatives are schema errors already
+    if (v !== undefined && v > 512) e.add(sub(path, k), `must be at most 512, got ${v}`);
+  }
+  const vcpus = (sockets || 1) * (cores || 1) * (threads || 1);
+  if (vcpus > 512) e.add(path, `topology gives ${vcpus} vCPUs (sockets*cores*threads), more than the maximum of 512`);
+  if (maxSockets !== undefined && maxSockets > 0 && sockets !== undefined && sockets > maxSockets) {
+    e.add(sub(path, 'sockets'), `${sockets} sockets is more than maxSockets ${maxSockets}`);
+  }
+  const res = obj(domain['resources']);
+  const reqCpu = qty(obj(res['requests'])['cpu']);
+  const limCpu = qty(obj(res['limits'])['cpu']);
+  if (cpu['dedicatedCpuPlacement'] === true) {
+    const topologyGiven = !!(sockets || cores || threads);
+    const want = reqCpu ?? limCpu;
+    if (topologyGiven && want !== undefined && Math.ceil(want) !== vcpus) {
+      e.add(path, `dedicatedCpuPlacement: the CPU topology gives ${vcpus} vCPUs but ${reqCpu !== undefined ? 'requests' : 'limits'}.cpu is ${want}; they must match`);
+    }
+    if (want !== undefined && !Number.isInteger(want)) {
+      e.add(sub(sub(sub(base, 'resources'), reqCpu !== undefined ? 'requests' : 'limits'), 'cpu'), 'dedicatedCpuPlacement needs a whole number of CPUs');
+    }
+  } else if (cpu['isolateEmulatorThread'] === true) {
+    e.add(sub(path, 'isolateEmulatorThread'), 'only allowed together with dedicatedCpuPlacement');
+  }
+  arr(cpu['features']).forEach((f, i) => {
+    const n = str(obj(f)['name']);
+    if (n === '') e.add(sub(sub(sub(path, 'features'), i), 'name'), 'must not be empty');
+  });
+}
+
+function validateFirmware(domain: Obj, base: string, e: Errs) {
+  if (domain['firmware'] === undefined) return;
+  const fw = obj(domain['firmware']);
+  const path = sub(base, 'firmware');
+  const uuid = str(fw['uuid']);
+  if (uuid !== undefined && uuid !== '' && !UUID_RE.test(uuid)) e.add(sub(path, 'uuid'), `"${uuid}" is not a UUID (expected 8-4-4-4-12 hex digits)`);
+  const bl = obj(fw['bootloader']);
+  if (bl['bios'] !== undefined && bl['efi'] !== undefined) e.add(sub(path, 'bootloader'), 'bios and efi are mutually exclusive: choose one');
+  if (bl['efi'] !== undefined) {
+    const efi = obj(bl['efi']);
+    const secureBoot = efi['secureBoot'] !== false; // upstream default: true
+    const smm = obj(domain['features'])['smm'];
+    const smmEnabled = smm !== undefined && obj(smm)['enabled'] !== false;
+    if (secureBoot && !smmEnabled) {
+      e.add(
+        sub(sub(sub(path, 'bootloader'), 'efi'), 'secureBoot'),
+        'EFI secure boot (enabled unless secureBoot: false) requires SMM: set spec.domain.features.smm.enabled: true',
+      );
+    }
+  }
+  if (fw['kernelBoot'] !== undefined) {
+    const kb = obj(fw['kernelBoot']);
+    const kbPath = sub(path, 'kernelBoot');
+    if (kb['container'] === undefined) {
+      if (kb['kernelArgs'] !== undefined) e.add(sub(kbPath, 'kernelArgs'), 'kernelArgs need kernelBoot.container (a kernel to boot)');
+    } else {
+      const c = obj(kb['container']);
+      if (!str(c['kernelPath']) && !str(c['initrdPath'])) e.add(sub(kbPath, 'container'), 'at least one of kernelPath and initrdPath must be set');
+      if (c['image'] === '') e.add(sub(sub(kbPath, 'container'), 'image'), 'must not be empty');
+      if (str(c['kernelPath']) === undefined && kb['kernelArgs'] !== undefined) {
+        e.add(sub(kbPath, 'kernelArgs'), 'kernelArgs need container.kernelPath');
+      }
+    }
+  }
+}
+
+function validateClockAndFeatures(domain: Obj, base: string, e: Errs) {
+  if (domain['clock'] !== undefined) {
+    const clock = obj(domain['clock']);
+    const path = sub(base, 'clock');
+    if (clock['utc'] !== undefined && clock['timezone'] !== undefined) e.add(path, 'utc and timezone are mutually exclusive: choose one');
+    const tz = str(clock['timezone']);
+    if (tz !== undefined) {
+      let ok = tz !== '';
+      try {
+        if (ok) new Intl.DateTimeFormat('en-US', { timeZone: tz });
+      } catch {
+        ok = false;
+      }
+      if (!ok) e.add(sub(path, 'timezone'), `unknown time zone "${tz}" (expected an IANA name like Europe/Berlin)`);
+    }
+  }
+  const hv = obj(obj(domain['features'])['hyperv']);
+  const sl = obj(hv['spinlocks']);
+  const n = num(sl['spinlocks']);
+  if (n !== undefined && n < 4096) e.add(sub(sub(sub(sub(base, 'features'), 'hyperv'), 'spinlocks'), 'spinlocks'), `must be at least 4096, got ${n}`);
+  const vid = str(obj(hv['vendorid'])['vendorid']);
+  if (vid !== undefined && (vid.length === 0 || vid.length > 12)) {
+    e.add(sub(sub(sub(sub(base, 'features'), 'hyperv'), 'vendorid'), 'vendorid'), 'must be 1 to 12 characters');
+  }
+}
+
+interface BootOrderUse {
+  path: string;
+  order: number;
+}
+
+function validateDisks(devices: Obj, dpath: string, volumes: Map<string, number>, boot: BootOrderUse[], e: Errs) {
+  const disks = arr(devices['disks']);
+  const base = sub(dpath, 'disks');
+  uniqueNames(disks, base, e, 'disk');
+  disks.forEach((d0, i) => {
+    const d = obj(d0);
+    const p = sub(base, i);
+    const name = str(d['name']);
+    if (name) {
+      if (!volumes.has(name)) e.add(sub(p, 'name'), `no volume named "${name}" in spec.volumes`);
+    }
+    const targets = (['disk', 'cdrom', 'lun'] as const).filter((t) => d[t] !== undefined);
+    if (targets.length > 1) e.add(p, `a disk can be only one of disk, cdrom or lun; got ${targets.join(' and ')}`);
+    for (const t of targets) {
+      const bus = str(obj(d[t])['bus']);
+      if (bus === undefined) continue;
+      const bPath = sub(sub(p, t), 'bus');
+      if (bus === 'ide') e.add(bPath, 'IDE bus is not supported');
+      else if (!(DISK_BUSES as readonly string[]).includes(bus)) e.add(bPath, `unknown bus "${bus}": must be one of ${DISK_BUSES.join(', ')}`);
+      else if (t === 'cdrom' && bus === 'virtio') e.add(bPath, 'bus virtio is not valid for a cdrom: use sata or scsi');
+      else if (t === 'lun' && bus !== 'scsi' && bus !== 'virtio' && bus !== 'sata') e.add(bPath, `bus ${bus} is not valid for a lun`);
+    }
+    const bo = num(d['bootOrder']);
+    if (bo !== undefined) {
+      if (bo < 1) e.add(sub(p, 'bootOrder'), `must be 1 or more, got ${bo}`);
+      else boot.push({ path: sub(p, 'bootOrder'), order: bo });
+    }
+    const serial = str(d['serial']);
+    if (serial !== undefined) {
+      if (!SERIAL_RE.test(serial)) e.add(sub(p, 'serial'), `"${serial}" must be made of the characters [A-Za-z0-9_.+-]`);
+      else if (serial.length > 256) e.add(sub(p, 'serial'), 'must be at most 256 characters');
+    }
+    if (d['dedicatedIOThread'] === true) {
+      const t = targets[0];
+      const bus = t ? str(obj(d[t])['bus']) : undefined;
+      if (bus !== undefined && bus !== 'virtio' && !(t === 'lun' && bus === 'scsi')) {
+        e.add(sub(p, 'dedicatedIOThread'), `IOThreads are only supported for virtio disks, not bus ${bus}`);
+      }
+    }
+    const pci = str(obj(d['disk'])['pciAddress']);
+    if (pci !== undefined && !PCI_RE.test(pci)) e.add(sub(sub(p, 'disk'), 'pciAddress'), `"${pci}" is not a PCI address (expected dddd:bb:ss.f)`);
+    if (pci !== undefined && str(obj(d['disk'])['bus']) !== undefined && str(obj(d['disk'])['bus']) !== 'virtio') {
+      e.add(sub(sub(p, 'disk'), 'pciAddress'), 'pciAddress is only supported on the virtio bus');
+    }
+  });
+}
+
+function validateVolumes(spec: Obj, base: string, e: Errs): Map<string, number> {
+  const vols = arr(spec['volumes']);
+  const vpath = sub(base, 'volumes');
+  const names = uniqueNames(vols, vpath, e, 'volume');
+  vols.forEach((v0, i) => {
+    const v = obj(v0);
+    const p = sub(vpath, i);
+    const sources = VOLUME_SOURCES.filter((s) => v[s] !== undefined);
+    if (sources.length === 0) e.add(p, `volume has no source: set one of ${VOLUME_SOURCES.join(', ')}`);
+    else if (sources.length > 1) e.add(p, `volume has ${sources.length} sources (${sources.join(', ')}); exactly one is allowed`);
+    const name = str(v['name']);
+    if (name) {
+      const bad = checkDns1123Label(name);
+      if (bad) e.add(sub(p, 'name'), bad);
+    }
+    const ed = obj(v['emptyDisk']);
+    if (v['emptyDisk'] !== undefined) {
+      const c = qty(ed['capacity']);
+      if (c !== undefined && c <= 0) e.add(sub(sub(p, 'emptyDisk'), 'capacity'), `must be positive, got ${describe(ed['capacity'])}`);
+    }
+    if (v['hostDisk'] !== undefined) {
+      const hd = obj(v['hostDisk']);
+      const hp = sub(p, 'hostDisk');
+      const path = str(hd['path']);
+      if (path !== undefined && !path.startsWith('/')) e.add(sub(hp, 'path'), 'must be an absolute path');
+      if (hd['type'] === 'DiskOrCreate' && hd['capacity'] === undefined) e.add(sub(hp, 'capacity'), 'required when type is DiskOrCreate');
+      if (hd['type'] === 'Disk' && hd['capacity'] !== undefined) e.add(sub(hp, 'capacity'), 'only allowed when type is DiskOrCreate');
+    }
+    if (v['containerDisk'] !== undefined && str(obj(v['containerDisk'])['image']) === '') {
+      e.add(sub(sub(p, 'containerDisk'), 'image'), 'must not be empty');
+    }
+    for (const ci of ['cloudInitNoCloud', 'cloudInitConfigDrive'] as const) {
+      if (v[ci] === undefined) continue;
+      const c = obj(v[ci]);
+      const cp = sub(p, ci);
+      const userSources = ['userData', 'userDataBase64', 'userDataSecretRef', 'secretRef'].filter((k) => c[k] !== undefined);
+      const netSources = ['networkData', 'networkDataBase64', 'networkDataSecretRef', 'secretRef'].filter((k) => c[k] !== undefined);
+      if (userSources.length === 0 && netSources.length === 0) e.add(cp, 'needs userData, userDataBase64, userDataSecretRef, networkData... or secretRef');
+      if (userSources.length > 1) e.add(cp, `only one user data source allowed, got ${userSources.join(', ')}`);
+      if (netSources.length > 1) e.add(cp, `only one network data source allowed, got ${netSources.join(', ')}`);
+      for (const b of ['userDataBase64', 'networkDataBase64']) {
+        const s = str(c[b]);
+        if (s !== undefined && !/^[A-Za-z0-9+/\s]*={0,2}\s*$/.test(s)) e.add(sub(cp, b), 'is not valid base64');
+      }
+    }
+  });
+  return names;
+}
+
+function validateNetworks(spec: Obj, base: string, boot: BootOrderUse[], e: Errs) {
+  const domain = obj(spec['domain']);
+  const devices = obj(domain['devices']);
+  const dpath = sub(sub(base, 'domain'), 'devices');
+  const nets = arr(spec['networks']);
+  const npath = sub(base, 'networks');
+  const netNames = uniqueNames(nets, npath, e, 'network');
+  let podNets = 0;
+  nets.forEach((n0, i) => {
+    const n = obj(n0);
+    const p = sub(npath, i);
+    const kinds = (['pod', 'multus'] as const).filter((k) => n[k] !== undefined);
+    if (kinds.length === 0) e.add(p, 'network has no source: set pod or multus');
+    if (kinds.length > 1) e.add(p, 'pod and multus are mutually exclusive');
+    if (n['pod'] !== undefined) {
+      podNets++;
+      if (podNets > 1) e.add(sub(p, 'pod'), 'only one pod network is allowed');
+    }
+    if (n['multus'] !== undefined && str(obj(n['multus'])['networkName']) === '') e.add(sub(sub(p, 'multus'), 'networkName'), 'must not be empty');
+  });
+
+  const ifaces = arr(devices['interfaces']);
+  const ipath = sub(dpath, 'interfaces');
+  const ifNames = uniqueNames(ifaces, ipath, e, 'interface');
+  const macs = new Map<string, number>();
+  ifaces.forEach((f0, i) => {
+    const f = obj(f0);
+    const p = sub(ipath, i);
+    const name = str(f['name']);
+    let net: Obj | undefined;
+    if (name) {
+      const ni = netNames.get(name);
+      if (ni === undefined) e.add(sub(p, 'name'), `no network named "${name}" in spec.networks`);
+      else net = obj(nets[ni]);
+    }
+    const bindings = INTERFACE_BINDINGS.filter((b) => f[b] !== undefined);
+    if (bindings.length === 0) e.add(p, `interface has no binding: set one of ${INTERFACE_BINDINGS.join(', ')}`);
+    else if (bindings.length > 1) e.add(p, `interface has ${bindings.length} bindings (${bindings.join(', ')}); exactly one is allowed`);
+    if (net && bindings.length === 1) {
+      const b = bindings[0]!;
+      if (b === 'masquerade' && net['pod'] === undefined) e.add(sub(p, 'masquerade'), 'masquerade is only allowed on the pod network');
+      if ((b === 'slirp' || b === 'passt') && net['pod'] === undefined) e.add(sub(p, b), `${b} is only allowed on the pod network`);
+      if (b === 'sriov' && net['pod'] !== undefined) e.add(sub(p, 'sriov'), 'sriov is only allowed on a multus network');
+      if (b === 'macvtap' && net['pod'] !== undefined) e.add(sub(p, 'macvtap'), 'macvtap is only allowed on a multus network');
+    }
+    const model = str(f['model']);
+    if (model !== undefined && !(INTERFACE_MODELS as readonly string[]).includes(model)) {
+      e.add(sub(p, 'model'), `unknown interface model "${model}": must be one of ${INTERFACE_MODELS.join(', ')}`);
+    }
+    if (model !== undefined && f['sriov'] !== undefined) e.add(sub(p, 'model'), 'a model cannot be set for an sriov interface');
+    const mac = str(f['macAddress']);
+    if (mac !== undefined) {
+      if (!MAC_RE.test(mac)) e.add(sub(p, 'macAddress'), `"${mac}" is not a MAC address (expected six hex pairs like 02:00:00:aa:bb:cc)`);
+      else {
+        const norm = mac.toLowerCase().replace(/-/g, ':');
+        if (parseInt(norm.slice(0, 2), 16) & 1) e.add(sub(p, 'macAddress'), `"${mac}" is a multicast address; a NIC needs a unicast address`);
+        const first = macs.get(norm);
+        if (first !== undefined) e.add(sub(p, 'macAddress'), `duplicate MAC address (also ${sub(ipath, first)}.macAddress)`);
+        else macs.set(norm, i);
+      }
+    }
+    const pci = str(f['pciAddress']);
+    if (pci !== undefined && !PCI_RE.test(pci)) e.add(sub(p, 'pciAddress'), `"${pci}" is not a PCI address (expected dddd:bb:ss.f)`);
+    const bo = num(f['bootOrder']);
+    if (bo !== undefined) {
+      if (bo < 1) e.add(sub(p, 'bootOrder'), `must be 1 or more, got ${bo}`);
+      else boot.push({ path: sub(p, 'bootOrder'), order: bo });
+    }
+    const ports = arr(f['ports']);
+    if (ports.length > 0 && f['masquerade'] === undefined && f['slirp'] === undefined && f['passt'] === undefined) {
+      e.add(sub(p, 'ports'), 'port forwarding is only supported with masquerade, slirp or passt');
+    }
+    const portNames = new Set<string>();
+    ports.forEach((pt0, j) => {
+      const pt = obj(pt0);
+      const pp = sub(sub(p, 'ports'), j);
+      const port = num(pt['port']);
+      if (port !== undefined && (port < 1 || port > 65535)) e.add(sub(pp, 'port'), `must be between 1 and 65535, got ${port}`);
+      const pn = str(pt['name']);
+      if (pn) {
+        if (portNames.has(pn)) e.add(sub(pp, 'name'), `duplicate port name "${pn}"`);
+        portNames.add(pn);
+        if (pn.length > 15 || !DNS1123_LABEL.test(pn)) e.add(sub(pp, 'name'), `"${pn}" is not a valid port name (DNS-1123 label of at most 15 characters)`);
+      }
+    });
+  });
+
+  // every network needs an interface (upstream: "every network needs a matching interface")
+  nets.forEach((n0, i) => {
+    const name = str(obj(n0)['name']);
+    if (name && !ifNames.has(name)) e.add(sub(sub(npath, i), 'name'), `no interface in spec.domain.devices.interfaces uses network "${name}"`);
+  });
+}
+
+function validateDevices(spec: Obj, base: string, volumes: Map<string, number>, boot: BootOrderUse[], e: Errs) {
+  const domain = obj(spec['domain']);
+  const devices = obj(domain['devices']);
+  const dpath = sub(sub(base, 'domain'), 'devices');
+  validateDisks(devices, dpath, volumes, boot, e);
+
+  const inputs = arr(devices['inputs']);
+  uniqueNames(inputs, sub(dpath, 'inputs'), e, 'input');
+  inputs.forEach((in0, i) => {
+    const inp = obj(in0);
+    const p = sub(sub(dpath, 'inputs'), i);
+    const t = str(inp['type']);
+    if (t !== undefined && t !== 'tablet') e.add(sub(p, 'type'), `unsupported input type "${t}": only tablet is supported`);
+    const bus = str(inp['bus']);
+    if (bus !== undefined && bus !== 'usb' && bus !== 'virtio') e.add(sub(p, 'bus'), `unsupported input bus "${bus}": must be usb or virtio`);
+  });
+
+  const seen = new Map<number, string>();
+  for (const b of boot) {
+    const first = seen.get(b.order);
+    if (first !== undefined) e.add(b.path, `boot order ${b.order} is already used by ${first}`);
+    else seen.set(b.order, b.path);
+  }
+}
+
+/** Semantic rules for a VMI spec at `base` (e.g. `spec` or `spec.template.spec`). */
+function validateVmiSpec(spec0: unknown, base: string, e: Errs) {
+  if (!isObj(spec0)) return;
+  const spec = spec0;
+  const domain = obj(spec['domain']);
+  const dbase = sub(base, 'domain');
+  validateResourcesAndMemory(domain, dbase, e);
+  validateCpu(domain, dbase, e);
+  validateFirmware(domain, dbase, e);
+  validateClockAndFeatures(domain, dbase, e);
+  const volumes = validateVolumes(spec, base, e);
+  const boot: BootOrderUse[] = [];
+  validateNetworks(spec, base, boot, e);
+  validateDevices(spec, base, volumes, boot, e);
+  for (const k of ['hostname', 'subdomain'] as const) {
+    const v = str(spec[k]);
+    if (v !== undefined && v !== '') {
+      const bad = checkDns1123Label(v);
+      if (bad) e.add(sub(base, k), bad);
+    }
+  }
+  const arch = str(spec['architecture']);
+  if (arch !== undefined && arch !== '' && !['amd64', 'arm64', 's390x', 'ppc64le'].includes(arch)) {
+    e.add(sub(base, 'architecture'), `unsupported architecture "${arch}": must be amd64, arm64, s390x or ppc64le`);
+  }
+  arr(spec['tolerations']).forEach((t0, i) => {
+    const t = obj(t0);
+    if (t['operator'] === 'Exists' && t['value'] !== undefined && t['value'] !== '') {
+      e.add(sub(sub(sub(base, 'tolerations'), i), 'value'), 'must be empty when operator is Exists');
+    }
+  });
+}
+
+// ------------------------------------------------------------------ entry points
+
+function merge(structural: FieldError[], semantic: FieldError[]): FieldError[] {
+  const out = [...structural];
+  const key = (f: FieldError) => `${f.path}\u0000${f.reason}`;
+  const have = new Set(out.map(key));
+  // A field the schema already rejected is not re-reported by the semantic rules.
+  const badPaths = new Set(structural.map((f) => f.path));
+  for (const f of semantic) {
+    if (have.has(key(f)) || badPaths.has(f.path)) continue;
+    have.add(key(f));
+    out.push(f);
+  }
+  return out;
+}
+
+function preamble(o: unknown, kind: string): FieldError[] | undefined {
+  if (!isObj(o)) return [{ path: '', reason: `must be an object (a ${kind} manifest), got ${describe(o)}` }];
+  return undefined;
+}
+
+export function validateVirtualMachineInstance(o: unknown): FieldError[] {
+  const pre = preamble(o, 'VirtualMachineInstance');
+  if (pre) return pre;
+  const v = dropNulls(o as Obj);
+  const e = new Errs();
+  validateMetadata(v['metadata'], 'metadata', e, { nameRequired: true });
+  validateVmiSpec(v['spec'], 'spec', e);
+  return merge(schemaErrors(VirtualMachineInstanceSchema, v), e.list);
+}
+
+export function validateVirtualMachine(o: unknown): FieldError[] {
+  const pre = preamble(o, 'VirtualMachine');
+  if (pre) return pre;
+  const v = dropNulls(o as Obj);
+  const e = new Errs();
+  validateMetadata(v['metadata'], 'metadata', e, { nameRequired: true });
+  const spec = obj(v['spec']);
+  if (spec['running'] !== undefined && spec['runStrategy'] !== undefined) {
+    e.add('spec.running', 'running and runStrategy are mutually exclusive: set only runStrategy');
+  }
+  const tmpl = obj(spec['template']);
+  validateMetadata(tmpl['metadata'], 'spec.template.metadata', e, { nameRequired: false });
+  validateVmiSpec(tmpl['spec'], 'spec.template.spec', e);
+  return merge(schemaErrors(VirtualMachineSchema, v), e.list);
+}
+
+export function validateVirtualMachineInstanceMigration(o: unknown): FieldError[] {
+  const pre = preamble(o, 'VirtualMachineInstanceMigration');
+  if (pre) return pre;
+  const v = dropNulls(o as Obj);
+  const e = new Errs();
+  validateMetadata(v['metadata'], 'metadata', e, { nameRequired: true });
+  const vmiName = str(obj(v['spec'])['vmiName']);
+  if (vmiName === '') e.add('spec.vmiName', 'must not be empty');
+  else if (vmiName !== undefined) {
+    const bad = checkDns1123Subdomain(vmiName);
+    if (bad) e.add('spec.vmiName', bad);
+  }
+  return merge(schemaErrors(VirtualMachineInstanceMigrationSchema, v), e.list);
+}
+
+/** Validate any of the three kinds, dispatching on `kind`. */
+export function validateObject(o: unknown): FieldError[] {
+  if (!isObj(o)) return [{ path: '', reason: `must be an object (a Kubernetes manifest), got ${describe(o)}` }];
+  const kind = o['kind'];
+  const errs: FieldError[] = [];
+  if (o['apiVersion'] !== API_VERSION) {
+    errs.push({ path: 'apiVersion', reason: `must be "${API_VERSION}", got ${describe(o['apiVersion'])}` });
+  }
+  let rest: FieldError[];
+  switch (kind) {
+    case 'VirtualMachineInstance':
+      rest = validateVirtualMachineInstance(o);
+      break;
+    case 'VirtualMachine':
+      rest = validateVirtualMachine(o);
+      break;
+    case 'VirtualMachineInstanceMigration':
+      rest = validateVirtualMachineInstanceMigration(o);
+      break;
+    default:
+      return [
+        ...errs,
+        { path: 'kind', reason: `unsupported kind ${describe(kind)}: must be one of ${KINDS.join(', ')}` },
+      ];
+  }
+  return merge(errs, rest);
+}
