@@ -1,1 +1,26 @@
-export {};
+export * from './sockets.js';
+export * from './errors.js';
+export * from './backend.js';
+export { createLogger, type Logger } from './logger.js';
+export { CmdServer, type CmdServerOptions } from './cmd-server.js';
+export {
+  CmdClient,
+  CMD_VERSION,
+  type CmdCallOptions,
+  type CmdClientOptions,
+  type ConnectOptions,
+  type VmiInput,
+  type VmOptionsInput,
+} from './cmd-client.js';
+export {
+  NotifyServer,
+  DOMAIN_EVENT_TYPES,
+  type DomainEvent,
+  type DomainEventType,
+  type NotifyServerOptions,
+} from './notify-server.js';
+export { NotifyClient, type DomainEventInput, type NotifyClientOptions, type NotifyClientStats } from './notify-client.js';
+/** Generated messages and service definitions (ts-proto). */
+export * as cmdv1 from './gen/kubevirt/cmd/v1/cmd.js';
+export * as cmdinfo from './gen/kubevirt/cmd/info/info.js';
+export * as notifyv1 from './gen/kubevirt/notify/v1/notify.js';
