@@ -1,0 +1,1152 @@
+// N-API binding to libvirt for @kubevirt-ts/node-libvirt.
+//
+// Design:
+// - One native class, Conn, wrapping a virConnectPtr. Every libvirt call that may block runs in a
+//   Napi::AsyncWorker (libuv thread pool) and settles a Promise. The worker takes its own reference on
+//   the connection (virConnectRef) and drops it off the JS thread, so closing never blocks JS.
+// - Domains are addressed by UUID string: each domain call looks the domain up, runs, and frees the
+//   handle inside the same worker. No native domain handles live in JS, so closing a connection really
+//   closes it (nothing is kept alive by unreachable-but-not-collected JS objects).
+// - libvirt's default event loop implementation runs on one native thread for the whole process.
+//   Domain events and the connection close callback go to JS through a Napi::ThreadSafeFunction.
+// - Errors are read with virGetLastError() in the thread that made the failing call (libvirt keeps the
+//   last error thread-locally) and become { code, domain, message } on the JS side.
+#include <napi.h>
+#include <libvirt/libvirt.h>
+#include <libvirt/libvirt-qemu.h>
+#include <libvirt/virterror.h>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// errors
+
+struct LvError {
+  int code = 0;
+  int domain = 0;
+  std::string message;
+};
+
+struct LvException {
+  LvError e;
+};
+
+// Reads the calling thread's last libvirt error (thread-local in libvirt) and throws it.
+[[noreturn]] void fail(const char* what = nullptr) {
+  LvError e;
+  virErrorPtr err = virGetLastError();
+  if (err && err->code != VIR_ERR_OK) {
+    e.code = err->code;
+    e.domain = err->domain;
+    e.message = err->message ? err->message : "libvirt error";
+  } else {
+    e.code = -1;
+    e.message = std::string(what ? what : "libvirt call") + " failed without a libvirt error";
+  }
+  virResetLastError();
+  throw LvException{e};
+}
+
+
+Napi::Value makeError(Napi::Env env, const LvError& e) {
+  Napi::Error err = Napi::Error::New(env, e.message);
+  Napi::Object o = err.Value();
+  o.Set("code", Napi::Number::New(env, e.code));
+  o.Set("domain", Napi::Number::New(env, e.domain));
+  o.Set("libvirtMessage", Napi::String::New(env, e.message));
+  return o;
+}
+
+void silentErrorHandler(void*, virErrorPtr) {}
+
+// ---------------------------------------------------------------------------------------------
+// values built off-thread, turned into JS values on the JS thread
+
+using Builder = std::function<Napi::Value(Napi::Env)>;
+
+struct TParam {
+  std::string field;
+  int type = 0;
+  double num = 0;
+  bool b = false;
+  std::string str;
+};
+using TParams = std::vector<TParam>;
+
+TParams copyParams(virTypedParameterPtr params, int n) {
+  TParams out;
+  for (int i = 0; i < n; i++) {
+    TParam p;
+    p.field = params[i].field;
+    p.type = params[i].type;
+    switch (params[i].type) {
+      case VIR_TYPED_PARAM_INT: p.num = params[i].value.i; break;
+      case VIR_TYPED_PARAM_UINT: p.num = params[i].value.ui; break;
+      case VIR_TYPED_PARAM_LLONG: p.num = static_cast<double>(params[i].value.l); break;
+      case VIR_TYPED_PARAM_ULLONG: p.num = static_cast<double>(params[i].value.ul); break;
+      case VIR_TYPED_PARAM_DOUBLE: p.num = params[i].value.d; break;
+      case VIR_TYPED_PARAM_BOOLEAN: p.b = params[i].value.b != 0; break;
+      case VIR_TYPED_PARAM_STRING: p.str = params[i].value.s ? params[i].value.s : ""; break;
+      default: continue;
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+Napi::Object paramsToJs(Napi::Env env, const TParams& ps) {
+  Napi::Object o = Napi::Object::New(env);
+  for (const auto& p : ps) {
+    if (p.type == VIR_TYPED_PARAM_STRING) {
+      // Some params (e.g. migration disk lists) may repeat: collect repeats into an array.
+      if (o.Has(p.field)) {
+        Napi::Value prev = o.Get(p.field);
+        Napi::Array arr;
+        if (prev.IsArray()) {
+          arr = prev.As<Napi::Array>();
+        } else {
+          arr = Napi::Array::New(env);
+          arr.Set(0u, prev);
+        }
+        arr.Set(arr.Length(), Napi::String::New(env, p.str));
+        o.Set(p.field, arr);
+      } else {
+        o.Set(p.field, Napi::String::New(env, p.str));
+      }
+    } else if (p.type == VIR_TYPED_PARAM_BOOLEAN) {
+      o.Set(p.field, Napi::Boolean::New(env, p.b));
+    } else {
+      o.Set(p.field, Napi::Number::New(env, p.num));
+    }
+  }
+  return o;
+}
+
+Builder str(std::string s) {
+  return [s = std::move(s)](Napi::Env env) -> Napi::Value { return Napi::String::New(env, s); };
+}
+Builder num(double d) {
+  return [d](Napi::Env env) -> Napi::Value { return Napi::Number::New(env, d); };
+}
+Builder boolean(bool b) {
+  return [b](Napi::Env env) -> Napi::Value { return Napi::Boolean::New(env, b); };
+}
+Builder undef() {
+  return [](Napi::Env env) -> Napi::Value { return env.Undefined(); };
+}
+
+// Takes ownership of a malloc'ed libvirt string.
+std::string takeString(char* s) {
+  std::string out(s ? s : "");
+  free(s);
+  return out;
+}
+
+struct DomRef {
+  std::string name;
+  std::string uuid;
+};
+
+DomRef domRef(virDomainPtr d) {
+  DomRef r;
+  const char* n = virDomainGetName(d);
+  r.name = n ? n : "";
+  char uuid[VIR_UUID_STRING_BUFLEN] = {0};
+  if (virDomainGetUUIDString(d, uuid) == 0) r.uuid = uuid;
+  return r;
+}
+
+Napi::Object domRefToJs(Napi::Env env, const DomRef& r) {
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("name", Napi::String::New(env, r.name));
+  o.Set("uuid", Napi::String::New(env, r.uuid));
+  return o;
+}
+
+struct DomainHandle {
+  virDomainPtr d = nullptr;
+  DomainHandle(virConnectPtr c, const std::string& uuid) {
+    d = virDomainLookupByUUIDString(c, uuid.c_str());
+    if (!d) fail("virDomainLookupByUUIDString");
+  }
+  ~DomainHandle() {
+    if (d) virDomainFree(d);
+  }
+  DomainHandle(const DomainHandle&) = delete;
+  DomainHandle& operator=(const DomainHandle&) = delete;
+};
+
+// Returns a builder for { name, uuid } and frees the handle.
+Builder domResult(virDomainPtr d) {
+  if (!d) fail();
+  DomRef r = domRef(d);
+  virDomainFree(d);
+  return [r](Napi::Env env) -> Napi::Value { return domRefToJs(env, r); };
+}
+
+// ---------------------------------------------------------------------------------------------
+// worker
+
+using Job = std::function<Builder(virConnectPtr)>;
+
+class Work : public Napi::AsyncWorker {
+ public:
+  Work(Napi::Object receiver, virConnectPtr conn, Job job)
+      : Napi::AsyncWorker(receiver, Napi::Function::New(receiver.Env(), [](const Napi::CallbackInfo&) {})),
+        deferred_(Napi::Promise::Deferred::New(receiver.Env())),
+        conn_(conn),
+        job_(std::move(job)) {
+    if (conn_) virConnectRef(conn_);
+  }
+  ~Work() override {
+    // Normally released in Execute (off the JS thread); this is only a safety net.
+    if (conn_) virConnectClose(conn_);
+  }
+  Napi::Promise Promise() { return deferred_.Promise(); }
+
+ protected:
+  void Execute() override {
+    try {
+      builder_ = job_(conn_);
+    } catch (const LvException& ex) {
+      err_ = ex.e;
+      failed_ = true;
+    } catch (const std::exception& ex) {
+      err_ = LvError{-1, 0, ex.what()};
+      failed_ = true;
+    }
+    if (conn_) {
+      virConnectClose(conn_);  // drop the worker's reference (may be the last one)
+      conn_ = nullptr;
+    }
+    if (failed_) SetError(err_.message);
+  }
+  void OnOK() override {
+    Napi::Env env = Env();
+    Napi::HandleScope scope(env);
+    try {
+      deferred_.Resolve(builder_ ? builder_(env) : env.Undefined());
+    } catch (const Napi::Error& e) {
+      deferred_.Reject(e.Value());
+    }
+  }
+  void OnError(const Napi::Error&) override {
+    Napi::Env env = Env();
+    Napi::HandleScope scope(env);
+    deferred_.Reject(makeError(env, err_));
+  }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  virConnectPtr conn_;
+  Job job_;
+  Builder builder_;
+  LvError err_;
+  bool failed_ = false;
+};
+
+// ---------------------------------------------------------------------------------------------
+// events
+
+struct EventData {
+  std::string type;  // 'lifecycle', 'reboot', ..., 'close'
+  DomRef dom;
+  bool hasDom = true;
+  std::vector<std::pair<std::string, double>> nums;
+  std::vector<std::pair<std::string, std::string>> strs;
+  TParams params;
+  bool hasParams = false;
+};
+
+void deliverEvent(Napi::Env env, Napi::Function cb, std::nullptr_t*, EventData* data) {
+  std::unique_ptr<EventData> ev(data);
+  if (!env || !cb) return;
+  Napi::HandleScope scope(env);
+  Napi::Object o = Napi::Object::New(env);
+  if (ev->hasDom) o.Set("domain", domRefToJs(env, ev->dom));
+  for (auto& kv : ev->nums) o.Set(kv.first, Napi::Number::New(env, kv.second));
+  for (auto& kv : ev->strs) o.Set(kv.first, Napi::String::New(env, kv.second));
+  if (ev->hasParams) o.Set("params", paramsToJs(env, ev->params));
+  cb.Call({Napi::String::New(env, ev->type), o});
+}
+
+using EventTsfn = Napi::TypedThreadSafeFunction<std::nullptr_t, EventData, deliverEvent>;
+
+// Shared between the JS thread and libvirt's event loop thread. Freed when the owner and every
+// registered libvirt callback (via its free callback) have let go of it.
+struct EventCtx {
+  std::mutex mu;
+  bool closed = false;
+  EventTsfn tsfn;
+  int refs = 1;
+
+  void ref() {
+    std::lock_guard<std::mutex> g(mu);
+    refs++;
+  }
+  void unref() {
+    bool del;
+    {
+      std::lock_guard<std::mutex> g(mu);
+      del = --refs == 0;
+    }
+    if (del) delete this;
+  }
+  void emit(EventData* ev) {
+    std::lock_guard<std::mutex> g(mu);
+    if (closed) {
+      delete ev;
+      return;
+    }
+    if (tsfn.NonBlockingCall(ev) != napi_ok) delete ev;
+  }
+  // JS thread: stop delivering, release the thread-safe function.
+  void shutdown() {
+    std::lock_guard<std::mutex> g(mu);
+    if (closed) return;
+    closed = true;
+    tsfn.Release();
+  }
+};
+
+void freeCtx(void* opaque) { static_cast<EventCtx*>(opaque)->unref(); }
+
+EventData* newEvent(const char* type, virDomainPtr dom) {
+  auto* ev = new EventData();
+  ev->type = type;
+  if (dom) ev->dom = domRef(dom);
+  return ev;
+}
+
+int onLifecycle(virConnectPtr, virDomainPtr dom, int event, int detail, void* opaque) {
+  auto* ev = newEvent("lifecycle", dom);
+  ev->nums = {{"event", event}, {"detail", detail}};
+  static_cast<EventCtx*>(opaque)->emit(ev);
+  return 0;
+}
+void onReboot(virConnectPtr, virDomainPtr dom, void* opaque) {
+  static_cast<EventCtx*>(opaque)->emit(newEvent("reboot", dom));
+}
+void onAgentLifecycle(virConnectPtr, virDomainPtr dom, int state, int reason, void* opaque) {
+  auto* ev = newEvent("agentLifecycle", dom);
+  ev->nums = {{"state", state}, {"reason", reason}};
+  static_cast<EventCtx*>(opaque)->emit(ev);
+}
+void onDeviceRemoved(virConnectPtr, virDomainPtr dom, const char* alias, void* opaque) {
+  auto* ev = newEvent("deviceRemoved", dom);
+  ev->strs = {{"devAlias", alias ? alias : ""}};
+  static_cast<EventCtx*>(opaque)->emit(ev);
+}
+void onDeviceAdded(virConnectPtr, virDomainPtr dom, const char* alias, void* opaque) {
+  auto* ev = newEvent("deviceAdded", dom);
+  ev->strs = {{"devAlias", alias ? alias : ""}};
+  static_cast<EventCtx*>(opaque)->emit(ev);
+}
+void onDeviceRemovalFailed(virConnectPtr, virDomainPtr dom, const char* alias, void* opaque) {
+  auto* ev = newEvent("deviceRemovalFailed", dom);
+  ev->strs = {{"devAlias", alias ? alias : ""}};
+  static_cast<EventCtx*>(opaque)->emit(ev);
+}
+void onJobCompleted(virConnectPtr, virDomainPtr dom, virTypedParameterPtr params, int n, void* opaque) {
+  auto* ev = newEvent("jobCompleted", dom);
+  ev->params = copyParams(params, n);
+  ev->hasParams = true;
+  static_cast<EventCtx*>(opaque)->emit(ev);
+}
+void onMigrationIteration(virConnectPtr, virDomainPtr dom, int iteration, void* opaque) {
+  auto* ev = newEvent("migrationIteration", dom);
+  ev->nums = {{"iteration", iteration}};
+  static_cast<EventCtx*>(opaque)->emit(ev);
+}
+void onClose(virConnectPtr, int reason, void* opaque) {
+  auto* ev = newEvent("close", nullptr);
+  ev->hasDom = false;
+  ev->nums = {{"reason", reason}};
+  static_cast<EventCtx*>(opaque)->emit(ev);
+}
+
+struct EventReg {
+  int id;
+  virConnectDomainEventGenericCallback cb;
+};
+
+const std::vector<EventReg>& eventRegs() {
+  static const std::vector<EventReg> regs = {
+      {VIR_DOMAIN_EVENT_ID_LIFECYCLE, VIR_DOMAIN_EVENT_CALLBACK(onLifecycle)},
+      {VIR_DOMAIN_EVENT_ID_REBOOT, VIR_DOMAIN_EVENT_CALLBACK(onReboot)},
+      {VIR_DOMAIN_EVENT_ID_AGENT_LIFECYCLE, VIR_DOMAIN_EVENT_CALLBACK(onAgentLifecycle)},
+      {VIR_DOMAIN_EVENT_ID_DEVICE_REMOVED, VIR_DOMAIN_EVENT_CALLBACK(onDeviceRemoved)},
+      {VIR_DOMAIN_EVENT_ID_DEVICE_ADDED, VIR_DOMAIN_EVENT_CALLBACK(onDeviceAdded)},
+      {VIR_DOMAIN_EVENT_ID_DEVICE_REMOVAL_FAILED, VIR_DOMAIN_EVENT_CALLBACK(onDeviceRemovalFailed)},
+      {VIR_DOMAIN_EVENT_ID_JOB_COMPLETED, VIR_DOMAIN_EVENT_CALLBACK(onJobCompleted)},
+      {VIR_DOMAIN_EVENT_ID_MIGRATION_ITERATION, VIR_DOMAIN_EVENT_CALLBACK(onMigrationIteration)},
+  };
+  return regs;
+}
+
+// ---------------------------------------------------------------------------------------------
+// process-wide init: libvirt + default event loop on a native thread
+
+std::once_flag initOnce;
+LvError initError;
+bool initFailed = false;
+
+void initLibvirt() {
+  std::call_once(initOnce, [] {
+    if (virInitialize() < 0) {
+      initFailed = true;
+      initError = LvError{-1, 0, "virInitialize failed"};
+      return;
+    }
+    virSetErrorFunc(nullptr, silentErrorHandler);
+    if (virEventRegisterDefaultImpl() < 0) {
+      initFailed = true;
+      initError = LvError{-1, 0, "virEventRegisterDefaultImpl failed"};
+      return;
+    }
+    std::thread([] {
+      for (;;) {
+        if (virEventRunDefaultImpl() < 0) virResetLastError();
+      }
+    }).detach();
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// argument helpers (JS thread)
+
+std::string argStr(const Napi::CallbackInfo& info, size_t i, const char* name) {
+  if (i >= info.Length() || !info[i].IsString())
+    throw Napi::TypeError::New(info.Env(), std::string(name) + ": expected a string");
+  return info[i].As<Napi::String>().Utf8Value();
+}
+unsigned int argFlags(const Napi::CallbackInfo& info, size_t i) {
+  if (i >= info.Length() || info[i].IsUndefined() || info[i].IsNull()) return 0;
+  if (!info[i].IsNumber()) throw Napi::TypeError::New(info.Env(), "flags: expected a number");
+  return info[i].As<Napi::Number>().Uint32Value();
+}
+double argNum(const Napi::CallbackInfo& info, size_t i, const char* name) {
+  if (i >= info.Length() || !info[i].IsNumber())
+    throw Napi::TypeError::New(info.Env(), std::string(name) + ": expected a number");
+  return info[i].As<Napi::Number>().DoubleValue();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conn
+
+class Conn : public Napi::ObjectWrap<Conn> {
+ public:
+  static Napi::Function Init(Napi::Env env) {
+    return DefineClass(
+        env, "NativeConnection",
+        {
+            InstanceMethod("open", &Conn::Open),
+            InstanceMethod("close", &Conn::Close),
+            InstanceMethod("isAlive", &Conn::IsAlive),
+            InstanceMethod("isOpen", &Conn::IsOpen),
+            InstanceMethod("getLibVersion", &Conn::GetLibVersion),
+            InstanceMethod("getVersion", &Conn::GetVersion),
+            InstanceMethod("getHostname", &Conn::GetHostname),
+            InstanceMethod("getURI", &Conn::GetURI),
+            InstanceMethod("getCapabilities", &Conn::GetCapabilities),
+            InstanceMethod("getDomainCapabilities", &Conn::GetDomainCapabilities),
+            InstanceMethod("defineXML", &Conn::DefineXML),
+            InstanceMethod("createXML", &Conn::CreateXML),
+            InstanceMethod("lookupDomainByName", &Conn::LookupByName),
+            InstanceMethod("lookupDomainByUUID", &Conn::LookupByUUID),
+            InstanceMethod("listAllDomains", &Conn::ListAllDomains),
+            InstanceMethod("getAllDomainStats", &Conn::GetAllDomainStats),
+            InstanceMethod("domainGetState", &Conn::DomGetState),
+            InstanceMethod("domainGetXMLDesc", &Conn::DomGetXMLDesc),
+            InstanceMethod("domainGetID", &Conn::DomGetID),
+            InstanceMethod("domainIsActive", &Conn::DomIsActive),
+            InstanceMethod("domainIsPersistent", &Conn::DomIsPersistent),
+            InstanceMethod("domainCreate", &Conn::DomCreate),
+            InstanceMethod("domainSuspend", &Conn::DomSuspend),
+            InstanceMethod("domainResume", &Conn::DomResume),
+            InstanceMethod("domainShutdown", &Conn::DomShutdown),
+            InstanceMethod("domainReboot", &Conn::DomReboot),
+            InstanceMethod("domainReset", &Conn::DomReset),
+            InstanceMethod("domainDestroy", &Conn::DomDestroy),
+            InstanceMethod("domainUndefine", &Conn::DomUndefine),
+            InstanceMethod("domainGetInfo", &Conn::DomGetInfo),
+            InstanceMethod("domainSetTime", &Conn::DomSetTime),
+            InstanceMethod("domainMemoryStats", &Conn::DomMemoryStats),
+            InstanceMethod("domainBlockStats", &Conn::DomBlockStats),
+            InstanceMethod("domainInterfaceStats", &Conn::DomInterfaceStats),
+            InstanceMethod("domainQemuAgentCommand", &Conn::DomQemuAgentCommand),
+            InstanceMethod("domainFSFreeze", &Conn::DomFSFreeze),
+            InstanceMethod("domainFSThaw", &Conn::DomFSThaw),
+            InstanceMethod("domainAttachDevice", &Conn::DomAttachDevice),
+            InstanceMethod("domainDetachDevice", &Conn::DomDetachDevice),
+            InstanceMethod("domainGetJobStats", &Conn::DomGetJobStats),
+            InstanceMethod("domainAbortJob", &Conn::DomAbortJob),
+            InstanceMethod("domainMigrateToURI3", &Conn::DomMigrateToURI3),
+            InstanceMethod("domainMigrateSetMaxSpeed", &Conn::DomMigrateSetMaxSpeed),
+            InstanceMethod("domainMigrateSetMaxDowntime", &Conn::DomMigrateSetMaxDowntime),
+            InstanceMethod("domainMigrateStartPostCopy", &Conn::DomMigrateStartPostCopy),
+            InstanceMethod("domainSetMemory", &Conn::DomSetMemory),
+            InstanceMethod("domainSetVcpus", &Conn::DomSetVcpus),
+            InstanceMethod("domainGetGuestInfo", &Conn::DomGetGuestInfo),
+            InstanceMethod("domainInterfaceAddresses", &Conn::DomInterfaceAddresses),
+        });
+  }
+
+  Conn(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Conn>(info) {}
+
+  ~Conn() override {
+    // Garbage-collected without close(): stop events; the libvirt connection reference is leaked
+    // deliberately rather than closed on the JS thread (closing may do RPC). Always call close().
+    if (ctx_) {
+      ctx_->shutdown();
+      ctx_->unref();
+      ctx_ = nullptr;
+    }
+  }
+
+ private:
+  virConnectPtr conn_ = nullptr;
+  bool opening_ = false;
+  EventCtx* ctx_ = nullptr;
+  std::vector<int> callbackIds_;
+  bool closeCbRegistered_ = false;
+
+  Napi::Value Reject(Napi::Env env, const std::string& msg) {
+    auto d = Napi::Promise::Deferred::New(env);
+    d.Reject(makeError(env, LvError{-1, 0, msg}));
+    return d.Promise();
+  }
+
+  Napi::Value Queue(const Napi::CallbackInfo& info, Job job) {
+    if (!conn_) return Reject(info.Env(), "libvirt connection is closed");
+    auto* w = new Work(info.This().As<Napi::Object>(), conn_, std::move(job));
+    Napi::Promise p = w->Promise();
+    w->Queue();
+    return p;
+  }
+
+  // A job on one domain looked up by UUID (argument 0).
+  Napi::Value QueueDom(const Napi::CallbackInfo& info, std::function<Builder(virDomainPtr)> fn) {
+    std::string uuid = argStr(info, 0, "uuid");
+    return Queue(info, [uuid, fn = std::move(fn)](virConnectPtr c) -> Builder {
+      DomainHandle h(c, uuid);
+      return fn(h.d);
+    });
+  }
+
+  // open(uri, readOnly, onEvent)
+  Napi::Value Open(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (initFailed) return Reject(env, initError.message);
+    if (conn_ || opening_) return Reject(env, "connection already open");
+    std::string uri = argStr(info, 0, "uri");
+    bool readOnly = info.Length() > 1 && info[1].ToBoolean().Value();
+    if (info.Length() < 3 || !info[2].IsFunction()) throw Napi::TypeError::New(env, "onEvent: expected a function");
+    auto* ctx = new EventCtx();
+    ctx->tsfn = EventTsfn::New(env, info[2].As<Napi::Function>(), "libvirt-events", 0, 1, nullptr);
+    opening_ = true;
+    Napi::Object self = info.This().As<Napi::Object>();
+    auto* w = new Work(self, nullptr, [this, uri, readOnly, ctx](virConnectPtr) -> Builder {
+      virConnectPtr c = readOnly ? virConnectOpenReadOnly(uri.c_str()) : virConnectOpen(uri.c_str());
+      if (!c) {
+        try {
+          fail("virConnectOpen");
+        } catch (...) {
+          // ctx is shut down on the JS thread by the OnError path (see below via opened == nullptr)
+          throw;
+        }
+      }
+      std::vector<int> ids;
+      for (const auto& r : eventRegs()) {
+        ctx->ref();
+        int id = virConnectDomainEventRegisterAny(c, nullptr, r.id, r.cb, ctx, freeCtx);
+        if (id < 0) {
+          ctx->unref();
+          virResetLastError();
+          continue;
+        }
+        ids.push_back(id);
+      }
+      bool closeCb = false;
+      ctx->ref();
+      if (virConnectRegisterCloseCallback(c, onClose, ctx, freeCtx) == 0) {
+        closeCb = true;
+      } else {
+        ctx->unref();
+        virResetLastError();
+      }
+      // Detect a dead peer even when idle (remote connections only; others say unsupported).
+      if (virConnectSetKeepAlive(c, 5, 3) < 0) virResetLastError();
+      return [this, c, ids, closeCb](Napi::Env env) -> Napi::Value {
+        conn_ = c;
+        opening_ = false;
+        callbackIds_ = ids;
+        closeCbRegistered_ = closeCb;
+        return env.Undefined();
+      };
+    });
+    ctx_ = ctx;
+    Napi::Promise p = w->Promise();
+    // On failure, the promise rejects; JS must then call close() which shuts the ctx down.
+    w->Queue();
+    return p;
+  }
+
+  // close(): stop events, deregister callbacks and drop the connection, off the JS thread.
+  Napi::Value Close(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    virConnectPtr c = conn_;
+    EventCtx* ctx = ctx_;
+    conn_ = nullptr;
+    ctx_ = nullptr;
+    opening_ = false;
+    if (ctx) ctx->shutdown();
+    auto d = Napi::Promise::Deferred::New(env);
+    if (!c) {
+      if (ctx) ctx->unref();
+      d.Resolve(env.Undefined());
+      return d.Promise();
+    }
+    std::vector<int> ids = callbackIds_;
+    bool closeCb = closeCbRegistered_;
+    callbackIds_.clear();
+    closeCbRegistered_ = false;
+    auto* w = new Work(info.This().As<Napi::Object>(), nullptr, [c, ctx, ids, closeCb](virConnectPtr) -> Builder {
+      for (int id : ids) {
+        if (virConnectDomainEventDeregisterAny(c, id) < 0) virResetLastError();
+      }
+      if (closeCb && virConnectUnregisterCloseCallback(c, onClose) < 0) virResetLastError();
+      int left = virConnectClose(c);
+      if (left < 0) virResetLastError();
+      if (ctx) ctx->unref();
+      return num(left);
+    });
+    Napi::Promise p = w->Promise();
+    w->Queue();
+    return p;
+  }
+
+  // Local checks, no RPC: safe on the JS thread.
+  Napi::Value IsAlive(const Napi::CallbackInfo& info) {
+    if (!conn_) return Napi::Boolean::New(info.Env(), false);
+    int r = virConnectIsAlive(conn_);
+    if (r < 0) virResetLastError();
+    return Napi::Boolean::New(info.Env(), r == 1);
+  }
+  Napi::Value IsOpen(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), conn_ != nullptr); }
+
+  Napi::Value GetLibVersion(const Napi::CallbackInfo& info) {
+    return Queue(info, [](virConnectPtr c) -> Builder {
+      unsigned long v = 0;
+      if (virConnectGetLibVersion(c, &v) < 0) fail();
+      return num(v);
+    });
+  }
+  Napi::Value GetVersion(const Napi::CallbackInfo& info) {
+    return Queue(info, [](virConnectPtr c) -> Builder {
+      unsigned long v = 0;
+      if (virConnectGetVersion(c, &v) < 0) fail();
+      return num(v);
+    });
+  }
+  Napi::Value GetHostname(const Napi::CallbackInfo& info) {
+    return Queue(info, [](virConnectPtr c) -> Builder {
+      char* s = virConnectGetHostname(c);
+      if (!s) fail();
+      return str(takeString(s));
+    });
+  }
+  Napi::Value GetURI(const Napi::CallbackInfo& info) {
+    return Queue(info, [](virConnectPtr c) -> Builder {
+      char* s = virConnectGetURI(c);
+      if (!s) fail();
+      return str(takeString(s));
+    });
+  }
+  Napi::Value GetCapabilities(const Napi::CallbackInfo& info) {
+    return Queue(info, [](virConnectPtr c) -> Builder {
+      char* s = virConnectGetCapabilities(c);
+      if (!s) fail();
+      return str(takeString(s));
+    });
+  }
+  // getDomainCapabilities(emulatorbin?, arch?, machine?, virttype?, flags?)
+  Napi::Value GetDomainCapabilities(const Napi::CallbackInfo& info) {
+    auto opt = [&](size_t i) -> std::shared_ptr<std::string> {
+      if (i < info.Length() && info[i].IsString())
+        return std::make_shared<std::string>(info[i].As<Napi::String>().Utf8Value());
+      return nullptr;
+    };
+    auto emu = opt(0), arch = opt(1), machine = opt(2), virttype = opt(3);
+    unsigned int flags = argFlags(info, 4);
+    return Queue(info, [=](virConnectPtr c) -> Builder {
+      char* s = virConnectGetDomainCapabilities(c, emu ? emu->c_str() : nullptr, arch ? arch->c_str() : nullptr,
+                                                machine ? machine->c_str() : nullptr,
+                                                virttype ? virttype->c_str() : nullptr, flags);
+      if (!s) fail();
+      return str(takeString(s));
+    });
+  }
+  Napi::Value DefineXML(const Napi::CallbackInfo& info) {
+    std::string xml = argStr(info, 0, "xml");
+    unsigned int flags = argFlags(info, 1);
+    return Queue(info, [xml, flags](virConnectPtr c) -> Builder {
+      return domResult(virDomainDefineXMLFlags(c, xml.c_str(), flags));
+    });
+  }
+  Napi::Value CreateXML(const Napi::CallbackInfo& info) {
+    std::string xml = argStr(info, 0, "xml");
+    unsigned int flags = argFlags(info, 1);
+    return Queue(info, [xml, flags](virConnectPtr c) -> Builder {
+      return domResult(virDomainCreateXML(c, xml.c_str(), flags));
+    });
+  }
+  Napi::Value LookupByName(const Napi::CallbackInfo& info) {
+    std::string name = argStr(info, 0, "name");
+    return Queue(info, [name](virConnectPtr c) -> Builder { return domResult(virDomainLookupByName(c, name.c_str())); });
+  }
+  Napi::Value LookupByUUID(const Napi::CallbackInfo& info) {
+    std::string uuid = argStr(info, 0, "uuid");
+    return Queue(info,
+                 [uuid](virConnectPtr c) -> Builder { return domResult(virDomainLookupByUUIDString(c, uuid.c_str())); });
+  }
+  Napi::Value ListAllDomains(const Napi::CallbackInfo& info) {
+    unsigned int flags = argFlags(info, 0);
+    return Queue(info, [flags](virConnectPtr c) -> Builder {
+      virDomainPtr* doms = nullptr;
+      int n = virConnectListAllDomains(c, &doms, flags);
+      if (n < 0) fail();
+      std::vector<DomRef> refs;
+      for (int i = 0; i < n; i++) {
+        refs.push_back(domRef(doms[i]));
+        virDomainFree(doms[i]);
+      }
+      free(doms);
+      return [refs](Napi::Env env) -> Napi::Value {
+        Napi::Array a = Napi::Array::New(env, refs.size());
+        for (size_t i = 0; i < refs.size(); i++) a.Set(i, domRefToJs(env, refs[i]));
+        return a;
+      };
+    });
+  }
+  Napi::Value GetAllDomainStats(const Napi::CallbackInfo& info) {
+    unsigned int stats = argFlags(info, 0);
+    unsigned int flags = argFlags(info, 1);
+    return Queue(info, [stats, flags](virConnectPtr c) -> Builder {
+      virDomainStatsRecordPtr* recs = nullptr;
+      int n = virConnectGetAllDomainStats(c, stats, &recs, flags);
+      if (n < 0) fail();
+      std::vector<std::pair<DomRef, TParams>> out;
+      for (int i = 0; i < n; i++) out.emplace_back(domRef(recs[i]->dom), copyParams(recs[i]->params, recs[i]->nparams));
+      virDomainStatsRecordListFree(recs);
+      return [out](Napi::Env env) -> Napi::Value {
+        Napi::Array a = Napi::Array::New(env, out.size());
+        for (size_t i = 0; i < out.size(); i++) {
+          Napi::Object o = Napi::Object::New(env);
+          o.Set("domain", domRefToJs(env, out[i].first));
+          o.Set("stats", paramsToJs(env, out[i].second));
+          a.Set(i, o);
+        }
+        return a;
+      };
+    });
+  }
+
+  // ---- domain calls (argument 0 is the UUID)
+
+  Napi::Value DomGetState(const Napi::CallbackInfo& info) {
+    return QueueDom(info, [](virDomainPtr d) -> Builder {
+      int state = 0, reason = 0;
+      if (virDomainGetState(d, &state, &reason, 0) < 0) fail();
+      return [state, reason](Napi::Env env) -> Napi::Value {
+        Napi::Object o = Napi::Object::New(env);
+        o.Set("state", state);
+        o.Set("reason", reason);
+        return o;
+      };
+    });
+  }
+  Napi::Value DomGetXMLDesc(const Napi::CallbackInfo& info) {
+    unsigned int flags = argFlags(info, 1);
+    return QueueDom(info, [flags](virDomainPtr d) -> Builder {
+      char* s = virDomainGetXMLDesc(d, flags);
+      if (!s) fail();
+      return str(takeString(s));
+    });
+  }
+  Napi::Value DomGetID(const Napi::CallbackInfo& info) {
+    return QueueDom(info, [](virDomainPtr d) -> Builder {
+      unsigned int id = virDomainGetID(d);
+      return num(id == static_cast<unsigned int>(-1) ? -1 : static_cast<double>(id));
+    });
+  }
+  Napi::Value DomIsActive(const Napi::CallbackInfo& info) {
+    return QueueDom(info, [](virDomainPtr d) -> Builder {
+      int r = virDomainIsActive(d);
+      if (r < 0) fail();
+      return boolean(r == 1);
+    });
+  }
+  Napi::Value DomIsPersistent(const Napi::CallbackInfo& info) {
+    return QueueDom(info, [](virDomainPtr d) -> Builder {
+      int r = virDomainIsPersistent(d);
+      if (r < 0) fail();
+      return boolean(r == 1);
+    });
+  }
+
+  // A domain call of the form int f(virDomainPtr, unsigned int flags) with flags at argument 1.
+  Napi::Value DomFlagsCall(const Napi::CallbackInfo& info, int (*f)(virDomainPtr, unsigned int)) {
+    unsigned int flags = argFlags(info, 1);
+    return QueueDom(info, [f, flags](virDomainPtr d) -> Builder {
+      if (f(d, flags) < 0) fail();
+      return undef();
+    });
+  }
+  Napi::Value DomPlainCall(const Napi::CallbackInfo& info, int (*f)(virDomainPtr)) {
+    return QueueDom(info, [f](virDomainPtr d) -> Builder {
+      if (f(d) < 0) fail();
+      return undef();
+    });
+  }
+
+  Napi::Value DomCreate(const Napi::CallbackInfo& info) { return DomFlagsCall(info, virDomainCreateWithFlags); }
+  Napi::Value DomSuspend(const Napi::CallbackInfo& info) { return DomPlainCall(info, virDomainSuspend); }
+  Napi::Value DomResume(const Napi::CallbackInfo& info) { return DomPlainCall(info, virDomainResume); }
+  Napi::Value DomShutdown(const Napi::CallbackInfo& info) { return DomFlagsCall(info, virDomainShutdownFlags); }
+  Napi::Value DomReboot(const Napi::CallbackInfo& info) { return DomFlagsCall(info, virDomainReboot); }
+  Napi::Value DomReset(const Napi::CallbackInfo& info) { return DomFlagsCall(info, virDomainReset); }
+  Napi::Value DomDestroy(const Napi::CallbackInfo& info) { return DomFlagsCall(info, virDomainDestroyFlags); }
+  Napi::Value DomUndefine(const Napi::CallbackInfo& info) { return DomFlagsCall(info, virDomainUndefineFlags); }
+  Napi::Value DomAbortJob(const Napi::CallbackInfo& info) { return DomPlainCall(info, virDomainAbortJob); }
+  Napi::Value DomMigrateStartPostCopy(const Napi::CallbackInfo& info) {
+    return DomFlagsCall(info, virDomainMigrateStartPostCopy);
+  }
+
+  Napi::Value DomGetInfo(const Napi::CallbackInfo& info) {
+    return QueueDom(info, [](virDomainPtr d) -> Builder {
+      virDomainInfo i;
+      if (virDomainGetInfo(d, &i) < 0) fail();
+      return [i](Napi::Env env) -> Napi::Value {
+        Napi::Object o = Napi::Object::New(env);
+        o.Set("state", static_cast<double>(i.state));
+        o.Set("maxMem", static_cast<double>(i.maxMem));
+        o.Set("memory", static_cast<double>(i.memory));
+        o.Set("nrVirtCpu", static_cast<double>(i.nrVirtCpu));
+        o.Set("cpuTime", static_cast<double>(i.cpuTime));
+        return o;
+      };
+    });
+  }
+  // setTime(uuid, seconds, nseconds, flags)
+  Napi::Value DomSetTime(const Napi::CallbackInfo& info) {
+    long long secs = static_cast<long long>(argNum(info, 1, "seconds"));
+    unsigned int nsecs = static_cast<unsigned int>(argNum(info, 2, "nseconds"));
+    unsigned int flags = argFlags(info, 3);
+    return QueueDom(info, [=](virDomainPtr d) -> Builder {
+      if (virDomainSetTime(d, secs, nsecs, flags) < 0) fail();
+      return undef();
+    });
+  }
+  Napi::Value DomMemoryStats(const Napi::CallbackInfo& info) {
+    unsigned int flags = argFlags(info, 1);
+    return QueueDom(info, [flags](virDomainPtr d) -> Builder {
+      virDomainMemoryStatStruct st[VIR_DOMAIN_MEMORY_STAT_NR];
+      int n = virDomainMemoryStats(d, st, VIR_DOMAIN_MEMORY_STAT_NR, flags);
+      if (n < 0) fail();
+      std::vector<std::pair<int, double>> v;
+      for (int i = 0; i < n; i++) v.emplace_back(st[i].tag, static_cast<double>(st[i].val));
+      return [v](Napi::Env env) -> Napi::Value {
+        Napi::Array a = Napi::Array::New(env, v.size());
+        for (size_t i = 0; i < v.size(); i++) {
+          Napi::Object o = Napi::Object::New(env);
+          o.Set("tag", v[i].first);
+          o.Set("val", v[i].second);
+          a.Set(i, o);
+        }
+        return a;
+      };
+    });
+  }
+  Napi::Value DomBlockStats(const Napi::CallbackInfo& info) {
+    std::string dev = argStr(info, 1, "dev");
+    return QueueDom(info, [dev](virDomainPtr d) -> Builder {
+      virDomainBlockStatsStruct st;
+      if (virDomainBlockStats(d, dev.c_str(), &st, sizeof st) < 0) fail();
+      return [st](Napi::Env env) -> Napi::Value {
+        Napi::Object o = Napi::Object::New(env);
+        o.Set("rdReq", static_cast<double>(st.rd_req));
+        o.Set("rdBytes", static_cast<double>(st.rd_bytes));
+        o.Set("wrReq", static_cast<double>(st.wr_req));
+        o.Set("wrBytes", static_cast<double>(st.wr_bytes));
+        o.Set("errs", static_cast<double>(st.errs));
+        return o;
+      };
+    });
+  }
+  Napi::Value DomInterfaceStats(const Napi::CallbackInfo& info) {
+    std::string dev = argStr(info, 1, "dev");
+    return QueueDom(info, [dev](virDomainPtr d) -> Builder {
+      virDomainInterfaceStatsStruct st;
+      if (virDomainInterfaceStats(d, dev.c_str(), &st, sizeof st) < 0) fail();
+      return [st](Napi::Env env) -> Napi::Value {
+        Napi::Object o = Napi::Object::New(env);
+        o.Set("rxBytes", static_cast<double>(st.rx_bytes));
+        o.Set("rxPackets", static_cast<double>(st.rx_packets));
+        o.Set("rxErrs", static_cast<double>(st.rx_errs));
+        o.Set("rxDrop", static_cast<double>(st.rx_drop));
+        o.Set("txBytes", static_cast<double>(st.tx_bytes));
+        o.Set("txPackets", static_cast<double>(st.tx_packets));
+        o.Set("txErrs", static_cast<double>(st.tx_errs));
+        o.Set("txDrop", static_cast<double>(st.tx_drop));
+        return o;
+      };
+    });
+  }
+  // qemuAgentCommand(uuid, cmd, timeoutSec, flags)
+  Napi::Value DomQemuAgentCommand(const Napi::CallbackInfo& info) {
+    std::string cmd = argStr(info, 1, "cmd");
+    int timeout = static_cast<int>(argNum(info, 2, "timeout"));
+    unsigned int flags = argFlags(info, 3);
+    return QueueDom(info, [cmd, timeout, flags](virDomainPtr d) -> Builder {
+      char* s = virDomainQemuAgentCommand(d, cmd.c_str(), timeout, flags);
+      if (!s) fail();
+      return str(takeString(s));
+    });
+  }
+  static std::vector<std::string> strArray(const Napi::CallbackInfo& info, size_t i, const char* name) {
+    std::vector<std::string> out;
+    if (i >= info.Length() || info[i].IsUndefined() || info[i].IsNull()) return out;
+    if (!info[i].IsArray()) throw Napi::TypeError::New(info.Env(), std::string(name) + ": expected an array");
+    Napi::Array a = info[i].As<Napi::Array>();
+    for (uint32_t k = 0; k < a.Length(); k++) {
+      Napi::Value v = a.Get(k);
+      if (!v.IsString()) throw Napi::TypeError::New(info.Env(), std::string(name) + ": expected strings");
+      out.push_back(v.As<Napi::String>().Utf8Value());
+    }
+    return out;
+  }
+  Napi::Value DomFS(const Napi::CallbackInfo& info, bool freeze) {
+    std::vector<std::string> mps = strArray(info, 1, "mountpoints");
+    unsigned int flags = argFlags(info, 2);
+    return QueueDom(info, [mps, flags, freeze](virDomainPtr d) -> Builder {
+      std::vector<const char*> p;
+      for (auto& m : mps) p.push_back(m.c_str());
+      int r = freeze ? virDomainFSFreeze(d, p.empty() ? nullptr : p.data(), p.size(), flags)
+                     : virDomainFSThaw(d, p.empty() ? nullptr : p.data(), p.size(), flags);
+      if (r < 0) fail();
+      return num(r);
+    });
+  }
+  Napi::Value DomFSFreeze(const Napi::CallbackInfo& info) { return DomFS(info, true); }
+  Napi::Value DomFSThaw(const Napi::CallbackInfo& info) { return DomFS(info, false); }
+  Napi::Value DomDevice(const Napi::CallbackInfo& info, bool attach) {
+    std::string xml = argStr(info, 1, "xml");
+    unsigned int flags = argFlags(info, 2);
+    return QueueDom(info, [xml, flags, attach](virDomainPtr d) -> Builder {
+      int r = attach ? virDomainAttachDeviceFlags(d, xml.c_str(), flags)
+                     : virDomainDetachDeviceFlags(d, xml.c_str(), flags);
+      if (r < 0) fail();
+      return undef();
+    });
+  }
+  Napi::Value DomAttachDevice(const Napi::CallbackInfo& info) { return DomDevice(info, true); }
+  Napi::Value DomDetachDevice(const Napi::CallbackInfo& info) { return DomDevice(info, false); }
+  Napi::Value DomGetJobStats(const Napi::CallbackInfo& info) {
+    unsigned int flags = argFlags(info, 1);
+    return QueueDom(info, [flags](virDomainPtr d) -> Builder {
+      int type = 0, n = 0;
+      virTypedParameterPtr params = nullptr;
+      if (virDomainGetJobStats(d, &type, &params, &n, flags) < 0) fail();
+      TParams ps = copyParams(params, n);
+      virTypedParamsFree(params, n);
+      return [type, ps](Napi::Env env) -> Napi::Value {
+        Napi::Object o = Napi::Object::New(env);
+        o.Set("type", type);
+        o.Set("params", paramsToJs(env, ps));
+        return o;
+      };
+    });
+  }
+  // migrateToURI3(uuid, dconnuri, [[name, type, value], ...], flags)
+  Napi::Value DomMigrateToURI3(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    std::string dconnuri = argStr(info, 1, "dconnuri");
+    if (info.Length() < 3 || !info[2].IsArray()) throw Napi::TypeError::New(env, "params: expected an array");
+    Napi::Array a = info[2].As<Napi::Array>();
+    TParams ps;
+    for (uint32_t i = 0; i < a.Length(); i++) {
+      Napi::Array e = a.Get(i).As<Napi::Array>();
+      TParam p;
+      p.field = e.Get(0u).As<Napi::String>().Utf8Value();
+      p.type = e.Get(1u).As<Napi::Number>().Int32Value();
+      Napi::Value v = e.Get(2u);
+      if (p.type == VIR_TYPED_PARAM_STRING) {
+        if (!v.IsString()) throw Napi::TypeError::New(env, "params." + p.field + ": expected a string");
+        p.str = v.As<Napi::String>().Utf8Value();
+      } else if (p.type == VIR_TYPED_PARAM_BOOLEAN) {
+        p.b = v.ToBoolean().Value();
+      } else {
+        if (!v.IsNumber()) throw Napi::TypeError::New(env, "params." + p.field + ": expected a number");
+        p.num = v.As<Napi::Number>().DoubleValue();
+      }
+      ps.push_back(std::move(p));
+    }
+    unsigned int flags = argFlags(info, 3);
+    return QueueDom(info, [dconnuri, ps, flags](virDomainPtr d) -> Builder {
+      virTypedParameterPtr params = nullptr;
+      int n = 0, max = 0;
+      int rc = 0;
+      for (const auto& p : ps) {
+        const char* f = p.field.c_str();
+        switch (p.type) {
+          case VIR_TYPED_PARAM_STRING: rc = virTypedParamsAddString(&params, &n, &max, f, p.str.c_str()); break;
+          case VIR_TYPED_PARAM_INT: rc = virTypedParamsAddInt(&params, &n, &max, f, static_cast<int>(p.num)); break;
+          case VIR_TYPED_PARAM_UINT:
+            rc = virTypedParamsAddUInt(&params, &n, &max, f, static_cast<unsigned int>(p.num));
+            break;
+          case VIR_TYPED_PARAM_LLONG:
+            rc = virTypedParamsAddLLong(&params, &n, &max, f, static_cast<long long>(p.num));
+            break;
+          case VIR_TYPED_PARAM_ULLONG:
+            rc = virTypedParamsAddULLong(&params, &n, &max, f, static_cast<unsigned long long>(p.num));
+            break;
+          case VIR_TYPED_PARAM_DOUBLE: rc = virTypedParamsAddDouble(&params, &n, &max, f, p.num); break;
+          case VIR_TYPED_PARAM_BOOLEAN: rc = virTypedParamsAddBoolean(&params, &n, &max, f, p.b ? 1 : 0); break;
+          default: rc = -1;
+        }
+        if (rc < 0) {
+          virTypedParamsFree(params, n);
+          fail("virTypedParamsAdd");
+        }
+      }
+      int r = virDomainMigrateToURI3(d, dconnuri.empty() ? nullptr : dconnuri.c_str(), params, n, flags);
+      if (r < 0) {
+        LvError e;
+        try {
+          fail("virDomainMigrateToURI3");
+        } catch (const LvException& ex) {
+          e = ex.e;
+        }
+        virTypedParamsFree(params, n);
+        throw LvException{e};
+      }
+      virTypedParamsFree(params, n);
+      return undef();
+    });
+  }
+  Napi::Value DomMigrateSetMaxSpeed(const Napi::CallbackInfo& info) {
+    unsigned long bw = static_cast<unsigned long>(argNum(info, 1, "bandwidth"));
+    unsigned int flags = argFlags(info, 2);
+    return QueueDom(info, [bw, flags](virDomainPtr d) -> Builder {
+      if (virDomainMigrateSetMaxSpeed(d, bw, flags) < 0) fail();
+      return undef();
+    });
+  }
+  Napi::Value DomMigrateSetMaxDowntime(const Napi::CallbackInfo& info) {
+    unsigned long long ms = static_cast<unsigned long long>(argNum(info, 1, "downtime"));
+    unsigned int flags = argFlags(info, 2);
+    return QueueDom(info, [ms, flags](virDomainPtr d) -> Builder {
+      if (virDomainMigrateSetMaxDowntime(d, ms, flags) < 0) fail();
+      return undef();
+    });
+  }
+  Napi::Value DomSetMemory(const Napi::CallbackInfo& info) {
+    unsigned long kib = static_cast<unsigned long>(argNum(info, 1, "kib"));
+    unsigned int flags = argFlags(info, 2);
+    return QueueDom(info, [kib, flags](virDomainPtr d) -> Builder {
+      if (virDomainSetMemoryFlags(d, kib, flags) < 0) fail();
+      return undef();
+    });
+  }
+  Napi::Value DomSetVcpus(const Napi::CallbackInfo& info) {
+    unsigned int n = static_cast<unsigned int>(argNum(info, 1, "nvcpus"));
+    unsigned int flags = argFlags(info, 2);
+    return QueueDom(info, [n, flags](virDomainPtr d) -> Builder {
+      if (virDomainSetVcpusFlags(d, n, flags) < 0) fail();
+      return undef();
+    });
+  }
+  // getGuestInfo(uuid, types, flags)
+  Napi::Value DomGetGuestInfo(const Napi::CallbackInfo& info) {
+    unsigned int types = argFlags(info, 1);
+    unsigned int flags = argFlags(info, 2);
+    return QueueDom(info, [types, flags](virDomainPtr d) -> Builder {
+      virTypedParameterPtr params = nullptr;
+      int n = 0;
+      if (virDomainGetGuestInfo(d, types, &params, &n, flags) < 0) fail();
+      TParams ps = copyParams(params, n);
+      virTypedParamsFree(params, n);
+      return [ps](Napi::Env env) -> Napi::Value { return paramsToJs(env, ps); };
+    });
+  }
+  // interfaceAddresses(uuid, source, flags)
+  Napi::Value DomInterfaceAddresses(const Napi::CallbackInfo& info) {
+    unsigned int source = argFlags(info, 1);
+    unsigned int flags = argFlags(info, 2);
+    struct Addr {
+      int type;
+      std::string addr;
+      unsigned int prefix;
+    };
+    struct Iface {
+      std::string name, hwaddr;
+      std::vector<Addr> addrs;
+    };
+    return QueueDom(info, [source, flags](virDomainPtr d) -> Builder {
+      virDomainInterfacePtr* ifaces = nullptr;
+      int n = virDomainInterfaceAddresses(d, &ifaces, source, flags);
+      if (n < 0) fail();
+      std::vector<Iface> out;
+      for (int i = 0; i < n; i++) {
+        Iface f;
+        f.name = ifaces[i]->name ? ifaces[i]->name : "";
+        f.hwaddr = ifaces[i]->hwaddr ? ifaces[i]->hwaddr : "";
+        for (unsigned int k = 0; k < ifaces[i]->naddrs; k++) {
+          f.addrs.push_back(Addr{ifaces[i]->addrs[k].type, ifaces[i]->addrs[k].addr ? ifaces[i]->addrs[k].addr : "",
+                                 ifaces[i]->addrs[k].prefix});
+        }
+        out.push_back(std::move(f));
+        virDomainInterfaceFree(ifaces[i]);
+      }
+      free(ifaces);
+      return [out](Napi::Env env) -> Napi::Value {
+        Napi::Array a = Napi::Array::New(env, out.size());
+        for (size_t i = 0; i < out.size(); i++) {
+          Napi::Object o = Napi::Object::New(env);
+          o.Set("name", out[i].name);
+          o.Set("hwaddr", out[i].hwaddr);
+          Napi::Array addrs = Napi::Array::New(env, out[i].addrs.size());
+          for (size_t k = 0; k < out[i].addrs.size(); k++) {
+            Napi::Object ao = Napi::Object::New(env);
+            ao.Set("type", out[i].addrs[k].type);
+            ao.Set("addr", out[i].addrs[k].addr);
+            ao.Set("prefix", static_cast<double>(out[i].addrs[k].prefix));
+            addrs.Set(k, ao);
+          }
+          o.Set("addrs", addrs);
+          a.Set(i, o);
+        }
+        return a;
+      };
+    });
+  }
+};
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  initLibvirt();
+  exports.Set("NativeConnection", Conn::Init(env));
+  return exports;
+}
+
+}  // namespace
+
+NODE_API_MODULE(kvts_libvirt, Init)

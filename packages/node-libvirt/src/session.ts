@@ -1,0 +1,265 @@
+// A private libvirtd in session mode (what virt-launcher runs inside its Pod): its own XDG dirs under
+// baseDir, no TCP listener, optionally as another uid/gid and with its own virtlogd.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { chown, mkdir, writeFile, stat, chmod } from 'node:fs/promises';
+import path from 'node:path';
+import { Connection } from './connection.js';
+
+export interface SessionLogger {
+  debug?(msg: string, meta?: Record<string, unknown>): void;
+  info(msg: string, meta?: Record<string, unknown>): void;
+  warn(msg: string, meta?: Record<string, unknown>): void;
+  error(msg: string, meta?: Record<string, unknown>): void;
+}
+
+export type ConfValue = string | number | boolean | string[];
+
+export interface SessionLibvirtdOptions {
+  /** Directory holding everything (config, runtime, cache, home). Keep it short: unix socket paths under it are limited to 107 bytes. */
+  baseDir: string;
+  /** Run libvirtd (and so QEMU) as this uid/gid (needs root); a passwd entry must exist for the uid. */
+  uid?: number;
+  gid?: number;
+  /** Also start a private virtlogd and let QEMU log through it (qemu.conf stdio_handler="logd"); default: QEMU writes its log file directly. */
+  virtlogd?: boolean;
+  logger?: SessionLogger;
+  /** Extra libvirtd.conf settings, e.g. { host_uuid: '...' } (written as libvirt conf syntax). */
+  libvirtdConf?: Record<string, ConfValue>;
+  /** Extra qemu.conf settings (session qemu driver reads $XDG_CONFIG_HOME/libvirt/qemu.conf). */
+  qemuConf?: Record<string, ConfValue>;
+  /** Extra environment for the daemons. */
+  env?: Record<string, string>;
+  /** How long to wait for the socket to answer (default 30 s). */
+  timeoutMs?: number;
+  /** libvirtd binary (default /usr/sbin/libvirtd). */
+  libvirtdPath?: string;
+  /** virtlogd binary (default /usr/sbin/virtlogd). */
+  virtlogdPath?: string;
+}
+
+export interface SessionLibvirtd {
+  /** qemu+unix:///session?socket=... */
+  uri: string;
+  socketPath: string;
+  pid: number;
+  virtlogdPid?: number;
+  /** The XDG dirs handed to libvirtd. */
+  dirs: { config: string; runtime: string; cache: string; home: string };
+  /** Kills QEMU guests it started (via the socket), then libvirtd and virtlogd, and reaps them. */
+  stop(): Promise<void>;
+}
+
+/** Formats one libvirt .conf value (strings quoted and escaped, lists as ["a", "b"]). */
+export function confValue(v: ConfValue): string {
+  if (typeof v === 'number') {
+    if (!Number.isInteger(v)) throw new TypeError(`conf value ${v}: only integers are allowed`);
+    return String(v);
+  }
+  if (typeof v === 'boolean') return v ? '1' : '0';
+  if (Array.isArray(v)) return `[${v.map((s) => confValue(s)).join(', ')}]`;
+  if (/[\n\r\0]/.test(v)) throw new TypeError(`conf value ${JSON.stringify(v)}: newlines are not allowed`);
+  return `"${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
+}
+
+export function confText(settings: Record<string, ConfValue>): string {
+  let out = '# written by @kubevirt-ts/node-libvirt startSessionLibvirtd\n';
+  for (const [k, v] of Object.entries(settings)) {
+    if (!/^[a-zA-Z_][a-zA-Z0-9_]*$/.test(k)) throw new TypeError(`conf key ${JSON.stringify(k)}: not a valid name`);
+    out += `${k} = ${confValue(v)}\n`;
+  }
+  return out;
+}
+
+const SOCKET_PATH_MAX = 107;
+
+function forward(child: ChildProcess, name: string, logger: SessionLogger | undefined, tail: string[]): void {
+  const onData = (buf: Buffer) => {
+    for (const line of buf.toString('utf8').split('\n')) {
+      if (!line.trim()) continue;
+      tail.push(line);
+      if (tail.length > 40) tail.shift();
+      if (!logger) continue;
+      const meta = { component: name, pid: child.pid };
+      if (/\berror\b/.test(line)) logger.warn(line, meta);
+      else logger.debug?.(line, meta);
+    }
+  };
+  child.stdout?.on('data', onData);
+  child.stderr?.on('data', onData);
+}
+
+async function terminate(child: ChildProcess, graceMs: number): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  try {
+    await exited;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Starts /usr/sbin/libvirtd in session mode with XDG_CONFIG_HOME, XDG_RUNTIME_DIR, XDG_CACHE_HOME and
+ * HOME under baseDir, and waits until its socket answers a libvirt call.
+ */
+export async function startSessionLibvirtd(opts: SessionLibvirtdOptions): Promise<SessionLibvirtd> {
+  const base = path.resolve(opts.baseDir);
+  const dirs = {
+    config: path.join(base, 'config'),
+    runtime: path.join(base, 'run'),
+    cache: path.join(base, 'cache'),
+    home: path.join(base, 'home'),
+  };
+  const socketPath = path.join(dirs.runtime, 'libvirt', 'libvirt-sock');
+  if (Buffer.byteLength(socketPath) > SOCKET_PATH_MAX)
+    throw new Error(`baseDir ${base}: socket path ${socketPath} is longer than ${SOCKET_PATH_MAX} bytes`);
+  const asUser = opts.uid !== undefined || opts.gid !== undefined;
+  if (asUser && process.getuid?.() !== 0) throw new Error('startSessionLibvirtd: uid/gid need root');
+  if (asUser && opts.uid === 0) throw new Error('startSessionLibvirtd: uid 0 would run libvirtd in system mode');
+  if (!asUser && process.getuid?.() === 0)
+    throw new Error('startSessionLibvirtd: as root, libvirtd runs in system mode; pass an unprivileged uid/gid');
+
+  await mkdir(base, { recursive: true });
+  for (const d of Object.values(dirs)) await mkdir(d, { recursive: true });
+  await mkdir(path.join(dirs.config, 'libvirt'), { recursive: true });
+  await chmod(dirs.runtime, 0o700);
+
+  const libvirtdConf = path.join(dirs.config, 'libvirt', 'libvirtd.conf');
+  await writeFile(libvirtdConf, confText({ ...opts.libvirtdConf }));
+  await writeFile(
+    path.join(dirs.config, 'libvirt', 'qemu.conf'),
+    confText({ stdio_handler: opts.virtlogd ? 'logd' : 'file', ...opts.qemuConf }),
+  );
+  if (asUser) {
+    const uid = opts.uid ?? process.getuid!();
+    const gid = opts.gid ?? process.getgid!();
+    for (const p of [base, ...Object.values(dirs), path.join(dirs.config, 'libvirt'), libvirtdConf,
+      path.join(dirs.config, 'libvirt', 'qemu.conf')]) {
+      await chown(p, uid, gid);
+    }
+  }
+
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin',
+    HOME: dirs.home,
+    XDG_CONFIG_HOME: dirs.config,
+    XDG_RUNTIME_DIR: dirs.runtime,
+    XDG_CACHE_HOME: dirs.cache,
+    LANG: 'C',
+    ...opts.env,
+  };
+  const spawnOpts = {
+    env,
+    cwd: dirs.home,
+    stdio: ['ignore', 'pipe', 'pipe'] as ['ignore', 'pipe', 'pipe'],
+    ...(asUser ? { uid: opts.uid ?? process.getuid!(), gid: opts.gid ?? process.getgid!() } : {}),
+  };
+  const logger = opts.logger;
+  const children: ChildProcess[] = [];
+  const stopAll = async () => {
+    for (const c of children.reverse()) await terminate(c, 5000);
+  };
+
+  let virtlogd: ChildProcess | undefined;
+  const vtail: string[] = [];
+  if (opts.virtlogd) {
+    virtlogd = spawn(opts.virtlogdPath ?? '/usr/sbin/virtlogd', [], spawnOpts);
+    children.push(virtlogd);
+    forward(virtlogd, 'virtlogd', logger, vtail);
+    virtlogd.on('error', (e) => logger?.error(`virtlogd: ${e.message}`, { component: 'virtlogd' }));
+    const vsock = path.join(dirs.runtime, 'libvirt', 'virtlogd-sock');
+    const deadline = Date.now() + (opts.timeoutMs ?? 30000);
+    while (!(await exists(vsock))) {
+      if (virtlogd.exitCode !== null || virtlogd.signalCode !== null) {
+        await stopAll();
+        throw new Error(`virtlogd exited (${virtlogd.exitCode ?? virtlogd.signalCode}): ${vtail.join('\n')}`);
+      }
+      if (Date.now() > deadline) {
+        await stopAll();
+        throw new Error(`virtlogd: socket ${vsock} did not appear in time`);
+      }
+      await sleep(20);
+    }
+  }
+
+  const libvirtd = spawn(opts.libvirtdPath ?? '/usr/sbin/libvirtd', ['-f', libvirtdConf], spawnOpts);
+  children.push(libvirtd);
+  const tail: string[] = [];
+  forward(libvirtd, 'libvirtd', logger, tail);
+  let spawnError: Error | undefined;
+  libvirtd.on('error', (e) => (spawnError = e));
+
+  const uri = `qemu+unix:///session?socket=${socketPath}`;
+  const deadline = Date.now() + (opts.timeoutMs ?? 30000);
+  for (;;) {
+    if (spawnError || libvirtd.exitCode !== null || libvirtd.signalCode !== null) {
+      await stopAll();
+      throw new Error(
+        `libvirtd exited before answering (${spawnError?.message ?? libvirtd.exitCode ?? libvirtd.signalCode}):\n${tail.join('\n')}`,
+      );
+    }
+    if (await exists(socketPath)) {
+      try {
+        const c = await Connection.open(uri);
+        try {
+          await c.getLibVersion();
+        } finally {
+          await c.close();
+        }
+        break;
+      } catch {
+        // not answering yet
+      }
+    }
+    if (Date.now() > deadline) {
+      await stopAll();
+      throw new Error(`libvirtd: ${socketPath} did not answer within ${opts.timeoutMs ?? 30000} ms:\n${tail.join('\n')}`);
+    }
+    await sleep(25);
+  }
+  logger?.info('session libvirtd ready', { component: 'libvirtd', pid: libvirtd.pid, socket: socketPath });
+
+  let stopping: Promise<void> | undefined;
+  return {
+    uri,
+    socketPath,
+    pid: libvirtd.pid!,
+    virtlogdPid: virtlogd?.pid,
+    dirs,
+    stop() {
+      stopping ??= (async () => {
+        await destroyAll(uri).catch((e: Error) =>
+          logger?.warn(`could not destroy remaining domains: ${e.message}`, { component: 'libvirtd' }),
+        );
+        await stopAll();
+      })();
+      return stopping;
+    },
+  };
+}
+
+// QEMU processes outlive libvirtd by design; stop() ends the guests this daemon started.
+async function destroyAll(uri: string): Promise<void> {
+  const c = await Connection.open(uri);
+  try {
+    for (const d of await c.listAllDomains(1 /* ACTIVE */)) {
+      await d.destroy().catch(() => undefined);
+    }
+  } finally {
+    await c.close();
+  }
+}
+
+async function exists(p: string): Promise<boolean> {
+  try {
+    await stat(p);
+    return true;
+  } catch {
+    return false;
+  }
+}
