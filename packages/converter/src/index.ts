@@ -1,1 +1,10 @@
-export {};
+export type * from './model.js';
+export { toDomainXml, parseDomainXml, assertXmlSafe } from './xml.js';
+export { toDomain, domainName, resolveContext } from './convert.js';
+export type { ConverterContext, SMBios, EFIConfiguration, DiskInfo } from './context.js';
+export { DEFAULT_EFI } from './context.js';
+export { podLayout, createPodLayout } from './layout.js';
+export type { PodLayout } from './layout.js';
+export { ConversionError } from './errors.js';
+export { formatDeviceName } from './storage.js';
+export type { VmiLike } from './vmi.js';

@@ -1,0 +1,145 @@
+// toDomain: a VirtualMachineInstance (API defaults applied) + a ConverterContext -> the domain model.
+import type { Domain } from './model.js';
+import type { ConverterContext, ResolvedContext } from './context.js';
+import { DEFAULT_EFI } from './context.js';
+import { podLayout } from './layout.js';
+import type { VmiLike } from './vmi.js';
+import { ConversionError } from './errors.js';
+import { assertXmlSafe } from './xml.js';
+import {
+  convertClock,
+  convertCPU,
+  convertFeatures,
+  convertMemoryBacking,
+  convertOS,
+  convertSysInfo,
+  cpuTopology,
+  guestMemoryBytes,
+  ioThreadPlan,
+} from './compute.js';
+import { assignIOThreads, convertDisks } from './storage.js';
+import { convertInterfaces } from './network.js';
+import { convertDevices } from './devices.js';
+
+export function resolveContext(vmi: VmiLike, c: ConverterContext = {}): ResolvedContext {
+  const arch = vmi.spec.architecture || c.architecture || 'amd64';
+  if (arch !== 'amd64')
+    throw new ConversionError(vmi.spec.architecture ? 'spec.architecture' : 'context.architecture', `architecture ${JSON.stringify(arch)} is not implemented by kubevirt-ts (only amd64)`);
+  const kvm = c.kvmAvailable ?? true;
+  if (!kvm && !c.allowEmulation)
+    throw new ConversionError('context.kvmAvailable', 'hardware virtualization (/dev/kvm) is not available and emulation is not allowed');
+  return {
+    arch: 'amd64',
+    domainType: kvm ? 'kvm' : 'qemu',
+    smbios: c.smbios ?? {},
+    efi: c.efi ?? DEFAULT_EFI,
+    layout: c.layout ?? podLayout,
+    disksInfo: c.disksInfo ?? {},
+    isBlockPVC: c.isBlockPVC ?? {},
+    isBlockDV: c.isBlockDV ?? {},
+    volumesDiscardIgnore: new Set(c.volumesDiscardIgnore ?? []),
+    memBalloonStatsPeriod: c.memBalloonStatsPeriod ?? 0,
+    freePageReporting: c.freePageReporting ?? false,
+    serialConsoleLog: c.serialConsoleLog ?? false,
+  };
+}
+
+/** The libvirt domain name of a VMI: `<namespace>_<name>`. */
+export function domainName(namespace: string, name: string): string {
+  return `${namespace}_${name}`;
+}
+
+/** Strings the user wrote that end up in the XML: each must be representable in XML. */
+function checkUserStrings(vmi: VmiLike): void {
+  const d = vmi.spec.domain;
+  const check = (path: string, v: unknown) => {
+    if (typeof v === 'string') assertXmlSafe(path, v);
+  };
+  check('metadata.name', vmi.metadata?.name);
+  check('metadata.namespace', vmi.metadata?.namespace);
+  check('metadata.uid', vmi.metadata?.uid);
+  check('spec.domain.firmware.uuid', d.firmware?.uuid);
+  check('spec.domain.firmware.serial', d.firmware?.serial);
+  check('spec.domain.firmware.kernelBoot.kernelArgs', d.firmware?.kernelBoot?.kernelArgs);
+  check('spec.domain.cpu.model', d.cpu?.model);
+  check('spec.domain.machine.type', d.machine?.type);
+  check('spec.domain.features.hyperv.vendorid.vendorid', d.features?.hyperv?.vendorid?.vendorid);
+  for (const [k, v] of Object.entries(d.chassis ?? {})) check(`spec.domain.chassis.${k}`, v);
+  (d.cpu?.features ?? []).forEach((f, i) => check(`spec.domain.cpu.features[${i}].name`, f.name));
+  (d.devices?.disks ?? []).forEach((x, i) => {
+    check(`spec.domain.devices.disks[${i}].name`, x.name);
+    check(`spec.domain.devices.disks[${i}].serial`, x.serial);
+  });
+  (d.devices?.interfaces ?? []).forEach((x, i) => check(`spec.domain.devices.interfaces[${i}].name`, x.name));
+  (d.devices?.inputs ?? []).forEach((x, i) => check(`spec.domain.devices.inputs[${i}].name`, x.name));
+  check('spec.domain.devices.watchdog.name', d.devices?.watchdog?.name);
+  check('spec.domain.devices.sound.name', d.devices?.sound?.name);
+}
+
+/**
+ * Converts a VirtualMachineInstance (with API defaults applied) to the libvirt domain model, mapping
+ * each field as upstream KubeVirt v1.1.0's converter does (see README for the deliberate
+ * differences). Throws ConversionError naming the field for input it cannot convert, including
+ * features kubevirt-ts does not implement.
+ */
+export function toDomain(vmi: VmiLike, context: ConverterContext = {}): Domain {
+  if (!vmi || typeof vmi !== 'object' || !vmi.spec || typeof vmi.spec !== 'object')
+    throw new ConversionError('spec', 'required');
+  if (!vmi.spec.domain || typeof vmi.spec.domain !== 'object') throw new ConversionError('spec.domain', 'required');
+  const name = vmi.metadata?.name;
+  if (!name) throw new ConversionError('metadata.name', 'required');
+  const namespace = vmi.metadata?.namespace || 'default';
+  checkUserStrings(vmi);
+  const ctx = resolveContext(vmi, context);
+
+  const topology = cpuTopology(vmi);
+  const vcpus = topology.sockets * topology.cores * topology.threads;
+  const d: Domain = {
+    type: ctx.domainType,
+    name: domainName(namespace, name),
+    metadata: { uid: vmi.metadata?.uid ?? '' },
+    memory: guestMemoryBytes(vmi),
+    vcpu: { placement: 'static', count: vcpus },
+    os: convertOS(vmi, ctx, name),
+    sysinfo: convertSysInfo(vmi, ctx),
+    features: convertFeatures(vmi),
+    cpu: convertCPU(vmi, topology),
+    devices: {},
+  };
+  const uuid = vmi.spec.domain.firmware?.uuid;
+  if (uuid) {
+    if (!/^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$/.test(uuid))
+      throw new ConversionError('spec.domain.firmware.uuid', `not a UUID: ${JSON.stringify(uuid)}`);
+    d.uuid = uuid;
+  }
+  if (vmi.spec.terminationGracePeriodSeconds !== undefined && d.metadata)
+    d.metadata.gracePeriodSeconds = vmi.spec.terminationGracePeriodSeconds;
+  const clock = convertClock(vmi);
+  if (clock) d.clock = clock;
+  convertMemoryBacking(vmi, d);
+
+  const disks = convertDisks(vmi, ctx, vcpus);
+  const plan = ioThreadPlan(vmi);
+  if (plan.count > 0 && disks.length > 0) d.iothreads = plan.count;
+  const nextAuto = assignIOThreads(vmi, disks, plan);
+  if (disks.length) d.devices.disks = disks;
+  const ifaces = convertInterfaces(vmi, ctx, vcpus);
+  if (ifaces.length) d.devices.interfaces = ifaces;
+  convertDevices(vmi, ctx, d.devices, vcpus, plan.use ? nextAuto : undefined);
+  checkBootOrder(vmi);
+  return d;
+}
+
+function checkBootOrder(vmi: VmiLike): void {
+  const seen = new Map<number, string>();
+  const note = (order: number | undefined, path: string) => {
+    if (order === undefined) return;
+    const prev = seen.get(order);
+    if (prev) throw new ConversionError(path, `boot order ${order} is already used by ${prev}`);
+    seen.set(order, path);
+  };
+  (vmi.spec.domain.devices?.disks ?? []).forEach((d, i) => note(d.bootOrder, `spec.domain.devices.disks[${i}].bootOrder`));
+  (vmi.spec.domain.devices?.interfaces ?? []).forEach((x, i) => {
+    if (x.state !== 'absent') note(x.bootOrder, `spec.domain.devices.interfaces[${i}].bootOrder`);
+  });
+}
