@@ -1,1 +1,28 @@
-export {};
+export { DomainManager } from './manager.js';
+export type { DomainManagerOptions, ManagedVMI, SyncOptions, ShutdownOptions, ShutdownResult } from './manager.js';
+export { DomainWatcher } from './watcher.js';
+export type { DomainWatcherOptions, DomainWatchEvent, WatchEventType } from './watcher.js';
+export { ConnectionHolder } from './connection.js';
+export type { ConnectionSource } from './connection.js';
+export { domainNameOf, splitDomainName, newDomain } from './domain.js';
+export type { KubevirtDomain, DomainSpec } from './domain.js';
+export {
+  convState,
+  convReason,
+  statusFromLibvirt,
+  isDomainDown,
+  NON_EXISTENT,
+  VirDomainState,
+  VirDomainEventType,
+} from './status.js';
+export type { DomainStatus, LifeCycle, StateChangeReason, DomainInterfaceStatus, GuestOSInfo } from './status.js';
+export { parseMigrationOptions } from './migration.js';
+export type { MigrationOptions, MigrationState } from './migration.js';
+export { convertDomainStats } from './stats.js';
+export type { DomainStats } from './stats.js';
+export { buildGuestInfo } from './guest-info.js';
+export type { GuestAgentInfo } from './guest-info.js';
+export { isNotFound, isInvalidOperation, Vir, VirErrorCode } from './libvirt.js';
+export type { LibvirtConnection, LibvirtDomain, LifecycleEvent, MigrateParams } from './libvirt.js';
+export { createLogger } from './logger.js';
+export type { Logger } from './logger.js';

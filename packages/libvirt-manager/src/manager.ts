@@ -1,0 +1,610 @@
+// DomainManager: what virt-launcher does to its libvirt domain on behalf of virt-handler
+// (upstream's LibvirtDomainManager). Method names and shapes match cmd-protocol's CmdBackend,
+// so a DomainManager can be handed to CmdServer as is.
+
+import { parseDomainXml, toDomain, toDomainXml, type ConverterContext } from '@kubevirt-ts/converter';
+import { ConnectionHolder, type ConnectionSource } from './connection.js';
+import { domainNameOf, newDomain, type DomainSpec, type KubevirtDomain } from './domain.js';
+import { deviceXml } from './device-xml.js';
+import { buildGuestInfo, type GuestAgentInfo } from './guest-info.js';
+import { isInvalidOperation, isNotFound, Vir, type LibvirtConnection, type LibvirtDomain, type MigrateParams } from './libvirt.js';
+import { createLogger, type Logger } from './logger.js';
+import { parseMigrationOptions, type MigrationOptions, type MigrationState } from './migration.js';
+import { convertDomainStats, type DomainStats } from './stats.js';
+import { convReason, convState, isDomainDown, statusFromLibvirt, type DomainStatus } from './status.js';
+
+/** The parts of a VirtualMachineInstance the manager reads (an @kubevirt-ts/api VMI fits). */
+export interface ManagedVMI {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: { name?: string; namespace?: string; uid?: string; annotations?: Record<string, string> };
+  spec: {
+    domain: unknown;
+    startStrategy?: string;
+    terminationGracePeriodSeconds?: number;
+    [key: string]: unknown;
+  };
+  status?: { phase?: string; [key: string]: unknown };
+}
+
+/** cmd-protocol's VirtualMachineOptions, as far as the manager uses them. */
+export interface SyncOptions {
+  MemBalloonStatsPeriod?: number;
+  clusterConfig?: { FreePageReportingDisabled?: boolean; SerialConsoleLogDisabled?: boolean; [k: string]: unknown };
+  [key: string]: unknown;
+}
+
+export interface DomainManagerOptions {
+  /** libvirt connection (or how to open one: then the manager reopens it after libvirtd restarts) */
+  connection: ConnectionSource;
+  /** converter context for a VMI (paths, arch, emulation, ...); a fixed object or per call */
+  context: ConverterContext | ((vmi: ManagedVMI, options: SyncOptions | undefined) => ConverterContext);
+  /**
+   * Called after conversion, before a new domain is defined: create what the domain refers to
+   * (cloud-init ISOs, overlays, directories). Also called by prepareMigrationTarget.
+   */
+  prepare?: (vmi: ManagedVMI, domain: DomainSpec, options: SyncOptions | undefined) => Promise<void>;
+  /** grace period when neither shutdownVMI's argument nor the VMI's spec gives one (default 30) */
+  defaultGracePeriodSeconds?: number;
+  /** how often to poll the domain state while waiting (default 200 ms) */
+  pollIntervalMs?: number;
+  logger?: Logger;
+}
+
+export interface ShutdownOptions {
+  /** seconds to wait for the guest after the ACPI request before destroying the domain */
+  gracePeriodSeconds?: number;
+  /** resolve only once the domain is down (default: resolve once the request was sent) */
+  wait?: boolean;
+}
+
+export type ShutdownResult = 'absent' | 'already-down' | 'shutdown' | 'killed' | 'requested';
+
+/** Paused reasons during which syncVMI must not resume the domain (libvirt or a job owns it). */
+const SYSTEM_PAUSE_REASONS = new Set(['Migration', 'Postcopy', 'PostcopyFailed', 'StartingUp', 'Save', 'Dump', 'Snapshot']);
+
+export class DomainManager {
+  readonly holder: ConnectionHolder;
+  private readonly opts: DomainManagerOptions;
+  private readonly log: Logger;
+  /** domains the user paused (syncVMI leaves them paused) */
+  private readonly pausedByUser = new Set<string>();
+  private readonly shutdowns = new Map<string, Promise<ShutdownResult>>();
+  private closed = false;
+  private readonly unfreezeTimers = new Map<string, NodeJS.Timeout>();
+  private readonly frozen = new Set<string>();
+  private readonly migrationTargets = new Set<string>();
+  private readonly migrations = new Map<string, { state: MigrationState; done: Promise<MigrationState> }>();
+
+  constructor(opts: DomainManagerOptions) {
+    this.opts = opts;
+    this.holder = ConnectionHolder.from(opts.connection);
+    this.log = opts.logger ?? createLogger('domain-manager');
+  }
+
+  /** Converts a VMI to the domain the manager would define for it (no libvirt involved). */
+  convert(vmi: ManagedVMI, options?: SyncOptions): DomainSpec {
+    const ctx = typeof this.opts.context === 'function' ? this.opts.context(vmi, options) : this.opts.context;
+    return toDomain(vmi as Parameters<typeof toDomain>[0], ctx);
+  }
+
+  /**
+   * Brings the domain to what the VMI asks for: converts it, defines and starts it when absent
+   * (paused when spec.startStrategy is Paused), starts a defined but stopped domain unless the
+   * VMI already ran, resumes a domain paused by the system, and applies what can change live
+   * (disk hot-plug / unplug). Idempotent: a second call on a running domain changes nothing.
+   */
+  async syncVMI(vmi: ManagedVMI, options?: SyncOptions): Promise<KubevirtDomain> {
+    const name = domainNameOf(vmi);
+    const log = this.vmiLog(vmi);
+    const spec = this.convert(vmi, options);
+    const conn = await this.conn();
+    let dom = await this.lookup(conn, name);
+    let created = false;
+    if (!dom) {
+      if (this.opts.prepare) await this.opts.prepare(vmi, spec, options);
+      dom = await conn.defineXML(toDomainXml(spec));
+      created = true;
+      log.info('Domain defined.');
+    }
+    const st = await dom.getState();
+    const status = statusFromLibvirt(st.state, st.reason);
+    if (isDomainDown(status)) {
+      const phase = vmi.status?.phase;
+      const alreadyRan = phase === 'Running' || phase === 'Succeeded' || phase === 'Failed';
+      if (!created) {
+        // Keep the definition current while the domain is down (upstream does the same).
+        if (this.opts.prepare) await this.opts.prepare(vmi, spec, options);
+        dom = await conn.defineXML(toDomainXml(spec));
+      }
+      if (alreadyRan || status.reason === 'Migrated') {
+        log.info('Domain is down and the VMI already ran; not starting it again.', { reason: status.reason });
+      } else {
+        const paused = vmi.spec.startStrategy === 'Paused';
+        await dom.create(paused ? Vir.DOMAIN_START_PAUSED : 0);
+        if (paused) this.pausedByUser.add(name);
+        log.info(paused ? 'Domain started paused (startStrategy Paused).' : 'Domain started.');
+      }
+    } else if (status.status === 'Paused' && !this.pausedByUser.has(name) && !SYSTEM_PAUSE_REASONS.has(status.reason)) {
+      await dom.resume();
+      log.info('Domain resumed.', { reason: status.reason });
+    } else if (status.status === 'Running' || status.status === 'Paused' || status.status === 'Blocked') {
+      await this.applyLiveChanges(dom, spec, log);
+    }
+    return this.describe(dom, name);
+  }
+
+  /** Hot-plugs disks the VMI gained and unplugs hot-pluggable disks it lost (by target dev). */
+  private async applyLiveChanges(dom: LibvirtDomain, desired: DomainSpec, log: Logger): Promise<void> {
+    const live = parseDomainXml(await dom.getXMLDesc(0));
+    const liveDisks = new Map((live.devices.disks ?? []).map((d) => [d.target.dev, d]));
+    const wantDisks = new Map((desired.devices.disks ?? []).map((d) => [d.target.dev, d]));
+    for (const [dev, disk] of wantDisks) {
+      if (liveDisks.has(dev)) continue;
+      await dom.attachDevice(deviceXml(desired, 'disk', dev), Vir.DOMAIN_AFFECT_LIVE);
+      log.info('Disk attached.', { target: dev, disk: disk.alias });
+    }
+    for (const [dev, disk] of liveDisks) {
+      if (wantDisks.has(dev)) continue;
+      if (disk.target.bus !== 'scsi' && disk.target.bus !== 'virtio' && disk.target.bus !== 'usb') {
+        log.warn('Disk is gone from the VMI but its bus cannot unplug it; leaving it.', { target: dev, bus: disk.target.bus });
+        continue;
+      }
+      await dom.detachDevice(deviceXml(live, 'disk', dev), Vir.DOMAIN_AFFECT_LIVE);
+      log.info('Disk detached.', { target: dev });
+    }
+  }
+
+  async pauseVMI(vmi: ManagedVMI): Promise<void> {
+    const name = domainNameOf(vmi);
+    const dom = await this.mustLookup(name);
+    const st = await dom.getState();
+    if (convState(st.state) === 'Running' || convState(st.state) === 'Blocked') {
+      await dom.suspend();
+      this.vmiLog(vmi).info('Domain paused.');
+    } else if (convState(st.state) !== 'Paused') {
+      throw new Error(`cannot pause domain ${name}: it is ${convState(st.state)} (${convReason(st.state, st.reason)})`);
+    }
+    this.pausedByUser.add(name);
+  }
+
+  async unpauseVMI(vmi: ManagedVMI): Promise<void> {
+    const name = domainNameOf(vmi);
+    const dom = await this.mustLookup(name);
+    const st = await dom.getState();
+    if (convState(st.state) === 'Paused') {
+      await dom.resume();
+      this.vmiLog(vmi).info('Domain unpaused.');
+      // The guest's clock stood still while paused: ask the agent to fix it (best effort).
+      void dom.setTime().catch((err: unknown) => this.vmiLog(vmi).debug('setTime after unpause failed', { reason: String(err) }));
+    } else if (convState(st.state) !== 'Running') {
+      throw new Error(`cannot unpause domain ${name}: it is ${convState(st.state)} (${convReason(st.state, st.reason)})`);
+    }
+    this.pausedByUser.delete(name);
+  }
+
+  /** Freezes the guest's filesystems (guest agent); thaws them after unfreezeTimeoutSeconds (0: never). */
+  async freezeVMI(vmi: ManagedVMI, unfreezeTimeoutSeconds = 0): Promise<void> {
+    const name = domainNameOf(vmi);
+    const dom = await this.mustLookup(name);
+    await dom.fsFreeze();
+    this.frozen.add(name);
+    this.clearTimer(this.unfreezeTimers, name);
+    if (unfreezeTimeoutSeconds > 0) {
+      const t = setTimeout(() => {
+        this.unfreezeTimers.delete(name);
+        void this.unfreezeVMI(vmi).catch((err: unknown) => this.vmiLog(vmi).warn('automatic unfreeze failed', { reason: String(err) }));
+      }, unfreezeTimeoutSeconds * 1000);
+      t.unref();
+      this.unfreezeTimers.set(name, t);
+    }
+    this.vmiLog(vmi).info('Guest filesystems frozen.', { unfreezeTimeoutSeconds });
+  }
+
+  async unfreezeVMI(vmi: ManagedVMI): Promise<void> {
+    const name = domainNameOf(vmi);
+    this.clearTimer(this.unfreezeTimers, name);
+    const dom = await this.mustLookup(name);
+    await dom.fsThaw();
+    this.frozen.delete(name);
+    this.vmiLog(vmi).info('Guest filesystems thawed.');
+  }
+
+  /** Reboots the guest: through the guest agent when it answers, else by ACPI when the domain has ACPI. */
+  async softRebootVMI(vmi: ManagedVMI): Promise<void> {
+    const name = domainNameOf(vmi);
+    const dom = await this.mustLookup(name);
+    if (await this.agentAnswers(dom, 1)) {
+      await dom.reboot(Vir.DOMAIN_REBOOT_GUEST_AGENT);
+      this.vmiLog(vmi).info('Guest reboot requested through the guest agent.');
+      return;
+    }
+    const live = parseDomainXml(await dom.getXMLDesc(0));
+    if (!live.features?.acpi) {
+      throw new Error(`cannot soft-reboot ${name}: no guest agent answers and ACPI is disabled`);
+    }
+    await dom.reboot(Vir.DOMAIN_REBOOT_ACPI_POWER_BTN);
+    this.vmiLog(vmi).info('Guest reboot requested by ACPI.');
+  }
+
+  /**
+   * Graceful shutdown: presses the ACPI power button, and destroys the domain when it is still up
+   * after the grace period (the argument, else spec.terminationGracePeriodSeconds, else the
+   * manager's default). Resolves once the request was sent, or with `wait` once the domain is down.
+   */
+  async shutdownVMI(vmi: ManagedVMI, opts: ShutdownOptions = {}): Promise<ShutdownResult> {
+    const name = domainNameOf(vmi);
+    const log = this.vmiLog(vmi);
+    const dom = await this.lookup(await this.conn(), name);
+    if (!dom) return 'absent';
+    const st = await dom.getState();
+    if (isDomainDown(statusFromLibvirt(st.state, st.reason))) return 'already-down';
+    const grace = opts.gracePeriodSeconds ?? vmi.spec.terminationGracePeriodSeconds ?? this.opts.defaultGracePeriodSeconds ?? 30;
+    if (grace > 0) {
+      try {
+        await dom.shutdown(Vir.DOMAIN_SHUTDOWN_ACPI_POWER_BTN);
+        log.info('Signaled graceful shutdown (ACPI).', { gracePeriodSeconds: grace });
+      } catch (err) {
+        if (isNotFound(err)) return 'absent';
+        if (!isInvalidOperation(err)) throw err;
+      }
+    }
+    let pending = this.shutdowns.get(name);
+    if (!pending) {
+      const deadline = Date.now() + grace * 1000;
+      pending = this.waitDown(name, deadline)
+        .then(async (down): Promise<ShutdownResult> => {
+          if (down) return 'shutdown';
+          if (this.closed) return 'requested';
+          log.info('Grace period expired; destroying the domain.', { gracePeriodSeconds: grace, reason: 'GracePeriodExpired' });
+          await this.killVMI(vmi);
+          return 'killed';
+        })
+        .finally(() => this.shutdowns.delete(name));
+      this.shutdowns.set(name, pending);
+      pending.catch((err: unknown) => log.error('shutdown after the grace period failed', { reason: String(err) }));
+    }
+    return opts.wait ? pending : 'requested';
+  }
+
+  /** Destroys (powers off) the domain; a missing or stopped domain is fine. */
+  async killVMI(vmi: ManagedVMI): Promise<void> {
+    const name = domainNameOf(vmi);
+    const dom = await this.lookup(await this.conn(), name);
+    if (!dom) return;
+    const st = await dom.getState();
+    if (isDomainDown(statusFromLibvirt(st.state, st.reason))) return;
+    try {
+      await dom.destroy(Vir.DOMAIN_DESTROY_GRACEFUL);
+    } catch (err) {
+      if (isNotFound(err)) return;
+      if (isInvalidOperation(err)) return; // stopped meanwhile
+      this.vmiLog(vmi).info('Graceful destroy failed; forcing it.', { reason: String(err) });
+      await dom.destroy(Vir.DOMAIN_DESTROY_DEFAULT);
+    }
+    this.vmiLog(vmi).info('Domain destroyed.');
+  }
+
+  /** Removes the domain: destroys it when running, then undefines it (with its NVRAM). */
+  async deleteVMI(vmi: ManagedVMI): Promise<void> {
+    const name = domainNameOf(vmi);
+    this.forget(name);
+    const dom = await this.lookup(await this.conn(), name);
+    if (!dom) return;
+    await this.killVMI(vmi);
+    try {
+      await dom.undefine(Vir.DOMAIN_UNDEFINE_NVRAM);
+    } catch (err) {
+      if (isNotFound(err)) return;
+      throw err;
+    }
+    this.vmiLog(vmi).info('Domain undefined.');
+  }
+
+  /**
+   * Starts a live migration of the running domain to the target libvirtd (peer-to-peer,
+   * virDomainMigrateToURI3) and returns once it started; follow it with getMigrationState /
+   * waitForMigration. `options` is MigrationRequest.options (see MigrationOptions).
+   */
+  async migrateVMI(vmi: ManagedVMI, options: unknown): Promise<MigrationState> {
+    const name = domainNameOf(vmi);
+    const log = this.vmiLog(vmi);
+    const mo: MigrationOptions = parseMigrationOptions(options);
+    const running = this.migrations.get(name);
+    if (running && !running.state.completed) throw new Error(`domain ${name} is already migrating`);
+    const dom = await this.mustLookup(name);
+    const st = await dom.getState();
+    const life = convState(st.state);
+    if (life !== 'Running' && life !== 'Paused' && life !== 'Blocked') {
+      throw new Error(`cannot migrate domain ${name}: it is ${life} (${convReason(st.state, st.reason)})`);
+    }
+    const sourceXml = await dom.getXMLDesc(Vir.DOMAIN_XML_MIGRATABLE);
+    const destXml = typeof mo.destinationXML === 'function' ? mo.destinationXML(sourceXml) : (mo.destinationXML ?? sourceXml);
+    const params: MigrateParams = { destXml, persistXml: destXml };
+    if (mo.migrationURI) params.uri = mo.migrationURI;
+    if (mo.listenAddress) params.listenAddress = mo.listenAddress;
+    if (mo.bandwidthMiB) params.bandwidth = mo.bandwidthMiB;
+    if (mo.parallelMigrationThreads) params.parallelConnections = mo.parallelMigrationThreads;
+    let flags = Vir.MIGRATE_LIVE | Vir.MIGRATE_PEER2PEER | Vir.MIGRATE_PERSIST_DEST;
+    if (mo.unsafe) flags |= Vir.MIGRATE_UNSAFE;
+    if (mo.allowAutoConverge) flags |= Vir.MIGRATE_AUTO_CONVERGE;
+    if (mo.allowPostCopy) flags |= Vir.MIGRATE_POSTCOPY;
+    if (mo.parallelMigrationThreads) flags |= Vir.MIGRATE_PARALLEL;
+
+    const state: MigrationState = {
+      uid: vmi.metadata?.uid,
+      targetURI: mo.targetURI,
+      migrationURI: mo.migrationURI,
+      startTimestamp: new Date().toISOString(),
+      completed: false,
+      failed: false,
+      mode: 'PreCopy',
+    };
+    log.info('Starting live migration.', { targetURI: mo.targetURI, migrationURI: mo.migrationURI, flags });
+    const started = Date.now();
+    const call = dom.migrateToURI3(mo.targetURI, params, flags);
+    const monitor = this.monitorMigration(dom, state, mo, started);
+    const done = call.then(
+      () => {
+        monitor.stop();
+        state.completed = true;
+        state.endTimestamp = new Date().toISOString();
+        if (state.abortStatus === 'Aborting') state.abortStatus = 'Failed'; // it finished before the abort took
+        log.info('Live migration succeeded.', { seconds: (Date.now() - started) / 1000 });
+        return state;
+      },
+      (err: unknown) => {
+        monitor.stop();
+        state.completed = true;
+        state.failed = true;
+        state.endTimestamp = new Date().toISOString();
+        state.failureReason = err instanceof Error ? err.message : String(err);
+        if (state.abortStatus === 'Aborting') state.abortStatus = 'Succeeded';
+        log.error('Live migration failed.', { reason: state.failureReason });
+        return state;
+      },
+    );
+    this.migrations.set(name, { state, done });
+    return { ...state };
+  }
+
+  /** Progress / completion timeouts of a running migration (upstream's migration monitor, simplified). */
+  private monitorMigration(dom: LibvirtDomain, state: MigrationState, mo: MigrationOptions, started: number): { stop(): void } {
+    const limitMs = mo.completionTimeoutMs;
+    if (!limitMs) return { stop: () => undefined };
+    const t = setInterval(() => {
+      if (state.completed || state.abortStatus) return;
+      if (Date.now() - started > limitMs) {
+        state.abortStatus = 'Aborting';
+        state.failureReason = `migration did not complete within ${Math.round(limitMs / 1000)} s; aborting`;
+        this.log.warn('Migration timed out; aborting it.', { name: dom.name, reason: 'MigrationTimeout' });
+        void dom.abortJob().catch(() => undefined);
+      }
+    }, 500);
+    t.unref();
+    return { stop: () => clearInterval(t) };
+  }
+
+  /** The latest migration's state for the domain (undefined when it never migrated from here). */
+  getMigrationState(domainName?: string): MigrationState | undefined {
+    const m = domainName ? this.migrations.get(domainName) : [...this.migrations.values()].at(-1);
+    return m ? { ...m.state } : undefined;
+  }
+
+  /** Resolves when the domain's current migration ended (successfully or not). */
+  async waitForMigration(vmiOrName: ManagedVMI | string): Promise<MigrationState> {
+    const name = typeof vmiOrName === 'string' ? vmiOrName : domainNameOf(vmiOrName);
+    const m = this.migrations.get(name);
+    if (!m) throw new Error(`domain ${name} has no migration`);
+    return { ...(await m.done) };
+  }
+
+  /** Aborts the running outgoing migration. */
+  async cancelMigration(vmi: ManagedVMI): Promise<void> {
+    const name = domainNameOf(vmi);
+    const m = this.migrations.get(name);
+    if (!m || m.state.completed) throw new Error(`cannot cancel migration of ${name}: it is not migrating`);
+    m.state.abortStatus = 'Aborting';
+    const dom = await this.mustLookup(name);
+    await dom.abortJob();
+    this.vmiLog(vmi).info('Migration abort requested.');
+  }
+
+  /**
+   * Target side, before the migration: prepares what the incoming domain refers to (the
+   * prepare hook) and remembers that the domain will arrive by migration.
+   */
+  async prepareMigrationTarget(vmi: ManagedVMI, options?: SyncOptions): Promise<void> {
+    const name = domainNameOf(vmi);
+    const spec = this.convert(vmi, options);
+    if (this.opts.prepare) await this.opts.prepare(vmi, spec, options);
+    this.migrationTargets.add(name);
+    this.vmiLog(vmi).info('Prepared as migration target.');
+  }
+
+  /** Target side, after the migration: the domain must be here and running; fixes the guest clock. */
+  async finalizeMigration(vmi: ManagedVMI): Promise<void> {
+    const name = domainNameOf(vmi);
+    const dom = await this.mustLookup(name);
+    const st = await dom.getState();
+    const life = convState(st.state);
+    if (life !== 'Running' && life !== 'Paused') {
+      throw new Error(`cannot finalize migration of ${name}: domain is ${life} (${convReason(st.state, st.reason)})`);
+    }
+    this.migrationTargets.delete(name);
+    void dom.setTime().catch((err: unknown) => this.vmiLog(vmi).debug('setTime after migration failed', { reason: String(err) }));
+    this.vmiLog(vmi).info('Migration finalized on the target.');
+  }
+
+  /** The (first) domain with its live spec and status; with a name, that domain. Undefined when absent. */
+  async getDomain(domainName?: string): Promise<KubevirtDomain | undefined> {
+    const conn = await this.conn();
+    let dom: LibvirtDomain | undefined;
+    if (domainName) dom = await this.lookup(conn, domainName);
+    else dom = (await conn.listAllDomains())[0];
+    if (!dom) return undefined;
+    try {
+      return await this.describe(dom, dom.name);
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  /** Stats of the (first or named) domain in KubeVirt's shape; undefined when there is none. */
+  async getDomainStats(domainName?: string): Promise<DomainStats | undefined> {
+    const conn = await this.conn();
+    const all = await conn.getAllDomainStats();
+    const list = Array.isArray(all) ? all : [];
+    const rec = domainName ? list.find((r) => recordName(r) === domainName) : list[0];
+    return rec ? convertDomainStats(rec) : undefined;
+  }
+
+  /** guest-ping through the guest agent; rejects when the agent does not answer. */
+  async guestPing(domainName: string, timeoutSeconds = 5): Promise<void> {
+    const dom = await this.mustLookup(domainName);
+    await dom.qemuAgentCommand(JSON.stringify({ execute: 'guest-ping' }), timeoutSeconds);
+  }
+
+  /** upstream's GuestAgentInfo (agent version, OS, hostname, timezone, users, filesystems). */
+  async getGuestInfo(domainName?: string): Promise<GuestAgentInfo> {
+    const dom = domainName ? await this.mustLookup(domainName) : await this.firstDomain();
+    const run = async (execute: string): Promise<unknown> => {
+      const out = await dom.qemuAgentCommand(JSON.stringify({ execute }), 5);
+      return (JSON.parse(out) as { return?: unknown }).return;
+    };
+    const info = await run('guest-info'); // throws when no agent: nothing else to ask then
+    const optional = async (execute: string) => run(execute).catch(() => undefined);
+    return buildGuestInfo({
+      info,
+      osinfo: await optional('guest-get-osinfo'),
+      hostname: await optional('guest-get-host-name'),
+      timezone: await optional('guest-get-timezone'),
+      users: await optional('guest-get-users'),
+      fsinfo: await optional('guest-get-fsinfo'),
+      fsFrozen: this.frozen.has(dom.name),
+    });
+  }
+
+  /** QEMU's version as "major.minor.micro" (libvirt's hypervisor version). */
+  async getQemuVersion(): Promise<string> {
+    const v = await (await this.conn()).getVersion();
+    if (typeof v === 'string') return v;
+    return `${Math.floor(v / 1_000_000)}.${Math.floor(v / 1000) % 1000}.${v % 1000}`;
+  }
+
+  /** Forgets timers and per-domain state; the connection is closed only when `closeConnection`. */
+  async close(closeConnection = false): Promise<void> {
+    this.closed = true;
+    for (const t of this.unfreezeTimers.values()) clearTimeout(t);
+    this.unfreezeTimers.clear();
+    if (closeConnection) await this.holder.close();
+  }
+
+  // ---- helpers ----
+
+  private async conn(): Promise<LibvirtConnection> {
+    return this.holder.get();
+  }
+
+  private async lookup(conn: LibvirtConnection, name: string): Promise<LibvirtDomain | undefined> {
+    try {
+      return await conn.lookupDomainByName(name);
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  private async mustLookup(name: string): Promise<LibvirtDomain> {
+    const dom = await this.lookup(await this.conn(), name);
+    if (!dom) throw new Error(`domain ${name} not found`);
+    return dom;
+  }
+
+  private async firstDomain(): Promise<LibvirtDomain> {
+    const dom = (await (await this.conn()).listAllDomains())[0];
+    if (!dom) throw new Error('no domain');
+    return dom;
+  }
+
+  private async describe(dom: LibvirtDomain, name: string): Promise<KubevirtDomain> {
+    const st = await dom.getState();
+    let spec: DomainSpec | undefined;
+    try {
+      spec = parseDomainXml(await dom.getXMLDesc(0));
+    } catch (err) {
+      if (isNotFound(err)) throw err;
+      this.log.warn('could not read the domain spec', { name, reason: String(err) });
+    }
+    const d = newDomain(name, statusFromLibvirt(st.state, st.reason), spec, dom.uuid);
+    if (this.frozen.has(name)) d.status.fsFreezeStatus = { status: 'frozen' };
+    return d;
+  }
+
+  /** Polls until the domain is down or gone (true) or the deadline passed (false). */
+  private async waitDown(name: string, deadline: number): Promise<boolean> {
+    const every = this.opts.pollIntervalMs ?? 200;
+    for (;;) {
+      const dom = await this.lookup(await this.conn(), name);
+      if (!dom) return true;
+      let status: DomainStatus;
+      try {
+        const st = await dom.getState();
+        status = statusFromLibvirt(st.state, st.reason);
+      } catch (err) {
+        if (isNotFound(err)) return true;
+        throw err;
+      }
+      if (isDomainDown(status)) return true;
+      if (Date.now() >= deadline || this.closed) return false;
+      await new Promise((r) => setTimeout(r, Math.min(every, Math.max(0, deadline - Date.now()))));
+    }
+  }
+
+  private async agentAnswers(dom: LibvirtDomain, timeoutSeconds: number): Promise<boolean> {
+    try {
+      await dom.qemuAgentCommand(JSON.stringify({ execute: 'guest-ping' }), timeoutSeconds);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  private forget(name: string): void {
+    this.pausedByUser.delete(name);
+    this.frozen.delete(name);
+    this.migrationTargets.delete(name);
+    this.clearTimer(this.unfreezeTimers, name);
+  }
+
+  private clearTimer(map: Map<string, NodeJS.Timeout>, name: string): void {
+    const t = map.get(name);
+    if (t) clearTimeout(t);
+    map.delete(name);
+  }
+
+  private vmiLog(vmi: ManagedVMI): Logger {
+    const meta = {
+      kind: 'VirtualMachineInstance',
+      namespace: vmi.metadata?.namespace ?? 'default',
+      name: vmi.metadata?.name,
+      uid: vmi.metadata?.uid,
+    };
+    const l = this.log;
+    return {
+      info: (msg: string, extra?: object) => l.info(msg, { ...meta, ...extra }),
+      warn: (msg: string, extra?: object) => l.warn(msg, { ...meta, ...extra }),
+      error: (msg: string, extra?: object) => l.error(msg, { ...meta, ...extra }),
+      debug: (msg: string, extra?: object) => l.debug(msg, { ...meta, ...extra }),
+    } as Logger;
+  }
+}
+
+function recordName(r: unknown): string | undefined {
+  if (r && typeof r === 'object') {
+    const d = (r as { domain?: { name?: string }; name?: string }).domain;
+    return d?.name ?? (r as { name?: string }).name;
+  }
+  return undefined;
+}
