@@ -365,7 +365,7 @@ interface BootOrderUse {
   order: number;
 }
 
-function validateDisks(devices: Obj, dpath: string, volumes: Map<string, number>, boot: BootOrderUse[], e: Errs) {
+function validateDisks(devices: Obj, dpath: string, volumes: Map<string, number> | undefined, boot: BootOrderUse[], e: Errs) {
   const disks = arr(devices['disks']);
   const base = sub(dpath, 'disks');
   uniqueNames(disks, base, e, 'disk');
@@ -373,7 +373,7 @@ function validateDisks(devices: Obj, dpath: string, volumes: Map<string, number>
     const d = obj(d0);
     const p = sub(base, i);
     const name = str(d['name']);
-    if (name) {
+    if (name && volumes) {
       if (!volumes.has(name)) e.add(sub(p, 'name'), `no volume named "${name}" in spec.volumes`);
     }
     const targets = (['disk', 'cdrom', 'lun'] as const).filter((t) => d[t] !== undefined);
@@ -491,7 +491,7 @@ function validateNetworks(spec: Obj, base: string, boot: BootOrderUse[], e: Errs
     const p = sub(ipath, i);
     const name = str(f['name']);
     let net: Obj | undefined;
-    if (name) {
+    if (name && (spec['networks'] === undefined || Array.isArray(spec['networks']))) {
       const ni = netNames.get(name);
       if (ni === undefined) e.add(sub(p, 'name'), `no network named "${name}" in spec.networks`);
       else net = obj(nets[ni]);
@@ -549,13 +549,14 @@ function validateNetworks(spec: Obj, base: string, boot: BootOrderUse[], e: Errs
   });
 
   // every network needs an interface (upstream: "every network needs a matching interface")
+  const ifacesKnown = devices['interfaces'] === undefined || Array.isArray(devices['interfaces']);
   nets.forEach((n0, i) => {
     const name = str(obj(n0)['name']);
-    if (name && !ifNames.has(name)) e.add(sub(sub(npath, i), 'name'), `no interface in spec.domain.devices.interfaces uses network "${name}"`);
+    if (ifacesKnown && name && !ifNames.has(name)) e.add(sub(sub(npath, i), 'name'), `no interface in spec.domain.devices.interfaces uses network "${name}"`);
   });
 }
 
-function validateDevices(spec: Obj, base: string, volumes: Map<string, number>, boot: BootOrderUse[], e: Errs) {
+function validateDevices(spec: Obj, base: string, volumes: Map<string, number> | undefined, boot: BootOrderUse[], e: Errs) {
   const domain = obj(spec['domain']);
   const devices = obj(domain['devices']);
   const dpath = sub(sub(base, 'domain'), 'devices');
@@ -584,13 +585,20 @@ function validateDevices(spec: Obj, base: string, volumes: Map<string, number>, 
 function validateVmiSpec(spec0: unknown, base: string, e: Errs) {
   if (!isObj(spec0)) return;
   const spec = spec0;
-  const domain = obj(spec['domain']);
+  if (!isObj(spec['domain'])) {
+    // without a domain, cross-checks (disk -> volume, memory, ...) would only repeat that error
+    validateVolumes(spec, base, e);
+    return;
+  }
+  const domain = spec['domain'];
   const dbase = sub(base, 'domain');
   validateResourcesAndMemory(domain, dbase, e);
   validateCpu(domain, dbase, e);
   validateFirmware(domain, dbase, e);
   validateClockAndFeatures(domain, dbase, e);
-  const volumes = validateVolumes(spec, base, e);
+  const volumeNames = validateVolumes(spec, base, e);
+  // a volumes field of the wrong type is a schema error; don't also report every disk as volume-less
+  const volumes = spec['volumes'] === undefined || Array.isArray(spec['volumes']) ? volumeNames : undefined;
   const boot: BootOrderUse[] = [];
   validateNetworks(spec, base, boot, e);
   validateDevices(spec, base, volumes, boot, e);
