@@ -1,0 +1,79 @@
+// Cluster-wide settings the renderer needs (from the kubevirt-ts config object in deploy/).
+
+export interface RendererConfig {
+  /** the virt-launcher image, e.g. "registry.example.com/kubevirt-ts/virt-launcher:0.1.0" (required) */
+  launcherImage: string;
+  imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
+  /** names of Secrets used to pull the launcher image */
+  imagePullSecrets?: string[];
+  /** no /dev/kvm: QEMU emulates (TCG); the Pod asks for no kvm/vhost-net device (default false) */
+  useEmulation?: boolean;
+  /** vCPUs per requested host CPU when the VMI requests no CPU (default 10: 1 vCPU -> "100m") */
+  cpuAllocationRatio?: number;
+  /** memory overcommit in percent: guest memory / (overcommit/100) is requested (default 100) */
+  memoryOvercommit?: number;
+  /** node architecture, for the arm64 pflash overhead (default "amd64") */
+  arch?: string;
+  /** multiplies the computed memory overhead (default 1.0) */
+  additionalOverheadRatio?: number;
+  /** virt-launcher's --qemu-timeout in seconds (default 240) */
+  qemuTimeoutSeconds?: number;
+  /** seconds added to the VMI's grace period for the Pod, so the launcher can destroy QEMU after the guest's time is up (default 15) */
+  gracePeriodBufferSeconds?: number;
+  /** the launcher wrapper inside the image (default ["/usr/bin/virt-launcher-monitor"]) */
+  launcherCommand?: string[];
+  /** keep the compute container running after a failure, for debugging (--keep-after-failure) */
+  keepAfterFailure?: boolean;
+  /**
+   * volumeMode of each PersistentVolumeClaim the VMI uses (claim name -> mode), as the controller sees it;
+   * "Block" claims become volumeDevices, anything else a filesystem mount (default Filesystem).
+   */
+  pvcVolumeModes?: Record<string, 'Block' | 'Filesystem' | undefined>;
+}
+
+export type ResolvedConfig = Required<Omit<RendererConfig, 'imagePullSecrets' | 'pvcVolumeModes'>> &
+  Pick<RendererConfig, 'imagePullSecrets' | 'pvcVolumeModes'>;
+
+/** Bad input: `path` names the field, like the API's FieldError. */
+export class RenderError extends Error {
+  constructor(
+    readonly path: string,
+    readonly reason: string,
+  ) {
+    super(`${path}: ${reason}`);
+    this.name = 'RenderError';
+  }
+}
+
+export function resolveConfig(c: RendererConfig): ResolvedConfig {
+  if (!c || typeof c.launcherImage !== 'string' || c.launcherImage === '') {
+    throw new RenderError('config.launcherImage', 'the virt-launcher image is required');
+  }
+  const r: ResolvedConfig = {
+    launcherImage: c.launcherImage,
+    imagePullPolicy: c.imagePullPolicy ?? 'IfNotPresent',
+    imagePullSecrets: c.imagePullSecrets,
+    useEmulation: c.useEmulation ?? false,
+    cpuAllocationRatio: c.cpuAllocationRatio ?? 10,
+    memoryOvercommit: c.memoryOvercommit ?? 100,
+    arch: c.arch ?? 'amd64',
+    additionalOverheadRatio: c.additionalOverheadRatio ?? 1,
+    qemuTimeoutSeconds: c.qemuTimeoutSeconds ?? 240,
+    gracePeriodBufferSeconds: c.gracePeriodBufferSeconds ?? 15,
+    launcherCommand: c.launcherCommand ?? ['/usr/bin/virt-launcher-monitor'],
+    keepAfterFailure: c.keepAfterFailure ?? false,
+    pvcVolumeModes: c.pvcVolumeModes,
+  };
+  const positive = (k: 'cpuAllocationRatio' | 'memoryOvercommit' | 'additionalOverheadRatio' | 'qemuTimeoutSeconds') => {
+    if (typeof r[k] !== 'number' || !(r[k] > 0)) throw new RenderError(`config.${k}`, `must be a positive number, got ${JSON.stringify(r[k])}`);
+  };
+  positive('cpuAllocationRatio');
+  positive('memoryOvercommit');
+  positive('additionalOverheadRatio');
+  positive('qemuTimeoutSeconds');
+  if (!Number.isInteger(r.gracePeriodBufferSeconds) || r.gracePeriodBufferSeconds < 0) {
+    throw new RenderError('config.gracePeriodBufferSeconds', 'must be a non-negative integer');
+  }
+  if (r.launcherCommand.length === 0) throw new RenderError('config.launcherCommand', 'must not be empty');
+  return r;
+}

@@ -1,0 +1,356 @@
+// VirtualMachineInstance -> virt-launcher Pod (upstream KubeVirt's layout; see README.md for each rule).
+import { posix } from 'node:path';
+import type { V1Affinity, V1Container, V1Pod, V1SecurityContext, V1Volume, V1VolumeMount, V1VolumeDevice } from '@kubernetes/client-node';
+import type { VirtualMachineInstance } from '@kubevirt-ts/api';
+import { podLayout } from '@kubevirt-ts/converter';
+import { RenderError, resolveConfig, type RendererConfig, type ResolvedConfig } from './config.js';
+import { computeResources } from './resources.js';
+
+/** uid/gid QEMU, libvirtd and the launcher run as (upstream's "qemu" user). */
+export const LAUNCHER_UID = 107;
+export const COMPUTE_CONTAINER = 'compute';
+export const LABEL_APP = 'kubevirt.io';
+export const LABEL_CREATED_BY = 'kubevirt.io/created-by';
+export const LABEL_VM_NAME = 'vm.kubevirt.io/name';
+export const ANNOTATION_DOMAIN = 'kubevirt.io/domain';
+export const NODE_SCHEDULABLE_LABEL = 'kubevirt.io/schedulable';
+/** default VMI spec.terminationGracePeriodSeconds */
+export const DEFAULT_GRACE_PERIOD_SECONDS = 30;
+
+/** In-Pod directories (upstream's), the ones the converter's layout does not name. */
+export const POD_DIRS = {
+  /** emptyDir "public": shared with virt-handler through the kubelet pod dir */
+  public: '/var/run/kubevirt',
+  /** emptyDir "sockets": the launcher's cmd socket (launcher-sock) */
+  sockets: '/var/run/kubevirt/sockets',
+  /** emptyDir "hotplug-disks": hotplugged volumes, mounted by virt-handler */
+  hotplugDisks: '/var/run/kubevirt/hotplug-disks',
+  /** emptyDir "libvirt-runtime": libvirtd's runtime dir, empty disks, cloud-init ISOs */
+  libvirtRuntime: '/var/run/libvirt',
+  /** where container-disk containers put their socket (container-disks emptyDir seen from their side) */
+  containerDiskData: '/var/run/kubevirt-ephemeral-disks/container-disk-data',
+  /** emptyDir "virt-bin-share-dir": the static container-disk helper copied from the launcher image */
+  containerDiskBinary: '/usr/bin/container-disk',
+} as const;
+
+/** Where kubelet mounts the source of a config volume (the launcher builds the ISO from there). */
+export function configSourceDir(kind: 'configMap' | 'secret' | 'downwardAPI' | 'sysprep', volumeName: string): string {
+  const sub = { configMap: 'config-map', secret: 'secret', downwardAPI: 'downwardapi', sysprep: 'sysprep' }[kind];
+  return `${podLayout.privateDir}/${sub}/${volumeName}`;
+}
+
+/** The Pod's own volumes; a VMI volume with one of these names is rejected. */
+export const RESERVED_VOLUME_NAMES = [
+  'private',
+  'public',
+  'sockets',
+  'virt-bin-share-dir',
+  'libvirt-runtime',
+  'ephemeral-disks',
+  'container-disks',
+  'hotplug-disks',
+  'nvram',
+] as const;
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+function restrictedSecurityContext(add: string[] = []): V1SecurityContext {
+  return {
+    runAsUser: LAUNCHER_UID,
+    runAsGroup: LAUNCHER_UID,
+    runAsNonRoot: true,
+    privileged: false,
+    allowPrivilegeEscalation: false,
+    capabilities: { drop: ['ALL'], ...(add.length ? { add } : {}) },
+  };
+}
+
+/** Small resources of the container-disk and kernel-boot helper containers (upstream's). */
+const HELPER_RESOURCES = { requests: { cpu: '10m', memory: '1M' }, limits: { cpu: '100m', memory: '40M' } };
+
+function label(path: string, value: string, what: string): string {
+  if (value.length > 63 || !DNS_LABEL.test(value)) {
+    throw new RenderError(path, `${JSON.stringify(value)} cannot be used as a ${what}: it must be a DNS label (lowercase letters, digits, '-', at most 63 characters)`);
+  }
+  return value;
+}
+
+/** Hostname of the Pod: spec.hostname, else the VMI name when it is a valid DNS label, else its first 63 characters trimmed of '-'/'.'. */
+function hostnameOf(vmi: VirtualMachineInstance): string {
+  if (vmi.spec.hostname) return label('spec.hostname', vmi.spec.hostname, 'hostname');
+  return vmi.metadata.name!.slice(0, 63).replace(/[.]/g, '-').replace(/-+$/, '');
+}
+
+/** Capabilities the compute container adds to an empty set (everything else is dropped). */
+export function computeCapabilities(vmi: VirtualMachineInstance): string[] {
+  const caps: string[] = [];
+  const ifaces = vmi.spec.domain.devices?.interfaces ?? [];
+  // user-mode networking (passt, slirp) listens inside the Pod on the forwarded ports, which may be < 1024
+  if (ifaces.some((i) => i.passt !== undefined || i.slirp !== undefined)) caps.push('NET_BIND_SERVICE');
+  // real-time vCPU scheduling (spec.domain.cpu.realtime) sets SCHED_FIFO on the vCPU threads
+  if (vmi.spec.domain.cpu?.realtime !== undefined) caps.push('SYS_NICE');
+  return caps;
+}
+
+interface Mounts {
+  volumes: V1Volume[];
+  mounts: V1VolumeMount[];
+  devices: V1VolumeDevice[];
+  serviceAccountName?: string;
+}
+
+/** Pod volumes and compute mounts for spec.volumes. */
+function userVolumes(vmi: VirtualMachineInstance, config: ResolvedConfig): Mounts {
+  const out: Mounts = { volumes: [], mounts: [], devices: [] };
+  const dirOf = (p: string): string => posix.dirname(p);
+  (vmi.spec.volumes ?? []).forEach((v, i) => {
+    const path = `spec.volumes[${i}]`;
+    label(`${path}.name`, v.name, 'volume name');
+    if ((RESERVED_VOLUME_NAMES as readonly string[]).includes(v.name)) {
+      throw new RenderError(`${path}.name`, `"${v.name}" is reserved for the launcher Pod's own volumes (${RESERVED_VOLUME_NAMES.join(', ')})`);
+    }
+    const claim = (claimName: string, readOnly: boolean): void => {
+      out.volumes.push({ name: v.name, persistentVolumeClaim: { claimName, ...(readOnly ? { readOnly } : {}) } });
+      if (config.pvcVolumeModes?.[claimName] === 'Block') {
+        out.devices.push({ name: v.name, devicePath: podLayout.blockVolumeDevice(v.name) });
+      } else {
+        out.mounts.push({ name: v.name, mountPath: dirOf(podLayout.filesystemVolumeImage(v.name)), ...(readOnly ? { readOnly } : {}) });
+      }
+    };
+    if (v.persistentVolumeClaim) {
+      if (!v.persistentVolumeClaim.hotpluggable) claim(v.persistentVolumeClaim.claimName, v.persistentVolumeClaim.readOnly === true);
+    } else if (v.dataVolume) {
+      if (!v.dataVolume.hotpluggable) claim(v.dataVolume.name, false);
+    } else if (v.ephemeral) {
+      const pvc = v.ephemeral.persistentVolumeClaim;
+      if (!pvc) throw new RenderError(`${path}.ephemeral.persistentVolumeClaim`, 'required');
+      claim(pvc.claimName, true); // the launcher writes to a qcow2 overlay in ephemeral-disks
+    } else if (v.hostDisk) {
+      const image = podLayout.hostDiskImage(v.name, v.hostDisk.path);
+      if (!v.hostDisk.path.startsWith('/')) throw new RenderError(`${path}.hostDisk.path`, 'must be an absolute path');
+      out.volumes.push({
+        name: v.name,
+        hostPath: { path: posix.dirname(v.hostDisk.path), type: v.hostDisk.type === 'DiskOrCreate' ? 'DirectoryOrCreate' : 'Directory' },
+      });
+      out.mounts.push({ name: v.name, mountPath: dirOf(image) });
+    } else if (v.configMap) {
+      out.volumes.push({ name: v.name, configMap: { name: v.configMap.name, ...(v.configMap.optional !== undefined ? { optional: v.configMap.optional } : {}) } });
+      out.mounts.push({ name: v.name, mountPath: configSourceDir('configMap', v.name), readOnly: true });
+    } else if (v.secret) {
+      out.volumes.push({ name: v.name, secret: { secretName: v.secret.secretName, ...(v.secret.optional !== undefined ? { optional: v.secret.optional } : {}) } });
+      out.mounts.push({ name: v.name, mountPath: configSourceDir('secret', v.name), readOnly: true });
+    } else if (v.downwardAPI) {
+      out.volumes.push({ name: v.name, downwardAPI: { items: (v.downwardAPI.fields ?? []) as never } });
+      out.mounts.push({ name: v.name, mountPath: configSourceDir('downwardAPI', v.name), readOnly: true });
+    } else if (v.serviceAccount) {
+      // the token is mounted by kubelet at /var/run/secrets/kubernetes.io/serviceaccount (automount)
+      if (out.serviceAccountName !== undefined) throw new RenderError(`${path}.serviceAccount`, 'only one serviceAccount volume is allowed');
+      out.serviceAccountName = v.serviceAccount.serviceAccountName ?? 'default';
+    } else if (v.sysprep) {
+      const src = v.sysprep.configMap ? { configMap: { name: v.sysprep.configMap.name } } : v.sysprep.secret ? { secret: { secretName: v.sysprep.secret.name } } : undefined;
+      if (!src) throw new RenderError(`${path}.sysprep`, 'needs configMap or secret');
+      out.volumes.push({ name: v.name, ...src });
+      out.mounts.push({ name: v.name, mountPath: configSourceDir('sysprep', v.name), readOnly: true });
+    } else if (v.cloudInitNoCloud || v.cloudInitConfigDrive) {
+      const ci = (v.cloudInitNoCloud ?? v.cloudInitConfigDrive)!;
+      const secrets = [...new Set([ci.userDataSecretRef?.name ?? ci.secretRef?.name, ci.networkDataSecretRef?.name].filter((s): s is string => !!s))];
+      if (secrets.length > 0) {
+        // the launcher reads userdata / networkdata from one dir: project the referenced secret(s) there
+        out.volumes.push({ name: v.name, projected: { sources: secrets.map((name) => ({ secret: { name } })) } });
+        out.mounts.push({ name: v.name, mountPath: configSourceDir('secret', v.name), readOnly: true });
+      }
+    } else if (v.downwardMetrics) {
+      throw new RenderError(`${path}.downwardMetrics`, 'downwardMetrics volumes are not supported by kubevirt-ts');
+    }
+    // containerDisk: own containers (below); emptyDisk and inline cloud-init: files the launcher creates in
+    // libvirt-runtime; memoryDump: hotplugged, never in the launcher Pod.
+  });
+  return out;
+}
+
+/** Init + sidecar containers that serve a container image's disk (upstream's container-disk protocol). */
+function containerDiskContainers(vmi: VirtualMachineInstance, config: ResolvedConfig) {
+  const uid = vmi.metadata.uid!;
+  const init: V1Container[] = [];
+  const sidecars: V1Container[] = [];
+  const dataDir = `${POD_DIRS.containerDiskData}/${uid}`;
+  const add = (name: string, path: string, image: string, pullPolicy: string | undefined, socket: string): void => {
+    label(path, name, 'container name');
+    const mountsBin = { name: 'virt-bin-share-dir', mountPath: posix.dirname(POD_DIRS.containerDiskBinary) };
+    // init: pulls the image before the launcher starts and checks it runs (`--no-op`), so a bad image fails the Pod early
+    init.push({
+      name: `${name}-init`,
+      image,
+      imagePullPolicy: pullPolicy ?? config.imagePullPolicy,
+      command: [POD_DIRS.containerDiskBinary],
+      args: ['--no-op'],
+      volumeMounts: [mountsBin],
+      resources: HELPER_RESOURCES,
+      securityContext: restrictedSecurityContext(),
+    });
+    // sidecar: keeps the image's root filesystem alive and announces it on a socket; virt-handler
+    // finds the disk there and bind-mounts it into the compute container's container-disks dir
+    sidecars.push({
+      name,
+      image,
+      imagePullPolicy: pullPolicy ?? config.imagePullPolicy,
+      command: [POD_DIRS.containerDiskBinary],
+      args: ['--copy-path', `${dataDir}/${socket}`],
+      volumeMounts: [{ name: 'container-disks', mountPath: dataDir }, mountsBin],
+      resources: HELPER_RESOURCES,
+      securityContext: restrictedSecurityContext(),
+    });
+  };
+  (vmi.spec.volumes ?? []).forEach((v, i) => {
+    if (v.containerDisk) {
+      add(`volume${v.name}`, `spec.volumes[${i}].name`, v.containerDisk.image, v.containerDisk.imagePullPolicy, `disk_${i}`);
+    }
+  });
+  const kb = vmi.spec.domain.firmware?.kernelBoot?.container;
+  if (kb) add('kernel-boot', 'spec.domain.firmware.kernelBoot.container', kb.image, kb.imagePullPolicy, 'kernel-boot');
+  if (init.length > 0) {
+    // first: copy the static container-disk helper from the launcher image into the shared emptyDir
+    init.unshift({
+      name: 'container-disk-binary',
+      image: config.launcherImage,
+      imagePullPolicy: config.imagePullPolicy,
+      command: ['/usr/bin/cp', POD_DIRS.containerDiskBinary, `/init${POD_DIRS.containerDiskBinary}`],
+      volumeMounts: [{ name: 'virt-bin-share-dir', mountPath: `/init${posix.dirname(POD_DIRS.containerDiskBinary)}` }],
+      resources: HELPER_RESOURCES,
+      securityContext: restrictedSecurityContext(),
+    });
+  }
+  const pullSecrets = [
+    ...(vmi.spec.volumes ?? []).map((v) => v.containerDisk?.imagePullSecret),
+    kb?.imagePullSecret,
+  ].filter((s): s is string => !!s);
+  return { init, sidecars, pullSecrets };
+}
+
+/** The launcher's command line (upstream flag names; the launcher parses exactly these). */
+export function launcherCommand(vmi: VirtualMachineInstance, config: ResolvedConfig, gracePeriodSeconds: number): string[] {
+  const cmd = [
+    ...config.launcherCommand,
+    '--qemu-timeout', `${config.qemuTimeoutSeconds}s`,
+    '--name', vmi.metadata.name!,
+    '--uid', vmi.metadata.uid!,
+    '--namespace', vmi.metadata.namespace!,
+    '--kubevirt-share-dir', POD_DIRS.public,
+    '--ephemeral-disk-dir', podLayout.ephemeralDisksDir,
+    '--container-disk-dir', podLayout.containerDisksDir,
+    '--grace-period-seconds', String(gracePeriodSeconds),
+    '--hook-sidecars', '0',
+  ];
+  if (config.useEmulation) cmd.push('--allow-emulation');
+  if (config.keepAfterFailure) cmd.push('--keep-after-failure');
+  return cmd;
+}
+
+function usesEfi(vmi: VirtualMachineInstance): boolean {
+  return vmi.spec.domain.firmware?.bootloader?.efi !== undefined;
+}
+
+/**
+ * Renders the virt-launcher Pod for a VMI. The VMI should carry its API defaults (as stored by the cluster)
+ * and must have metadata.name, metadata.namespace and metadata.uid. Throws RenderError naming the field
+ * on bad input.
+ */
+export function renderLaunchPod(vmi: VirtualMachineInstance, rendererConfig: RendererConfig): V1Pod {
+  const config = resolveConfig(rendererConfig);
+  const meta = vmi?.metadata;
+  for (const k of ['name', 'namespace', 'uid'] as const) {
+    if (!meta?.[k]) throw new RenderError(`metadata.${k}`, 'required (the launcher Pod is named after and owned by the VMI)');
+  }
+  if (!vmi.spec?.domain) throw new RenderError('spec.domain', 'required');
+  const name = meta.name!;
+  const uid = meta.uid!;
+
+  const grace = vmi.spec.terminationGracePeriodSeconds ?? DEFAULT_GRACE_PERIOD_SECONDS;
+  const { requests, limits } = computeResources(vmi, config);
+  const user = userVolumes(vmi, config);
+  const cd = containerDiskContainers(vmi, config);
+
+  const emptyDir = (n: string): V1Volume => ({ name: n, emptyDir: {} });
+  const volumes: V1Volume[] = [
+    emptyDir('private'),
+    emptyDir('public'),
+    emptyDir('sockets'),
+    emptyDir('virt-bin-share-dir'),
+    emptyDir('libvirt-runtime'),
+    emptyDir('ephemeral-disks'),
+    emptyDir('container-disks'),
+    emptyDir('hotplug-disks'),
+    ...(usesEfi(vmi) ? [emptyDir('nvram')] : []),
+    ...user.volumes,
+  ];
+  const mounts: V1VolumeMount[] = [
+    { name: 'private', mountPath: podLayout.privateDir },
+    { name: 'public', mountPath: POD_DIRS.public },
+    { name: 'ephemeral-disks', mountPath: podLayout.ephemeralDisksDir },
+    // virt-handler bind-mounts container disks here from the host side: propagate host mounts into the container
+    { name: 'container-disks', mountPath: podLayout.containerDisksDir, mountPropagation: 'HostToContainer' },
+    { name: 'libvirt-runtime', mountPath: POD_DIRS.libvirtRuntime },
+    { name: 'sockets', mountPath: POD_DIRS.sockets },
+    { name: 'hotplug-disks', mountPath: POD_DIRS.hotplugDisks, mountPropagation: 'HostToContainer' },
+    ...(usesEfi(vmi) ? [{ name: 'nvram', mountPath: posix.dirname(podLayout.nvramFile(name)) }] : []),
+    ...user.mounts,
+  ];
+
+  const compute: V1Container = {
+    name: COMPUTE_CONTAINER,
+    image: config.launcherImage,
+    imagePullPolicy: config.imagePullPolicy,
+    command: launcherCommand(vmi, config, grace),
+    env: [{ name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }],
+    resources: { requests, limits },
+    securityContext: restrictedSecurityContext(computeCapabilities(vmi)),
+    volumeMounts: mounts,
+    ...(user.devices.length ? { volumeDevices: user.devices } : {}),
+  };
+
+  const spec = vmi.spec;
+  const pullSecrets = [...new Set([...(config.imagePullSecrets ?? []), ...cd.pullSecrets])];
+  const pod: V1Pod = {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      generateName: `virt-launcher-${name}-`,
+      namespace: meta.namespace!,
+      labels: {
+        ...(meta.labels ?? {}),
+        [LABEL_APP]: 'virt-launcher',
+        [LABEL_CREATED_BY]: uid,
+        [LABEL_VM_NAME]: name.length <= 63 ? name : name.slice(0, 63).replace(/[-_.]+$/, ''),
+      },
+      annotations: {
+        [ANNOTATION_DOMAIN]: name,
+        'kubectl.kubernetes.io/default-container': COMPUTE_CONTAINER,
+      },
+      ownerReferences: [
+        { apiVersion: 'kubevirt.io/v1', kind: 'VirtualMachineInstance', name, uid, controller: true, blockOwnerDeletion: true },
+      ],
+    },
+    spec: {
+      hostname: hostnameOf(vmi),
+      ...(spec.subdomain ? { subdomain: label('spec.subdomain', spec.subdomain, 'subdomain') } : {}),
+      restartPolicy: 'Never',
+      terminationGracePeriodSeconds: grace + config.gracePeriodBufferSeconds,
+      securityContext: { runAsUser: LAUNCHER_UID, runAsGroup: LAUNCHER_UID, fsGroup: LAUNCHER_UID, runAsNonRoot: true },
+      automountServiceAccountToken: user.serviceAccountName !== undefined,
+      ...(user.serviceAccountName !== undefined ? { serviceAccountName: user.serviceAccountName } : {}),
+      nodeSelector: { ...(spec.nodeSelector ?? {}), [NODE_SCHEDULABLE_LABEL]: 'true' },
+      ...(spec.affinity ? { affinity: spec.affinity as V1Affinity } : {}),
+      ...(spec.tolerations ? { tolerations: spec.tolerations } : {}),
+      ...(spec.topologySpreadConstraints ? { topologySpreadConstraints: spec.topologySpreadConstraints as never } : {}),
+      ...(spec.schedulerName ? { schedulerName: spec.schedulerName } : {}),
+      ...(spec.priorityClassName ? { priorityClassName: spec.priorityClassName } : {}),
+      ...(spec.dnsPolicy ? { dnsPolicy: spec.dnsPolicy } : {}),
+      ...(spec.dnsConfig ? { dnsConfig: spec.dnsConfig as never } : {}),
+      ...(pullSecrets.length ? { imagePullSecrets: pullSecrets.map((n) => ({ name: n })) } : {}),
+      ...(cd.init.length ? { initContainers: cd.init } : {}),
+      containers: [compute, ...cd.sidecars],
+      volumes,
+    },
+  };
+  return pod;
+}
