@@ -1,0 +1,106 @@
+// Test support: a private libvirtd in session mode (own XDG dirs under a temp dir, no TCP) and
+// `virsh define`/`undefine` against it, plus virt-xml-validate. Run as root, the daemon runs as
+// uid/gid 107 (user qemu, tools/setup.d/10-qemu-user.sh): root's libvirtd would be the system daemon.
+import { spawn, spawnSync } from 'node:child_process';
+import { chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+export interface SessionDaemon {
+  uri: string;
+  define(xml: string): { ok: boolean; output: string };
+  stop(): Promise<void>;
+}
+
+function ids(): { uid?: number; gid?: number } {
+  return process.getuid?.() === 0 ? { uid: 107, gid: 107 } : {};
+}
+
+export async function startSessionDaemon(): Promise<SessionDaemon> {
+  const base = mkdtempSync(path.join(tmpdir(), 'kvts-conv-libvirt-'));
+  const { uid, gid } = ids();
+  const dirs: Record<string, string> = {};
+  for (const d of ['home', 'config', 'runtime', 'cache', 'data', 'xml']) {
+    dirs[d] = path.join(base, d);
+    mkdirSync(dirs[d]!, { recursive: true, mode: 0o700 });
+    if (uid !== undefined) chownSync(dirs[d]!, uid, gid!);
+  }
+  if (uid !== undefined) chownSync(base, uid, gid!);
+  const env = {
+    PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin',
+    HOME: dirs.home!,
+    XDG_CONFIG_HOME: dirs.config!,
+    XDG_RUNTIME_DIR: dirs.runtime!,
+    XDG_CACHE_HOME: dirs.cache!,
+    XDG_DATA_HOME: dirs.data!,
+  };
+  const conf = path.join(dirs.config!, 'libvirtd.conf');
+  writeFileSync(conf, 'log_outputs = "3:stderr"\n');
+  if (uid !== undefined) chownSync(conf, uid, gid!);
+  const child = spawn('/usr/sbin/libvirtd', ['-f', conf], { env, stdio: ['ignore', 'ignore', 'pipe'], uid, gid });
+  let stderr = '';
+  child.stderr!.on('data', (b: Buffer) => (stderr = (stderr + b.toString()).slice(-4000)));
+  const sock = path.join(dirs.runtime!, 'libvirt', 'libvirt-sock');
+  const uri = `qemu+unix:///session?socket=${sock}`;
+  const virsh = (args: string[]) =>
+    spawnSync('virsh', ['-q', '-c', uri, ...args], { env, uid, gid, encoding: 'utf8', timeout: 60_000 });
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`libvirtd exited: ${stderr}`);
+    if (existsSync(sock) && virsh(['version']).status === 0) break;
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`libvirtd did not answer within 30s: ${stderr}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  let n = 0;
+  return {
+    uri,
+    define(xml: string) {
+      const file = path.join(dirs.xml!, `d${n++}.xml`);
+      writeFileSync(file, xml);
+      if (uid !== undefined) chownSync(file, uid, gid!);
+      const r = virsh(['define', file]);
+      const output = `${r.stdout ?? ''}${r.stderr ?? ''}`;
+      if (r.status !== 0) return { ok: false, output };
+      const m = /<name>([^<]*)<\/name>/.exec(xml);
+      // undefine by the name libvirt reports back (names may hold metacharacters: go by UUID)
+      const list = virsh(['list', '--all', '--uuid']);
+      for (const u of (list.stdout ?? '').split('\n').map((s) => s.trim()).filter(Boolean)) {
+        virsh(['undefine', '--nvram', u]);
+      }
+      void m;
+      return { ok: true, output };
+    },
+    async stop() {
+      if (child.exitCode === null) {
+        child.kill('SIGTERM');
+        await new Promise<void>((r) => {
+          const t = setTimeout(() => {
+            child.kill('SIGKILL');
+            r();
+          }, 5000);
+          child.once('exit', () => {
+            clearTimeout(t);
+            r();
+          });
+        });
+      }
+      rmSync(base, { recursive: true, force: true });
+    },
+  };
+}
+
+/** libvirt's own schema check: `virt-xml-validate FILE domain`. */
+export function xmlValidate(xml: string): { ok: boolean; output: string } {
+  const dir = mkdtempSync(path.join(tmpdir(), 'kvts-conv-validate-'));
+  try {
+    const file = path.join(dir, 'domain.xml');
+    writeFileSync(file, xml);
+    const r = spawnSync('virt-xml-validate', [file, 'domain'], { encoding: 'utf8', timeout: 60_000 });
+    return { ok: r.status === 0, output: `${r.stdout ?? ''}${r.stderr ?? ''}` };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
