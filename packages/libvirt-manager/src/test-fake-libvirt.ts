@@ -205,8 +205,9 @@ export class FakeDomain implements LibvirtDomain {
       }, 20);
     }
   }
-  async reboot(): Promise<void> {
+  async reboot(flags = 0): Promise<void> {
     const r = this.rec('reboot');
+    this.conn.calls.push(`reboot-flags:${flags}`);
     if (!this.active(r)) throw invalid('domain is not running');
   }
   async destroy(): Promise<void> {
@@ -295,4 +296,26 @@ export class FakeDomain implements LibvirtDomain {
   async setVcpus(): Promise<void> {
     this.rec('setVcpus');
   }
+}
+
+/** A logger that drops everything (unit tests). */
+export const quietLogger = {
+  info: () => undefined,
+  warn: () => undefined,
+  error: () => undefined,
+  debug: () => undefined,
+} as unknown as import('./logger.js').Logger;
+
+/** Resolves once `pred()` is true (polling), rejects after `ms`. */
+export async function until(pred: () => boolean, ms = 3000, what = 'condition'): Promise<void> {
+  const end = Date.now() + ms;
+  while (!pred()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+/** Minimal domain XML for the fake. */
+export function fakeXml(name: string): string {
+  return `<domain type="qemu"><name>${name}</name><memory unit="b">134217728</memory><vcpu>1</vcpu><os><type arch="x86_64" machine="q35">hvm</type></os><devices/></domain>`;
 }

@@ -4,18 +4,13 @@
 // reconnects and re-lists, so a change that happened while disconnected is still reported.
 
 import { EventEmitter } from 'node:events';
+import { parseDomainXml } from '@kubevirt-ts/converter';
 import { ConnectionHolder, type ConnectionSource } from './connection.js';
 import { newDomain, type DomainSpec, type KubevirtDomain } from './domain.js';
 import type { LibvirtConnection, LibvirtDomain, LifecycleEvent } from './libvirt.js';
 import { isInvalidOperation, isNotFound } from './libvirt.js';
 import { createLogger, type Logger } from './logger.js';
-import {
-  NON_EXISTENT,
-  statusFromLibvirt,
-  VIR_DOMAIN_EVENT_DEFINED_ADDED,
-  VIR_DOMAIN_EVENT_STARTED_MIGRATED,
-  VirDomainEventType,
-} from './status.js';
+import { NON_EXISTENT, statusFromLibvirt } from './status.js';
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
@@ -260,11 +255,11 @@ export class DomainWatcher extends EventEmitter {
       return;
     }
     this.known.set(name, current);
-    const added =
-      !previous ||
-      (cause?.event === VirDomainEventType.DEFINED && cause.detail === VIR_DOMAIN_EVENT_DEFINED_ADDED) ||
-      (cause?.event === VirDomainEventType.STARTED && cause.detail === VIR_DOMAIN_EVENT_STARTED_MIGRATED);
-    if (added) {
+    // ADDED when the domain is new to the watcher's clients: first seen, defined (DEFINED/ADDED)
+    // or arrived by incoming migration (STARTED/MIGRATED). Upstream sends ADDED on those two events
+    // even for a domain it already reported; a watch stream never repeats ADDED for a known object,
+    // so a late DEFINED/ADDED after the initial list becomes MODIFIED here.
+    if (!previous) {
       this.publish({ type: 'ADDED', domain: current, cause });
       return;
     }
@@ -273,9 +268,8 @@ export class DomainWatcher extends EventEmitter {
   }
 
   private parse(xml: string): DomainSpec | undefined {
-    if (!this.opts.parseXml) return undefined;
     try {
-      return this.opts.parseXml(xml);
+      return (this.opts.parseXml ?? parseDomainXml)(xml);
     } catch (err) {
       this.log.warn('could not parse domain XML', { reason: String(err) });
       return undefined;
