@@ -1,0 +1,88 @@
+import { mkdir, stat, writeFile, chmod } from 'node:fs/promises';
+import { join } from 'node:path';
+import {
+  checkSocketPath,
+  ensureSocketDir,
+  launcherInitSocketPath,
+  launcherSocketPath,
+  notifySocketPath,
+  prepareSocketPath,
+  removeSocketFile,
+} from './sockets.js';
+import { CmdServer } from './cmd-server.js';
+import { NotifyServer } from './notify-server.js';
+import { quietLogger, tempDir } from './test-util.js';
+
+const mode = async (p: string) => (await stat(p)).mode & 0o777;
+
+test('socket names are the upstream ones', () => {
+  expect(launcherSocketPath('/var/run/kubevirt/sockets')).toBe('/var/run/kubevirt/sockets/launcher-sock');
+  expect(launcherInitSocketPath('/var/run/kubevirt/sockets')).toBe('/var/run/kubevirt/sockets/launcher-init-sock');
+  expect(notifySocketPath('/var/run/kubevirt')).toBe('/var/run/kubevirt/domain-notify-pipe.sock');
+});
+
+test('checkSocketPath rejects paths a unix socket cannot have', () => {
+  expect(() => checkSocketPath('/tmp/' + 'a'.repeat(120))).toThrow(/limited to 107/);
+  expect(() => checkSocketPath('')).toThrow(/non-empty/);
+  expect(() => checkSocketPath('/tmp/a\0b')).toThrow(/NUL/);
+  expect(() => new CmdServer({ socketsDir: '/tmp/' + 'x'.repeat(110), backend: {} })).toThrow(/^socketsDir: /);
+});
+
+test('ensureSocketDir creates 0700 dirs and tightens existing ones', async () => {
+  const { dir, cleanup } = await tempDir();
+  try {
+    const d = join(dir, 'a', 'b');
+    await ensureSocketDir(d);
+    expect(await mode(d)).toBe(0o700);
+    const loose = join(dir, 'loose');
+    await mkdir(loose, { mode: 0o755 });
+    await chmod(loose, 0o777);
+    await ensureSocketDir(loose);
+    expect(await mode(loose)).toBe(0o700);
+  } finally {
+    await cleanup();
+  }
+});
+
+test('prepareSocketPath refuses to remove a regular file', async () => {
+  const { dir, cleanup } = await tempDir();
+  try {
+    const f = join(dir, 'launcher-sock');
+    await writeFile(f, 'not a socket');
+    await expect(prepareSocketPath(f)).rejects.toThrow(/not a unix socket/);
+    await expect(removeSocketFile(join(dir, 'missing'))).resolves.toBeUndefined();
+  } finally {
+    await cleanup();
+  }
+});
+
+test('servers create their dirs 0700 and sockets 0600, and remove the socket on stop', async () => {
+  const { dir, cleanup } = await tempDir();
+  try {
+    const socketsDir = join(dir, 'sockets');
+    const cmd = new CmdServer({ socketsDir, backend: {}, logger: quietLogger });
+    await cmd.start();
+    expect(await mode(socketsDir)).toBe(0o700);
+    expect(await mode(launcherInitSocketPath(socketsDir))).toBe(0o600);
+    expect((await stat(launcherInitSocketPath(socketsDir))).isSocket()).toBe(true);
+    await cmd.ready();
+    expect(await mode(launcherSocketPath(socketsDir))).toBe(0o600);
+    await cmd.stop();
+    await expect(stat(launcherSocketPath(socketsDir))).rejects.toThrow(/ENOENT/);
+
+    const handlerDir = join(dir, 'handler');
+    const notify = new NotifyServer({
+      socketPath: notifySocketPath(handlerDir),
+      onDomainEvent: () => undefined,
+      onK8sEvent: () => undefined,
+      logger: quietLogger,
+    });
+    await notify.start();
+    expect(await mode(handlerDir)).toBe(0o700);
+    expect(await mode(notifySocketPath(handlerDir))).toBe(0o600);
+    await notify.stop();
+    await expect(stat(notifySocketPath(handlerDir))).rejects.toThrow(/ENOENT/);
+  } finally {
+    await cleanup();
+  }
+});
