@@ -1,0 +1,85 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { stringify } from 'yaml';
+import { baseVm, baseVmi, REFERENCE_DIR } from './test-fixtures.js';
+
+const CLI = fileURLToPath(new URL('./cli/kv-validate.js', import.meta.url));
+const ROOT_BIN = fileURLToPath(new URL('../../../node_modules/.bin/kv-validate', import.meta.url));
+
+let dir: string;
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'kv-validate-'));
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function run(args: string[], input?: string) {
+  const r = spawnSync(process.execPath, [CLI, ...args], { cwd: dir, input, encoding: 'utf8' });
+  return { code: r.status, out: r.stdout, err: r.stderr };
+}
+
+function file(name: string, content: string): string {
+  writeFileSync(join(dir, name), content);
+  return name;
+}
+
+test('valid YAML and JSON files print ok and exit 0', () => {
+  const y = file('ok.yaml', stringify(baseVmi()));
+  const j = file('ok.json', JSON.stringify(baseVm()));
+  const r = run([y, j]);
+  expect(r.out).toBe('ok.yaml: ok\nok.json: ok\n');
+  expect(r.code).toBe(0);
+});
+
+test('one line per error, FILE: path: reason, exit 1', () => {
+  const v = baseVmi();
+  v.spec.domain.devices.disks.push({ name: 'data', disk: {} });
+  v.spec.domain.devices.interfaces[0].macAddress = 'zz';
+  const f = file('bad.yaml', stringify(v));
+  const ok = file('ok2.yaml', stringify(baseVmi()));
+  const r = run([f, ok]);
+  expect(r.code).toBe(1);
+  expect(r.out.split('\n')).toEqual([
+    expect.stringMatching(/^bad\.yaml: spec\.domain\.devices\.interfaces\[0\]\.macAddress: "zz" is not a MAC address/),
+    'bad.yaml: spec.domain.devices.disks[2].name: no volume named "data" in spec.volumes',
+    'ok2.yaml: ok',
+    '',
+  ]);
+});
+
+test('multi-document YAML: errors name the document', () => {
+  const bad = baseVm();
+  bad.spec.running = true;
+  const f = file('multi.yaml', `${stringify(baseVmi())}---\n${stringify(bad)}`);
+  const r = run([f]);
+  expect(r.code).toBe(1);
+  expect(r.out).toBe('multi.yaml: spec.running: running and runStrategy are mutually exclusive: set only runStrategy (document 2)\n');
+});
+
+test('stdin, syntax errors, unreadable files, empty files, usage', () => {
+  expect(run(['-'], JSON.stringify(baseVmi()))).toMatchObject({ code: 0, out: '-: ok\n' });
+  const syn = run([file('syntax.yaml', 'a: [1, 2\n')]);
+  expect(syn.code).toBe(1);
+  expect(syn.out).toMatch(/^syntax\.yaml: \(syntax\): document 1: /);
+  const missing = run(['nope.yaml']);
+  expect(missing.code).toBe(1);
+  expect(missing.out).toMatch(/^nope\.yaml: \(file\): cannot read: ENOENT/);
+  expect(run([file('empty.yaml', '# nothing\n')])).toMatchObject({ code: 1, out: 'empty.yaml: (file): no manifests found\n' });
+  const usage = run([]);
+  expect(usage.code).toBe(2);
+  expect(usage.err).toMatch(/usage: kv-validate FILE/);
+});
+
+test('the reference VMIs', () => {
+  const r = spawnSync(process.execPath, [CLI, '01-minimal.yaml', '09-masquerade-ports.yaml'], { cwd: REFERENCE_DIR, encoding: 'utf8' });
+  expect(r.stdout).toBe('01-minimal.yaml: ok\n09-masquerade-ports.yaml: ok\n');
+  expect(r.status).toBe(0);
+});
+
+test('npm workspaces link the bin at the repository root', () => {
+  expect(existsSync(ROOT_BIN)).toBe(true);
+  expect(realpathSync(ROOT_BIN)).toBe(realpathSync(CLI));
+  expect(readFileSync(CLI, 'utf8').startsWith('#!/usr/bin/env node\n')).toBe(true);
+});
