@@ -113,9 +113,10 @@ export class DomainManager {
       const phase = vmi.status?.phase;
       const alreadyRan = phase === 'Running' || phase === 'Succeeded' || phase === 'Failed';
       if (!created) {
-        // Keep the definition current while the domain is down (upstream does the same).
+        // Keep the definition current while the domain is down (upstream does the same); libvirt
+        // refuses a redefinition under another UUID, so keep the one it has.
         if (this.opts.prepare) await this.opts.prepare(vmi, spec, options);
-        dom = await conn.defineXML(toDomainXml(spec));
+        dom = await conn.defineXML(toDomainXml(spec.uuid ? spec : { ...spec, uuid: dom.uuid }));
       }
       if (alreadyRan || status.reason === 'Migrated') {
         log.info('Domain is down and the VMI already ran; not starting it again.', { reason: status.reason });
