@@ -41,10 +41,16 @@ export interface CmdBackend {
   deleteVMI?(vmi: VirtualMachineInstance): Promise<unknown>;
   /** options: the decoded JSON of MigrationRequest.options (undefined when empty). */
   migrateVMI?(vmi: VirtualMachineInstance, options: unknown): Promise<unknown>;
-  prepareMigrationTarget?(vmi: VirtualMachineInstance, options: VirtualMachineOptions | undefined): Promise<unknown>;
+  prepareMigrationTarget?(
+    vmi: VirtualMachineInstance,
+    options: VirtualMachineOptions | undefined,
+  ): Promise<unknown>;
   cancelMigration?(vmi: VirtualMachineInstance): Promise<unknown>;
   signalTargetPodCleanup?(vmi: VirtualMachineInstance): Promise<unknown>;
-  finalizeMigration?(vmi: VirtualMachineInstance, options: VirtualMachineOptions | undefined): Promise<unknown>;
+  finalizeMigration?(
+    vmi: VirtualMachineInstance,
+    options: VirtualMachineOptions | undefined,
+  ): Promise<unknown>;
   hotplugHostDevices?(vmi: VirtualMachineInstance): Promise<unknown>;
   /** The domain (JSON-serializable), or undefined when there is none yet. */
   getDomain?(): Promise<unknown | undefined>;
@@ -60,7 +66,10 @@ export interface CmdBackend {
   memoryDump?(vmi: VirtualMachineInstance, dumpPath: string): Promise<unknown>;
   getQemuVersion?(): Promise<string>;
   updateVCPUs?(vmi: VirtualMachineInstance, options: VirtualMachineOptions | undefined): Promise<unknown>;
-  updateGuestMemory?(vmi: VirtualMachineInstance, options: VirtualMachineOptions | undefined): Promise<unknown>;
+  updateGuestMemory?(
+    vmi: VirtualMachineInstance,
+    options: VirtualMachineOptions | undefined,
+  ): Promise<unknown>;
 }
 
 /** The cmd protocol versions this implementation speaks (CmdInfo answer). */

@@ -56,7 +56,9 @@ async function main(): Promise<void> {
     console.log(`  latency p50: ${percentile(lat, 50).toFixed(3)} ms`);
     console.log(`  latency p99: ${percentile(lat, 99).toFixed(3)} ms`);
     console.log(`  sequential:  ${(calls / (lat.reduce((a, b) => a + b, 0) / 1000)).toFixed(0)} calls/s`);
-    console.log(`  concurrent:  ${(done / elapsed).toFixed(0)} calls/s (${concurrency} in flight, ${seconds} s)`);
+    console.log(
+      `  concurrent:  ${(done / elapsed).toFixed(0)} calls/s (${concurrency} in flight, ${seconds} s)`,
+    );
   } finally {
     client.close();
     await server.stop();

@@ -9,7 +9,12 @@ import {
   type Response,
   type VMI,
 } from './gen/kubevirt/cmd/v1/cmd.js';
-import { DeadlineExceededError, LauncherUnreachableError, RpcFailedError, VersionMismatchError } from './errors.js';
+import {
+  DeadlineExceededError,
+  LauncherUnreachableError,
+  RpcFailedError,
+  VersionMismatchError,
+} from './errors.js';
 import { errorMessage, rpcName, UNIX_CHANNEL_OPTIONS } from './grpc-util.js';
 import { checkSocketPath, unixTarget } from './sockets.js';
 
@@ -64,14 +69,21 @@ export class CmdClient {
     checkSocketPath(socketPath);
     this.socketPath = socketPath;
     this.timeoutMs = opts.timeoutMs ?? 30_000;
-    this.client = new grpc.Client(unixTarget(socketPath), grpc.credentials.createInsecure(), UNIX_CHANNEL_OPTIONS);
+    this.client = new grpc.Client(
+      unixTarget(socketPath),
+      grpc.credentials.createInsecure(),
+      UNIX_CHANNEL_OPTIONS,
+    );
   }
 
   /** Dials `socketPath` and checks that the launcher speaks cmd version 1. */
   static async connect(socketPath: string, opts: ConnectOptions = {}): Promise<CmdClient> {
     const client = new CmdClient(socketPath, opts);
     try {
-      await client.checkVersion({ timeoutMs: opts.connectTimeoutMs ?? 10_000, waitForReady: opts.waitForReady });
+      await client.checkVersion({
+        timeoutMs: opts.connectTimeoutMs ?? 10_000,
+        waitForReady: opts.waitForReady,
+      });
       return client;
     } catch (err) {
       client.close();
@@ -93,11 +105,16 @@ export class CmdClient {
   /** Throws VersionMismatchError unless the launcher lists version 1. */
   async checkVersion(opts?: CmdCallOptions): Promise<void> {
     const versions = await this.info(opts);
-    if (!versions.includes(CMD_VERSION)) throw new VersionMismatchError(this.socketPath, versions, CMD_VERSION);
+    if (!versions.includes(CMD_VERSION))
+      throw new VersionMismatchError(this.socketPath, versions, CMD_VERSION);
   }
 
   syncVMI(vmi: VmiInput, options?: VmOptionsInput, opts?: CmdCallOptions): Promise<void> {
-    return this.vmiCall(CmdService.syncVirtualMachine, { vmi: encodeVmi(vmi), options: vmOptions(options) }, opts);
+    return this.vmiCall(
+      CmdService.syncVirtualMachine,
+      { vmi: encodeVmi(vmi), options: vmOptions(options) },
+      opts,
+    );
   }
   pauseVMI(vmi: VmiInput, opts?: CmdCallOptions): Promise<void> {
     return this.vmiCall(CmdService.pauseVirtualMachine, { vmi: encodeVmi(vmi), options: undefined }, opts);
@@ -106,13 +123,21 @@ export class CmdClient {
     return this.vmiCall(CmdService.unpauseVirtualMachine, { vmi: encodeVmi(vmi), options: undefined }, opts);
   }
   freezeVMI(vmi: VmiInput, unfreezeTimeoutSeconds: number, opts?: CmdCallOptions): Promise<void> {
-    return this.vmiCall(CmdService.freezeVirtualMachine, { vmi: encodeVmi(vmi), unfreezeTimeoutSeconds }, opts);
+    return this.vmiCall(
+      CmdService.freezeVirtualMachine,
+      { vmi: encodeVmi(vmi), unfreezeTimeoutSeconds },
+      opts,
+    );
   }
   unfreezeVMI(vmi: VmiInput, opts?: CmdCallOptions): Promise<void> {
     return this.vmiCall(CmdService.unfreezeVirtualMachine, { vmi: encodeVmi(vmi), options: undefined }, opts);
   }
   softRebootVMI(vmi: VmiInput, opts?: CmdCallOptions): Promise<void> {
-    return this.vmiCall(CmdService.softRebootVirtualMachine, { vmi: encodeVmi(vmi), options: undefined }, opts);
+    return this.vmiCall(
+      CmdService.softRebootVirtualMachine,
+      { vmi: encodeVmi(vmi), options: undefined },
+      opts,
+    );
   }
   shutdownVMI(vmi: VmiInput, opts?: CmdCallOptions): Promise<void> {
     return this.vmiCall(CmdService.shutdownVirtualMachine, { vmi: encodeVmi(vmi), options: undefined }, opts);
@@ -125,16 +150,25 @@ export class CmdClient {
   }
   /** migrationOptions is sent as JSON (MigrationRequest.options). */
   migrateVMI(vmi: VmiInput, migrationOptions: unknown, opts?: CmdCallOptions): Promise<void> {
-    const options = migrationOptions === undefined ? Buffer.alloc(0) : Buffer.from(JSON.stringify(migrationOptions));
+    const options =
+      migrationOptions === undefined ? Buffer.alloc(0) : Buffer.from(JSON.stringify(migrationOptions));
     return this.vmiCall(CmdService.migrateVirtualMachine, { vmi: encodeVmi(vmi), options }, opts);
   }
   /** SyncMigrationTarget. */
   prepareMigrationTarget(vmi: VmiInput, options?: VmOptionsInput, opts?: CmdCallOptions): Promise<void> {
-    return this.vmiCall(CmdService.syncMigrationTarget, { vmi: encodeVmi(vmi), options: vmOptions(options) }, opts);
+    return this.vmiCall(
+      CmdService.syncMigrationTarget,
+      { vmi: encodeVmi(vmi), options: vmOptions(options) },
+      opts,
+    );
   }
   /** CancelVirtualMachineMigration. */
   cancelMigration(vmi: VmiInput, opts?: CmdCallOptions): Promise<void> {
-    return this.vmiCall(CmdService.cancelVirtualMachineMigration, { vmi: encodeVmi(vmi), options: undefined }, opts);
+    return this.vmiCall(
+      CmdService.cancelVirtualMachineMigration,
+      { vmi: encodeVmi(vmi), options: undefined },
+      opts,
+    );
   }
   signalTargetPodCleanup(vmi: VmiInput, opts?: CmdCallOptions): Promise<void> {
     return this.vmiCall(CmdService.signalTargetPodCleanup, { vmi: encodeVmi(vmi), options: undefined }, opts);
@@ -153,7 +187,11 @@ export class CmdClient {
   }
   /** SyncVirtualMachineCPUs. */
   updateVCPUs(vmi: VmiInput, options?: VmOptionsInput, opts?: CmdCallOptions): Promise<void> {
-    return this.vmiCall(CmdService.syncVirtualMachineCpUs, { vmi: encodeVmi(vmi), options: vmOptions(options) }, opts);
+    return this.vmiCall(
+      CmdService.syncVirtualMachineCpUs,
+      { vmi: encodeVmi(vmi), options: vmOptions(options) },
+      opts,
+    );
   }
   /** SyncVirtualMachineMemory. */
   updateGuestMemory(vmi: VmiInput, options?: VmOptionsInput, opts?: CmdCallOptions): Promise<void> {
@@ -276,9 +314,15 @@ export class CmdClient {
       case grpc.status.DEADLINE_EXCEEDED:
         return new DeadlineExceededError(this.socketPath, rpc, timeoutMs, { cause: err });
       default:
-        return new RpcFailedError(this.socketPath, rpc, `${grpc.status[err.code] ?? err.code}: ${err.details}`, err.code, {
-          cause: err,
-        });
+        return new RpcFailedError(
+          this.socketPath,
+          rpc,
+          `${grpc.status[err.code] ?? err.code}: ${err.details}`,
+          err.code,
+          {
+            cause: err,
+          },
+        );
     }
   }
 }

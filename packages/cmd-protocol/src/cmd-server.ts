@@ -13,7 +13,13 @@ import {
 } from './gen/kubevirt/cmd/v1/cmd.js';
 import { bindUnix, errorMessage, shutdownServerAndWait } from './grpc-util.js';
 import { createLogger, type Logger } from './logger.js';
-import { checkSocketPath, launcherInitSocketPath, launcherSocketPath, prepareSocketPath, removeSocketFile } from './sockets.js';
+import {
+  checkSocketPath,
+  launcherInitSocketPath,
+  launcherSocketPath,
+  prepareSocketPath,
+  removeSocketFile,
+} from './sockets.js';
 
 export interface CmdServerOptions {
   /** Directory of launcher-init-sock / launcher-sock (created 0700). */
@@ -120,7 +126,8 @@ export class CmdServer {
     }
     if (errors.length > 0) {
       let message = `invalid VirtualMachineInstance: ${errors.map((e) => `${e.path || '(root)'}: ${e.reason}`).join('; ')}`;
-      if (message.length > MAX_VALIDATION_MESSAGE) message = `${message.slice(0, MAX_VALIDATION_MESSAGE)} ...`;
+      if (message.length > MAX_VALIDATION_MESSAGE)
+        message = `${message.slice(0, MAX_VALIDATION_MESSAGE)} ...`;
       return { ok: false, message };
     }
     return { ok: true, vmi: obj as Vmi };
@@ -186,9 +193,11 @@ export class CmdServer {
     const b = this.backend;
     const bind = <F extends (...a: never[]) => unknown>(f: F | undefined): F | undefined =>
       f ? (f.bind(b) as F) : undefined;
-    const withOpts = (f: ((vmi: Vmi, o: VirtualMachineOptions | undefined) => Promise<unknown>) | undefined) =>
-      f ? (vmi: Vmi, req: VMIRequest) => f.call(b, vmi, req.options) : undefined;
-    const plain = (f: ((vmi: Vmi) => Promise<unknown>) | undefined) => (f ? (vmi: Vmi) => f.call(b, vmi) : undefined);
+    const withOpts = (
+      f: ((vmi: Vmi, o: VirtualMachineOptions | undefined) => Promise<unknown>) | undefined,
+    ) => (f ? (vmi: Vmi, req: VMIRequest) => f.call(b, vmi, req.options) : undefined);
+    const plain = (f: ((vmi: Vmi) => Promise<unknown>) | undefined) =>
+      f ? (vmi: Vmi) => f.call(b, vmi) : undefined;
     const migrate = b.migrateVMI;
     const freeze = b.freezeVMI;
     const dump = b.memoryDump;
@@ -229,7 +238,10 @@ export class CmdServer {
       syncMigrationTarget: this.vmiRpc('SyncMigrationTarget', withOpts(b.prepareMigrationTarget)),
       cancelVirtualMachineMigration: this.vmiRpc('CancelVirtualMachineMigration', plain(b.cancelMigration)),
       signalTargetPodCleanup: this.vmiRpc('SignalTargetPodCleanup', plain(b.signalTargetPodCleanup)),
-      finalizeVirtualMachineMigration: this.vmiRpc('FinalizeVirtualMachineMigration', withOpts(b.finalizeMigration)),
+      finalizeVirtualMachineMigration: this.vmiRpc(
+        'FinalizeVirtualMachineMigration',
+        withOpts(b.finalizeMigration),
+      ),
       hotplugHostDevices: this.vmiRpc('HotplugHostDevices', plain(b.hotplugHostDevices)),
       getDomain: this.jsonRpc('GetDomain', 'domain', bind(b.getDomain)),
       getDomainStats: this.jsonRpc('GetDomainStats', 'domainStats', bind(b.getDomainStats)),
@@ -251,8 +263,8 @@ export class CmdServer {
       guestPing: (call, cb) => {
         if (!guestPing) return cb(null, { response: this.unsupported('GuestPing') });
         const { domainName, timeoutSeconds } = call.request;
-        void this.run('GuestPing', undefined, () => guestPing.call(b, domainName, timeoutSeconds)).then((response) =>
-          cb(null, { response }),
+        void this.run('GuestPing', undefined, () => guestPing.call(b, domainName, timeoutSeconds)).then(
+          (response) => cb(null, { response }),
         );
       },
       virtualMachineMemoryDump: this.vmiRpc(

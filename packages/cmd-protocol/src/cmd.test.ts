@@ -6,7 +6,12 @@ import { join } from 'node:path';
 import type { CmdBackend } from './backend.js';
 import { CmdClient } from './cmd-client.js';
 import { CmdServer } from './cmd-server.js';
-import { DeadlineExceededError, LauncherUnreachableError, RpcFailedError, VersionMismatchError } from './errors.js';
+import {
+  DeadlineExceededError,
+  LauncherUnreachableError,
+  RpcFailedError,
+  VersionMismatchError,
+} from './errors.js';
 import { CmdClient as GenCmdClient } from './gen/kubevirt/cmd/v1/cmd.js';
 import { launcherInitSocketPath, launcherSocketPath, unixTarget } from './sockets.js';
 import { quietLogger, sampleVmi, sleep, tempDir } from './test-util.js';
@@ -23,7 +28,12 @@ afterEach(async () => {
 });
 
 async function serve(backend: CmdBackend, opts: { ready?: boolean; supportedVersions?: number[] } = {}) {
-  const server = new CmdServer({ socketsDir: dir, backend, logger: quietLogger, supportedVersions: opts.supportedVersions });
+  const server = new CmdServer({
+    socketsDir: dir,
+    backend,
+    logger: quietLogger,
+    supportedVersions: opts.supportedVersions,
+  });
   await server.start();
   if (opts.ready !== false) await server.ready();
   toStop.push(server);
@@ -60,7 +70,11 @@ function recordingBackend(calls: unknown[][]): Required<CmdBackend> {
     signalTargetPodCleanup: rec('signalTargetPodCleanup'),
     finalizeMigration: rec('finalizeMigration'),
     hotplugHostDevices: rec('hotplugHostDevices'),
-    getDomain: rec('getDomain', { kind: 'Domain', metadata: { name: 'default_testvmi' }, status: { status: 'Running' } }),
+    getDomain: rec('getDomain', {
+      kind: 'Domain',
+      metadata: { name: 'default_testvmi' },
+      status: { status: 'Running' },
+    }),
     getDomainStats: rec('getDomainStats', { name: 'default_testvmi', cpu: { time: 5 } }),
     getGuestInfo: rec('getGuestInfo', { hostname: 'guest' }),
     getUsers: rec('getUsers', [{ userName: 'root' }]),
@@ -97,13 +111,20 @@ test('every rpc round-trips with its arguments and results', async () => {
   await c.signalTargetPodCleanup(vmi);
   await c.finalizeMigration(vmi, o);
   await c.hotplugHostDevices(vmi);
-  expect(await c.getDomain()).toEqual({ kind: 'Domain', metadata: { name: 'default_testvmi' }, status: { status: 'Running' } });
+  expect(await c.getDomain()).toEqual({
+    kind: 'Domain',
+    metadata: { name: 'default_testvmi' },
+    status: { status: 'Running' },
+  });
   expect(await c.getDomainStats()).toEqual({ name: 'default_testvmi', cpu: { time: 5 } });
   expect(await c.getGuestInfo()).toEqual({ hostname: 'guest' });
   expect(await c.getUsers()).toEqual([{ userName: 'root' }]);
   expect(await c.getFilesystems()).toEqual([{ diskName: 'vda', mountPoint: '/' }]);
   await c.ping();
-  expect(await c.exec('default_testvmi', '/bin/true', ['-x', 'y z'], 10)).toEqual({ exitCode: 1, stdout: 'out' });
+  expect(await c.exec('default_testvmi', '/bin/true', ['-x', 'y z'], 10)).toEqual({
+    exitCode: 1,
+    stdout: 'out',
+  });
   await c.guestPing('default_testvmi', 3);
   await c.memoryDump(vmi, '/var/run/kubevirt/dump');
   expect(await c.getQemuVersion()).toBe('7.2.0');
@@ -112,15 +133,35 @@ test('every rpc round-trips with its arguments and results', async () => {
 
   const byName = new Map(calls.map((x) => [x[0] as string, x.slice(1)]));
   expect(byName.size).toBe(27);
-  for (const m of ['pauseVMI', 'unpauseVMI', 'unfreezeVMI', 'softRebootVMI', 'shutdownVMI', 'killVMI', 'deleteVMI',
-    'cancelMigration', 'signalTargetPodCleanup', 'hotplugHostDevices']) {
+  for (const m of [
+    'pauseVMI',
+    'unpauseVMI',
+    'unfreezeVMI',
+    'softRebootVMI',
+    'shutdownVMI',
+    'killVMI',
+    'deleteVMI',
+    'cancelMigration',
+    'signalTargetPodCleanup',
+    'hotplugHostDevices',
+  ]) {
     expect(byName.get(m)!.length).toBe(1);
     expect(byName.get(m)![0]).toEqual(sampleVmi());
   }
-  for (const m of ['syncVMI', 'prepareMigrationTarget', 'finalizeMigration', 'updateVCPUs', 'updateGuestMemory']) {
+  for (const m of [
+    'syncVMI',
+    'prepareMigrationTarget',
+    'finalizeMigration',
+    'updateVCPUs',
+    'updateGuestMemory',
+  ]) {
     const [v, opts] = byName.get(m)!;
     expect(name(v)).toBe('testvmi');
-    expect(opts).toMatchObject({ MemBalloonStatsPeriod: 7, PreallocatedVolumes: ['a'], ExpandDisksEnabled: false });
+    expect(opts).toMatchObject({
+      MemBalloonStatsPeriod: 7,
+      PreallocatedVolumes: ['a'],
+      ExpandDisksEnabled: false,
+    });
   }
   expect(byName.get('freezeVMI')![1]).toBe(30);
   expect(byName.get('migrateVMI')![1]).toEqual({ bandwidth: '64Mi', allowPostCopy: true });
@@ -193,7 +234,9 @@ test('an invalid VMI is refused with the field paths, and the backend is not cal
   expect(err.launcherMessage).toMatch(/^invalid VirtualMachineInstance: /);
   expect(err.launcherMessage).toContain('metadata.name');
   expect(err.launcherMessage).toContain('spec.domain.devices.disks[1]');
-  await expect(c.pauseVMI({ kind: 'Pod' } as never)).rejects.toThrow(/invalid VirtualMachineInstance: .*kind/);
+  await expect(c.pauseVMI({ kind: 'Pod' } as never)).rejects.toThrow(
+    /invalid VirtualMachineInstance: .*kind/,
+  );
   expect(calls).toEqual([]);
 });
 
@@ -214,7 +257,10 @@ test('malformed or missing vmiJson gets Response{success:false}, never a crash',
   });
   expect(await send(Buffer.from([0xff, 0xfe, 0x00]))).toMatchObject({ success: false });
   expect(await send(undefined)).toEqual({ success: false, message: 'vmi.vmiJson: missing' });
-  expect(await send(Buffer.from('null'))).toMatchObject({ success: false, message: expect.stringMatching(/^invalid VirtualMachineInstance/) });
+  expect(await send(Buffer.from('null'))).toMatchObject({
+    success: false,
+    message: expect.stringMatching(/^invalid VirtualMachineInstance/),
+  });
   expect(await send(Buffer.from('[1,2]'))).toMatchObject({ success: false });
   expect(calls).toEqual([]);
   const c = await connect();
@@ -246,7 +292,9 @@ test('backend failures come back as RpcFailedError with the launcher message', a
   await expect(c.killVMI(vmi)).rejects.toMatchObject({ launcherMessage: 'plain string reason' });
   await expect(c.pauseVMI(vmi)).rejects.toMatchObject({ launcherMessage: 'synchronous throw' });
   await expect(c.getDomain()).rejects.toMatchObject({ launcherMessage: 'domain lookup failed' });
-  await expect(c.exec('d', 'c', [], 1)).rejects.toMatchObject({ launcherMessage: 'guest agent not connected' });
+  await expect(c.exec('d', 'c', [], 1)).rejects.toMatchObject({
+    launcherMessage: 'guest agent not connected',
+  });
   await c.ping();
 });
 
@@ -280,7 +328,10 @@ test('no socket: LauncherUnreachableError at once; with waitForReady the client 
   expect(err).toBeInstanceOf(LauncherUnreachableError);
   expect(Date.now() - t0).toBeLessThan(5000);
 
-  const pending = CmdClient.connect(launcherSocketPath(dir), { waitForReady: true, connectTimeoutMs: 10_000 });
+  const pending = CmdClient.connect(launcherSocketPath(dir), {
+    waitForReady: true,
+    connectTimeoutMs: 10_000,
+  });
   await sleep(300);
   await serve({});
   const c = await pending;

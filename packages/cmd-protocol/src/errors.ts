@@ -41,7 +41,13 @@ export class DeadlineExceededError extends CmdClientError {
     readonly timeoutMs: number,
     options?: ErrorOptions,
   ) {
-    super(`${rpc}: no answer from launcher at ${socketPath} within ${timeoutMs} ms`, socketPath, rpc, 4, options);
+    super(
+      `${rpc}: no answer from launcher at ${socketPath} within ${timeoutMs} ms`,
+      socketPath,
+      rpc,
+      4,
+      options,
+    );
   }
 }
 

@@ -25,11 +25,16 @@ test('src/gen is up to date with proto/ (run: bash tools/gen-proto.sh)', async (
     const committed = join(pkgDir, 'src', 'gen');
     const fresh = await listFiles(dir);
     expect(await listFiles(committed)).toEqual(fresh);
-    expect(fresh).toEqual(['kubevirt/cmd/info/info.ts', 'kubevirt/cmd/v1/cmd.ts', 'kubevirt/notify/v1/notify.ts']);
+    expect(fresh).toEqual([
+      'kubevirt/cmd/info/info.ts',
+      'kubevirt/cmd/v1/cmd.ts',
+      'kubevirt/notify/v1/notify.ts',
+    ]);
     for (const f of fresh) {
       const want = await readFile(join(dir, f), 'utf8');
       const have = await readFile(join(committed, f), 'utf8');
-      if (have !== want) throw new Error(`src/gen/${f} is stale: run bash tools/gen-proto.sh and commit the result`);
+      if (have !== want)
+        throw new Error(`src/gen/${f} is stale: run bash tools/gen-proto.sh and commit the result`);
     }
   } finally {
     await cleanup();

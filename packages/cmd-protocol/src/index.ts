@@ -19,7 +19,12 @@ export {
   type DomainEventType,
   type NotifyServerOptions,
 } from './notify-server.js';
-export { NotifyClient, type DomainEventInput, type NotifyClientOptions, type NotifyClientStats } from './notify-client.js';
+export {
+  NotifyClient,
+  type DomainEventInput,
+  type NotifyClientOptions,
+  type NotifyClientStats,
+} from './notify-client.js';
 /** Generated messages and service definitions (ts-proto). */
 export * as cmdv1 from './gen/kubevirt/cmd/v1/cmd.js';
 export * as cmdinfo from './gen/kubevirt/cmd/info/info.js';

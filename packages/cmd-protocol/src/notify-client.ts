@@ -93,7 +93,11 @@ export class NotifyClient {
     this.maxBackoff = Math.max(this.initialBackoff, opts.maxBackoffMs ?? 5000);
     this.callTimeout = opts.callTimeoutMs ?? 5000;
     this.watchInterval = opts.watchIntervalMs ?? 1000;
-    this.client = new grpc.Client(unixTarget(socketPath), grpc.credentials.createInsecure(), UNIX_CHANNEL_OPTIONS);
+    this.client = new grpc.Client(
+      unixTarget(socketPath),
+      grpc.credentials.createInsecure(),
+      UNIX_CHANNEL_OPTIONS,
+    );
   }
 
   /** Records the domain's new state (replacing any undelivered older one) and delivers it. */
@@ -197,7 +201,8 @@ export class NotifyClient {
       };
       const res = await this.call(NotifyService.handleDomainEvent, req);
       if (res === undefined) return false;
-      if (!res.success) this.log.warn(`handler rejected domain event: ${res.message}`, { reason: res.message, key });
+      if (!res.success)
+        this.log.warn(`handler rejected domain event: ${res.message}`, { reason: res.message, key });
       const cur = this.states.get(key);
       if (cur && cur.version === version) {
         if (event.eventType === 'DELETED') this.states.delete(key);
@@ -228,7 +233,8 @@ export class NotifyClient {
         { deadline: Date.now() + this.callTimeout },
         (err: grpc.ServiceError | null, res?: Response) => {
           if (err || !res) {
-            if (!this.lost) this.log.debug(`notify: handler unreachable: ${err ? err.details : 'empty answer'}`);
+            if (!this.lost)
+              this.log.debug(`notify: handler unreachable: ${err ? err.details : 'empty answer'}`);
             this.lost = true;
             return resolve(undefined);
           }
@@ -310,7 +316,8 @@ function jsonBytes(value: unknown): Buffer {
 }
 
 function domainKey(domain: unknown): string {
-  const d = domain as { metadata?: { namespace?: unknown; name?: unknown }; spec?: { name?: unknown } } | undefined;
+  const d = domain as
+    { metadata?: { namespace?: unknown; name?: unknown }; spec?: { name?: unknown } } | undefined;
   const name = d?.metadata?.name;
   if (typeof name === 'string') {
     const ns = d?.metadata?.namespace;

@@ -53,7 +53,9 @@ export class NotifyServer {
         const { domainJSON, statusJSON, eventType } = call.request;
         void this.handle('HandleDomainEvent', () => {
           if (!(DOMAIN_EVENT_TYPES as readonly string[]).includes(eventType)) {
-            throw new Error(`eventType: must be one of ${DOMAIN_EVENT_TYPES.join(', ')}, got ${JSON.stringify(eventType)}`);
+            throw new Error(
+              `eventType: must be one of ${DOMAIN_EVENT_TYPES.join(', ')}, got ${JSON.stringify(eventType)}`,
+            );
           }
           const event: DomainEvent = {
             eventType: eventType as DomainEventType,

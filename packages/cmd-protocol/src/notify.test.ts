@@ -43,7 +43,13 @@ async function handler(opts: { failDomain?: (e: DomainEvent) => boolean } = {}):
 }
 
 function client(opts: NotifyClientOptions = {}): NotifyClient {
-  const c = new NotifyClient(path, { logger: quietLogger, initialBackoffMs: 20, maxBackoffMs: 200, watchIntervalMs: 100, ...opts });
+  const c = new NotifyClient(path, {
+    logger: quietLogger,
+    initialBackoffMs: 20,
+    maxBackoffMs: 200,
+    watchIntervalMs: 100,
+    ...opts,
+  });
   toStop.push(c);
   return c;
 }
@@ -65,7 +71,9 @@ test('domain and k8s events arrive decoded', async () => {
     { eventType: 'ADDED', domain: dom('a', 1) },
     { eventType: 'ERROR', domain: dom('b', 1), status: { message: 'boom' } },
   ]);
-  expect(h.events).toEqual([{ type: 'Normal', reason: 'Created', message: 'VirtualMachineInstance defined.' }]);
+  expect(h.events).toEqual([
+    { type: 'Normal', reason: 'Created', message: 'VirtualMachineInstance defined.' },
+  ]);
   expect(c.stats()).toMatchObject({ pendingDomains: 0, queuedEvents: 0, delivered: 3, droppedEvents: 0 });
 });
 
@@ -82,7 +90,13 @@ test('while the handler is away: retries with backoff, keeps only the latest sta
 
   const h = await handler();
   expect(await c.flush(5000)).toBe(true);
-  expect(h.domains.map((e) => [e.eventType, (e.domain as ReturnType<typeof dom>).metadata.name, (e.domain as ReturnType<typeof dom>).status.gen])).toEqual([
+  expect(
+    h.domains.map((e) => [
+      e.eventType,
+      (e.domain as ReturnType<typeof dom>).metadata.name,
+      (e.domain as ReturnType<typeof dom>).status.gen,
+    ]),
+  ).toEqual([
     ['MODIFIED', 'a', 50],
     ['ADDED', 'b', 1],
   ]);
@@ -120,7 +134,10 @@ test('a send during the outage is delivered, and unchanged domains are resent to
   await sleep(200);
   const h2 = await handler();
   expect(await c.flush(5000)).toBe(true);
-  const seen = h2.domains.map((e) => (e.domain as ReturnType<typeof dom>).metadata.name + (e.domain as ReturnType<typeof dom>).status.gen);
+  const seen = h2.domains.map(
+    (e) =>
+      (e.domain as ReturnType<typeof dom>).metadata.name + (e.domain as ReturnType<typeof dom>).status.gen,
+  );
   expect(seen.sort()).toEqual(['a2', 'b1']);
 });
 

@@ -17,7 +17,9 @@ const mode = async (p: string) => (await stat(p)).mode & 0o777;
 
 test('socket names are the upstream ones', () => {
   expect(launcherSocketPath('/var/run/kubevirt/sockets')).toBe('/var/run/kubevirt/sockets/launcher-sock');
-  expect(launcherInitSocketPath('/var/run/kubevirt/sockets')).toBe('/var/run/kubevirt/sockets/launcher-init-sock');
+  expect(launcherInitSocketPath('/var/run/kubevirt/sockets')).toBe(
+    '/var/run/kubevirt/sockets/launcher-init-sock',
+  );
   expect(notifySocketPath('/var/run/kubevirt')).toBe('/var/run/kubevirt/domain-notify-pipe.sock');
 });
 
@@ -25,7 +27,9 @@ test('checkSocketPath rejects paths a unix socket cannot have', () => {
   expect(() => checkSocketPath('/tmp/' + 'a'.repeat(120))).toThrow(/limited to 107/);
   expect(() => checkSocketPath('')).toThrow(/non-empty/);
   expect(() => checkSocketPath('/tmp/a\0b')).toThrow(/NUL/);
-  expect(() => new CmdServer({ socketsDir: '/tmp/' + 'x'.repeat(110), backend: {} })).toThrow(/^socketsDir: /);
+  expect(() => new CmdServer({ socketsDir: '/tmp/' + 'x'.repeat(110), backend: {} })).toThrow(
+    /^socketsDir: /,
+  );
 });
 
 test('ensureSocketDir creates 0700 dirs and tightens existing ones', async () => {

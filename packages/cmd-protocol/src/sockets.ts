@@ -44,12 +44,15 @@ export function unixTarget(socketPath: string): string {
 
 /** Throws a clear error when a socket path cannot be bound or dialed (relative, too long, NUL). */
 export function checkSocketPath(socketPath: string, what = 'socketPath'): void {
-  if (typeof socketPath !== 'string' || socketPath === '') throw new Error(`${what}: must be a non-empty path`);
+  if (typeof socketPath !== 'string' || socketPath === '')
+    throw new Error(`${what}: must be a non-empty path`);
   if (socketPath.includes('\0')) throw new Error(`${what}: must not contain NUL bytes`);
   const abs = isAbsolute(socketPath) ? socketPath : resolve(socketPath);
   const len = Buffer.byteLength(abs);
   if (len > MAX_SOCKET_PATH_BYTES) {
-    throw new Error(`${what}: ${abs} is ${len} bytes, unix socket paths are limited to ${MAX_SOCKET_PATH_BYTES}`);
+    throw new Error(
+      `${what}: ${abs} is ${len} bytes, unix socket paths are limited to ${MAX_SOCKET_PATH_BYTES}`,
+    );
   }
 }
 
@@ -78,7 +81,8 @@ export async function removeSocketFile(socketPath: string): Promise<void> {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
     throw err;
   }
-  if (!st.isSocket()) throw new Error(`${socketPath}: exists and is not a unix socket, refusing to remove it`);
+  if (!st.isSocket())
+    throw new Error(`${socketPath}: exists and is not a unix socket, refusing to remove it`);
   try {
     await unlink(socketPath);
   } catch (err) {

@@ -42,7 +42,9 @@ export function sampleVmi(name = 'testvmi'): Record<string, unknown> {
         resources: { requests: { memory: '128Mi' } },
         devices: { disks: [{ name: 'containerdisk', disk: { bus: 'virtio' } }] },
       },
-      volumes: [{ name: 'containerdisk', containerDisk: { image: 'quay.io/kubevirt/cirros-container-disk-demo' } }],
+      volumes: [
+        { name: 'containerdisk', containerDisk: { image: 'quay.io/kubevirt/cirros-container-disk-demo' } },
+      ],
     },
   };
 }
@@ -75,7 +77,10 @@ export function encodeRaw(fields: RawField[]): Uint8Array {
   const out: number[] = [];
   for (const f of fields) {
     if ('varint' in f) {
-      out.push(...varint((f.no << 3) | WT.VARINT), ...varint(typeof f.varint === 'boolean' ? Number(f.varint) : f.varint));
+      out.push(
+        ...varint((f.no << 3) | WT.VARINT),
+        ...varint(typeof f.varint === 'boolean' ? Number(f.varint) : f.varint),
+      );
     } else {
       const payload =
         'bytes' in f

@@ -65,10 +65,35 @@ const cases: Array<[string, Fns<any>, RawField[], object]> = [
                 no: 1,
                 message: [
                   { no: 1, varint: 1 },
-                  { no: 2, message: [{ no: 1, varint: BIG }, { no: 2, bytes: 'KiB' }] },
-                  { no: 3, message: [{ no: 1, varint: 512 }, { no: 2, bytes: 'KiB' }, { no: 3, varint: 2048 }] },
-                  { no: 4, message: [{ no: 1, varint: 1 }, { no: 2, varint: 10 }] },
-                  { no: 5, message: [{ no: 1, varint: 3 }, { no: 2, packed: [3, 7] }] },
+                  {
+                    no: 2,
+                    message: [
+                      { no: 1, varint: BIG },
+                      { no: 2, bytes: 'KiB' },
+                    ],
+                  },
+                  {
+                    no: 3,
+                    message: [
+                      { no: 1, varint: 512 },
+                      { no: 2, bytes: 'KiB' },
+                      { no: 3, varint: 2048 },
+                    ],
+                  },
+                  {
+                    no: 4,
+                    message: [
+                      { no: 1, varint: 1 },
+                      { no: 2, varint: 10 },
+                    ],
+                  },
+                  {
+                    no: 5,
+                    message: [
+                      { no: 1, varint: 3 },
+                      { no: 2, packed: [3, 7] },
+                    ],
+                  },
                 ],
               },
             ],
@@ -104,7 +129,13 @@ const cases: Array<[string, Fns<any>, RawField[], object]> = [
     {
       vmi: objVmi,
       options: {
-        VirtualMachineSMBios: { manufacturer: 'KubeVirt', product: 'None', version: '1.0', sku: 'sku-1', family: 'fam' },
+        VirtualMachineSMBios: {
+          manufacturer: 'KubeVirt',
+          product: 'None',
+          version: '1.0',
+          sku: 'sku-1',
+          family: 'fam',
+        },
         MemBalloonStatsPeriod: 10,
         PreallocatedVolumes: ['rootdisk', 'datadisk'],
         topology: {
@@ -119,7 +150,12 @@ const cases: Array<[string, Fns<any>, RawField[], object]> = [
           ],
         },
         DisksInfo: {
-          rootdisk: { format: 'qcow2', backingFile: '/var/run/base.img', actualSize: BIG, virtualSize: 10737418240 },
+          rootdisk: {
+            format: 'qcow2',
+            backingFile: '/var/run/base.img',
+            actualSize: BIG,
+            virtualSize: 10737418240,
+          },
         },
         ExpandDisksEnabled: true,
         clusterConfig: {
@@ -137,14 +173,24 @@ const cases: Array<[string, Fns<any>, RawField[], object]> = [
     [rawVmi, { no: 2, bytes: '{"bandwidth":"64Mi"}' }],
     { vmi: objVmi, options: Buffer.from('{"bandwidth":"64Mi"}') },
   ],
-  ['cmd.v1.FreezeRequest', cmd.FreezeRequest, [rawVmi, { no: 2, varint: 30 }], { vmi: objVmi, unfreezeTimeoutSeconds: 30 }],
+  [
+    'cmd.v1.FreezeRequest',
+    cmd.FreezeRequest,
+    [rawVmi, { no: 2, varint: 30 }],
+    { vmi: objVmi, unfreezeTimeoutSeconds: 30 },
+  ],
   [
     'cmd.v1.FreezeRequest (negative int32 is 10 bytes)',
     cmd.FreezeRequest,
     [{ no: 2, varint: -1 }],
     { unfreezeTimeoutSeconds: -1 },
   ],
-  ['cmd.v1.MemoryDumpRequest', cmd.MemoryDumpRequest, [rawVmi, { no: 2, bytes: '/dump/x.mem' }], { vmi: objVmi, dumpPath: '/dump/x.mem' }],
+  [
+    'cmd.v1.MemoryDumpRequest',
+    cmd.MemoryDumpRequest,
+    [rawVmi, { no: 2, bytes: '/dump/x.mem' }],
+    { vmi: objVmi, dumpPath: '/dump/x.mem' },
+  ],
   [
     'cmd.v1.ExecRequest',
     cmd.ExecRequest,
@@ -158,44 +204,79 @@ const cases: Array<[string, Fns<any>, RawField[], object]> = [
     { domainName: 'default_vm', Command: '/bin/echo', Args: ['a b', ''], timeoutSeconds: 5 },
   ],
   ['cmd.v1.EmptyRequest', cmd.EmptyRequest, [], {}],
-  ['cmd.v1.Response', cmd.Response, [{ no: 1, varint: true }, { no: 2, bytes: 'ok ✓' }], { success: true, message: 'ok ✓' }],
+  [
+    'cmd.v1.Response',
+    cmd.Response,
+    [
+      { no: 1, varint: true },
+      { no: 2, bytes: 'ok ✓' },
+    ],
+    { success: true, message: 'ok ✓' },
+  ],
   [
     'cmd.v1.DomainResponse',
     cmd.DomainResponse,
-    [{ no: 1, message: [{ no: 1, varint: true }] }, { no: 2, bytes: '{"kind":"Domain"}' }],
+    [
+      { no: 1, message: [{ no: 1, varint: true }] },
+      { no: 2, bytes: '{"kind":"Domain"}' },
+    ],
     { response: { success: true, message: '' }, domain: '{"kind":"Domain"}' },
   ],
   [
     'cmd.v1.DomainStatsResponse',
     cmd.DomainStatsResponse,
-    [{ no: 1, message: [{ no: 2, bytes: 'no domain' }] }, { no: 2, bytes: '{}' }],
+    [
+      { no: 1, message: [{ no: 2, bytes: 'no domain' }] },
+      { no: 2, bytes: '{}' },
+    ],
     { response: { success: false, message: 'no domain' }, domainStats: '{}' },
   ],
   [
     'cmd.v1.GuestInfoResponse',
     cmd.GuestInfoResponse,
-    [{ no: 1, message: [{ no: 1, varint: true }] }, { no: 2, bytes: '{"hostname":"g"}' }],
+    [
+      { no: 1, message: [{ no: 1, varint: true }] },
+      { no: 2, bytes: '{"hostname":"g"}' },
+    ],
     { response: { success: true, message: '' }, guestInfoResponse: '{"hostname":"g"}' },
   ],
   [
     'cmd.v1.GuestUserListResponse',
     cmd.GuestUserListResponse,
-    [{ no: 1, message: [{ no: 1, varint: true }] }, { no: 2, bytes: '[]' }],
+    [
+      { no: 1, message: [{ no: 1, varint: true }] },
+      { no: 2, bytes: '[]' },
+    ],
     { response: { success: true, message: '' }, guestUserListResponse: '[]' },
   ],
   [
     'cmd.v1.GuestFilesystemsResponse',
     cmd.GuestFilesystemsResponse,
-    [{ no: 1, message: [{ no: 1, varint: true }] }, { no: 2, bytes: '[{"diskName":"vda"}]' }],
+    [
+      { no: 1, message: [{ no: 1, varint: true }] },
+      { no: 2, bytes: '[{"diskName":"vda"}]' },
+    ],
     { response: { success: true, message: '' }, guestFilesystemsResponse: '[{"diskName":"vda"}]' },
   ],
   [
     'cmd.v1.ExecResponse',
     cmd.ExecResponse,
-    [{ no: 1, message: [{ no: 1, varint: true }] }, { no: 2, varint: 3 }, { no: 3, bytes: 'out\n' }],
+    [
+      { no: 1, message: [{ no: 1, varint: true }] },
+      { no: 2, varint: 3 },
+      { no: 3, bytes: 'out\n' },
+    ],
     { response: { success: true, message: '' }, exitCode: 3, stdOut: 'out\n' },
   ],
-  ['cmd.v1.GuestPingRequest', cmd.GuestPingRequest, [{ no: 1, bytes: 'ns_vm' }, { no: 2, varint: 2 }], { domainName: 'ns_vm', timeoutSeconds: 2 }],
+  [
+    'cmd.v1.GuestPingRequest',
+    cmd.GuestPingRequest,
+    [
+      { no: 1, bytes: 'ns_vm' },
+      { no: 2, varint: 2 },
+    ],
+    { domainName: 'ns_vm', timeoutSeconds: 2 },
+  ],
   [
     'cmd.v1.GuestPingResponse',
     cmd.GuestPingResponse,
@@ -205,11 +286,19 @@ const cases: Array<[string, Fns<any>, RawField[], object]> = [
   [
     'cmd.v1.QemuVersionResponse',
     cmd.QemuVersionResponse,
-    [{ no: 1, message: [{ no: 1, varint: true }] }, { no: 2, bytes: '7.2.0' }],
+    [
+      { no: 1, message: [{ no: 1, varint: true }] },
+      { no: 2, bytes: '7.2.0' },
+    ],
     { response: { success: true, message: '' }, version: '7.2.0' },
   ],
   ['cmd.info.CmdInfoRequest', info.CmdInfoRequest, [], {}],
-  ['cmd.info.CmdInfoResponse', info.CmdInfoResponse, [{ no: 1, packed: [1, 2] }], { supportedCmdVersions: [1, 2] }],
+  [
+    'cmd.info.CmdInfoResponse',
+    info.CmdInfoResponse,
+    [{ no: 1, packed: [1, 2] }],
+    { supportedCmdVersions: [1, 2] },
+  ],
   [
     'notify.v1.DomainEventRequest',
     notify.DomainEventRequest,
@@ -224,8 +313,21 @@ const cases: Array<[string, Fns<any>, RawField[], object]> = [
       eventType: 'MODIFIED',
     },
   ],
-  ['notify.v1.K8sEventRequest', notify.K8sEventRequest, [{ no: 1, bytes: '{"reason":"Started"}' }], { eventJSON: Buffer.from('{"reason":"Started"}') }],
-  ['notify.v1.Response', notify.Response, [{ no: 1, varint: true }, { no: 2, bytes: 'm' }], { success: true, message: 'm' }],
+  [
+    'notify.v1.K8sEventRequest',
+    notify.K8sEventRequest,
+    [{ no: 1, bytes: '{"reason":"Started"}' }],
+    { eventJSON: Buffer.from('{"reason":"Started"}') },
+  ],
+  [
+    'notify.v1.Response',
+    notify.Response,
+    [
+      { no: 1, varint: true },
+      { no: 2, bytes: 'm' },
+    ],
+    { success: true, message: 'm' },
+  ],
 ];
 
 describe.each(cases)('%s', (_name, fns, raw, obj) => {
@@ -240,24 +342,53 @@ describe.each(cases)('%s', (_name, fns, raw, obj) => {
 });
 
 test('repeated uint32 also decodes unpacked (proto2-style encoders)', () => {
-  const bytes = encodeRaw([{ no: 1, varint: 3 }, { no: 2, varint: 3 }, { no: 2, varint: 7 }]);
+  const bytes = encodeRaw([
+    { no: 1, varint: 3 },
+    { no: 2, varint: 3 },
+    { no: 2, varint: 7 },
+  ]);
   expect(cmd.CPU.decode(bytes)).toEqual({ id: 3, siblings: [3, 7] });
   expect(info.CmdInfoResponse.decode(encodeRaw([{ no: 1, varint: 1 }])).supportedCmdVersions).toEqual([1]);
 });
 
 test('unknown fields (a newer peer) are skipped', () => {
-  const bytes = encodeRaw([{ no: 1, varint: true }, { no: 99, bytes: 'future' }, { no: 2, bytes: 'x' }]);
+  const bytes = encodeRaw([
+    { no: 1, varint: true },
+    { no: 99, bytes: 'future' },
+    { no: 2, bytes: 'x' },
+  ]);
   expect(cmd.Response.decode(bytes)).toEqual({ success: true, message: 'x' });
 });
 
 // Every rpc name of the spec, typed out here (not taken from the generated code).
 const SPEC_CMD_RPCS = [
-  'SyncVirtualMachine', 'PauseVirtualMachine', 'UnpauseVirtualMachine', 'FreezeVirtualMachine',
-  'UnfreezeVirtualMachine', 'SoftRebootVirtualMachine', 'ShutdownVirtualMachine', 'KillVirtualMachine',
-  'DeleteVirtualMachine', 'MigrateVirtualMachine', 'SyncMigrationTarget', 'CancelVirtualMachineMigration',
-  'SignalTargetPodCleanup', 'FinalizeVirtualMachineMigration', 'HotplugHostDevices', 'GetDomain',
-  'GetDomainStats', 'GetGuestInfo', 'GetUsers', 'GetFilesystems', 'Ping', 'Exec', 'GuestPing',
-  'VirtualMachineMemoryDump', 'GetQemuVersion', 'SyncVirtualMachineCPUs', 'SyncVirtualMachineMemory',
+  'SyncVirtualMachine',
+  'PauseVirtualMachine',
+  'UnpauseVirtualMachine',
+  'FreezeVirtualMachine',
+  'UnfreezeVirtualMachine',
+  'SoftRebootVirtualMachine',
+  'ShutdownVirtualMachine',
+  'KillVirtualMachine',
+  'DeleteVirtualMachine',
+  'MigrateVirtualMachine',
+  'SyncMigrationTarget',
+  'CancelVirtualMachineMigration',
+  'SignalTargetPodCleanup',
+  'FinalizeVirtualMachineMigration',
+  'HotplugHostDevices',
+  'GetDomain',
+  'GetDomainStats',
+  'GetGuestInfo',
+  'GetUsers',
+  'GetFilesystems',
+  'Ping',
+  'Exec',
+  'GuestPing',
+  'VirtualMachineMemoryDump',
+  'GetQemuVersion',
+  'SyncVirtualMachineCPUs',
+  'SyncVirtualMachineMemory',
 ];
 
 const identity = (b: Buffer) => b;
@@ -265,8 +396,14 @@ const identity = (b: Buffer) => b;
 /** Calls `path` with raw request bytes and returns the raw answer. */
 function rawCall(client: grpc.Client, path: string, body: Uint8Array): Promise<Buffer> {
   return new Promise((resolve, reject) =>
-    client.makeUnaryRequest(path, identity, identity, Buffer.from(body), new grpc.Metadata(), {}, (err, res) =>
-      err ? reject(err) : resolve(res!),
+    client.makeUnaryRequest(
+      path,
+      identity,
+      identity,
+      Buffer.from(body),
+      new grpc.Metadata(),
+      {},
+      (err, res) => (err ? reject(err) : resolve(res!)),
     ),
   );
 }
@@ -280,9 +417,13 @@ describe('over a unix socket with hand-made bytes', () => {
   test('CmdServer answers every rpc of the spec at /kubevirt.cmd.v1.Cmd/<Rpc> and Info at /kubevirt.cmd.info.CmdInfo/Info', async () => {
     const seen: string[] = [];
     const backend: CmdBackend = {
-      syncVMI: async (vmi, options) => seen.push(`sync ${vmi.metadata?.name} ${options?.MemBalloonStatsPeriod}`),
+      syncVMI: async (vmi, options) =>
+        seen.push(`sync ${vmi.metadata?.name} ${options?.MemBalloonStatsPeriod}`),
       freezeVMI: async (_vmi, t) => seen.push(`freeze ${t}`),
-      exec: async (d, c, a, t) => (seen.push(`exec ${d} ${c} ${a.join(',')} ${t}`), { exitCode: 2, stdout: 'hi' }),
+      exec: async (d, c, a, t) => (
+        seen.push(`exec ${d} ${c} ${a.join(',')} ${t}`),
+        { exitCode: 2, stdout: 'hi' }
+      ),
       getDomain: async () => ({ kind: 'Domain' }),
     };
     const server = new CmdServer({ socketsDir: dir, backend, logger: quietLogger });
@@ -292,22 +433,38 @@ describe('over a unix socket with hand-made bytes', () => {
     try {
       const infoRes = decodeRaw(await rawCall(client, '/kubevirt.cmd.info.CmdInfo/Info', new Uint8Array()));
       // packed repeated uint32 [1]
-      expect(fieldsOf(infoRes, 1).map((f) => Buffer.from(f.value as Uint8Array).toString('hex'))).toEqual(['01']);
+      expect(fieldsOf(infoRes, 1).map((f) => Buffer.from(f.value as Uint8Array).toString('hex'))).toEqual([
+        '01',
+      ]);
 
       const sync = decodeRaw(
-        await rawCall(client, '/kubevirt.cmd.v1.Cmd/SyncVirtualMachine', encodeRaw([rawVmi, { no: 2, message: [{ no: 2, varint: 15 }] }])),
+        await rawCall(
+          client,
+          '/kubevirt.cmd.v1.Cmd/SyncVirtualMachine',
+          encodeRaw([rawVmi, { no: 2, message: [{ no: 2, varint: 15 }] }]),
+        ),
       );
       expect(sync).toEqual([{ no: 1, wireType: 0, value: 1n }]);
       expect(seen).toContain('sync wire 15');
 
-      await rawCall(client, '/kubevirt.cmd.v1.Cmd/FreezeVirtualMachine', encodeRaw([rawVmi, { no: 2, varint: 42 }]));
+      await rawCall(
+        client,
+        '/kubevirt.cmd.v1.Cmd/FreezeVirtualMachine',
+        encodeRaw([rawVmi, { no: 2, varint: 42 }]),
+      );
       expect(seen).toContain('freeze 42');
 
       const exec = decodeRaw(
         await rawCall(
           client,
           '/kubevirt.cmd.v1.Cmd/Exec',
-          encodeRaw([{ no: 1, bytes: 'd' }, { no: 2, bytes: 'cmd' }, { no: 3, bytes: 'x' }, { no: 3, bytes: 'y' }, { no: 4, varint: 9 }]),
+          encodeRaw([
+            { no: 1, bytes: 'd' },
+            { no: 2, bytes: 'cmd' },
+            { no: 3, bytes: 'x' },
+            { no: 3, bytes: 'y' },
+            { no: 4, varint: 9 },
+          ]),
         ),
       );
       expect(seen).toContain('exec d cmd x,y 9');
@@ -315,8 +472,12 @@ describe('over a unix socket with hand-made bytes', () => {
       expect(Buffer.from(fieldsOf(exec, 3)[0]!.value as Uint8Array).toString()).toBe('hi');
 
       const dom = decodeRaw(await rawCall(client, '/kubevirt.cmd.v1.Cmd/GetDomain', new Uint8Array()));
-      expect(decodeRaw(fieldsOf(dom, 1)[0]!.value as Uint8Array)).toEqual([{ no: 1, wireType: 0, value: 1n }]);
-      expect(JSON.parse(Buffer.from(fieldsOf(dom, 2)[0]!.value as Uint8Array).toString())).toEqual({ kind: 'Domain' });
+      expect(decodeRaw(fieldsOf(dom, 1)[0]!.value as Uint8Array)).toEqual([
+        { no: 1, wireType: 0, value: 1n },
+      ]);
+      expect(JSON.parse(Buffer.from(fieldsOf(dom, 2)[0]!.value as Uint8Array).toString())).toEqual({
+        kind: 'Domain',
+      });
 
       // Every other rpc exists (no UNIMPLEMENTED) and answers a well-formed "not supported".
       for (const rpc of SPEC_CMD_RPCS) {
@@ -330,7 +491,9 @@ describe('over a unix socket with hand-made bytes', () => {
           continue;
         }
         expect(fieldsOf(response, 1)).toEqual([]); // success = false (default, omitted)
-        expect(Buffer.from(fieldsOf(response, 2)[0]!.value as Uint8Array).toString()).toBe(`${rpc} is not supported`);
+        expect(Buffer.from(fieldsOf(response, 2)[0]!.value as Uint8Array).toString()).toBe(
+          `${rpc} is not supported`,
+        );
       }
     } finally {
       client.close();
@@ -347,10 +510,22 @@ describe('over a unix socket with hand-made bytes', () => {
         requests[name] = call.request;
         cb(null, Buffer.from(answer));
       };
-    server.register('/kubevirt.cmd.info.CmdInfo/Info', handler('Info', encodeRaw([{ no: 1, packed: [1] }])), identity, identity, 'unary');
+    server.register(
+      '/kubevirt.cmd.info.CmdInfo/Info',
+      handler('Info', encodeRaw([{ no: 1, packed: [1] }])),
+      identity,
+      identity,
+      'unary',
+    );
     server.register(
       '/kubevirt.cmd.v1.Cmd/GetQemuVersion',
-      handler('GetQemuVersion', encodeRaw([{ no: 1, message: [{ no: 1, varint: true }] }, { no: 2, bytes: '8.0.0' }])),
+      handler(
+        'GetQemuVersion',
+        encodeRaw([
+          { no: 1, message: [{ no: 1, varint: true }] },
+          { no: 2, bytes: '8.0.0' },
+        ]),
+      ),
       identity,
       identity,
       'unary',
@@ -364,7 +539,9 @@ describe('over a unix socket with hand-made bytes', () => {
     );
     const path = launcherSocketPath(dir);
     await new Promise<void>((res, rej) =>
-      server.bindAsync(unixTarget(path), grpc.ServerCredentials.createInsecure(), (e) => (e ? rej(e) : res())),
+      server.bindAsync(unixTarget(path), grpc.ServerCredentials.createInsecure(), (e) =>
+        e ? rej(e) : res(),
+      ),
     );
     const client = await CmdClient.connect(path);
     try {
@@ -375,8 +552,12 @@ describe('over a unix socket with hand-made bytes', () => {
       });
       const mig = decodeRaw(requests['Migrate']!);
       const vmi = decodeRaw(fieldsOf(mig, 1)[0]!.value as Uint8Array);
-      expect(JSON.parse(Buffer.from(fieldsOf(vmi, 1)[0]!.value as Uint8Array).toString()).metadata.name).toBe('m');
-      expect(JSON.parse(Buffer.from(fieldsOf(mig, 2)[0]!.value as Uint8Array).toString())).toEqual({ bandwidth: '1Mi' });
+      expect(JSON.parse(Buffer.from(fieldsOf(vmi, 1)[0]!.value as Uint8Array).toString()).metadata.name).toBe(
+        'm',
+      );
+      expect(JSON.parse(Buffer.from(fieldsOf(mig, 2)[0]!.value as Uint8Array).toString())).toEqual({
+        bandwidth: '1Mi',
+      });
     } finally {
       client.close();
       server.forceShutdown();
@@ -401,7 +582,9 @@ describe('over a unix socket with hand-made bytes', () => {
     const path = notifySocketPath(join(dir, 'h'));
     await ensureSocketDir(join(dir, 'h'));
     await new Promise<void>((res, rej) =>
-      server.bindAsync(unixTarget(path), grpc.ServerCredentials.createInsecure(), (e) => (e ? rej(e) : res())),
+      server.bindAsync(unixTarget(path), grpc.ServerCredentials.createInsecure(), (e) =>
+        e ? rej(e) : res(),
+      ),
     );
     const client = new NotifyClient(path, { logger: quietLogger });
     try {
@@ -410,11 +593,15 @@ describe('over a unix socket with hand-made bytes', () => {
       expect(await client.flush(5000)).toBe(true);
       expect(got.map(([rpc]) => rpc)).toEqual(['HandleDomainEvent', 'HandleK8sEvent']);
       const dom = decodeRaw(got[0]![1]);
-      expect(JSON.parse(Buffer.from(fieldsOf(dom, 1)[0]!.value as Uint8Array).toString())).toEqual({ metadata: { name: 'd' } });
+      expect(JSON.parse(Buffer.from(fieldsOf(dom, 1)[0]!.value as Uint8Array).toString())).toEqual({
+        metadata: { name: 'd' },
+      });
       expect(fieldsOf(dom, 2)).toEqual([]);
       expect(Buffer.from(fieldsOf(dom, 3)[0]!.value as Uint8Array).toString()).toBe('DELETED');
       const k8s = decodeRaw(got[1]![1]);
-      expect(JSON.parse(Buffer.from(fieldsOf(k8s, 1)[0]!.value as Uint8Array).toString())).toEqual({ reason: 'Stopped' });
+      expect(JSON.parse(Buffer.from(fieldsOf(k8s, 1)[0]!.value as Uint8Array).toString())).toEqual({
+        reason: 'Stopped',
+      });
     } finally {
       client.close();
       server.forceShutdown();
