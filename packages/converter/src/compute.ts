@@ -50,7 +50,11 @@ export function convertCPU(vmi: VmiLike, topology: CPU['topology']): CPU {
   }
   cpu.topology = topology;
   if (spec?.features?.length)
-    cpu.features = spec.features.map((f) => ({ name: f.name, policy: f.policy ?? 'require' }));
+    cpu.features = spec.features.map((f, i) => {
+      if (!/^[a-zA-Z0-9\-_.]+$/.test(f.name))
+        throw new ConversionError(`${D}.cpu.features[${i}].name`, `not a CPU feature name: ${JSON.stringify(f.name)}`);
+      return { name: f.name, policy: f.policy ?? 'require' };
+    });
   return cpu;
 }
 
@@ -64,8 +68,10 @@ function onOff(v: boolean | undefined, dflt: boolean): 'on' | 'off' {
 
 export function convertOS(vmi: VmiLike, ctx: ResolvedContext, domainName: string): DomainOS {
   const d = vmi.spec.domain;
+  const machine = d.machine?.type || 'q35';
+  if (!/^[a-zA-Z0-9_.-]+$/.test(machine)) throw new ConversionError(`${D}.machine.type`, `not a machine type: ${JSON.stringify(machine)}`);
   const os: DomainOS = {
-    type: { arch: 'x86_64', machine: d.machine?.type || 'q35', value: 'hvm' },
+    type: { arch: 'x86_64', machine, value: 'hvm' },
     smbios: { mode: 'sysinfo' },
   };
   const bl = d.firmware?.bootloader;
@@ -172,8 +178,8 @@ export function convertFeatures(vmi: VmiLike): Features {
       h.vendor_id = { state: on ? 'on' : 'off' };
       if (on) {
         const v = hv.vendorid.vendorid ?? '';
-        if (v.length < 1 || v.length > 12)
-          throw new ConversionError(`${D}.features.hyperv.vendorid.vendorid`, 'must be 1 to 12 characters');
+        if (v.length < 1 || v.length > 12 || v.includes(','))
+          throw new ConversionError(`${D}.features.hyperv.vendorid.vendorid`, 'must be 1 to 12 characters, no comma');
         h.vendor_id.value = v;
       }
     }
@@ -200,7 +206,7 @@ export function convertClock(vmi: VmiLike): Clock | undefined {
     clock = { offset: 'utc' };
     if (c.utc.offsetSeconds !== undefined) clock.adjustment = String(c.utc.offsetSeconds);
   } else if (c.timezone !== undefined) {
-    if (!/^[A-Za-z0-9_+\-/]+$/.test(c.timezone) || c.timezone.includes('..'))
+    if (!/^[A-Za-z0-9_.+\-/]+$/.test(c.timezone) || c.timezone.split('/').includes('..'))
       throw new ConversionError(`${P}.timezone`, `not a time zone name: ${JSON.stringify(c.timezone)}`);
     clock = { offset: 'timezone', timezone: c.timezone };
   } else {

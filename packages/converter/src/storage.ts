@@ -99,7 +99,12 @@ export function convertDisks(vmi: VmiLike, ctx: ResolvedContext, vcpus: number):
       disk.readonly = true;
     }
     if (kind === 'lun' && d.lun?.reservation) notImplemented(`${p}.lun.reservation`, 'SCSI persistent reservation');
-    if (d.serial !== undefined && d.serial !== '') disk.serial = d.serial;
+    if (d.serial !== undefined && d.serial !== '') {
+      // libvirt's schema (diskSerial) and QEMU accept only these characters; so does API validation
+      if (!/^[A-Za-z0-9_.+\- ]+$/.test(d.serial))
+        throw new ConversionError(`${p}.serial`, `${JSON.stringify(d.serial)} must be made of the characters [A-Za-z0-9_.+-] and space`);
+      disk.serial = d.serial;
+    }
     if (d.shareable) {
       if ((d.cache ?? 'none') !== 'none') throw new ConversionError(`${p}.cache`, 'a shareable disk requires cache none');
       disk.shareable = true;

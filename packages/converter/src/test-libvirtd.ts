@@ -9,6 +9,8 @@ import path from 'node:path';
 export interface SessionDaemon {
   uri: string;
   define(xml: string): { ok: boolean; output: string };
+  /** defines, returns libvirt's own XML of the domain (virsh dumpxml --inactive), undefines */
+  defineAndDump(xml: string): string;
   stop(): Promise<void>;
 }
 
@@ -55,23 +57,28 @@ export async function startSessionDaemon(): Promise<SessionDaemon> {
     await new Promise((r) => setTimeout(r, 100));
   }
   let n = 0;
+  const defineThen = <T>(xml: string, then: (uuid: string) => T): { result: { ok: boolean; output: string }; value?: T } => {
+    const file = path.join(dirs.xml!, `d${n++}.xml`);
+    writeFileSync(file, xml);
+    if (uid !== undefined) chownSync(file, uid, gid!);
+    const r = virsh(['define', file]);
+    const output = `${r.stdout ?? ''}${r.stderr ?? ''}`;
+    if (r.status !== 0) return { result: { ok: false, output } };
+    // every domain this daemon knows is ours: undefine them all (by UUID, names may hold any character)
+    const uuids = (virsh(['list', '--all', '--uuid']).stdout ?? '').split('\n').map((s) => s.trim()).filter(Boolean);
+    const value = uuids.length === 1 ? then(uuids[0]!) : undefined;
+    for (const u of uuids) virsh(['undefine', '--nvram', u]);
+    return { result: { ok: true, output }, value };
+  };
   return {
     uri,
     define(xml: string) {
-      const file = path.join(dirs.xml!, `d${n++}.xml`);
-      writeFileSync(file, xml);
-      if (uid !== undefined) chownSync(file, uid, gid!);
-      const r = virsh(['define', file]);
-      const output = `${r.stdout ?? ''}${r.stderr ?? ''}`;
-      if (r.status !== 0) return { ok: false, output };
-      const m = /<name>([^<]*)<\/name>/.exec(xml);
-      // undefine by the name libvirt reports back (names may hold metacharacters: go by UUID)
-      const list = virsh(['list', '--all', '--uuid']);
-      for (const u of (list.stdout ?? '').split('\n').map((s) => s.trim()).filter(Boolean)) {
-        virsh(['undefine', '--nvram', u]);
-      }
-      void m;
-      return { ok: true, output };
+      return defineThen(xml, () => undefined).result;
+    },
+    defineAndDump(xml: string) {
+      const { result, value } = defineThen(xml, (uuid) => virsh(['dumpxml', '--inactive', uuid]).stdout ?? '');
+      if (!result.ok || value === undefined) throw new Error(`define failed: ${result.output}`);
+      return value;
     },
     async stop() {
       if (child.exitCode === null) {
