@@ -168,7 +168,8 @@ export function parseLauncherFlags(argv: string[]): LauncherFlags {
     ephemeralDiskDir: path.resolve(v['ephemeral-disk-dir'] ?? under('var/run/kubevirt-ephemeral-disks')),
     containerDiskDir: path.resolve(v['container-disk-dir'] ?? under('var/run/kubevirt/container-disks')),
     privateDir: path.resolve(v['private-dir'] ?? under('var/run/kubevirt-private')),
-    libvirtRunDir: path.resolve(v['libvirt-run-dir'] ?? under('var/run/libvirt')),
+    // under a --root, a short name: libvirt's per-domain unix sockets (guest agent channel) must stay under 107 bytes
+    libvirtRunDir: path.resolve(v['libvirt-run-dir'] ?? (root === '/' ? '/var/run/libvirt' : path.join(root, 'lv'))),
     hookSidecars: parseHookSidecars(v['hook-sidecars']),
     keepAfterFailure: norm.values.get('keep-after-failure') ?? parseBool('keep-after-failure', v['keep-after-failure'], false),
     logLevel: parseLevel(v['log-level']),
@@ -222,7 +223,7 @@ export function parseStandaloneFlags(argv: string[]): StandaloneFlags {
     workDir: v['work-dir'] ? path.resolve(v['work-dir']) : undefined,
     gracePeriodSeconds: v['grace-period-seconds'] !== undefined ? parseNonNegInt('grace-period-seconds', v['grace-period-seconds']) : undefined,
     qemuTimeoutMs: parseDuration('qemu-timeout', v['qemu-timeout'] ?? '5m'),
-    logLevel: parseLevel(v['log-level']),
+    logLevel: parseLevel(v['log-level'] ?? 'error'),
     keepAfterFailure: norm.values.get('keep-after-failure') ?? v['keep-after-failure'] ?? false,
     libvirtUid: ug.uid,
     libvirtGid: ug.gid,

@@ -1,0 +1,361 @@
+// The launcher's start-up and lifecycle, shared by the in-Pod and the standalone mode:
+//   dirs -> libvirtd (session, own XDG dirs, virtlogd) -> connect -> cmd server on launcher-init-sock
+//   -> domain watcher + notify client -> ready (rename to launcher-sock)
+// then: SyncVirtualMachine prepares the disks and starts the domain through the DomainManager; the
+// domain must be Running within the QEMU timeout; domain events go to the handler; the launcher ends
+// when the domain ends (exit 0 after a guest shutdown / kill / delete, non-zero after a crash).
+import { EventEmitter } from 'node:events';
+import { chmod, chown, mkdir, rm } from 'node:fs/promises';
+import path from 'node:path';
+import type winston from 'winston';
+import { CmdServer, NotifyClient, notifySocketPath, type CmdBackend } from '@kubevirt-ts/cmd-protocol';
+import type { VirtualMachineInstance } from '@kubevirt-ts/api';
+import { ExitCode, LauncherError } from './errors.js';
+import { fromPodLayout, prepareVolumes, type PodPaths } from './prepare/index.js';
+import { createLayout, openDomainLayer, type DomainEventLike, type DomainLayer, type SessionDaemon } from './wiring.js';
+
+export interface LauncherConfig {
+  name: string;
+  namespace: string;
+  uid: string;
+  gracePeriodSeconds: number;
+  qemuTimeoutMs: number;
+  allowEmulation: boolean;
+  /** prefix of the in-Pod layout ('' in a real Pod) */
+  root: string;
+  /** dir of launcher-init-sock / launcher-sock */
+  socketsDir: string;
+  /** dir of the handler's domain-notify-pipe.sock; undefined: no notify client */
+  notifyDir?: string;
+  /** base dir of the private libvirtd (XDG dirs, pid files) */
+  libvirtBaseDir: string;
+  /** uid:gid libvirtd and QEMU run as (needed when the launcher runs as root) */
+  libvirtUser?: { uid: number; gid: number };
+  keepAfterFailure: boolean;
+  logger: winston.Logger;
+}
+
+export type Stage = 'dirs' | 'libvirtd' | 'connect' | 'cmd-server' | 'notify' | 'ready';
+
+/** What ended the launcher. */
+export interface LauncherResult {
+  exitCode: number;
+  reason: string;
+  message: string;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Events: 'stage' (stage, msg), 'domain' (DomainEventLike), 'synced' (vmi), 'ended' (LauncherResult).
+ */
+export class Launcher extends EventEmitter {
+  readonly paths: PodPaths;
+  private readonly log: winston.Logger;
+  private session: SessionDaemon | undefined;
+  private layer: DomainLayer | undefined;
+  private cmd: CmdServer | undefined;
+  private notify: NotifyClient | undefined;
+  private vmi: VirtualMachineInstance | undefined;
+  private prepared = false;
+  private started = false;
+  private lastStatus: { status: string; reason: string } | undefined;
+  private qemuTimer: NodeJS.Timeout | undefined;
+  private terminating = false;
+  private endResult: LauncherResult | undefined;
+  private endWaiters: Array<(r: LauncherResult) => void> = [];
+  private downWaiters: Array<() => void> = [];
+  readonly startedAt = Date.now();
+
+  constructor(readonly config: LauncherConfig) {
+    super();
+    this.log = config.logger;
+    this.paths = fromPodLayout(createLayout(config.root));
+  }
+
+  private stage(stage: Stage, msg: string, fields: Record<string, unknown> = {}): void {
+    this.log.info(msg, { stage, ...fields });
+    this.emit('stage', stage, msg);
+  }
+
+  private async runStage<T>(stage: Stage, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (e) {
+      if (e instanceof LauncherError) throw e;
+      throw new LauncherError(`${stage}: ${(e as Error).message}`, ExitCode.FAILURE, stage);
+    }
+  }
+
+  /** Runs every start-up stage; the launcher is ready for commands when it resolves. */
+  async start(): Promise<void> {
+    const c = this.config;
+    const owner = c.libvirtUser;
+    await this.runStage('dirs', async () => {
+      const dirs = [
+        this.paths.privateDir,
+        this.paths.vmiPrivateDir(c.uid),
+        this.paths.ephemeralDisksDir,
+        this.paths.containerDisksDir,
+        path.dirname(this.paths.emptyDiskImage('x')),
+        path.dirname(path.dirname(path.dirname(this.paths.cloudInitIso('noCloud', 'x', 'y')))),
+        c.libvirtBaseDir,
+      ];
+      for (const d of dirs) {
+        await mkdir(d, { recursive: true });
+        if (owner && process.getuid?.() === 0) await chown(d, owner.uid, owner.gid);
+      }
+      await chmod(this.paths.vmiPrivateDir(c.uid), 0o700);
+      this.stage('dirs', 'private dirs ready', { privateDir: this.paths.privateDir });
+    });
+    this.session = await this.runStage('libvirtd', async () => {
+      const s = await openDomainLayer.startDaemon({
+        baseDir: c.libvirtBaseDir,
+        user: owner,
+        logger: this.log,
+      });
+      this.stage('libvirtd', 'libvirtd (session mode) and virtlogd answer', { pid: s.pid, uri: s.uri });
+      return s;
+    });
+    this.layer = await this.runStage('connect', async () => {
+      const layer = await openDomainLayer.connect(this.session!, {
+        root: c.root,
+        allowEmulation: c.allowEmulation,
+        logger: this.log,
+        domainName: `${c.namespace}_${c.name}`,
+      });
+      this.stage('connect', 'connected to libvirt', { libvirtVersion: await layer.libvirtVersion() });
+      return layer;
+    });
+    await this.runStage('cmd-server', async () => {
+      this.cmd = new CmdServer({ socketsDir: c.socketsDir, backend: this.backend(), logger: this.log });
+      await this.cmd.start();
+      this.stage('cmd-server', 'cmd server listening', { socket: this.cmd.socketPath });
+    });
+    await this.runStage('notify', async () => {
+      if (c.notifyDir) {
+        this.notify = new NotifyClient(notifySocketPath(c.notifyDir), { logger: this.log });
+      }
+      this.layer!.onEvent((ev) => this.onDomainEvent(ev));
+      await this.layer!.startWatching();
+      this.stage('notify', c.notifyDir ? 'domain events go to the handler' : 'domain watcher running (no handler)', {
+        socket: c.notifyDir ? notifySocketPath(c.notifyDir) : undefined,
+      });
+    });
+    await this.runStage('ready', async () => {
+      await this.cmd!.ready();
+      this.stage('ready', 'launcher ready', { socket: this.cmd!.socketPath, ms: Date.now() - this.startedAt });
+    });
+  }
+
+  /** The CmdServer backend: the DomainManager's methods, with disk preparation and the QEMU timeout around sync. */
+  private backend(): CmdBackend {
+    const self = this;
+    const dm = () => {
+      if (!self.layer) throw new Error('libvirt is not connected');
+      return self.layer.manager;
+    };
+    const checkVmi = (vmi: VirtualMachineInstance) => {
+      const n = vmi.metadata?.name;
+      const ns = vmi.metadata?.namespace || 'default';
+      if (n !== self.config.name || ns !== self.config.namespace) {
+        throw new Error(
+          `metadata: this launcher runs ${self.config.namespace}/${self.config.name}, not ${ns}/${n ?? ''}`,
+        );
+      }
+    };
+    const delegate = (method: keyof CmdBackend) =>
+      async (...args: unknown[]) => {
+        const m = (dm() as unknown as Record<string, unknown>)[method];
+        if (typeof m !== 'function') throw new Error(`${String(method)} is not supported by the DomainManager`);
+        if (args[0] && typeof args[0] === 'object' && 'metadata' in (args[0] as object)) checkVmi(args[0] as VirtualMachineInstance);
+        return (m as (...a: unknown[]) => Promise<unknown>).apply(dm(), args);
+      };
+    const backend: CmdBackend = {
+      async syncVMI(vmi, options) {
+        checkVmi(vmi);
+        if (self.terminating) throw new Error('the launcher is shutting down');
+        self.vmi = vmi;
+        if (!self.prepared) {
+          const t0 = Date.now();
+          await prepareVolumes(vmi as never, self.paths, {
+            owner: self.config.libvirtUser,
+            onStep: (msg, f) => self.log.info(msg, { stage: 'prepare', volume: f.volume, path: f.path }),
+          });
+          self.prepared = true;
+          self.log.info('disks prepared', { stage: 'prepare', ms: Date.now() - t0 });
+        }
+        if (!self.started && !self.qemuTimer) self.armQemuTimeout();
+        await dm().syncVMI!(vmi as never, options as never);
+        self.emit('synced', vmi);
+        return undefined;
+      },
+      pauseVMI: delegate('pauseVMI') as CmdBackend['pauseVMI'],
+      unpauseVMI: delegate('unpauseVMI') as CmdBackend['unpauseVMI'],
+      freezeVMI: delegate('freezeVMI') as CmdBackend['freezeVMI'],
+      unfreezeVMI: delegate('unfreezeVMI') as CmdBackend['unfreezeVMI'],
+      softRebootVMI: delegate('softRebootVMI') as CmdBackend['softRebootVMI'],
+      shutdownVMI: delegate('shutdownVMI') as CmdBackend['shutdownVMI'],
+      killVMI: delegate('killVMI') as CmdBackend['killVMI'],
+      deleteVMI: delegate('deleteVMI') as CmdBackend['deleteVMI'],
+      getDomain: delegate('getDomain') as CmdBackend['getDomain'],
+      getDomainStats: delegate('getDomainStats') as CmdBackend['getDomainStats'],
+      getGuestInfo: delegate('getGuestInfo') as CmdBackend['getGuestInfo'],
+      guestPing: delegate('guestPing') as CmdBackend['guestPing'],
+      getQemuVersion: delegate('getQemuVersion') as CmdBackend['getQemuVersion'],
+      async ping() {
+        if (!self.layer || !(await self.layer.alive())) throw new Error('libvirt does not answer');
+        return undefined;
+      },
+    };
+    // only offer what the DomainManager has, so missing ones answer "<Rpc> is not supported"
+    return backend;
+  }
+
+  private armQemuTimeout(): void {
+    const ms = this.config.qemuTimeoutMs;
+    this.qemuTimer = setTimeout(() => {
+      if (this.started) return;
+      void this.fail(
+        ExitCode.QEMU_TIMEOUT,
+        'QemuTimeout',
+        `the domain did not reach Running within --qemu-timeout (${Math.round(ms / 1000)}s)`,
+      );
+    }, ms);
+    this.qemuTimer.unref?.();
+  }
+
+  private onDomainEvent(ev: DomainEventLike): void {
+    this.emit('domain', ev);
+    this.notify?.sendDomainEvent({ eventType: ev.type, domain: ev.domain });
+    const { status, reason } = ev.status;
+    const prev = this.lastStatus;
+    this.lastStatus = { status, reason };
+    if (!prev || prev.status !== status || prev.reason !== reason) {
+      this.log.info(`domain ${ev.type.toLowerCase()}: ${status} (${reason})`, { reason, status, event: ev.type });
+    }
+    if (status === 'Running' || status === 'Paused') {
+      if (!this.started) {
+        this.started = true;
+        if (this.qemuTimer) clearTimeout(this.qemuTimer);
+        this.qemuTimer = undefined;
+      }
+      return;
+    }
+    const down = ev.type === 'DELETED' || status === 'Shutoff' || status === 'Crashed';
+    if (!down) return;
+    for (const w of this.downWaiters.splice(0)) w();
+    if (status === 'Crashed' || (status === 'Shutoff' && (reason === 'Crashed' || reason === 'Failed'))) {
+      void this.fail(ExitCode.DOMAIN_FAILED, 'DomainFailed', `the domain ended: ${status} (${reason})`);
+      return;
+    }
+    if (this.started && !this.terminating) {
+      void this.finish({ exitCode: ExitCode.OK, reason: 'DomainEnded', message: `the domain ended: ${status} (${reason})` });
+    }
+  }
+
+  private domainIsUp(): boolean {
+    return this.lastStatus !== undefined && this.lastStatus.status !== 'Shutoff' && this.lastStatus.status !== 'Crashed' &&
+      this.lastStatus.reason !== 'NonExistent';
+  }
+
+  private waitDown(ms: number): Promise<boolean> {
+    if (!this.domainIsUp()) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const t = setTimeout(() => resolve(!this.domainIsUp()), ms);
+      this.downWaiters.push(() => {
+        clearTimeout(t);
+        resolve(true);
+      });
+    });
+  }
+
+  /**
+   * SIGTERM / Ctrl-C: ACPI shutdown, wait up to the grace period, then destroy. Ends the launcher with
+   * exit 0 (the guest shut down cleanly, or was destroyed after the grace period as requested).
+   */
+  async terminate(signal = 'SIGTERM'): Promise<LauncherResult> {
+    if (this.endResult) return this.endResult;
+    if (this.terminating) return this.ended();
+    this.terminating = true;
+    const grace = this.config.gracePeriodSeconds;
+    this.log.info(`${signal}: shutting down`, { reason: 'Terminating', gracePeriodSeconds: grace });
+    if (this.vmi && this.layer && this.domainIsUp()) {
+      let result = 'killed';
+      try {
+        this.log.info('sending ACPI shutdown to the guest', { reason: 'ShuttingDown', gracePeriodSeconds: grace });
+        result = await this.layer.manager.shutdownVMI(this.vmi as never, { gracePeriodSeconds: grace, wait: true });
+      } catch (e) {
+        this.log.warn(`shutdown failed: ${(e as Error).message}; destroying the domain`, { reason: 'ShutdownFailed' });
+        await this.layer.manager.killVMI(this.vmi as never).catch((e2: Error) => this.log.error(`destroy failed: ${e2.message}`));
+      }
+      await this.waitDown(10_000);
+      const clean = result === 'shutdown' || result === 'already-down' || result === 'absent';
+      return this.finish({
+        exitCode: ExitCode.OK,
+        reason: clean ? 'GuestShutdown' : 'GracePeriodExpired',
+        message: clean ? 'the guest shut down cleanly' : `the guest was destroyed after the ${grace}s grace period`,
+      });
+    }
+    return this.finish({ exitCode: ExitCode.OK, reason: 'Terminated', message: `${signal} with no running domain` });
+  }
+
+  /** Resolves when the launcher has ended (and cleaned up). */
+  ended(): Promise<LauncherResult> {
+    if (this.endResult) return Promise.resolve(this.endResult);
+    return new Promise((r) => this.endWaiters.push(r));
+  }
+
+  /** Ends the launcher with a failure (or, with --keep-after-failure, stays up until terminated). */
+  async fail(exitCode: number, reason: string, message: string): Promise<LauncherResult> {
+    this.log.error(message, { reason });
+    if (this.config.keepAfterFailure) {
+      this.log.warn('--keep-after-failure: staying alive for debugging until terminated', { reason: 'KeepAfterFailure' });
+      this.emit('failed', { exitCode, reason, message });
+      return this.ended();
+    }
+    return this.finish({ exitCode, reason, message });
+  }
+
+  private finishing: Promise<LauncherResult> | undefined;
+  private finish(result: LauncherResult): Promise<LauncherResult> {
+    this.finishing ??= (async () => {
+      if (this.qemuTimer) clearTimeout(this.qemuTimer);
+      // let the handler get the last domain state
+      if (this.notify) {
+        await this.notify.flush(3000).catch(() => false);
+        this.notify.close();
+      }
+      await this.shutdownParts();
+      this.endResult = result;
+      this.log.info(`launcher done: ${result.message}`, { reason: result.reason, exitCode: result.exitCode });
+      for (const w of this.endWaiters.splice(0)) w(result);
+      this.emit('ended', result);
+      return result;
+    })();
+    return this.finishing;
+  }
+
+  private async shutdownParts(): Promise<void> {
+    await this.cmd?.stop(1000).catch(() => undefined);
+    await this.layer?.close().catch(() => undefined);
+    await this.session?.stop().catch((e: Error) => this.log.warn(`stopping libvirtd: ${e.message}`));
+  }
+
+  /** Stops everything after a failed start-up (no domain left behind). */
+  async abort(err: LauncherError): Promise<LauncherResult> {
+    return this.finish({ exitCode: err.exitCode, reason: `${err.stage ?? 'start'}Failed`, message: err.message });
+  }
+
+  /** Throws when the launcher is not ready yet. */
+  get cmdSocket(): string | undefined {
+    return this.cmd?.socketPath;
+  }
+}
+
+export { sleep };
+
+/** Removes a work dir (standalone) */
+export async function removeDir(dir: string): Promise<void> {
+  await rm(dir, { recursive: true, force: true });
+}

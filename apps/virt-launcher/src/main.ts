@@ -1,0 +1,110 @@
+#!/usr/bin/env node
+// virt-launcher entry point:
+//   virt-launcher [in-Pod flags]                the launcher in a Pod, driven by virt-handler
+//   virt-launcher monitor [in-Pod flags]        the wrapper (virt-launcher-monitor) around the above
+//   virt-launcher standalone --vmi FILE ...     one VMI on this host, no cluster
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ExitCode, LauncherError } from './errors.js';
+import { parseLauncherFlags, parseStandaloneFlags, type LauncherFlags } from './flags.js';
+import { Launcher } from './launcher.js';
+import { createLogger } from './logger.js';
+import { runMonitor } from './monitor.js';
+import { runStandalone } from './standalone.js';
+import { createLayout } from './wiring.js';
+
+const USAGE = `usage:
+  virt-launcher --name N --namespace NS --uid UID [--grace-period-seconds 30] [--qemu-timeout 5m]
+                [--allow-emulation] [--kubevirt-share-dir DIR] [--ephemeral-disk-dir DIR]
+                [--container-disk-dir DIR] [--hook-sidecars 0] [--keep-after-failure]
+                [--log-level info] [--root DIR] [--libvirt-user UID[:GID]]
+  virt-launcher monitor <the same flags>
+  virt-launcher standalone --vmi FILE.yaml [--image REF=PATH]... [--console] [--allow-emulation]
+                [--socket-dir DIR] [--work-dir DIR] [--grace-period-seconds N] [--qemu-timeout 5m]
+                [--log-level warn] [--keep-after-failure]
+`;
+
+/** In-Pod launcher config from the flags: the converter's layout decides where files live. */
+export function podConfig(f: LauncherFlags) {
+  const root = f.privateDir.endsWith('/var/run/kubevirt-private') ? f.privateDir.slice(0, -'/var/run/kubevirt-private'.length) : '';
+  const layout = createLayout(root);
+  const mismatch: string[] = [];
+  if (f.containerDiskDir !== path.resolve(layout.containerDisksDir || '/')) mismatch.push(`--container-disk-dir must be ${layout.containerDisksDir}`);
+  if (f.ephemeralDiskDir !== path.resolve(layout.ephemeralDisksDir || '/')) mismatch.push(`--ephemeral-disk-dir must be ${layout.ephemeralDisksDir}`);
+  if (mismatch.length > 0) {
+    throw new LauncherError(`${mismatch.join('; ')} (the pod layout the domain is rendered with; use --root to move all of it)`, ExitCode.USAGE, 'flags');
+  }
+  const isRoot = process.getuid?.() === 0;
+  return {
+    name: f.name,
+    namespace: f.namespace,
+    uid: f.uid,
+    gracePeriodSeconds: f.gracePeriodSeconds,
+    qemuTimeoutMs: f.qemuTimeoutMs,
+    allowEmulation: f.allowEmulation,
+    root,
+    socketsDir: path.join(f.kubevirtShareDir, 'sockets'),
+    notifyDir: f.kubevirtShareDir,
+    libvirtBaseDir: f.libvirtRunDir,
+    libvirtUser: f.libvirtUid !== undefined ? { uid: f.libvirtUid, gid: f.libvirtGid ?? f.libvirtUid } : isRoot ? { uid: 107, gid: 107 } : undefined,
+    keepAfterFailure: f.keepAfterFailure,
+  };
+}
+
+async function runInPod(argv: string[]): Promise<number> {
+  const flags = parseLauncherFlags(argv);
+  const logger = createLogger({ level: flags.logLevel, identity: { kind: 'VirtualMachineInstance', namespace: flags.namespace, name: flags.name, uid: flags.uid } });
+  const launcher = new Launcher({ ...podConfig(flags), logger });
+  const onSignal = (sig: NodeJS.Signals) => void launcher.terminate(sig);
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  try {
+    await launcher.start();
+  } catch (e) {
+    const err = e instanceof LauncherError ? e : new LauncherError((e as Error).message);
+    logger.error(err.message, { stage: err.stage, reason: `${err.stage ?? 'start'}Failed` });
+    await launcher.abort(err);
+    return err.exitCode;
+  }
+  const res = await launcher.ended();
+  return res.exitCode;
+}
+
+async function runMonitorCmd(argv: string[]): Promise<number> {
+  const flags = parseLauncherFlags(argv);
+  const logger = createLogger({ level: flags.logLevel, component: 'virt-launcher-monitor', identity: { kind: 'VirtualMachineInstance', namespace: flags.namespace, name: flags.name, uid: flags.uid } });
+  const self = fileURLToPath(import.meta.url);
+  return runMonitor({
+    command: [process.execPath, self, ...argv],
+    libvirtBaseDir: podConfig(flags).libvirtBaseDir,
+    gracePeriodSeconds: flags.gracePeriodSeconds,
+    log: (level, msg, fields) => logger.log(level, msg, fields),
+  });
+}
+
+export async function main(argv: string[]): Promise<number> {
+  try {
+    if (argv[0] === '-h' || argv[0] === '--help' || argv[0] === 'help') {
+      process.stdout.write(USAGE);
+      return 0;
+    }
+    if (argv[0] === 'standalone') return await runStandalone(parseStandaloneFlags(argv.slice(1)));
+    if (argv[0] === 'monitor') return await runMonitorCmd(argv.slice(1));
+    return await runInPod(argv);
+  } catch (e) {
+    const err = e instanceof LauncherError ? e : new LauncherError((e as Error).stack ?? String(e));
+    process.stderr.write(`virt-launcher: ${err.message}\n`);
+    if (err.exitCode === ExitCode.USAGE) process.stderr.write(USAGE);
+    return err.exitCode;
+  }
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (e: unknown) => {
+      process.stderr.write(`virt-launcher: ${String(e)}\n`);
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,265 @@
+// `virt-launcher standalone`: runs one VMI (or a VM's template) on this host with no cluster, through
+// the same path as in a Pod: cmd server -> DomainManager -> converter -> libvirt -> QEMU. It plays
+// kubelet (a pod-like root dir with the mapped images) and a minimal virt-handler (a NotifyServer
+// printing domain events, a CmdClient sending SyncVirtualMachine).
+import { randomUUID } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { chmod, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import net from 'node:net';
+import path from 'node:path';
+import {
+  parseManifests,
+  setVirtualMachineInstanceDefaults,
+  validateVirtualMachineInstance,
+  vmiFromManifest,
+  type VirtualMachineInstance,
+} from '@kubevirt-ts/api';
+import { CmdClient, NotifyServer, launcherSocketPath, notifySocketPath } from '@kubevirt-ts/cmd-protocol';
+import { ExitCode, LauncherError } from './errors.js';
+import type { StandaloneFlags } from './flags.js';
+import { Launcher, type LauncherResult } from './launcher.js';
+import { createLogger } from './logger.js';
+import { PrepareError, stageLocalImages } from './prepare/index.js';
+
+export interface StandaloneIO {
+  /** progress lines (human readable) */
+  progress: (line: string) => void;
+  /** where --console writes the serial console */
+  console: NodeJS.WritableStream;
+}
+
+/** The uid:gid the private libvirtd runs as when the launcher is root (upstream: qemu, 107). */
+export const QEMU_USER = { uid: 107, gid: 107 };
+
+/** Reads, defaults and validates the VMI of a file; throws a LauncherError listing every field error. */
+export async function loadVmi(file: string): Promise<VirtualMachineInstance> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (e) {
+    throw new LauncherError(`--vmi: cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, ExitCode.USAGE, 'vmi');
+  }
+  let docs: unknown[];
+  try {
+    docs = parseManifests(text);
+  } catch (e) {
+    throw new LauncherError(`${file}: ${(e as Error).message}`, ExitCode.INVALID_VMI, 'vmi');
+  }
+  const first = docs.find((d) => d && typeof d === 'object');
+  if (!first) throw new LauncherError(`${file}: no VirtualMachineInstance or VirtualMachine in the file`, ExitCode.INVALID_VMI, 'vmi');
+  let vmi: VirtualMachineInstance;
+  try {
+    vmi = vmiFromManifest(first) as VirtualMachineInstance;
+  } catch (e) {
+    throw new LauncherError(`${file}: ${(e as Error).message}`, ExitCode.INVALID_VMI, 'vmi');
+  }
+  const errors = validateVirtualMachineInstance(vmi);
+  if (errors.length > 0) {
+    throw new LauncherError(
+      `${file}: invalid VirtualMachineInstance:\n${errors.map((e) => `  ${e.path}: ${e.reason}`).join('\n')}`,
+      ExitCode.INVALID_VMI,
+      'vmi',
+    );
+  }
+  const defaulted = setVirtualMachineInstanceDefaults(vmi);
+  defaulted.metadata ??= {};
+  defaulted.metadata.namespace ||= 'default';
+  defaulted.metadata.uid ||= randomUUID();
+  return defaulted;
+}
+
+/** Follows a growing file (the serial console log) and writes what is appended. */
+export function tailFile(file: string, out: NodeJS.WritableStream, onLine?: (line: string) => void): { stop(): Promise<void> } {
+  let offset = 0;
+  let stopped = false;
+  let buf = '';
+  let busy: Promise<void> = Promise.resolve();
+  const read = async () => {
+    let size: number;
+    try {
+      size = (await stat(file)).size;
+    } catch {
+      return;
+    }
+    if (size <= offset) return;
+    await new Promise<void>((resolve) => {
+      const s = createReadStream(file, { start: offset, end: size - 1 });
+      s.on('data', (chunk: Buffer | string) => {
+        const b = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+        out.write(b);
+        if (onLine) {
+          buf += b.toString('utf8');
+          let i: number;
+          while ((i = buf.indexOf('\n')) >= 0) {
+            onLine(buf.slice(0, i).replace(/\r$/, ''));
+            buf = buf.slice(i + 1);
+          }
+        }
+      });
+      s.on('close', () => resolve());
+      s.on('error', () => resolve());
+    });
+    offset = size;
+  };
+  const timer = setInterval(() => {
+    if (stopped) return;
+    busy = busy.then(read);
+  }, 50);
+  return {
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      await busy;
+      await read();
+    },
+  };
+}
+
+export interface StandaloneHandle {
+  launcher: Launcher;
+  vmi: VirtualMachineInstance;
+  root: string;
+  /** resolves with the process exit code */
+  done: Promise<number>;
+}
+
+/**
+ * Starts a standalone launcher for flags.vmiFile. Resolves once the launcher is running; `done`
+ * resolves when it ended (after cleanup) with the exit code to use.
+ */
+export async function startStandalone(flags: StandaloneFlags, io: StandaloneIO): Promise<StandaloneHandle> {
+  const vmi = await loadVmi(flags.vmiFile);
+  const name = vmi.metadata!.name!;
+  const namespace = vmi.metadata!.namespace!;
+  const uid = vmi.metadata!.uid!;
+  io.progress(`vmi: ${namespace}/${name} (uid ${uid}) is valid`);
+
+  const isRoot = process.getuid?.() === 0;
+  const libvirtUser = flags.libvirtUid !== undefined ? { uid: flags.libvirtUid, gid: flags.libvirtGid ?? flags.libvirtUid } : isRoot ? QEMU_USER : undefined;
+  const ownRoot = !flags.workDir;
+  // short: libvirt's per-domain unix sockets live under the root and are limited to 107 bytes
+  const root = flags.workDir ?? (await mkdtemp('/tmp/kv-'));
+  await chmod(root, 0o755);
+  const logger = createLogger({ level: flags.logLevel, identity: { kind: 'VirtualMachineInstance', namespace, name, uid } });
+  // sockets dirs are made 0700: keep them out of var/run/kubevirt, which holds the container disks QEMU reads
+  const shareDir = path.join(root, 'handler');
+  const socketsDir = flags.socketDir ?? path.join(root, 'sockets');
+  const launcher = new Launcher({
+    name,
+    namespace,
+    uid,
+    gracePeriodSeconds: flags.gracePeriodSeconds ?? vmi.spec?.terminationGracePeriodSeconds ?? 30,
+    qemuTimeoutMs: flags.qemuTimeoutMs,
+    allowEmulation: flags.allowEmulation,
+    root,
+    socketsDir,
+    notifyDir: shareDir,
+    libvirtBaseDir: path.join(root, 'lv'),
+    libvirtUser,
+    keepAfterFailure: flags.keepAfterFailure,
+    logger,
+  });
+  launcher.on('stage', (stage: string, msg: string) => io.progress(`${stage}: ${msg}`));
+
+  const cleanup = async () => {
+    if (ownRoot && !(flags.keepAfterFailure && launcherResult && launcherResult.exitCode !== 0)) {
+      await rm(root, { recursive: true, force: true }).catch(() => undefined);
+    }
+  };
+  let launcherResult: LauncherResult | undefined;
+
+  // images first: a missing image fails before any daemon starts
+  try {
+    await stageLocalImages(vmi as never, flags.images, launcher.paths, {
+      owner: libvirtUser,
+      onStep: (msg) => io.progress(msg),
+    });
+  } catch (e) {
+    await cleanup();
+    if (e instanceof PrepareError) throw new LauncherError(e.message, ExitCode.INVALID_VMI, 'images');
+    throw e;
+  }
+
+  // the handler side: domain events printed as progress
+  let lastState = '';
+  const notify = new NotifyServer({
+    socketPath: notifySocketPath(shareDir),
+    logger,
+    onDomainEvent: (ev) => {
+      const st = (ev.domain as { status?: { status?: string; reason?: string } } | undefined)?.status;
+      const s = `${st?.status ?? '?'} (${st?.reason ?? '?'})`;
+      if (s !== lastState) io.progress(`domain: ${s}`);
+      lastState = s;
+    },
+    onK8sEvent: () => undefined,
+  });
+  await notify.start();
+
+  try {
+    await launcher.start();
+  } catch (e) {
+    const err = e instanceof LauncherError ? e : new LauncherError((e as Error).message, ExitCode.FAILURE, 'start');
+    await launcher.abort(err);
+    await notify.stop(500).catch(() => undefined);
+    await cleanup();
+    throw err;
+  }
+
+  let tail: { stop(): Promise<void> } | undefined;
+  let consoleSock: net.Socket | undefined;
+  if (flags.console) {
+    const log = launcher.paths.serialLogFile(uid);
+    tail = tailFile(log, io.console);
+  }
+
+  const onSignal = (sig: NodeJS.Signals) => {
+    if (launcher.listenerCount('ended') === 0) return;
+    io.progress(`${sig}: shutting the guest down (ACPI, up to ${launcher.config.gracePeriodSeconds}s)`);
+    void launcher.terminate(sig);
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+
+  const done = (async () => {
+    const result = await launcher.ended();
+    launcherResult = result;
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await tail?.stop();
+    consoleSock?.destroy();
+    await notify.stop(500).catch(() => undefined);
+    io.progress(`done: ${result.message} (exit ${result.exitCode})`);
+    await cleanup();
+    return result.exitCode;
+  })();
+  launcher.on('ended', () => undefined);
+
+  // SyncVirtualMachine through the cmd socket, as virt-handler would
+  const client = await CmdClient.connect(launcherSocketPath(socketsDir), { timeoutMs: flags.qemuTimeoutMs + 30_000 });
+  try {
+    await client.syncVMI(vmi as never);
+    io.progress('sync: domain defined and started');
+  } catch (e) {
+    io.progress(`sync failed: ${(e as Error).message}`);
+    void launcher.fail(ExitCode.FAILURE, 'SyncFailed', `SyncVirtualMachine: ${(e as Error).message}`);
+  } finally {
+    client.close();
+  }
+  return { launcher, vmi, root, done };
+}
+
+/** CLI entry of `virt-launcher standalone`: returns the exit code. */
+export async function runStandalone(flags: StandaloneFlags): Promise<number> {
+  const io: StandaloneIO = {
+    progress: (line) => process.stderr.write(`[virt-launcher] ${line}\n`),
+    console: process.stdout,
+  };
+  try {
+    const h = await startStandalone(flags, io);
+    return await h.done;
+  } catch (e) {
+    const err = e instanceof LauncherError ? e : new LauncherError((e as Error).message);
+    process.stderr.write(`virt-launcher standalone: ${err.message}\n`);
+    return err.exitCode;
+  }
+}

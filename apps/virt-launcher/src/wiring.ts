@@ -1,0 +1,118 @@
+// Glue between the launcher and the packages below it: node-libvirt's private session libvirtd and
+// connection, libvirt-manager's DomainManager + DomainWatcher, the converter's pod layout and context.
+import { accessSync, constants } from 'node:fs';
+import type winston from 'winston';
+import { createPodLayout, type ConverterContext, type PodLayout } from '@kubevirt-ts/converter';
+import { ConnectionHolder, DomainManager, DomainWatcher, type DomainWatchEvent, type SyncOptions } from '@kubevirt-ts/libvirt-manager';
+import { Connection, startSessionLibvirtd } from '@kubevirt-ts/node-libvirt';
+
+export function createLayout(root: string): PodLayout {
+  return createPodLayout(root === '/' ? '' : root);
+}
+
+export interface SessionDaemon {
+  uri: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+/** A domain event as the launcher sees it. */
+export interface DomainEventLike {
+  type: 'ADDED' | 'MODIFIED' | 'DELETED';
+  domain: unknown;
+  status: { status: string; reason: string };
+}
+
+export interface DomainLayer {
+  manager: DomainManager;
+  onEvent(fn: (ev: DomainEventLike) => void): void;
+  startWatching(): Promise<void>;
+  libvirtVersion(): Promise<string>;
+  alive(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+/**
+ * Whether QEMU may use KVM. `KVTS_KVM=1|0` forces it; otherwise KVM is used unless emulation is allowed
+ * (then the domain is type "qemu" / TCG): on hosts whose /dev/kvm opens but cannot run guests (like
+ * this project's CI) an open() check is not enough, so --allow-emulation means "emulate".
+ */
+export function kvmAvailable(allowEmulation: boolean): boolean {
+  const env = process.env.KVTS_KVM;
+  if (env === '1') return true;
+  if (env === '0') return false;
+  if (allowEmulation) return false;
+  try {
+    accessSync('/dev/kvm', constants.R_OK | constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function versionString(v: number): string {
+  return `${Math.floor(v / 1_000_000)}.${Math.floor(v / 1000) % 1000}.${v % 1000}`;
+}
+
+export const openDomainLayer = {
+  async startDaemon(opts: { baseDir: string; user?: { uid: number; gid: number }; logger: winston.Logger }): Promise<SessionDaemon> {
+    const s = await startSessionLibvirtd({
+      baseDir: opts.baseDir,
+      uid: opts.user?.uid,
+      gid: opts.user?.gid,
+      virtlogd: true,
+      logger: opts.logger,
+    });
+    return { uri: s.uri, pid: s.pid, stop: () => s.stop() };
+  },
+
+  async connect(
+    daemon: SessionDaemon,
+    opts: { root: string; allowEmulation: boolean; logger: winston.Logger; domainName: string },
+  ): Promise<DomainLayer> {
+    const holder = new ConnectionHolder(() => Connection.open(daemon.uri) as never);
+    const conn = await holder.get();
+    const base: ConverterContext = {
+      allowEmulation: opts.allowEmulation,
+      kvmAvailable: kvmAvailable(opts.allowEmulation),
+      layout: createLayout(opts.root),
+    };
+    // upstream logs the serial console to a file unless the cluster config disables it
+    const context = (_vmi: unknown, options: SyncOptions | undefined): ConverterContext => ({
+      ...base,
+      serialConsoleLog: options?.clusterConfig?.SerialConsoleLogDisabled !== true,
+      memBalloonStatsPeriod: options?.MemBalloonStatsPeriod,
+    });
+    const manager = new DomainManager({ connection: holder, context, logger: opts.logger });
+    const watcher = new DomainWatcher({
+      connection: holder,
+      filter: (n) => n === opts.domainName,
+      logger: opts.logger,
+    });
+    const listeners: Array<(ev: DomainEventLike) => void> = [];
+    watcher.on('event', (ev: DomainWatchEvent) => {
+      const e: DomainEventLike = { type: ev.type, domain: ev.domain, status: ev.domain.status };
+      for (const l of listeners) l(e);
+    });
+    watcher.on('error', (e: Error) => opts.logger.warn(`domain watcher: ${e.message}`));
+    return {
+      manager,
+      onEvent: (fn) => listeners.push(fn),
+      startWatching: () => watcher.start(),
+      libvirtVersion: async () => versionString(Number(await (conn as unknown as Connection).getLibVersion())),
+      alive: async () => {
+        try {
+          await (await holder.get()).getLibVersion();
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      close: async () => {
+        await watcher.stop().catch(() => undefined);
+        await manager.close(false).catch(() => undefined);
+        await holder.close();
+      },
+    };
+  },
+};
