@@ -1,0 +1,176 @@
+// The generated CRDs against a real etcd + kube-apiserver (tools/testenv): they are accepted as
+// structural, the reference VMIs are stored without any field pruned, strict field validation
+// rejects unknown fields, and status subresource, printer columns, short names and categories work.
+import { request } from 'node:https';
+import type { RequestOptions } from 'node:https';
+import { startTestEnv, testEnvAvailable, type TestEnv } from '@kubevirt-ts/testenv';
+import { CRD_KINDS, crdFor } from './crd.js';
+import { parseManifests } from './manifests.js';
+import { baseVm, baseVmi, baseVmim, referenceYamls, type Any } from './test-fixtures.js';
+
+const avail = testEnvAvailable();
+if (!avail.ok) {
+  // say why instead of passing silently; tools/setup.d/50-testenv.sh provides the binaries
+  throw new Error(`kube-apiserver test environment unavailable: ${avail.reason}`);
+}
+
+let env: TestEnv;
+
+interface Reply {
+  status: number;
+  body: Any;
+}
+
+async function kube(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Reply> {
+  const url = new URL(path, env.server);
+  const opts: RequestOptions = {
+    method,
+    hostname: url.hostname,
+    port: url.port,
+    path: url.pathname + url.search,
+    headers: { accept: 'application/json', 'content-type': 'application/json', ...headers },
+  };
+  await env.kubeConfig().applyToHTTPSOptions(opts);
+  return new Promise((resolve, reject) => {
+    const req = request(opts, (res) => {
+      let text = '';
+      res.on('data', (d: Buffer) => (text += d.toString()));
+      res.on('end', () => {
+        let parsed: unknown = text;
+        try {
+          parsed = JSON.parse(text);
+        } catch {
+          /* not JSON */
+        }
+        resolve({ status: res.statusCode ?? 0, body: parsed });
+      });
+    });
+    req.on('error', reject);
+    if (body !== undefined) req.write(JSON.stringify(body));
+    req.end();
+  });
+}
+
+const plural = (kind: string) => CRD_KINDS.find((k) => k.kind === kind)!.plural;
+const objPath = (kind: string, ns: string, name?: string) =>
+  `/apis/kubevirt.io/v1/namespaces/${ns}/${plural(kind)}${name ? `/${name}` : ''}`;
+
+async function ensureNamespace(ns: string) {
+  const r = await kube('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+  if (r.status !== 201 && r.status !== 409) throw new Error(`namespace ${ns}: ${r.status} ${JSON.stringify(r.body)}`);
+}
+
+beforeAll(async () => {
+  env = await startTestEnv();
+  for (const k of CRD_KINDS) {
+    const r = await kube('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crdFor(k.kind));
+    if (r.status !== 201) throw new Error(`creating the ${k.kind} CRD: ${r.status} ${JSON.stringify(r.body)}`);
+  }
+  // wait until every CRD is Established and served
+  const deadline = Date.now() + 60_000;
+  for (const k of CRD_KINDS) {
+    for (;;) {
+      const r = await kube('GET', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${k.plural}.kubevirt.io`);
+      const est = (r.body.status?.conditions ?? []).find((c: Any) => c.type === 'Established');
+      if (est?.status === 'True') {
+        const list = await kube('GET', `/apis/kubevirt.io/v1/${k.plural}`);
+        if (list.status === 200) break;
+      }
+      if (Date.now() > deadline) throw new Error(`CRD ${k.kind} not established: ${JSON.stringify(r.body.status)}`);
+      await new Promise((res) => setTimeout(res, 200));
+    }
+  }
+  await ensureNamespace('prod');
+}, 180_000);
+
+afterAll(async () => {
+  await env?.stop();
+});
+
+test('the API server accepts the CRDs with no structural-schema complaints', async () => {
+  for (const k of CRD_KINDS) {
+    const r = await kube('GET', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${k.plural}.kubevirt.io`);
+    const conds: Any[] = r.body.status.conditions;
+    expect(conds.find((c) => c.type === 'NonStructuralSchema')).toBeUndefined();
+    expect(conds.find((c) => c.type === 'NamesAccepted')?.status).toBe('True');
+  }
+});
+
+test('every reference VMI and the fixtures are stored unchanged (nothing pruned) under strict field validation', async () => {
+  const docs: Any[] = [...referenceYamls().flatMap((r) => parseManifests(r.text)), baseVmi(), baseVm(), baseVmim()];
+  for (const doc of docs) {
+    const ns = doc.metadata.namespace ?? 'default';
+    const r = await kube('POST', `${objPath(doc.kind, ns)}?fieldValidation=Strict`, doc);
+    expect({ name: doc.metadata.name, status: r.status, msg: r.status === 201 ? '' : r.body.message }).toEqual({
+      name: doc.metadata.name,
+      status: 201,
+      msg: '',
+    });
+    const back = await kube('GET', objPath(doc.kind, ns, doc.metadata.name));
+    expect(back.body.spec).toEqual(doc.spec);
+  }
+});
+
+test('strict field validation rejects an unknown field under spec.domain, naming it', async () => {
+  const v = baseVmi();
+  v.metadata.name = 'unknown-field';
+  v.spec.domain.coress = 2;
+  const r = await kube('POST', `${objPath('VirtualMachineInstance', 'default')}?fieldValidation=Strict`, v);
+  expect(r.status).toBe(400);
+  expect(r.body.message).toMatch(/unknown field "spec\.domain\.coress"/);
+});
+
+test('the CRD schema rejects wrong types and unknown enum values', async () => {
+  const vm = baseVm();
+  vm.metadata.name = 'bad-strategy';
+  vm.spec.runStrategy = 'Sometimes';
+  const r = await kube('POST', objPath('VirtualMachine', 'default'), vm);
+  expect(r.status).toBe(422);
+  expect(r.body.message).toMatch(/spec\.runStrategy/);
+  const v = baseVmi();
+  v.metadata.name = 'bad-quantity-type';
+  v.spec.domain.resources.requests.memory = true;
+  const q = await kube('POST', objPath('VirtualMachineInstance', 'default'), v);
+  expect(q.status).toBe(422);
+  expect(q.body.message).toMatch(/spec\.domain\.resources\.requests\.memory/);
+});
+
+test('status is a subresource and printer columns show it', async () => {
+  const v = baseVmi();
+  v.metadata.name = 'with-status';
+  await kube('POST', objPath('VirtualMachineInstance', 'default'), v);
+  // status in a create is ignored; it is written through /status
+  const cur = await kube('GET', objPath('VirtualMachineInstance', 'default', 'with-status'));
+  const upd = {
+    ...cur.body,
+    status: {
+      phase: 'Running',
+      nodeName: 'node01',
+      interfaces: [{ name: 'default', ipAddress: '10.244.0.5' }],
+      conditions: [{ type: 'Ready', status: 'True' }],
+      fieldFromTheFuture: 'kept',
+    },
+  };
+  const s = await kube('PUT', `${objPath('VirtualMachineInstance', 'default', 'with-status')}/status`, upd);
+  expect(s.status).toBe(200);
+  expect(s.body.status.fieldFromTheFuture).toBe('kept');
+  const table = await kube('GET', objPath('VirtualMachineInstance', 'default', 'with-status'), undefined, {
+    accept: 'application/json;as=Table;v=v1;g=meta.k8s.io',
+  });
+  expect(table.body.kind).toBe('Table');
+  const cols = table.body.columnDefinitions.map((c: Any) => c.name);
+  expect(cols).toEqual(['Name', 'Age', 'Phase', 'IP', 'NodeName', 'Ready']);
+  const cells = table.body.rows[0].cells;
+  expect(cells[0]).toBe('with-status');
+  expect(cells.slice(2)).toEqual(['Running', '10.244.0.5', 'node01', 'True']);
+});
+
+test('discovery lists short names and the category all', async () => {
+  const r = await kube('GET', '/apis/kubevirt.io/v1');
+  const byName = Object.fromEntries(r.body.resources.map((x: Any) => [x.name, x]));
+  expect(byName['virtualmachines'].shortNames).toEqual(['vm', 'vms']);
+  expect(byName['virtualmachineinstances'].shortNames).toEqual(['vmi', 'vmis']);
+  expect(byName['virtualmachineinstancemigrations'].shortNames).toEqual(['vmim', 'vmims']);
+  for (const k of CRD_KINDS) expect(byName[k.plural].categories).toEqual(['all']);
+  expect(byName['virtualmachineinstances/status']).toBeDefined();
+});
