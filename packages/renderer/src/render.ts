@@ -4,7 +4,7 @@ import type { V1Affinity, V1Container, V1Pod, V1SecurityContext, V1Volume, V1Vol
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import { podLayout } from '@kubevirt-ts/converter';
 import { RenderError, resolveConfig, type RendererConfig, type ResolvedConfig } from './config.js';
-import { computeResources } from './resources.js';
+import { computeResources, isDedicatedCpu, wantsGuaranteedQos } from './resources.js';
 
 /** uid/gid QEMU, libvirtd and the launcher run as (upstream's "qemu" user). */
 export const LAUNCHER_UID = 107;
@@ -67,6 +67,8 @@ function restrictedSecurityContext(add: string[] = []): V1SecurityContext {
 
 /** Small resources of the container-disk and kernel-boot helper containers (upstream's). */
 const HELPER_RESOURCES = { requests: { cpu: '10m', memory: '1M' }, limits: { cpu: '100m', memory: '40M' } };
+/** ... and with dedicated CPUs / Guaranteed QoS, where every container needs requests == limits */
+const HELPER_RESOURCES_GUARANTEED = { requests: { cpu: '10m', memory: '40M' }, limits: { cpu: '10m', memory: '40M' } };
 
 function label(path: string, value: string, what: string): string {
   if (value.length > 63 || !DNS_LABEL.test(value)) {
@@ -174,6 +176,7 @@ function containerDiskContainers(vmi: VirtualMachineInstance, config: ResolvedCo
   const init: V1Container[] = [];
   const sidecars: V1Container[] = [];
   const dataDir = `${POD_DIRS.containerDiskData}/${uid}`;
+  const HELPER = isDedicatedCpu(vmi) || wantsGuaranteedQos(vmi) ? HELPER_RESOURCES_GUARANTEED : HELPER_RESOURCES;
   const add = (name: string, path: string, image: string, pullPolicy: string | undefined, socket: string): void => {
     label(path, name, 'container name');
     const mountsBin = { name: 'virt-bin-share-dir', mountPath: posix.dirname(POD_DIRS.containerDiskBinary) };
@@ -185,7 +188,7 @@ function containerDiskContainers(vmi: VirtualMachineInstance, config: ResolvedCo
       command: [POD_DIRS.containerDiskBinary],
       args: ['--no-op'],
       volumeMounts: [mountsBin],
-      resources: HELPER_RESOURCES,
+      resources: HELPER,
       securityContext: restrictedSecurityContext(),
     });
     // sidecar: keeps the image's root filesystem alive and announces it on a socket; virt-handler
@@ -197,7 +200,7 @@ function containerDiskContainers(vmi: VirtualMachineInstance, config: ResolvedCo
       command: [POD_DIRS.containerDiskBinary],
       args: ['--copy-path', `${dataDir}/${socket}`],
       volumeMounts: [{ name: 'container-disks', mountPath: dataDir }, mountsBin],
-      resources: HELPER_RESOURCES,
+      resources: HELPER,
       securityContext: restrictedSecurityContext(),
     });
   };
@@ -216,7 +219,7 @@ function containerDiskContainers(vmi: VirtualMachineInstance, config: ResolvedCo
       imagePullPolicy: config.imagePullPolicy,
       command: ['/usr/bin/cp', POD_DIRS.containerDiskBinary, `/init${POD_DIRS.containerDiskBinary}`],
       volumeMounts: [{ name: 'virt-bin-share-dir', mountPath: `/init${posix.dirname(POD_DIRS.containerDiskBinary)}` }],
-      resources: HELPER_RESOURCES,
+      resources: HELPER,
       securityContext: restrictedSecurityContext(),
     });
   }
@@ -335,7 +338,15 @@ export function renderLaunchPod(vmi: VirtualMachineInstance, rendererConfig: Ren
       ...(spec.subdomain ? { subdomain: label('spec.subdomain', spec.subdomain, 'subdomain') } : {}),
       restartPolicy: 'Never',
       terminationGracePeriodSeconds: grace + config.gracePeriodBufferSeconds,
-      securityContext: { runAsUser: LAUNCHER_UID, runAsGroup: LAUNCHER_UID, fsGroup: LAUNCHER_UID, runAsNonRoot: true },
+      // RuntimeDefault seccomp: QEMU, libvirtd and the launcher need no blocked syscall (post-copy migration
+      // would need userfaultfd, which it blocks; kubevirt-ts does not do post-copy)
+      securityContext: {
+        runAsUser: LAUNCHER_UID,
+        runAsGroup: LAUNCHER_UID,
+        fsGroup: LAUNCHER_UID,
+        runAsNonRoot: true,
+        seccompProfile: { type: 'RuntimeDefault' },
+      },
       automountServiceAccountToken: user.serviceAccountName !== undefined,
       ...(user.serviceAccountName !== undefined ? { serviceAccountName: user.serviceAccountName } : {}),
       nodeSelector: { ...(spec.nodeSelector ?? {}), [NODE_SCHEDULABLE_LABEL]: 'true' },

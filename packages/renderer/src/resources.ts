@@ -250,9 +250,10 @@ export function computeResources(
     limits['ephemeral-storage'] = String(quantity(limits['ephemeral-storage'], 'spec.domain.resources.limits.ephemeral-storage') + parseQuantity(EPHEMERAL_STORAGE_OVERHEAD));
   }
 
-  // ---- device-plugin resources (extended resources: limits only; requests default to them)
+  // ---- device-plugin resources: extended resources need requests == limits
   const bump = (name: string): void => {
     limits[name] = String((Number(limits[name] ?? 0) || 0) + 1);
+    requests[name] = limits[name];
   };
   if (!config.useEmulation) bump(DEVICE_KVM);
   const podIfaces = podNetworkInterfaces(vmi);

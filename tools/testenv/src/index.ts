@@ -436,3 +436,5 @@ export function testEnvAvailable(): { ok: true } | { ok: false; reason: string }
     return { ok: false, reason: (e as Error).message };
   }
 }
+
+export { kubeRequest, serverSideApply, waitCrdEstablished, ResourceMapper, KubeRequestError, type KubeObject, type ApplyOptions } from './apply.js';

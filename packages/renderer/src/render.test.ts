@@ -1,0 +1,533 @@
+// Unit tests: one block per rendering rule (README.md lists the rules).
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import { setVirtualMachineInstanceDefaults, type VirtualMachineInstance } from '@kubevirt-ts/api';
+import {
+  renderLaunchPod,
+  memoryOverhead,
+  RenderError,
+  OVERHEAD,
+  DEVICE_KVM,
+  DEVICE_TUN,
+  DEVICE_VHOST_NET,
+  DEVICE_VHOST_VSOCK,
+  type RendererConfig,
+} from './index.js';
+
+const Mi = 1024 * 1024;
+const IMAGE = 'registry.example.com/kubevirt-ts/virt-launcher:0.1.0';
+const cfg = (c: Partial<RendererConfig> = {}): RendererConfig => ({ launcherImage: IMAGE, ...c });
+
+type Spec = Partial<VirtualMachineInstance['spec']>;
+function vmi(spec: Spec = {}, meta: Partial<VirtualMachineInstance['metadata']> = {}): VirtualMachineInstance {
+  return {
+    apiVersion: 'kubevirt.io/v1',
+    kind: 'VirtualMachineInstance',
+    metadata: { name: 'testvm', namespace: 'ns1', uid: 'uid-1234', ...meta },
+    spec: {
+      ...spec,
+      domain: { resources: { requests: { memory: '128Mi' } }, ...(spec.domain ?? {}) },
+    },
+  };
+}
+
+const compute = (p: V1Pod): V1Container => p.spec!.containers.find((c) => c.name === 'compute')!;
+const render = (v: VirtualMachineInstance, c: Partial<RendererConfig> = {}): V1Pod => renderLaunchPod(v, cfg(c));
+const flagValue = (cmd: string[], flag: string): string | undefined => {
+  const i = cmd.indexOf(flag);
+  return i < 0 ? undefined : cmd[i + 1];
+};
+const bytes = (q: string): number => {
+  const m = /^(\d+)(Mi)?$/.exec(q);
+  if (!m) throw new Error(`unexpected quantity ${q}`);
+  return Number(m[1]) * (m[2] ? Mi : 1);
+};
+function renderError(fn: () => unknown): RenderError {
+  try {
+    fn();
+  } catch (e) {
+    if (e instanceof RenderError) return e;
+    throw e;
+  }
+  throw new Error('expected a RenderError');
+}
+
+describe('compute container and launcher command', () => {
+  it('runs the launcher wrapper with upstream-style flags', () => {
+    const c = compute(render(vmi()));
+    expect(c.image).toBe(IMAGE);
+    expect(c.command![0]).toBe('/usr/bin/virt-launcher-monitor');
+    expect(flagValue(c.command!, '--name')).toBe('testvm');
+    expect(flagValue(c.command!, '--namespace')).toBe('ns1');
+    expect(flagValue(c.command!, '--uid')).toBe('uid-1234');
+    expect(flagValue(c.command!, '--qemu-timeout')).toBe('240s');
+    expect(flagValue(c.command!, '--kubevirt-share-dir')).toBe('/var/run/kubevirt');
+    expect(flagValue(c.command!, '--ephemeral-disk-dir')).toBe('/var/run/kubevirt-ephemeral-disks');
+    expect(flagValue(c.command!, '--container-disk-dir')).toBe('/var/run/kubevirt/container-disks');
+    expect(flagValue(c.command!, '--hook-sidecars')).toBe('0');
+    expect(c.command).not.toContain('--allow-emulation');
+    expect(c.command).not.toContain('--keep-after-failure');
+  });
+
+  it('passes --allow-emulation and --keep-after-failure when configured', () => {
+    const c = compute(render(vmi(), { useEmulation: true, keepAfterFailure: true, qemuTimeoutSeconds: 90 }));
+    expect(c.command).toContain('--allow-emulation');
+    expect(c.command).toContain('--keep-after-failure');
+    expect(flagValue(c.command!, '--qemu-timeout')).toBe('90s');
+  });
+
+  it('is deterministic (no jitter, no random names)', () => {
+    expect(render(vmi())).toEqual(render(vmi()));
+  });
+});
+
+describe('memory overhead formula', () => {
+  it('adds up launcher, libvirtd, virtlogd, QEMU, per-vCPU, IOThread, interface, video and page tables', () => {
+    const o = memoryOverhead(vmi(), { arch: 'amd64', additionalOverheadRatio: 1 });
+    expect(o.parts).toEqual({
+      launcher: 100 * Mi,
+      launcherMonitor: 25 * Mi,
+      libvirtd: 35 * Mi,
+      virtlogd: 20 * Mi,
+      qemu: 30 * Mi,
+      pageTables: (128 * Mi) / 512,
+      vcpus: 8 * Mi,
+      ioThreads: 8 * Mi,
+      disks: 0,
+      interfaces: 1 * Mi, // the auto-attached pod interface
+      video: 32 * Mi,
+    });
+    // 259 MiB + 256 KiB, rounded up to a whole MiB
+    expect(o.bytes).toBe(260 * Mi);
+  });
+
+  it('grows with vCPUs, disks, interfaces, dedicated IOThreads, TPM; drops video when graphics are off', () => {
+    const base = memoryOverhead(vmi(), { arch: 'amd64', additionalOverheadRatio: 1 }).parts;
+    const big = memoryOverhead(
+      vmi({
+        domain: {
+          resources: { requests: { memory: '1Gi' } },
+          cpu: { cores: 2, sockets: 2, threads: 1 },
+          devices: {
+            autoattachGraphicsDevice: false,
+            tpm: {},
+            disks: [{ name: 'a', dedicatedIOThread: true }, { name: 'b' }, { name: 'c' }],
+            interfaces: [{ name: 'default', masquerade: {} }, { name: 'second', bridge: {} }],
+          },
+        },
+      }),
+      { arch: 'amd64', additionalOverheadRatio: 1 },
+    ).parts;
+    expect(big.vcpus).toBe(4 * OVERHEAD.perVcpu);
+    expect(big.ioThreads).toBe(2 * OVERHEAD.perIOThread); // the shared one + one dedicated
+    expect(big.disks).toBe(3 * OVERHEAD.perDisk);
+    expect(big.interfaces).toBe(2 * OVERHEAD.perInterface);
+    expect(big.tpm).toBe(OVERHEAD.tpm);
+    expect(big.video).toBeUndefined();
+    expect(big.pageTables).toBe((1024 * Mi) / 512);
+    expect(base.tpm).toBeUndefined();
+  });
+
+  it('counts auto IOThreads per disk, capped at twice the vCPUs', () => {
+    const disks = Array.from({ length: 5 }, (_, i) => ({ name: `d${i}` }));
+    const o = memoryOverhead(vmi({ domain: { ioThreadsPolicy: 'auto', devices: { disks } } }), { arch: 'amd64', additionalOverheadRatio: 1 });
+    expect(o.parts.ioThreads).toBe(2 * OVERHEAD.perIOThread); // 1 vCPU -> at most 2
+  });
+
+  it('adds arm64 pflash, VFIO and Guaranteed-QoS headroom, then applies the ratio', () => {
+    const v = vmi({
+      domain: {
+        resources: { requests: { memory: '1Gi', cpu: '1' }, limits: { memory: '1Gi', cpu: '1' } },
+        devices: { gpus: [{ name: 'gpu1', deviceName: 'nvidia.com/GP100' }] },
+      },
+    });
+    const o = memoryOverhead(v, { arch: 'arm64', additionalOverheadRatio: 1 });
+    expect(o.parts.arm64Pflash).toBe(128 * Mi);
+    expect(o.parts.vfio).toBe(1024 * Mi);
+    expect(o.parts.guaranteedHeadroom).toBe(100 * Mi);
+    const scaled = memoryOverhead(v, { arch: 'arm64', additionalOverheadRatio: 2 });
+    expect(scaled.bytes).toBe(Math.ceil((2 * Object.values(o.parts).reduce((a, b) => a + b)) / Mi) * Mi);
+  });
+});
+
+describe('resources', () => {
+  it('requests the VMI memory plus the overhead, and 1/10 CPU per vCPU by default', () => {
+    const r = compute(render(vmi(), { useEmulation: true })).resources!;
+    expect(r.requests!.memory).toBe(`${128 + 260}Mi`);
+    expect(r.requests!.cpu).toBe('100m');
+    expect(r.requests!['ephemeral-storage']).toBe('50M');
+    expect(r.limits!.memory).toBeUndefined();
+    expect(r.limits!.cpu).toBeUndefined();
+  });
+
+  it('takes CPU from the topology and the allocation ratio', () => {
+    const r = compute(render(vmi({ domain: { cpu: { cores: 3, sockets: 2 } } }), { cpuAllocationRatio: 4 })).resources!;
+    expect(r.requests!.cpu).toBe('1500m');
+  });
+
+  it('passes CPU requests and limits through and adds the overhead to the memory limit', () => {
+    const v = vmi({ domain: { resources: { requests: { memory: '1Gi', cpu: '500m' }, limits: { memory: '2Gi', cpu: '2' } } } });
+    const r = compute(render(v)).resources!;
+    const ov = memoryOverhead(v, { arch: 'amd64', additionalOverheadRatio: 1 }).bytes;
+    expect(r.requests!.cpu).toBe('500m');
+    expect(r.limits!.cpu).toBe('2');
+    expect(bytes(r.requests!.memory!)).toBe(1024 * Mi + ov);
+    expect(bytes(r.limits!.memory!)).toBe(2048 * Mi + ov);
+  });
+
+  it('leaves the overhead out of the request with overcommitGuestOverhead, not out of the limit', () => {
+    const v = vmi({ domain: { resources: { requests: { memory: '1Gi' }, limits: { memory: '1Gi' }, overcommitGuestOverhead: true } } });
+    const r = compute(render(v)).resources!;
+    expect(r.requests!.memory).toBe('1024Mi');
+    expect(bytes(r.limits!.memory!)).toBeGreaterThan(1024 * Mi);
+  });
+
+  it('uses the memory limit as request when only a limit is given', () => {
+    const v = vmi({ domain: { resources: { limits: { memory: '512Mi' } } } });
+    const r = compute(render(v)).resources!;
+    expect(r.requests!.memory).toBe(r.limits!.memory);
+  });
+
+  it('applies memory overcommit to the guest memory when no request is given', () => {
+    const v = vmi({ domain: { resources: {}, memory: { guest: '1500Mi' } } });
+    const ov = memoryOverhead(v, { arch: 'amd64', additionalOverheadRatio: 1 }).bytes;
+    const r = compute(render(v, { memoryOvercommit: 150 })).resources!;
+    expect(bytes(r.requests!.memory!)).toBe(1000 * Mi + ov);
+  });
+
+  it('dedicated CPUs: requests == limits == vCPUs (+1 isolated emulator thread), memory limit == request', () => {
+    const v = vmi({ domain: { cpu: { cores: 2, dedicatedCpuPlacement: true, isolateEmulatorThread: true } } });
+    const r = compute(render(v)).resources!;
+    expect(r.requests!.cpu).toBe('3');
+    expect(r.limits!.cpu).toBe('3');
+    expect(r.limits!.memory).toBe(r.requests!.memory);
+  });
+
+  it('hugepages: guest RAM from hugepages-<size>, memory covers only the overhead', () => {
+    const v = vmi({ domain: { resources: { requests: { memory: '1Gi' } }, memory: { hugepages: { pageSize: '2Mi' } } } });
+    const r = compute(render(v)).resources!;
+    const ov = memoryOverhead(v, { arch: 'amd64', additionalOverheadRatio: 1 }).bytes;
+    expect(r.requests!['hugepages-2Mi']).toBe('1024Mi');
+    expect(r.limits!['hugepages-2Mi']).toBe('1024Mi');
+    expect(bytes(r.requests!.memory!)).toBe(ov);
+  });
+
+  it('passes other requested resources through and adds the launcher ephemeral storage', () => {
+    const v = vmi({ domain: { resources: { requests: { memory: '128Mi', 'ephemeral-storage': '1G', 'example.com/foo': '2' } } } });
+    const r = compute(render(v)).resources!;
+    expect(r.requests!['ephemeral-storage']).toBe(String(1e9 + 50e6));
+    expect(r.requests!['example.com/foo']).toBe('2');
+  });
+
+  it('names the field of a bad quantity', () => {
+    const e = renderError(() => render(vmi({ domain: { resources: { requests: { memory: '12 apples' } } } })));
+    expect(e.path).toBe('spec.domain.resources.requests.memory');
+  });
+
+  it('says where the guest memory is missing', () => {
+    const e = renderError(() => render(vmi({ domain: { resources: {} } })));
+    expect(e.path).toBe('spec.domain.resources.requests.memory');
+  });
+});
+
+describe('device-plugin resources', () => {
+  it('asks for kvm unless emulation is allowed', () => {
+    expect(compute(render(vmi())).resources!.limits![DEVICE_KVM]).toBe('1');
+    expect(compute(render(vmi(), { useEmulation: true })).resources!.limits![DEVICE_KVM]).toBeUndefined();
+  });
+
+  it('asks for tun for a masquerade/bridge pod interface, vhost-net for virtio without emulation', () => {
+    const v = vmi({
+      domain: { devices: { interfaces: [{ name: 'default', masquerade: {} }] } },
+      networks: [{ name: 'default', pod: {} }],
+    });
+    const l = compute(render(v)).resources!.limits!;
+    expect(l[DEVICE_TUN]).toBe('1');
+    expect(l[DEVICE_VHOST_NET]).toBe('1');
+    const e = compute(render(v, { useEmulation: true })).resources!.limits!;
+    expect(e[DEVICE_VHOST_NET]).toBeUndefined();
+    expect(e[DEVICE_TUN]).toBe('1');
+  });
+
+  it('auto-attached pod interface counts as masquerade virtio', () => {
+    const l = compute(render(vmi())).resources!.limits!;
+    expect(l[DEVICE_TUN]).toBe('1');
+    expect(l[DEVICE_VHOST_NET]).toBe('1');
+  });
+
+  it('no network devices when the VMI has no interface; no vhost-net for e1000 only', () => {
+    const none = compute(render(vmi({ domain: { devices: { autoattachPodInterface: false } } }))).resources!.limits!;
+    expect(none[DEVICE_TUN]).toBeUndefined();
+    expect(none[DEVICE_VHOST_NET]).toBeUndefined();
+    const e1000 = vmi({
+      domain: { devices: { interfaces: [{ name: 'default', bridge: {}, model: 'e1000' }] } },
+      networks: [{ name: 'default', pod: {} }],
+    });
+    expect(compute(render(e1000)).resources!.limits![DEVICE_VHOST_NET]).toBeUndefined();
+  });
+
+  it('asks for vhost-vsock and for each GPU / host device', () => {
+    const v = vmi({
+      domain: {
+        devices: {
+          autoattachVSOCK: true,
+          gpus: [{ name: 'g1', deviceName: 'nvidia.com/GP100' }, { name: 'g2', deviceName: 'nvidia.com/GP100' }],
+          hostDevices: [{ name: 'h1', deviceName: 'intel.com/qat' }],
+        },
+      },
+    });
+    const l = compute(render(v)).resources!.limits!;
+    expect(l[DEVICE_VHOST_VSOCK]).toBe('1');
+    expect(l['nvidia.com/GP100']).toBe('2');
+    expect(l['intel.com/qat']).toBe('1');
+  });
+});
+
+describe('volumes', () => {
+  const mountOf = (p: V1Pod, name: string) => compute(p).volumeMounts!.find((m) => m.name === name);
+  const volOf = (p: V1Pod, name: string) => p.spec!.volumes!.find((v) => v.name === name);
+
+  it('always has the launcher emptyDirs, mounted at upstream paths', () => {
+    const p = render(vmi());
+    for (const n of ['private', 'public', 'sockets', 'virt-bin-share-dir', 'libvirt-runtime', 'ephemeral-disks', 'container-disks', 'hotplug-disks']) {
+      expect(volOf(p, n)).toEqual({ name: n, emptyDir: {} });
+    }
+    expect(mountOf(p, 'private')!.mountPath).toBe('/var/run/kubevirt-private');
+    expect(mountOf(p, 'public')!.mountPath).toBe('/var/run/kubevirt');
+    expect(mountOf(p, 'sockets')!.mountPath).toBe('/var/run/kubevirt/sockets');
+    expect(mountOf(p, 'libvirt-runtime')!.mountPath).toBe('/var/run/libvirt');
+    expect(mountOf(p, 'ephemeral-disks')!.mountPath).toBe('/var/run/kubevirt-ephemeral-disks');
+    expect(mountOf(p, 'container-disks')).toEqual({ name: 'container-disks', mountPath: '/var/run/kubevirt/container-disks', mountPropagation: 'HostToContainer' });
+    expect(mountOf(p, 'hotplug-disks')!.mountPropagation).toBe('HostToContainer');
+    expect(volOf(p, 'nvram')).toBeUndefined();
+  });
+
+  it('mounts PVCs where the converter expects disk.img; Block claims become devices', () => {
+    const v = vmi({
+      volumes: [
+        { name: 'fs', persistentVolumeClaim: { claimName: 'claim-fs' } },
+        { name: 'blk', persistentVolumeClaim: { claimName: 'claim-blk', readOnly: true } },
+        { name: 'dv', dataVolume: { name: 'my-dv' } },
+        { name: 'eph', ephemeral: { persistentVolumeClaim: { claimName: 'golden' } } },
+        { name: 'hot', persistentVolumeClaim: { claimName: 'later', hotpluggable: true } },
+      ],
+    });
+    const p = render(v, { pvcVolumeModes: { 'claim-blk': 'Block' } });
+    expect(volOf(p, 'fs')).toEqual({ name: 'fs', persistentVolumeClaim: { claimName: 'claim-fs' } });
+    expect(mountOf(p, 'fs')!.mountPath).toBe('/var/run/kubevirt-private/vmi-disks/fs');
+    expect(compute(p).volumeDevices).toEqual([{ name: 'blk', devicePath: '/dev/blk' }]);
+    expect(mountOf(p, 'blk')).toBeUndefined();
+    expect(volOf(p, 'dv')!.persistentVolumeClaim!.claimName).toBe('my-dv');
+    expect(volOf(p, 'eph')!.persistentVolumeClaim).toEqual({ claimName: 'golden', readOnly: true });
+    expect(volOf(p, 'hot')).toBeUndefined(); // hotplugged volumes come through hotplug-disks
+  });
+
+  it('hostDisk: the image folder from the host, created for DiskOrCreate', () => {
+    const p = render(vmi({ volumes: [{ name: 'host', hostDisk: { path: '/data/disk.img', type: 'DiskOrCreate', capacity: '1Gi' } }] }));
+    expect(volOf(p, 'host')!.hostPath).toEqual({ path: '/data', type: 'DirectoryOrCreate' });
+    expect(mountOf(p, 'host')!.mountPath).toBe('/var/run/kubevirt-private/vmi-disks/host');
+  });
+
+  it('config volumes are mounted read-only where the launcher builds their ISOs from', () => {
+    const p = render(
+      vmi({
+        volumes: [
+          { name: 'cm', configMap: { name: 'app-config' } },
+          { name: 'sec', secret: { secretName: 'app-secret', optional: true } },
+          { name: 'dapi', downwardAPI: { fields: [{ path: 'labels', fieldRef: { fieldPath: 'metadata.labels' } }] } },
+        ],
+      }),
+    );
+    expect(volOf(p, 'cm')!.configMap).toEqual({ name: 'app-config' });
+    expect(mountOf(p, 'cm')).toEqual({ name: 'cm', mountPath: '/var/run/kubevirt-private/config-map/cm', readOnly: true });
+    expect(volOf(p, 'sec')!.secret).toEqual({ secretName: 'app-secret', optional: true });
+    expect(mountOf(p, 'sec')!.mountPath).toBe('/var/run/kubevirt-private/secret/sec');
+    expect(volOf(p, 'dapi')!.downwardAPI!.items![0]!.path).toBe('labels');
+    expect(mountOf(p, 'dapi')!.mountPath).toBe('/var/run/kubevirt-private/downwardapi/dapi');
+  });
+
+  it('serviceAccount volume: the Pod runs as that account with its token mounted; otherwise no token', () => {
+    expect(render(vmi()).spec!.automountServiceAccountToken).toBe(false);
+    const p = render(vmi({ volumes: [{ name: 'sa', serviceAccount: { serviceAccountName: 'robot' } }] }));
+    expect(p.spec!.serviceAccountName).toBe('robot');
+    expect(p.spec!.automountServiceAccountToken).toBe(true);
+  });
+
+  it('cloud-init secret references are projected into the volume secret dir; inline data needs no volume', () => {
+    const p = render(
+      vmi({
+        volumes: [
+          { name: 'ci', cloudInitNoCloud: { userDataSecretRef: { name: 'ud' }, networkDataSecretRef: { name: 'nd' } } },
+          { name: 'inline', cloudInitConfigDrive: { userData: '#cloud-config\n' } },
+        ],
+      }),
+    );
+    expect(volOf(p, 'ci')!.projected!.sources).toEqual([{ secret: { name: 'ud' } }, { secret: { name: 'nd' } }]);
+    expect(mountOf(p, 'ci')!.mountPath).toBe('/var/run/kubevirt-private/secret/ci');
+    expect(volOf(p, 'inline')).toBeUndefined();
+  });
+
+  it('EFI firmware gets a writable nvram folder', () => {
+    const p = render(vmi({ domain: { firmware: { bootloader: { efi: { secureBoot: false } } } } }));
+    expect(volOf(p, 'nvram')).toEqual({ name: 'nvram', emptyDir: {} });
+    expect(mountOf(p, 'nvram')!.mountPath).toBe('/var/lib/libvirt/qemu/nvram');
+  });
+
+  it('rejects reserved volume names, non-DNS names and unsupported sources, naming the field', () => {
+    expect(renderError(() => render(vmi({ volumes: [{ name: 'private', emptyDisk: { capacity: '1Gi' } }] }))).path).toBe('spec.volumes[0].name');
+    expect(renderError(() => render(vmi({ volumes: [{ name: 'Bad_Name', emptyDisk: { capacity: '1Gi' } }] }))).path).toBe('spec.volumes[0].name');
+    const e = renderError(() => render(vmi({ volumes: [{ name: 'ok', emptyDisk: { capacity: '1Gi' } }, { name: 'm', downwardMetrics: {} }] })));
+    expect(e.path).toBe('spec.volumes[1].downwardMetrics');
+    expect(e.message).toContain('not supported');
+  });
+});
+
+describe('container-disk and kernel-boot containers', () => {
+  it('none without container disks', () => {
+    const p = render(vmi());
+    expect(p.spec!.initContainers).toBeUndefined();
+    expect(p.spec!.containers.map((c) => c.name)).toEqual(['compute']);
+  });
+
+  it('per containerDisk: an init container (pre-pull, --no-op) and a sidecar serving disk_<index>', () => {
+    const v = vmi({
+      volumes: [
+        { name: 'scratch', emptyDisk: { capacity: '1Gi' } },
+        { name: 'root', containerDisk: { image: 'quay.io/containerdisks/fedora:40', imagePullSecret: 'pull', imagePullPolicy: 'Always' } },
+      ],
+      domain: { firmware: { kernelBoot: { container: { image: 'example.com/kernel:1', kernelPath: '/boot/vmlinuz' } } } },
+    });
+    const p = render(v);
+    expect(p.spec!.initContainers!.map((c) => c.name)).toEqual(['container-disk-binary', 'volumeroot-init', 'kernel-boot-init']);
+    const bin = p.spec!.initContainers![0]!;
+    expect(bin.image).toBe(IMAGE);
+    expect(bin.command).toEqual(['/usr/bin/cp', '/usr/bin/container-disk', '/init/usr/bin/container-disk']);
+    const init = p.spec!.initContainers![1]!;
+    expect(init.image).toBe('quay.io/containerdisks/fedora:40');
+    expect(init.imagePullPolicy).toBe('Always');
+    expect(init.args).toEqual(['--no-op']);
+    const side = p.spec!.containers.find((c) => c.name === 'volumeroot')!;
+    expect(side.args).toEqual(['--copy-path', '/var/run/kubevirt-ephemeral-disks/container-disk-data/uid-1234/disk_1']);
+    expect(side.volumeMounts).toContainEqual({ name: 'container-disks', mountPath: '/var/run/kubevirt-ephemeral-disks/container-disk-data/uid-1234' });
+    const kb = p.spec!.containers.find((c) => c.name === 'kernel-boot')!;
+    expect(kb.image).toBe('example.com/kernel:1');
+    expect(kb.args).toEqual(['--copy-path', '/var/run/kubevirt-ephemeral-disks/container-disk-data/uid-1234/kernel-boot']);
+    expect(p.spec!.imagePullSecrets).toEqual([{ name: 'pull' }]);
+  });
+});
+
+describe('placement', () => {
+  it('requires kubevirt.io/schedulable=true and keeps the VMI nodeSelector, affinity, tolerations', () => {
+    const affinity = {
+      nodeAffinity: {
+        requiredDuringSchedulingIgnoredDuringExecution: {
+          nodeSelectorTerms: [{ matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }] }],
+        },
+      },
+    };
+    const tolerations = [{ key: 'dedicated', operator: 'Equal' as const, value: 'vms', effect: 'NoSchedule' as const }];
+    const p = render(vmi({ nodeSelector: { disk: 'ssd', 'kubevirt.io/schedulable': 'false' }, affinity, tolerations, schedulerName: 'sched', priorityClassName: 'high' }));
+    expect(p.spec!.nodeSelector).toEqual({ disk: 'ssd', 'kubevirt.io/schedulable': 'true' });
+    expect(p.spec!.affinity).toEqual(affinity);
+    expect(p.spec!.tolerations).toEqual(tolerations);
+    expect(p.spec!.schedulerName).toBe('sched');
+    expect(p.spec!.priorityClassName).toBe('high');
+  });
+});
+
+describe('identity: labels, annotations, owner', () => {
+  it('labels the Pod as a launcher of this VMI, owned by it', () => {
+    const p = render(vmi({}, { labels: { app: 'web', 'kubevirt.io': 'spoofed' } }));
+    expect(p.metadata!.generateName).toBe('virt-launcher-testvm-');
+    expect(p.metadata!.namespace).toBe('ns1');
+    expect(p.metadata!.labels).toEqual({
+      app: 'web',
+      'kubevirt.io': 'virt-launcher',
+      'kubevirt.io/created-by': 'uid-1234',
+      'vm.kubevirt.io/name': 'testvm',
+    });
+    expect(p.metadata!.annotations!['kubevirt.io/domain']).toBe('testvm');
+    expect(p.metadata!.ownerReferences).toEqual([
+      { apiVersion: 'kubevirt.io/v1', kind: 'VirtualMachineInstance', name: 'testvm', uid: 'uid-1234', controller: true, blockOwnerDeletion: true },
+    ]);
+  });
+
+  it('needs name, namespace and uid', () => {
+    expect(renderError(() => render(vmi({}, { uid: undefined }))).path).toBe('metadata.uid');
+    expect(renderError(() => render(vmi({}, { namespace: '' }))).path).toBe('metadata.namespace');
+  });
+});
+
+describe('termination grace period', () => {
+  it('VMI grace (default 30 s) for the launcher, plus a 15 s buffer for the Pod', () => {
+    const p = render(vmi());
+    expect(p.spec!.terminationGracePeriodSeconds).toBe(45);
+    expect(flagValue(compute(p).command!, '--grace-period-seconds')).toBe('30');
+    const q = render(vmi({ terminationGracePeriodSeconds: 0 }), { gracePeriodBufferSeconds: 5 });
+    expect(q.spec!.terminationGracePeriodSeconds).toBe(5);
+    expect(flagValue(compute(q).command!, '--grace-period-seconds')).toBe('0');
+  });
+});
+
+describe('security context', () => {
+  it('runs everything as uid 107, non-root, no privilege, all capabilities dropped', () => {
+    const p = render(vmi({ volumes: [{ name: 'root', containerDisk: { image: 'example.com/disk:1' } }] }));
+    expect(p.spec!.securityContext).toEqual({ runAsUser: 107, runAsGroup: 107, fsGroup: 107, runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
+    for (const c of [...p.spec!.containers, ...(p.spec!.initContainers ?? [])]) {
+      expect(c.securityContext).toMatchObject({ runAsUser: 107, runAsNonRoot: true, privileged: false, allowPrivilegeEscalation: false });
+      expect(c.securityContext!.capabilities!.drop).toEqual(['ALL']);
+    }
+    expect(compute(p).securityContext!.capabilities!.add).toBeUndefined();
+    expect(p.spec!.hostNetwork ?? false).toBe(false);
+  });
+
+  it('adds NET_BIND_SERVICE only for user-mode networking, SYS_NICE only for realtime vCPUs', () => {
+    const passt = vmi({ domain: { devices: { interfaces: [{ name: 'default', passt: {} }] } }, networks: [{ name: 'default', pod: {} }] });
+    expect(compute(render(passt)).securityContext!.capabilities!.add).toEqual(['NET_BIND_SERVICE']);
+    const rt = vmi({ domain: { cpu: { cores: 1, dedicatedCpuPlacement: true, realtime: {} } } });
+    expect(compute(render(rt)).securityContext!.capabilities!.add).toEqual(['SYS_NICE']);
+  });
+});
+
+describe('hostname and subdomain', () => {
+  it('uses spec.hostname, else the VMI name; keeps spec.subdomain', () => {
+    expect(render(vmi()).spec!.hostname).toBe('testvm');
+    const p = render(vmi({ hostname: 'web-1', subdomain: 'svc' }));
+    expect(p.spec!.hostname).toBe('web-1');
+    expect(p.spec!.subdomain).toBe('svc');
+    expect(renderError(() => render(vmi({ hostname: 'Not_A_Label' }))).path).toBe('spec.hostname');
+  });
+
+  it('shortens a long VMI name to a 63-character label', () => {
+    const long = 'a'.repeat(62) + '.b-c';
+    const h = render(vmi({}, { name: long })).spec!.hostname!;
+    expect(h.length).toBeLessThanOrEqual(63);
+    expect(h).toMatch(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/);
+  });
+});
+
+describe('config', () => {
+  it('requires the launcher image and positive ratios', () => {
+    expect(renderError(() => renderLaunchPod(vmi(), { launcherImage: '' })).path).toBe('config.launcherImage');
+    expect(renderError(() => render(vmi(), { cpuAllocationRatio: 0 })).path).toBe('config.cpuAllocationRatio');
+  });
+
+  it('renders a VMI with the API defaults applied', () => {
+    const v = setVirtualMachineInstanceDefaults(vmi());
+    const p = render(v, { useEmulation: true });
+    expect(compute(p).resources!.requests!.memory).toMatch(/Mi$/);
+  });
+});
+
+describe('QoS of helper containers', () => {
+  it('helper containers get requests == limits when the VMI wants dedicated CPUs or Guaranteed QoS', () => {
+    const volumes = [{ name: 'root', containerDisk: { image: 'example.com/disk:1' } }];
+    const burstable = render(vmi({ volumes }));
+    const side = burstable.spec!.containers.find((c) => c.name === 'volumeroot')!;
+    expect(side.resources!.requests).not.toEqual(side.resources!.limits);
+    const guaranteed = render(vmi({ volumes, domain: { resources: { requests: { memory: '1Gi', cpu: '1' }, limits: { memory: '1Gi', cpu: '1' } } } }));
+    for (const c of [...guaranteed.spec!.containers, ...guaranteed.spec!.initContainers!]) {
+      expect(c.resources!.requests!.cpu).toBe(c.resources!.limits!.cpu);
+      expect(c.resources!.requests!.memory).toBe(c.resources!.limits!.memory);
+    }
+  });
+});

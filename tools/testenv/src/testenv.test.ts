@@ -1,0 +1,148 @@
+// Integration tests against the real etcd + kube-apiserver (no mocks).
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, symlinkSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { findBinaries, startTestEnv, withTestEnv, pinnedKubeVersion } from './index.js';
+
+const cli = fileURLToPath(new URL('./cli.js', import.meta.url));
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function waitGone(pids: number[], ms = 15000): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (pids.every((p) => !alive(p))) return true;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return pids.every((p) => !alive(p));
+}
+
+/** Runs the CLI; collects the pids it logs; optional hook when the command has started. */
+function runCli(
+  args: string[],
+  onRunning?: (child: ReturnType<typeof spawn>, pids: number[]) => void,
+): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string; pids: number[] }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [cli, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    const pids: number[] = [];
+    child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => {
+      stderr += d.toString();
+      for (const line of d.toString().split('\n')) {
+        if (!line.startsWith('{')) continue;
+        const rec = JSON.parse(line) as { msg?: string; pid?: number };
+        if (typeof rec.pid === 'number') pids.push(rec.pid);
+        if (rec.msg === 'running command') setTimeout(() => onRunning?.(child, pids), 300);
+      }
+    });
+    child.on('exit', (code, signal) => resolve({ code, signal, stdout, stderr, pids }));
+  });
+}
+
+describe('testenv', () => {
+  it('pins a Kubernetes version', () => {
+    expect(pinnedKubeVersion()).toMatch(/^v1\.\d+\.\d+$/);
+  });
+
+  it('starts a real API server that serves the core API with the admin kubeconfig, and stops cleanly', async () => {
+    const env = await startTestEnv();
+    try {
+      expect(env.server).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
+      const core = env.kubeConfig().makeApiClient(CoreV1Api);
+      const nss = await core.listNamespace();
+      expect(nss.items.map((n) => n.metadata?.name)).toContain('default');
+      // a write that goes through etcd
+      await core.createNamespace({ body: { metadata: { name: 'testenv-write' } } });
+      const ns = await core.readNamespace({ name: 'testenv-write' });
+      expect(ns.metadata?.uid).toBeTruthy();
+      expect(alive(env.pids.etcd) && alive(env.pids.apiserver)).toBe(true);
+    } finally {
+      await env.stop();
+    }
+    expect(alive(env.pids.etcd)).toBe(false);
+    expect(alive(env.pids.apiserver)).toBe(false);
+    expect(existsSync(env.dir)).toBe(false);
+    await env.stop(); // idempotent
+  });
+
+  it('withTestEnv stops the control plane when the body throws', async () => {
+    let pids: number[] = [];
+    await expect(
+      withTestEnv(async (env) => {
+        pids = [env.pids.etcd, env.pids.apiserver];
+        throw new Error('boom');
+      }),
+    ).rejects.toThrow('boom');
+    expect(pids.length).toBe(2);
+    expect(await waitGone(pids)).toBe(true);
+  });
+
+  it('honors KUBEBUILDER_ASSETS and names a missing binary', () => {
+    const real = findBinaries();
+    const dir = mkdtempSync(join(tmpdir(), 'kvts-assets-'));
+    const saved = process.env.KUBEBUILDER_ASSETS;
+    try {
+      process.env.KUBEBUILDER_ASSETS = dir;
+      expect(() => findBinaries()).toThrow(`${join(dir, 'kube-apiserver')} is missing`);
+      symlinkSync(real.kubeApiserver, join(dir, 'kube-apiserver'));
+      symlinkSync(real.etcd, join(dir, 'etcd'));
+      expect(findBinaries()).toEqual({
+        kubeApiserver: join(dir, 'kube-apiserver'),
+        etcd: join(dir, 'etcd'),
+        source: 'KUBEBUILDER_ASSETS',
+      });
+    } finally {
+      if (saved === undefined) delete process.env.KUBEBUILDER_ASSETS;
+      else process.env.KUBEBUILDER_ASSETS = saved;
+      rmSync(dir, { recursive: true });
+    }
+  });
+
+  it('CLI runs the command with KUBECONFIG, returns its exit status and leaves no process behind', async () => {
+    const script =
+      'const fs=require("fs");const k=JSON.parse(fs.readFileSync(process.env.KUBECONFIG,"utf8"));' +
+      'console.log(k.clusters[0].cluster.server===process.env.KVTS_TESTENV_SERVER?"same-server":"different");process.exit(3)';
+    const r = await runCli(['--', process.execPath, '-e', script]);
+    expect(r.stdout.trim()).toBe('same-server');
+    expect(r.code).toBe(3);
+    expect(r.pids.length).toBe(2);
+    expect(await waitGone(r.pids)).toBe(true);
+  });
+
+  it('CLI rejects a missing command with usage', async () => {
+    const r = await runCli([]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('usage:');
+  });
+
+  it('CLI stops everything on SIGINT (Ctrl-C) while the command runs', async () => {
+    const r = await runCli(['--', 'sleep', '60'], (child) => child.kill('SIGINT'));
+    expect(r.code).toBe(130);
+    expect(r.pids.length).toBe(2);
+    expect(await waitGone(r.pids)).toBe(true);
+  });
+
+  it('servers die with the CLI even when it is SIGKILLed (parent-death signal)', async () => {
+    let sleepPid = 0;
+    const r = await runCli(['--', 'sh', '-c', 'echo $$; exec sleep 60'], (child) => child.kill('SIGKILL'));
+    sleepPid = Number(r.stdout.trim());
+    try {
+      expect(r.signal).toBe('SIGKILL');
+      expect(await waitGone(r.pids)).toBe(true);
+    } finally {
+      if (sleepPid > 0 && alive(sleepPid)) process.kill(sleepPid, 'SIGKILL'); // the user's command is not ours to reap
+    }
+  });
+});
