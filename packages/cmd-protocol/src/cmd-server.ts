@@ -11,7 +11,7 @@ import {
   type VMIRequest,
   type VirtualMachineOptions,
 } from './gen/kubevirt/cmd/v1/cmd.js';
-import { bindUnix, errorMessage, shutdownServerAndWait } from './grpc-util.js';
+import { bindUnix, errorMessage, shutdownServerAndWait, type SocketOwner } from './grpc-util.js';
 import { createLogger, type Logger } from './logger.js';
 import {
   checkSocketPath,
@@ -29,6 +29,8 @@ export interface CmdServerOptions {
   logger?: Logger;
   /** VMI validation (default: @kubevirt-ts/api validateVirtualMachineInstance). */
   validateVmi?: (obj: unknown) => FieldError[];
+  /** chown the sockets dir and socket to this user (the launcher usually runs as that user already). */
+  socketOwner?: SocketOwner;
   /** CmdInfo answer (default [1]); only tests change it. */
   supportedVersions?: readonly number[];
 }
@@ -50,6 +52,7 @@ export class CmdServer {
   private readonly log: Logger;
   private readonly validate: (obj: unknown) => FieldError[];
   private readonly versions: readonly number[];
+  private readonly owner: SocketOwner | undefined;
   private server: grpc.Server | undefined;
   private current: string | undefined;
 
@@ -59,6 +62,7 @@ export class CmdServer {
     this.log = opts.logger ?? createLogger('cmd-server');
     this.validate = opts.validateVmi ?? validateVirtualMachineInstance;
     this.versions = opts.supportedVersions ?? SUPPORTED_CMD_VERSIONS;
+    this.owner = opts.socketOwner;
     checkSocketPath(launcherInitSocketPath(this.socketsDir), 'socketsDir');
   }
 
@@ -82,7 +86,7 @@ export class CmdServer {
     server.addService(CmdInfoService, info);
     const initPath = launcherInitSocketPath(this.socketsDir);
     await prepareSocketPath(launcherSocketPath(this.socketsDir));
-    await bindUnix(server, initPath);
+    await bindUnix(server, initPath, this.owner);
     this.server = server;
     this.current = initPath;
     this.log.info('cmd server listening', { socket: initPath });

@@ -4,7 +4,7 @@ import {
   type NotifyServer as GenNotifyServer,
   type Response,
 } from './gen/kubevirt/notify/v1/notify.js';
-import { bindUnix, errorMessage, shutdownServerAndWait } from './grpc-util.js';
+import { bindUnix, errorMessage, shutdownServerAndWait, type SocketOwner } from './grpc-util.js';
 import { createLogger, type Logger } from './logger.js';
 import { checkSocketPath, removeSocketFile } from './sockets.js';
 
@@ -28,6 +28,11 @@ export interface NotifyServerOptions {
   onDomainEvent: (event: DomainEvent) => void | Promise<void>;
   /** Called once per HandleK8sEvent with the parsed eventJSON (a core/v1 Event). */
   onK8sEvent: (event: unknown) => void | Promise<void>;
+  /**
+   * chown the socket and its directory to this user, so launchers running as that uid (107,
+   * qemu) can connect through the 0700 directory / 0600 socket. Needs root (CAP_CHOWN).
+   */
+  socketOwner?: SocketOwner;
   logger?: Logger;
 }
 
@@ -75,7 +80,7 @@ export class NotifyServer {
       },
     };
     server.addService(NotifyService, impl);
-    await bindUnix(server, this.socketPath);
+    await bindUnix(server, this.socketPath, this.opts.socketOwner);
     this.server = server;
     this.log.info('notify server listening', { socket: this.socketPath });
   }
