@@ -1,4 +1,4 @@
-export { DomainManager } from './manager.js';
+export { DomainManager, contextWithOptions } from './manager.js';
 export type { DomainManagerOptions, ManagedVMI, SyncOptions, ShutdownOptions, ShutdownResult } from './manager.js';
 export { DomainWatcher } from './watcher.js';
 export type { DomainWatcherOptions, DomainWatchEvent, WatchEventType } from './watcher.js';

@@ -348,3 +348,34 @@ describe('migration (logic, fake peers)', () => {
     expect(st.failureReason).toMatch(/Failed to connect socket/);
   });
 });
+
+describe('contextWithOptions', () => {
+  test('applies VirtualMachineOptions from virt-handler to the launcher context', async () => {
+    const { contextWithOptions } = await import('./manager.js');
+    const base = { allowEmulation: true, freePageReporting: true, serialConsoleLog: true };
+    expect(contextWithOptions(base, undefined)).toBe(base);
+    expect(
+      contextWithOptions(base, {
+        VirtualMachineSMBios: { manufacturer: 'KubeVirt', product: '', version: '1', sku: '', family: '' },
+        MemBalloonStatsPeriod: 10,
+        DisksInfo: { disk0: { format: 'raw', virtualSize: 1024 }, bad: { format: 'vmdk' } },
+        clusterConfig: { FreePageReportingDisabled: true, SerialConsoleLogDisabled: true },
+      }),
+    ).toEqual({
+      allowEmulation: true,
+      freePageReporting: false,
+      serialConsoleLog: false,
+      smbios: { manufacturer: 'KubeVirt', version: '1' },
+      memBalloonStatsPeriod: 10,
+      disksInfo: { disk0: { format: 'raw', virtualSize: 1024 } },
+    });
+  });
+
+  test('syncVMI puts the options into the domain', async () => {
+    const { conn, mgr } = setup();
+    await mgr.syncVMI(vmi(), { VirtualMachineSMBios: { manufacturer: 'Acme' }, MemBalloonStatsPeriod: 7 });
+    const xml = conn.domains.get('default_vm1')!.xml;
+    expect(xml).toContain('<entry name="manufacturer">Acme</entry>');
+    expect(xml).toContain('<stats period="7"');
+  });
+});

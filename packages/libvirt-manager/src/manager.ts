@@ -29,15 +29,51 @@ export interface ManagedVMI {
 
 /** cmd-protocol's VirtualMachineOptions, as far as the manager uses them. */
 export interface SyncOptions {
+  VirtualMachineSMBios?: { manufacturer?: string; product?: string; version?: string; sku?: string; family?: string } | undefined;
   MemBalloonStatsPeriod?: number;
-  clusterConfig?: { FreePageReportingDisabled?: boolean; SerialConsoleLogDisabled?: boolean; [k: string]: unknown };
-  [key: string]: unknown;
+  DisksInfo?: Record<string, { format?: string; virtualSize?: number | string } | undefined>;
+  clusterConfig?: { FreePageReportingDisabled?: boolean; SerialConsoleLogDisabled?: boolean } | undefined;
+}
+
+/**
+ * The converter context for one sync: `base` (the launcher's facts about its Pod) with what
+ * virt-handler sent in VirtualMachineOptions applied (SMBIOS, balloon stats period, image
+ * formats, free page reporting, serial console log).
+ */
+export function contextWithOptions(base: ConverterContext, o: SyncOptions | undefined): ConverterContext {
+  if (!o) return base;
+  const ctx: ConverterContext = { ...base };
+  const smbios = o.VirtualMachineSMBios;
+  if (smbios) {
+    const entries = Object.entries(smbios).filter(([, v]) => typeof v === 'string' && v !== '');
+    if (entries.length) ctx.smbios = Object.fromEntries(entries);
+  }
+  if (o.MemBalloonStatsPeriod) ctx.memBalloonStatsPeriod = o.MemBalloonStatsPeriod;
+  if (o.DisksInfo) {
+    const disksInfo: NonNullable<ConverterContext['disksInfo']> = { ...base.disksInfo };
+    for (const [volume, info] of Object.entries(o.DisksInfo)) {
+      if (info?.format !== 'raw' && info?.format !== 'qcow2') continue;
+      const size = Number(info.virtualSize);
+      disksInfo[volume] = { format: info.format, ...(size > 0 ? { virtualSize: size } : {}) };
+    }
+    ctx.disksInfo = disksInfo;
+  }
+  if (o.clusterConfig) {
+    // only ever turned off here: whether it may be on also depends on the VMI (hugepages, dedicated
+    // CPUs, ...), which the launcher's base context decides
+    if (o.clusterConfig.FreePageReportingDisabled) ctx.freePageReporting = false;
+    if (o.clusterConfig.SerialConsoleLogDisabled) ctx.serialConsoleLog = false;
+  }
+  return ctx;
 }
 
 export interface DomainManagerOptions {
   /** libvirt connection (or how to open one: then the manager reopens it after libvirtd restarts) */
   connection: ConnectionSource;
-  /** converter context for a VMI (paths, arch, emulation, ...); a fixed object or per call */
+  /**
+   * converter context for a VMI (paths, arch, emulation, ...): a fixed object (the options of each
+   * call are applied to it with contextWithOptions) or a function deciding per call
+   */
   context: ConverterContext | ((vmi: ManagedVMI, options: SyncOptions | undefined) => ConverterContext);
   /**
    * Called after conversion, before a new domain is defined: create what the domain refers to
@@ -84,7 +120,8 @@ export class DomainManager {
 
   /** Converts a VMI to the domain the manager would define for it (no libvirt involved). */
   convert(vmi: ManagedVMI, options?: SyncOptions): DomainSpec {
-    const ctx = typeof this.opts.context === 'function' ? this.opts.context(vmi, options) : this.opts.context;
+    const ctx =
+      typeof this.opts.context === 'function' ? this.opts.context(vmi, options) : contextWithOptions(this.opts.context, options);
     return toDomain(vmi as Parameters<typeof toDomain>[0], ctx);
   }
 

@@ -165,4 +165,20 @@ describe('DomainWatcher', () => {
     expect(events.map(summary)).toEqual(['MODIFIED default_mine Crashed/Panicked']);
     await w.stop();
   });
+
+  test('guest agent and device events re-report the domain as MODIFIED', async () => {
+    const conn = fresh();
+    await (await conn.defineXML(fakeXml('default_ag'))).create();
+    await settle();
+    const w = new DomainWatcher({ connection: conn, logger: quietLogger });
+    const events: DomainWatchEvent[] = [];
+    w.on('event', (e: DomainWatchEvent) => events.push(e));
+    await w.start();
+    events.length = 0;
+    conn.emit('agentLifecycle', { domain: { name: 'default_ag', uuid: '' }, state: 1, reason: 2 });
+    conn.emit('deviceRemoved', { domain: { name: 'default_ag', uuid: '' }, devAlias: 'ua-disk1' });
+    await until(() => events.length >= 2);
+    expect(events.map(summary)).toEqual(['MODIFIED default_ag Running/Booted', 'MODIFIED default_ag Running/Booted']);
+    await w.stop();
+  });
 });

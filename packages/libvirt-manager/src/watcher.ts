@@ -14,6 +14,8 @@ import { NON_EXISTENT, statusFromLibvirt } from './status.js';
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
+const OTHER_EVENTS = ['agentLifecycle', 'deviceAdded', 'deviceRemoved', 'reboot'] as const;
+
 export interface DomainWatchEvent {
   type: WatchEventType;
   domain: KubevirtDomain;
@@ -57,6 +59,9 @@ export class DomainWatcher extends EventEmitter {
   private reconnectDelay: number;
   private listing: Promise<void> | undefined;
   private readonly onLifecycle = (ev: LifecycleEvent) => this.handleLifecycle(ev);
+  // Not state changes, but the domain changed (devices, guest agent): report it as MODIFIED, as
+  // upstream's launcher does for its device and agent events.
+  private readonly onOther = (ev: { domain: { name: string } }) => this.handleOther(ev.domain.name);
   private readonly onConnected = (conn: LibvirtConnection) => {
     this.attach(conn);
     // A connection reopened by anyone sharing the holder: catch up on what was missed.
@@ -148,13 +153,17 @@ export class DomainWatcher extends EventEmitter {
     this.detach();
     this.conn = conn;
     conn.on('lifecycle', this.onLifecycle);
+    for (const e of OTHER_EVENTS) conn.on(e, this.onOther);
     this.reconnectDelay = this.opts.reconnectDelayMs ?? 100;
     this.log.info('watching libvirt domain events');
     this.emit('connected');
   }
 
   private detach(): void {
-    if (this.conn) this.conn.off('lifecycle', this.onLifecycle);
+    if (this.conn) {
+      this.conn.off('lifecycle', this.onLifecycle);
+      for (const e of OTHER_EVENTS) this.conn.off(e, this.onOther);
+    }
     this.conn = undefined;
   }
 
@@ -194,6 +203,13 @@ export class DomainWatcher extends EventEmitter {
     const conn = this.conn;
     if (!conn) return;
     void this.enqueue(name, () => this.refresh(conn, name, { event: ev.event, detail: ev.detail }, false));
+  }
+
+  private handleOther(name: string): void {
+    if (!this.wanted(name)) return;
+    const conn = this.conn;
+    if (!conn) return;
+    void this.enqueue(name, () => this.refresh(conn, name, undefined, false));
   }
 
   /** Runs domain work one at a time per domain name, in event order. */
