@@ -10,6 +10,7 @@ import {
   type VMI,
 } from './gen/kubevirt/cmd/v1/cmd.js';
 import {
+  CmdClientError,
   DeadlineExceededError,
   LauncherUnreachableError,
   RpcFailedError,
@@ -63,6 +64,7 @@ export class CmdClient {
   readonly socketPath: string;
   private readonly client: grpc.Client;
   private readonly timeoutMs: number;
+  private closed = false;
 
   /** Creates a client without dialing; use {@link CmdClient.connect} to dial and check the version. */
   constructor(socketPath: string, opts: CmdClientOptions = {}) {
@@ -93,6 +95,7 @@ export class CmdClient {
 
   /** Closes the channel; later calls fail. */
   close(): void {
+    this.closed = true;
     this.client.close();
   }
 
@@ -280,6 +283,8 @@ export class CmdClient {
   /** One unary call with a deadline, gRPC errors mapped to typed errors. */
   private unary<Req, Res>(def: Def<Req, Res>, req: Req, opts: CmdCallOptions = {}): Promise<Res> {
     const rpc = rpcName(def.path);
+    if (this.closed)
+      return Promise.reject(new CmdClientError(`${rpc}: client is closed`, this.socketPath, rpc));
     const timeoutMs = opts.timeoutMs ?? this.timeoutMs;
     const callOpts: grpc.CallOptions = { deadline: Date.now() + timeoutMs };
     const metadata = new grpc.Metadata();

@@ -7,6 +7,7 @@ import type { CmdBackend } from './backend.js';
 import { CmdClient } from './cmd-client.js';
 import { CmdServer } from './cmd-server.js';
 import {
+  CmdClientError,
   DeadlineExceededError,
   LauncherUnreachableError,
   RpcFailedError,
@@ -358,6 +359,33 @@ test('deadlines fire on a stuck launcher, which keeps serving other calls', asyn
   expect(took).toBeGreaterThanOrEqual(250);
   expect(await c.getQemuVersion()).toBe('ok');
   release();
+});
+
+test('a socket that accepts but never speaks gRPC: connect fails at its deadline', async () => {
+  const path = launcherSocketPath(dir);
+  const held: Array<{ destroy(): void }> = [];
+  const mute = createServer((s) => void held.push(s)); // accepts, reads nothing, answers nothing
+  await new Promise<void>((r) => mute.listen(path, r));
+  try {
+    const t0 = Date.now();
+    const err = await CmdClient.connect(path, { connectTimeoutMs: 400 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DeadlineExceededError);
+    expect(err).toMatchObject({ rpc: 'Info', timeoutMs: 400 });
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(350);
+    expect(held.length).toBeGreaterThan(0);
+  } finally {
+    for (const s of held) s.destroy();
+    await new Promise<void>((r) => mute.close(() => r()));
+  }
+});
+
+test('calls on a closed client fail with a clear error', async () => {
+  await serve({});
+  const c = await connect();
+  c.close();
+  const err = await c.ping().catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(CmdClientError);
+  expect(err).toMatchObject({ message: 'Ping: client is closed', rpc: 'Ping' });
 });
 
 test('the client reconnects after the launcher restarts', async () => {
