@@ -123,12 +123,25 @@ describe('DomainManager + DomainWatcher on a real session libvirtd', () => {
     await mgr.killVMI(vmi);
     await waitFor(() => statuses().at(-1) === 'MODIFIED Shutoff/Destroyed', 10_000, 'Destroyed event');
     await mgr.killVMI(vmi); // idempotent
+    // a VMI that already ran is not brought back by a sync
+    await mgr.syncVMI({ ...vmi, status: { phase: 'Running' } });
+    expect((await mgr.getDomain(name))?.status).toEqual({ status: 'Shutoff', reason: 'Destroyed' });
+  }, T);
+
+  test('softRebootVMI (no guest agent: ACPI) reboots the guest; the domain stays Running', async () => {
+    const readyBefore = countLines(await readLog(log()), READY);
+    await mgr.syncVMI({ ...vmi, status: { phase: 'Scheduled' } });
+    await waitForLog(log(), (t) => countLines(t, READY) > readyBefore && t.lastIndexOf(HEARTBEAT) > t.lastIndexOf(READY), 120_000, 'guest up');
+    const readyCount = countLines(await readLog(log()), READY);
+    await mgr.softRebootVMI(vmi);
+    await waitForLog(log(), (t) => countLines(t, READY) > readyCount, 120_000, 'guest booted again after the reboot');
+    expect(await readLog(log())).toContain('KUBEVIRT-TS-GUEST-POWER-BUTTON');
+    expect((await mgr.getDomain(name))?.status.status).toBe('Running');
   }, T);
 
   test('shutdownVMI presses the ACPI power button; the guest powers off within the grace period', async () => {
     await mgr.syncVMI(vmi);
-    const readyCount = countLines(await readLog(log()), READY);
-    await waitForLog(log(), (t) => countLines(t, READY) >= readyCount && t.lastIndexOf(HEARTBEAT) > t.lastIndexOf(READY), 120_000, 'guest up');
+    await waitForLog(log(), (t) => t.lastIndexOf(HEARTBEAT) > t.lastIndexOf(READY), 120_000, 'guest up');
     const t0 = Date.now();
     const result = await mgr.shutdownVMI(vmi, { gracePeriodSeconds: 60, wait: true });
     expect(result).toBe('shutdown');
