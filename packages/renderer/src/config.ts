@@ -77,3 +77,42 @@ export function resolveConfig(c: RendererConfig): ResolvedConfig {
   if (r.launcherCommand.length === 0) throw new RenderError('config.launcherCommand', 'must not be empty');
   return r;
 }
+
+const BOOL_KEYS = ['useEmulation', 'keepAfterFailure'] as const;
+const NUM_KEYS = ['cpuAllocationRatio', 'memoryOvercommit', 'additionalOverheadRatio', 'qemuTimeoutSeconds', 'gracePeriodBufferSeconds'] as const;
+const STR_KEYS = ['launcherImage', 'imagePullPolicy', 'arch'] as const;
+
+/**
+ * RendererConfig from the data of the kubevirt-ts config object (ConfigMap kubevirt-ts-config in deploy/30-config.yaml):
+ * one string key per field; `launcherCommand` and `imagePullSecrets` as JSON arrays. Unknown keys and bad values
+ * throw RenderError naming `data.<key>`.
+ */
+export function rendererConfigFromData(data: Record<string, string> | undefined): RendererConfig {
+  const d = data ?? {};
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(d)) {
+    if ((STR_KEYS as readonly string[]).includes(k)) out[k] = v;
+    else if ((BOOL_KEYS as readonly string[]).includes(k)) {
+      if (v !== 'true' && v !== 'false') throw new RenderError(`data.${k}`, `must be "true" or "false", got ${JSON.stringify(v)}`);
+      out[k] = v === 'true';
+    } else if ((NUM_KEYS as readonly string[]).includes(k)) {
+      const n = Number(v);
+      if (v.trim() === '' || !Number.isFinite(n)) throw new RenderError(`data.${k}`, `must be a number, got ${JSON.stringify(v)}`);
+      out[k] = n;
+    } else if (k === 'launcherCommand' || k === 'imagePullSecrets') {
+      let arr: unknown;
+      try {
+        arr = JSON.parse(v);
+      } catch {
+        arr = undefined;
+      }
+      if (!Array.isArray(arr) || !arr.every((x) => typeof x === 'string')) throw new RenderError(`data.${k}`, 'must be a JSON array of strings');
+      out[k] = arr;
+    } else {
+      throw new RenderError(`data.${k}`, `unknown key (known: ${[...STR_KEYS, ...BOOL_KEYS, ...NUM_KEYS, 'launcherCommand', 'imagePullSecrets'].join(', ')})`);
+    }
+  }
+  const config = out as unknown as RendererConfig;
+  resolveConfig(config); // validates (launcherImage required, positive numbers)
+  return config;
+}
