@@ -608,3 +608,52 @@ describe('over a unix socket with hand-made bytes', () => {
     }
   });
 });
+
+test('garbage bytes on every rpc never crash the servers', async () => {
+  const { dir, cleanup } = await tempDir();
+  const server = new CmdServer({
+    socketsDir: dir,
+    backend: { syncVMI: async () => undefined, exec: async () => ({ exitCode: 0, stdout: '' }) },
+    logger: quietLogger,
+  });
+  await server.start();
+  const client = new grpc.Client(unixTarget(server.socketPath!), grpc.credentials.createInsecure());
+  const paths = [...SPEC_CMD_RPCS.map((r) => `/kubevirt.cmd.v1.Cmd/${r}`), '/kubevirt.cmd.info.CmdInfo/Info'];
+  // Deterministic pseudo-random payloads: random bytes, truncated valid messages, huge lengths.
+  let seed = 42;
+  const rnd = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
+  const valid = encodeRaw([rawVmi, { no: 2, message: [{ no: 2, varint: 5 }] }]);
+  const payloads: Uint8Array[] = [
+    Uint8Array.from([0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f]), // field 1, length 4 GiB
+    Uint8Array.from([0x08]), // truncated varint
+    Uint8Array.from([0x0f]), // wire type 7 does not exist
+  ];
+  for (let i = 0; i < 60; i++) {
+    if (i % 2) payloads.push(valid.subarray(0, Math.floor(rnd() * valid.length)));
+    else payloads.push(Uint8Array.from({ length: Math.floor(rnd() * 64) }, () => Math.floor(rnd() * 256)));
+  }
+  try {
+    let answered = 0;
+    let refused = 0;
+    for (const path of paths) {
+      for (const p of payloads.slice(0, 12 + (path.length % 7))) {
+        await rawCall(client, path, p).then(
+          () => answered++,
+          (err: grpc.ServiceError) => {
+            expect(err.code).toBe(grpc.status.INTERNAL); // undecodable request
+            refused++;
+          },
+        );
+      }
+    }
+    expect(answered + refused).toBeGreaterThan(300);
+    expect(refused).toBeGreaterThan(0);
+    // Still serving.
+    const ping = decodeRaw(await rawCall(client, '/kubevirt.cmd.v1.Cmd/Ping', new Uint8Array()));
+    expect(ping).toEqual([{ no: 1, wireType: 0, value: 1n }]);
+  } finally {
+    client.close();
+    await server.stop();
+    await cleanup();
+  }
+}, 60_000);
