@@ -96,6 +96,9 @@ export interface ShutdownOptions {
 
 export type ShutdownResult = 'absent' | 'already-down' | 'shutdown' | 'killed' | 'requested';
 
+/** virDomainStatsTypes: STATE | CPU_TOTAL | BALLOON | VCPU | INTERFACE | BLOCK */
+const STATS_GROUPS = 1 | 2 | 4 | 8 | 16 | 32;
+
 /** Paused reasons during which syncVMI must not resume the domain (libvirt or a job owns it). */
 const SYSTEM_PAUSE_REASONS = new Set(['Migration', 'Postcopy', 'PostcopyFailed', 'StartingUp', 'Save', 'Dump', 'Snapshot']);
 
@@ -492,7 +495,8 @@ export class DomainManager {
   /** Stats of the (first or named) domain in KubeVirt's shape; undefined when there is none. */
   async getDomainStats(domainName?: string): Promise<DomainStats | undefined> {
     const conn = await this.conn();
-    const all = await conn.getAllDomainStats();
+    // the groups upstream reports; asking for all (0) also takes the slow ones (e.g. a dirty-rate probe)
+    const all = await conn.getAllDomainStats(STATS_GROUPS);
     const list = Array.isArray(all) ? all : [];
     const rec = domainName ? list.find((r) => recordName(r) === domainName) : list[0];
     return rec ? convertDomainStats(rec) : undefined;
