@@ -12,14 +12,15 @@ plugin="$root/node_modules/.bin/protoc-gen-ts_proto"
 [ -x "$protoc" ] || { echo "gen-proto: $protoc not found (Debian package protobuf-compiler)" >&2; exit 1; }
 [ -x "$plugin" ] || { echo "gen-proto: $plugin not found (run npm ci)" >&2; exit 1; }
 
-mkdir -p "$out"
-# Remove only what we generate, so a stale file for a deleted .proto does not linger.
-find "$out" -name '*.ts' -type f -delete
 mapfile -t protos < <(cd "$proto_dir" && find . -name '*.proto' -type f | sed 's|^\./||' | LC_ALL=C sort)
+# Generate into a scratch dir, then replace only the generated tree ($out/kubevirt), so a file of a
+# deleted .proto does not linger and nothing else in $out is touched.
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
 "$protoc" \
   --plugin=protoc-gen-ts_proto="$plugin" \
   --proto_path="$proto_dir" \
-  --ts_proto_out="$out" \
+  --ts_proto_out="$tmp" \
   --ts_proto_opt=outputServices=grpc-js \
   --ts_proto_opt=esModuleInterop=true \
   --ts_proto_opt=importSuffix=.js \
@@ -27,3 +28,6 @@ mapfile -t protos < <(cd "$proto_dir" && find . -name '*.proto' -type f | sed 's
   --ts_proto_opt=forceLong=number \
   --ts_proto_opt=useDate=false \
   "${protos[@]}"
+mkdir -p "$out"
+rm -rf "$out/kubevirt"
+cp -R "$tmp/kubevirt" "$out/kubevirt"

@@ -188,3 +188,19 @@ test('close() stops delivery: flush reports false, further sends throw', async (
   expect(await flushed).toBe(false);
   expect(() => c.sendK8sEvent({ reason: 'y' })).toThrow(/closed/);
 });
+
+test('one handler serves many launchers at once', async () => {
+  const h = await handler();
+  const clients = Array.from({ length: 20 }, () => client());
+  clients.forEach((c, i) => {
+    for (let g = 1; g <= 5; g++) c.sendDomainEvent({ eventType: 'MODIFIED', domain: dom(`vm${i}`, g) });
+    c.sendK8sEvent({ reason: `Started-${i}` });
+  });
+  expect(await Promise.all(clients.map((c) => c.flush(10_000)))).toEqual(clients.map(() => true));
+  // Per launcher: the last state (earlier ones may or may not have gone out before being replaced).
+  for (let i = 0; i < 20; i++) {
+    const mine = h.domains.filter((e) => (e.domain as ReturnType<typeof dom>).metadata.name === `vm${i}`);
+    expect((mine.at(-1)!.domain as ReturnType<typeof dom>).status.gen).toBe(5);
+  }
+  expect(h.events.length).toBe(20);
+}, 30_000);
