@@ -208,10 +208,17 @@ describe('guest agent, stats, version', () => {
           return [{ user: 'root', 'login-time': 1.5 }];
         case 'guest-get-fsinfo':
           return [{ name: 'vda1', mountpoint: '/', type: 'ext4', 'used-bytes': 1, 'total-bytes': 2, disk: [{ serial: 'D1', 'bus-type': 'virtio' }] }];
+        case 'guest-exec':
+          return { pid: 42 };
+        case 'guest-exec-status':
+          return execPolls++ < 2 ? { exited: false } : { exited: true, exitcode: 3, 'out-data': Buffer.from('hello\n').toString('base64') };
         default:
           return {};
       }
     };
+    let execPolls = 0;
+    expect(await mgr.exec('default_vm1', '/bin/echo', ['hello'], 5)).toEqual({ exitCode: 3, stdout: 'hello\n' });
+    expect(execPolls).toBe(3);
     await mgr.guestPing('default_vm1', 1);
     await mgr.freezeVMI(vmi(), 0);
     expect((await mgr.getDomain())?.status.fsFreezeStatus).toEqual({ status: 'frozen' });
@@ -225,6 +232,8 @@ describe('guest agent, stats, version', () => {
       fsInfo: { disks: [{ diskName: 'vda1', mountPoint: '/', fileSystemType: 'ext4', usedBytes: 1, totalBytes: 2 }] },
       fsFreezeStatus: 'frozen',
     });
+    expect(await mgr.getUsers()).toEqual({ items: [{ userName: 'root', loginTime: 1.5 }] });
+    expect((await mgr.getFilesystems()).items[0]).toMatchObject({ diskName: 'vda1', disk: [{ serial: 'D1', busType: 'virtio' }] });
     await mgr.unfreezeVMI(vmi());
     expect((await mgr.getDomain())?.status.fsFreezeStatus).toBeUndefined();
     // automatic thaw after the timeout

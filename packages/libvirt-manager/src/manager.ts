@@ -511,10 +511,7 @@ export class DomainManager {
   /** upstream's GuestAgentInfo (agent version, OS, hostname, timezone, users, filesystems). */
   async getGuestInfo(domainName?: string): Promise<GuestAgentInfo> {
     const dom = domainName ? await this.mustLookup(domainName) : await this.firstDomain();
-    const run = async (execute: string): Promise<unknown> => {
-      const out = await dom.qemuAgentCommand(JSON.stringify({ execute }), 5);
-      return (JSON.parse(out) as { return?: unknown }).return;
-    };
+    const run = (execute: string) => agentReturn(dom, execute);
     const info = await run('guest-info'); // throws when no agent: nothing else to ask then
     const optional = async (execute: string) => run(execute).catch(() => undefined);
     return buildGuestInfo({
@@ -526,6 +523,44 @@ export class DomainManager {
       fsinfo: await optional('guest-get-fsinfo'),
       fsFrozen: this.frozen.has(dom.name),
     });
+  }
+
+  /** upstream's VirtualMachineInstanceGuestOSUserList: users logged in to the guest (guest agent). */
+  async getUsers(domainName?: string): Promise<{ items: NonNullable<GuestAgentInfo['userList']> }> {
+    const dom = domainName ? await this.mustLookup(domainName) : await this.firstDomain();
+    const users = await agentReturn(dom, 'guest-get-users');
+    return { items: buildGuestInfo({ info: {}, users }).userList ?? [] };
+  }
+
+  /** upstream's VirtualMachineInstanceFileSystemList: the guest's filesystems (guest agent). */
+  async getFilesystems(domainName?: string): Promise<{ items: NonNullable<GuestAgentInfo['fsInfo']>['disks'] }> {
+    const dom = domainName ? await this.mustLookup(domainName) : await this.firstDomain();
+    const fsinfo = await agentReturn(dom, 'guest-get-fsinfo');
+    return { items: buildGuestInfo({ info: {}, fsinfo }).fsInfo?.disks ?? [] };
+  }
+
+  /**
+   * Runs a command in the guest through the agent (guest-exec, then guest-exec-status until it
+   * exited or timeoutSeconds passed) and returns its exit code and stdout.
+   */
+  async exec(domainName: string, command: string, args: string[], timeoutSeconds: number): Promise<{ exitCode: number; stdout: string }> {
+    const dom = await this.mustLookup(domainName);
+    const timeout = timeoutSeconds > 0 ? timeoutSeconds : 10;
+    const started = (await agentReturn(dom, 'guest-exec', { path: command, arg: args, 'capture-output': true }, timeout)) as { pid?: number };
+    if (typeof started?.pid !== 'number') throw new Error(`guest-exec of ${command}: the agent returned no pid`);
+    const deadline = Date.now() + timeout * 1000;
+    for (;;) {
+      const st = (await agentReturn(dom, 'guest-exec-status', { pid: started.pid }, timeout)) as {
+        exited?: boolean;
+        exitcode?: number;
+        'out-data'?: string;
+      };
+      if (st?.exited) {
+        return { exitCode: st.exitcode ?? -1, stdout: Buffer.from(st['out-data'] ?? '', 'base64').toString('utf8') };
+      }
+      if (Date.now() > deadline) throw new Error(`guest-exec of ${command}: did not finish within ${timeout} s`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
   }
 
   /** QEMU's version as "major.minor.micro" (libvirt's hypervisor version). */
@@ -641,6 +676,12 @@ export class DomainManager {
       debug: (msg: string, extra?: object) => l.debug(msg, { ...meta, ...extra }),
     } as Logger;
   }
+}
+
+/** Runs one guest agent command and returns its `return` value. */
+async function agentReturn(dom: LibvirtDomain, execute: string, args?: object, timeoutSeconds = 5): Promise<unknown> {
+  const out = await dom.qemuAgentCommand(JSON.stringify(args ? { execute, arguments: args } : { execute }), timeoutSeconds);
+  return (JSON.parse(out) as { return?: unknown }).return;
 }
 
 function recordName(r: unknown): string | undefined {
