@@ -133,7 +133,7 @@ const restrictedContainer = {
 export function deployObjects({ registry = DEFAULT_REGISTRY, tag = DEFAULT_TAG } = {}) {
   const img = images(registry, tag);
   const envCommon = [
-    { name: 'KVTS_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+    { name: 'KVTS_NAMESPACE', valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } } },
     { name: 'KVTS_CONFIG', value: CONFIG_NAME },
   ];
   return {
@@ -191,7 +191,7 @@ export function deployObjects({ registry = DEFAULT_REGISTRY, tag = DEFAULT_TAG }
                   image: img.controller,
                   imagePullPolicy: 'IfNotPresent',
                   args: ['--leader-elect', `--lease-name=${LEASE_NAME}`],
-                  env: [...envCommon, { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }],
+                  env: [...envCommon, { name: 'POD_NAME', valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.name' } } }],
                   resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '512Mi' } },
                   securityContext: restrictedContainer,
                 },
@@ -219,7 +219,7 @@ export function deployObjects({ registry = DEFAULT_REGISTRY, tag = DEFAULT_TAG }
                   name: 'virt-handler',
                   image: img.handler,
                   imagePullPolicy: 'IfNotPresent',
-                  env: [...envCommon, { name: 'NODE_NAME', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } }],
+                  env: [...envCommon, { name: 'NODE_NAME', valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'spec.nodeName' } } }],
                   resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '512Mi' } },
                   // privileged: Bidirectional mount propagation and network setup inside launcher Pods require it
                   securityContext: { privileged: true, runAsUser: 0 },

@@ -211,7 +211,7 @@ describe('rendered launcher Pods on a real kube-apiserver', () => {
           { name: 'cm', configMap: { name: 'cfg' } },
           { name: 'sec', secret: { secretName: 'sec' } },
           { name: 'dapi', downwardAPI: { fields: [{ path: 'labels', fieldRef: { fieldPath: 'metadata.labels' } }] } },
-          { name: 'ci', cloudInitNoCloud: { userDataSecretRef: { name: 'ud' }, networkDataSecretRef: { name: 'nd' } } },
+          { name: 'ci', cloudInitNoCloud: { secretRef: { name: 'ud' }, networkDataSecretRef: { name: 'nd' } } },
           { name: 'sa', serviceAccount: { serviceAccountName: 'robot' } },
         ],
       },

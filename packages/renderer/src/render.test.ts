@@ -356,7 +356,7 @@ describe('volumes', () => {
     const p = render(
       vmi({
         volumes: [
-          { name: 'ci', cloudInitNoCloud: { userDataSecretRef: { name: 'ud' }, networkDataSecretRef: { name: 'nd' } } },
+          { name: 'ci', cloudInitNoCloud: { secretRef: { name: 'ud' }, networkDataSecretRef: { name: 'nd' } } },
           { name: 'inline', cloudInitConfigDrive: { userData: '#cloud-config\n' } },
         ],
       }),

@@ -155,7 +155,7 @@ function userVolumes(vmi: VirtualMachineInstance, config: ResolvedConfig): Mount
       out.mounts.push({ name: v.name, mountPath: configSourceDir('sysprep', v.name), readOnly: true });
     } else if (v.cloudInitNoCloud || v.cloudInitConfigDrive) {
       const ci = (v.cloudInitNoCloud ?? v.cloudInitConfigDrive)!;
-      const secrets = [...new Set([ci.userDataSecretRef?.name ?? ci.secretRef?.name, ci.networkDataSecretRef?.name].filter((s): s is string => !!s))];
+      const secrets = [...new Set([ci.secretRef?.name, ci.networkDataSecretRef?.name].filter((s): s is string => !!s))];
       if (secrets.length > 0) {
         // the launcher reads userdata / networkdata from one dir: project the referenced secret(s) there
         out.volumes.push({ name: v.name, projected: { sources: secrets.map((name) => ({ secret: { name } })) } });
@@ -304,7 +304,7 @@ export function renderLaunchPod(vmi: VirtualMachineInstance, rendererConfig: Ren
     image: config.launcherImage,
     imagePullPolicy: config.imagePullPolicy,
     command: launcherCommand(vmi, config, grace),
-    env: [{ name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }],
+    env: [{ name: 'POD_NAME', valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.name' } } }],
     resources: { requests, limits },
     securityContext: restrictedSecurityContext(computeCapabilities(vmi)),
     volumeMounts: mounts,

@@ -1,0 +1,288 @@
+// deploy/ against a real kube-apiserver: the committed files are what tools/gen-deploy.mjs generates,
+// all of them apply (server-side, in file-name order), and SubjectAccessReview shows each service account
+// can do exactly what its component needs: the full verb x resource matrix is compared, not samples.
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { AuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
+import YAML from 'yaml';
+import { kubeRequest, serverSideApply, startTestEnv, withTestEnv, KubeRequestError, type KubeObject, type TestEnv } from './index.js';
+
+const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
+const deployDir = join(repoRoot, 'deploy');
+const genDeployUrl = new URL('../../gen-deploy.mjs', import.meta.url).href;
+
+interface GenDeploy {
+  generateDeploy(root: string, opts?: object): Record<string, string>;
+  NAMESPACE: string;
+  CONTROLLER: string;
+  HANDLER: string;
+  CONFIG_NAME: string;
+  LEASE_NAME: string;
+}
+const gen = (await import(genDeployUrl)) as GenDeploy;
+
+const deployFiles = readdirSync(deployDir).filter((f) => f.endsWith('.yaml')).sort();
+const readObjects = (file: string): KubeObject[] =>
+  YAML.parseAllDocuments(readFileSync(join(deployDir, file), 'utf8'))
+    .map((d) => d.toJSON() as KubeObject)
+    .filter((o) => o);
+
+describe('deploy/ is generated', () => {
+  it('the committed files are exactly what tools/gen-deploy.mjs generates (run `node tools/gen-deploy.mjs` after a change)', () => {
+    const expected = gen.generateDeploy(repoRoot);
+    expect(deployFiles).toEqual(Object.keys(expected).sort());
+    for (const [f, content] of Object.entries(expected)) {
+      expect({ file: f, content: readFileSync(join(deployDir, f), 'utf8') }).toEqual({ file: f, content });
+    }
+  });
+
+  it('has the parts an operator applies, in an order that works (namespace and CRDs first)', () => {
+    const kinds = deployFiles.flatMap((f) => readObjects(f).map((o) => `${o.kind}/${o.metadata.name}`));
+    expect(kinds[0]).toBe(`Namespace/${gen.NAMESPACE}`);
+    const firstNamespaced = kinds.findIndex((k) => k.startsWith('ServiceAccount/'));
+    expect(kinds.slice(1, firstNamespaced).every((k) => k.startsWith('CustomResourceDefinition/'))).toBe(true);
+    for (const want of [
+      `ServiceAccount/${gen.CONTROLLER}`, `ServiceAccount/${gen.HANDLER}`,
+      `ClusterRole/${gen.CONTROLLER}`, `ClusterRoleBinding/${gen.CONTROLLER}`, `Role/${gen.CONTROLLER}`, `RoleBinding/${gen.CONTROLLER}`,
+      `ClusterRole/${gen.HANDLER}`, `ClusterRoleBinding/${gen.HANDLER}`, `Role/${gen.HANDLER}`, `RoleBinding/${gen.HANDLER}`,
+      `ConfigMap/${gen.CONFIG_NAME}`, 'Deployment/virt-controller', 'DaemonSet/virt-handler',
+      'CustomResourceDefinition/virtualmachines.kubevirt.io', 'CustomResourceDefinition/virtualmachineinstances.kubevirt.io',
+      'CustomResourceDefinition/virtualmachineinstancemigrations.kubevirt.io',
+    ]) {
+      expect(kinds).toContain(want);
+    }
+  });
+
+  it('every RBAC rule carries its reason as a comment', () => {
+    for (const f of deployFiles.filter((x) => x.includes('rbac'))) {
+      const lines = readFileSync(join(deployDir, f), 'utf8').split('\n');
+      lines.forEach((l, i) => {
+        if (/^ {2}- apiGroups:/.test(l)) expect({ file: f, line: i + 1, before: lines[i - 1] }).toMatchObject({ before: expect.stringMatching(/^ {2}# \S.*: /) });
+      });
+    }
+  });
+});
+
+// ---------------------------------------------------------------- on a real API server
+
+type Need = { group: string; resource: string; subresource?: string; verbs: string[]; namespace?: string; name?: string };
+const ALL_VERBS = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete', 'deletecollection'];
+
+/** What each component needs (from its job, written independently of deploy/'s rules). */
+const NEEDS: Record<'controller' | 'handler', Need[]> = {
+  controller: [
+    { group: 'kubevirt.io', resource: 'virtualmachines', verbs: ['get', 'list', 'watch', 'update', 'patch'] },
+    { group: 'kubevirt.io', resource: 'virtualmachines', subresource: 'status', verbs: ['update', 'patch'] },
+    { group: 'kubevirt.io', resource: 'virtualmachineinstances', verbs: ['get', 'list', 'watch', 'create', 'delete', 'update', 'patch'] },
+    { group: 'kubevirt.io', resource: 'virtualmachineinstances', subresource: 'status', verbs: ['update', 'patch'] },
+    { group: 'kubevirt.io', resource: 'virtualmachineinstancemigrations', verbs: ['get', 'list', 'watch', 'update', 'patch'] },
+    { group: 'kubevirt.io', resource: 'virtualmachineinstancemigrations', subresource: 'status', verbs: ['update', 'patch'] },
+    { group: '', resource: 'pods', verbs: ['get', 'list', 'watch', 'create', 'delete'] },
+    { group: '', resource: 'persistentvolumeclaims', verbs: ['get', 'list', 'watch'] },
+    { group: '', resource: 'nodes', verbs: ['get', 'list', 'watch'] },
+    { group: '', resource: 'events', verbs: ['create', 'patch'] },
+    { group: 'events.k8s.io', resource: 'events', verbs: ['create', 'patch'] },
+    { group: 'coordination.k8s.io', resource: 'leases', namespace: 'kubevirt-ts', verbs: ['create'] },
+    { group: 'coordination.k8s.io', resource: 'leases', namespace: 'kubevirt-ts', name: 'kubevirt-ts-controller', verbs: ['get', 'update', 'create'] },
+    { group: '', resource: 'configmaps', namespace: 'kubevirt-ts', name: 'kubevirt-ts-config', verbs: ['get', 'list', 'watch'] },
+  ],
+  handler: [
+    { group: 'kubevirt.io', resource: 'virtualmachineinstances', verbs: ['get', 'list', 'watch'] },
+    { group: 'kubevirt.io', resource: 'virtualmachineinstances', subresource: 'status', verbs: ['update', 'patch'] },
+    { group: 'kubevirt.io', resource: 'virtualmachineinstancemigrations', verbs: ['get', 'list', 'watch'] },
+    { group: '', resource: 'pods', verbs: ['get', 'list', 'watch'] },
+    { group: '', resource: 'nodes', verbs: ['get', 'patch'] },
+    { group: '', resource: 'events', verbs: ['create', 'patch'] },
+    { group: 'events.k8s.io', resource: 'events', verbs: ['create', 'patch'] },
+    { group: '', resource: 'configmaps', namespace: 'kubevirt-ts', name: 'kubevirt-ts-config', verbs: ['get', 'list', 'watch'] },
+  ],
+};
+
+/** Every (resource, namespace, name) the matrix checks: what they need plus what they must never get. */
+const TARGETS: Omit<Need, 'verbs'>[] = [
+  ...new Map(
+    [...NEEDS.controller, ...NEEDS.handler].map(({ verbs: _v, ...t }) => [JSON.stringify(t), t] as const),
+  ).values(),
+  { group: '', resource: 'secrets' },
+  { group: '', resource: 'secrets', namespace: 'kubevirt-ts' },
+  { group: '', resource: 'configmaps' },
+  { group: '', resource: 'configmaps', namespace: 'kubevirt-ts', name: 'other-config' },
+  { group: '', resource: 'pods', subresource: 'exec' },
+  { group: '', resource: 'pods', subresource: 'log' },
+  { group: '', resource: 'pods', subresource: 'status' },
+  { group: '', resource: 'nodes', subresource: 'status' },
+  { group: '', resource: 'nodes', subresource: 'proxy' },
+  { group: '', resource: 'services' },
+  { group: '', resource: 'serviceaccounts' },
+  { group: '', resource: 'serviceaccounts', subresource: 'token' },
+  { group: '', resource: 'namespaces' },
+  { group: '', resource: 'persistentvolumes' },
+  { group: 'coordination.k8s.io', resource: 'leases', namespace: 'kube-system', name: 'kube-controller-manager' },
+  { group: 'coordination.k8s.io', resource: 'leases', namespace: 'kubevirt-ts', name: 'someone-else' },
+  { group: 'apps', resource: 'deployments' },
+  { group: 'apps', resource: 'daemonsets' },
+  { group: 'rbac.authorization.k8s.io', resource: 'clusterroles' },
+  { group: 'rbac.authorization.k8s.io', resource: 'rolebindings' },
+  { group: 'apiextensions.k8s.io', resource: 'customresourcedefinitions' },
+];
+
+/** A need covers a check when group/resource/subresource/verb match and its scope contains the check's:
+ *  no namespace = every namespace; a namespace = any name in it; a name = that object only. */
+function expectedAllowed(who: 'controller' | 'handler', t: Omit<Need, 'verbs'>, verb: string): boolean {
+  return NEEDS[who].some(
+    (n) =>
+      n.group === t.group && n.resource === t.resource && n.subresource === t.subresource && n.verbs.includes(verb) &&
+      (n.namespace === undefined || n.namespace === t.namespace) &&
+      (n.name === undefined || n.name === t.name),
+  );
+}
+
+let env: TestEnv;
+let kc: KubeConfig;
+
+beforeAll(async () => {
+  env = await startTestEnv();
+  kc = env.kubeConfig();
+}, 120000);
+afterAll(async () => {
+  await env?.stop();
+});
+
+describe('deploy/ on a real kube-apiserver', () => {
+  it('applies server-side, file by file in name order', async () => {
+    for (const f of deployFiles) {
+      const applied = await serverSideApply(kc, readObjects(f), { fieldManager: 'kubevirt-ts-deploy' });
+      expect(applied.length).toBe(readObjects(f).length);
+    }
+    const dep = await kubeRequest<{ spec: { replicas: number } }>(kc, 'GET', '/apis/apps/v1/namespaces/kubevirt-ts/deployments/virt-controller');
+    expect(dep.spec.replicas).toBe(2);
+    const ds = await kubeRequest<{ spec: { template: { spec: { volumes: { hostPath?: { path: string } }[] } } } }>(
+      kc, 'GET', '/apis/apps/v1/namespaces/kubevirt-ts/daemonsets/virt-handler',
+    );
+    expect(ds.spec.template.spec.volumes.map((v) => v.hostPath?.path).sort()).toEqual(['/var/lib/kubelet/device-plugins', '/var/lib/kubelet/pods', '/var/run/kubevirt']);
+    // applying again changes nothing and does not fail (idempotent)
+    for (const f of deployFiles) await serverSideApply(kc, readObjects(f), { fieldManager: 'kubevirt-ts-deploy' });
+  });
+
+  it.each(['controller', 'handler'] as const)('the %s service account can do exactly what it needs (SubjectAccessReview matrix)', async (who) => {
+    const sa = who === 'controller' ? gen.CONTROLLER : gen.HANDLER;
+    const authz = kc.makeApiClient(AuthorizationV1Api);
+    const mismatches: string[] = [];
+    let checked = 0;
+    for (const t of TARGETS) {
+      for (const verb of ALL_VERBS) {
+        const namespaced = !['nodes', 'namespaces', 'persistentvolumes', 'clusterroles', 'customresourcedefinitions'].includes(t.resource);
+        const review = await authz.createSubjectAccessReview({
+          body: {
+            spec: {
+              user: `system:serviceaccount:${gen.NAMESPACE}:${sa}`,
+              groups: ['system:serviceaccounts', `system:serviceaccounts:${gen.NAMESPACE}`, 'system:authenticated'],
+              resourceAttributes: {
+                group: t.group, resource: t.resource, subresource: t.subresource, verb, name: t.name,
+                namespace: namespaced ? (t.namespace ?? 'some-user-namespace') : undefined,
+              },
+            },
+          },
+        });
+        checked++;
+        const allowed = review.status?.allowed === true;
+        const want = expectedAllowed(who, t, verb);
+        if (allowed !== want) mismatches.push(`${want ? 'denied but needed' : 'allowed but not needed'}: ${verb} ${JSON.stringify(t)}`);
+      }
+    }
+    expect(checked).toBe(TARGETS.length * ALL_VERBS.length);
+    expect(mismatches).toEqual([]);
+  }, 120000);
+
+  it('spot checks by acting as the service accounts (impersonation): lease yes, secrets and node deletion no', async () => {
+    // client-node has no impersonation: send the headers ourselves
+    const req = async (sa: string, method: string, path: string, body?: unknown): Promise<number> => {
+      try {
+        await kubeRequestAs(kc, `system:serviceaccount:${gen.NAMESPACE}:${sa}`, method, path, body);
+        return 200;
+      } catch (e) {
+        if (e instanceof KubeRequestError) return e.status;
+        throw e;
+      }
+    };
+    const lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: gen.LEASE_NAME, namespace: gen.NAMESPACE }, spec: { holderIdentity: 'virt-controller-0', leaseDurationSeconds: 15 } };
+    expect(await req(gen.CONTROLLER, 'POST', `/apis/coordination.k8s.io/v1/namespaces/${gen.NAMESPACE}/leases`, lease)).toBe(200);
+    expect(await req(gen.CONTROLLER, 'GET', `/apis/coordination.k8s.io/v1/namespaces/${gen.NAMESPACE}/leases/${gen.LEASE_NAME}`)).toBe(200);
+    expect(await req(gen.CONTROLLER, 'GET', `/api/v1/namespaces/${gen.NAMESPACE}/configmaps/${gen.CONFIG_NAME}`)).toBe(200);
+    expect(await req(gen.CONTROLLER, 'GET', `/api/v1/namespaces/${gen.NAMESPACE}/configmaps?fieldSelector=metadata.name%3D${gen.CONFIG_NAME}`)).toBe(200);
+    expect(await req(gen.CONTROLLER, 'GET', `/api/v1/namespaces/${gen.NAMESPACE}/configmaps`)).toBe(403);
+    expect(await req(gen.CONTROLLER, 'GET', '/api/v1/namespaces/default/secrets')).toBe(403);
+    expect(await req(gen.HANDLER, 'GET', '/api/v1/namespaces/default/secrets')).toBe(403);
+    expect(await req(gen.HANDLER, 'DELETE', '/api/v1/nodes/any-node')).toBe(403);
+    expect(await req(gen.HANDLER, 'GET', '/api/v1/nodes/any-node')).toBe(404); // allowed, just no such node
+    expect(await req(gen.HANDLER, 'POST', '/api/v1/namespaces/default/pods', { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'x' }, spec: { containers: [{ name: 'c', image: 'x' }] } })).toBe(403);
+  });
+
+  it('the virt-controller Pod passes the "restricted" Pod Security Standard', async () => {
+    await kubeRequest(kc, 'POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'pss-restricted', labels: { 'pod-security.kubernetes.io/enforce': 'restricted' } } });
+    const dep = readObjects('40-virt-controller.yaml')[0] as unknown as { spec: { template: { metadata: object; spec: object } } };
+    const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'controller-pss' }, spec: dep.spec.template.spec };
+    await kubeRequest(kc, 'POST', '/api/v1/namespaces/pss-restricted/pods?dryRun=All', pod);
+    const handler = readObjects('41-virt-handler.yaml')[0] as unknown as { spec: { template: { spec: object } } };
+    await expect(
+      kubeRequest(kc, 'POST', '/api/v1/namespaces/pss-restricted/pods?dryRun=All', { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'handler-pss' }, spec: handler.spec.template.spec }),
+    ).rejects.toThrow(/violates PodSecurity/);
+  });
+});
+
+/** kubeRequest with impersonation headers (Impersonate-User / -Group), as the admin user. */
+async function kubeRequestAs(k: KubeConfig, user: string, method: string, path: string, body?: unknown): Promise<unknown> {
+  const { request } = await import('node:https');
+  const url = new URL(path, k.getCurrentCluster()!.server);
+  const opts: Parameters<typeof request>[1] = {
+    method,
+    headers: {
+      Accept: 'application/json',
+      'Impersonate-User': user,
+      'Impersonate-Group': ['system:serviceaccounts', `system:serviceaccounts:${gen.NAMESPACE}`, 'system:authenticated'],
+    },
+  };
+  await k.applyToHTTPSOptions(opts);
+  const payload = body === undefined ? undefined : JSON.stringify(body);
+  if (payload) opts.headers = { ...opts.headers, 'Content-Type': 'application/json' };
+  return new Promise((resolve, reject) => {
+    const r = request(url, opts, (res) => {
+      let text = '';
+      res.on('data', (d: Buffer) => (text += d.toString()));
+      res.on('end', () => {
+        const s = res.statusCode ?? 0;
+        if (s < 200 || s > 299) reject(new KubeRequestError(s, text, method, path));
+        else resolve(text ? JSON.parse(text) : undefined);
+      });
+    });
+    r.on('error', reject);
+    if (payload) r.write(payload);
+    r.end();
+  });
+}
+
+const kubectl = spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' });
+const describeKubectl = kubectl.status === 0 ? describe : describe.skip;
+if (kubectl.status !== 0) {
+  // eslint-disable-next-line no-console
+  console.warn('kubectl not installed: skipping the `kubectl apply -f deploy/` test');
+}
+
+describeKubectl('kubectl apply -f deploy/ (the operator path)', () => {
+  it('applies in one go on a fresh cluster, client-side and server-side', async () => {
+    await withTestEnv(async (e) => {
+      for (const mode of [[], ['--server-side']]) {
+        const r = spawnSync('kubectl', ['apply', ...mode, '-f', deployDir], {
+          encoding: 'utf8',
+          env: { ...process.env, KUBECONFIG: e.kubeconfigPath },
+          timeout: 60000,
+        });
+        expect({ status: r.status, stderr: r.stderr }).toEqual({ status: 0, stderr: '' });
+        expect(r.stdout).toMatch(/deployment\.apps\/virt-controller (created|serverside-applied|unchanged|configured)/);
+        expect(r.stdout).toMatch(/daemonset\.apps\/virt-handler/);
+      }
+    });
+  }, 120000);
+});
