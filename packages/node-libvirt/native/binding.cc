@@ -452,6 +452,8 @@ class Conn : public Napi::ObjectWrap<Conn> {
             InstanceMethod("close", &Conn::Close),
             InstanceMethod("isAlive", &Conn::IsAlive),
             InstanceMethod("isOpen", &Conn::IsOpen),
+            InstanceMethod("ref", &Conn::Ref),
+            InstanceMethod("unref", &Conn::Unref),
             InstanceMethod("getLibVersion", &Conn::GetLibVersion),
             InstanceMethod("getVersion", &Conn::GetVersion),
             InstanceMethod("getHostname", &Conn::GetHostname),
@@ -542,7 +544,23 @@ class Conn : public Napi::ObjectWrap<Conn> {
     });
   }
 
-  // open(uri, readOnly, onEvent)
+  // Whether pending event delivery keeps the Node process alive (like a socket's ref/unref).
+  Napi::Value Ref(const Napi::CallbackInfo& info) {
+    if (ctx_) {
+      std::lock_guard<std::mutex> g(ctx_->mu);
+      if (!ctx_->closed) ctx_->tsfn.Ref(info.Env());
+    }
+    return info.Env().Undefined();
+  }
+  Napi::Value Unref(const Napi::CallbackInfo& info) {
+    if (ctx_) {
+      std::lock_guard<std::mutex> g(ctx_->mu);
+      if (!ctx_->closed) ctx_->tsfn.Unref(info.Env());
+    }
+    return info.Env().Undefined();
+  }
+
+  // open(uri, readOnly, onEvent, keepAliveInterval, keepAliveCount)
   Napi::Value Open(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     if (initFailed) return Reject(env, initError.message);
@@ -550,11 +568,13 @@ class Conn : public Napi::ObjectWrap<Conn> {
     std::string uri = argStr(info, 0, "uri");
     bool readOnly = info.Length() > 1 && info[1].ToBoolean().Value();
     if (info.Length() < 3 || !info[2].IsFunction()) throw Napi::TypeError::New(env, "onEvent: expected a function");
+    int kaInterval = info.Length() > 3 && info[3].IsNumber() ? info[3].As<Napi::Number>().Int32Value() : 5;
+    unsigned int kaCount = info.Length() > 4 && info[4].IsNumber() ? info[4].As<Napi::Number>().Uint32Value() : 3;
     auto* ctx = new EventCtx();
     ctx->tsfn = EventTsfn::New(env, info[2].As<Napi::Function>(), "libvirt-events", 0, 1, nullptr);
     opening_ = true;
     Napi::Object self = info.This().As<Napi::Object>();
-    auto* w = new Work(self, nullptr, [this, uri, readOnly, ctx](virConnectPtr) -> Builder {
+    auto* w = new Work(self, nullptr, [this, uri, readOnly, ctx, kaInterval, kaCount](virConnectPtr) -> Builder {
       virConnectPtr c = readOnly ? virConnectOpenReadOnly(uri.c_str()) : virConnectOpen(uri.c_str());
       if (!c) {
         try {
@@ -583,8 +603,9 @@ class Conn : public Napi::ObjectWrap<Conn> {
         ctx->unref();
         virResetLastError();
       }
-      // Detect a dead peer even when idle (remote connections only; others say unsupported).
-      if (virConnectSetKeepAlive(c, 5, 3) < 0) virResetLastError();
+      // Detect a dead or hung peer (remote connections only; local drivers say unsupported): after
+      // interval * (count + 1) seconds without an answer the connection closes and pending calls fail.
+      if (kaInterval > 0 && virConnectSetKeepAlive(c, kaInterval, kaCount) < 0) virResetLastError();
       return [this, c, ids, closeCb](Napi::Env env) -> Napi::Value {
         conn_ = c;
         opening_ = false;

@@ -1,24 +1,41 @@
-// Builds the native addon with node-gyp when it is missing or older than its sources.
+// Builds the native addon (build/Release/kvts_libvirt.node) with node-gyp when it is missing or older
+// than its sources. Serialized with flock(1): several nx builds may run it at once in one work tree.
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, statSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const out = path.join(root, 'build', 'Release', 'kvts_libvirt.node');
-const sources = [
-  path.join(root, 'binding.gyp'),
-  ...readdirSync(path.join(root, 'native')).map((f) => path.join(root, 'native', f)),
-];
-const outTime = existsSync(out) ? statSync(out).mtimeMs : 0;
-if (outTime && sources.every((s) => statSync(s).mtimeMs <= outTime) && !process.argv.includes('--force')) {
-  process.exit(0);
+const force = process.argv.includes('--force');
+
+function upToDate() {
+  if (!existsSync(out)) return false;
+  const outTime = statSync(out).mtimeMs;
+  const sources = [
+    path.join(root, 'binding.gyp'),
+    ...readdirSync(path.join(root, 'native')).map((f) => path.join(root, 'native', f)),
+  ];
+  return sources.every((s) => statSync(s).mtimeMs <= outTime);
 }
+
+if (!force && upToDate()) process.exit(0);
+
+if (!process.argv.includes('--locked')) {
+  const lock = path.join(os.tmpdir(), `kvts-node-libvirt-build-${createHash('sha1').update(root).digest('hex').slice(0, 12)}.lock`);
+  const r = spawnSync('flock', [lock, process.execPath, fileURLToPath(import.meta.url), '--locked', ...process.argv.slice(2)], {
+    stdio: 'inherit',
+  });
+  if (r.error) throw r.error;
+  process.exit(r.status ?? 1);
+}
+
+// holding the lock: another build may have finished meanwhile
+if (!force && upToDate()) process.exit(0);
 const env = { ...process.env, npm_config_nodedir: process.env.npm_config_nodedir || '/usr' };
-const r = spawnSync('node-gyp', ['rebuild', '--silent'], { cwd: root, env, stdio: 'inherit', shell: false });
-if (r.error) {
-  // node-gyp not on PATH (outside npm scripts): use the workspace's copy
-  const local = spawnSync(process.execPath, [path.join(root, '../../node_modules/node-gyp/bin/node-gyp.js'), 'rebuild', '--silent'], { cwd: root, env, stdio: 'inherit' });
-  process.exit(local.status ?? 1);
-}
+const nodeGyp = path.join(path.dirname(fileURLToPath(import.meta.resolve('node-gyp/package.json'))), 'bin', 'node-gyp.js');
+const r = spawnSync(process.execPath, [nodeGyp, 'rebuild', '--silent'], { cwd: root, env, stdio: 'inherit' });
+if (r.error) throw r.error;
 process.exit(r.status ?? 1);

@@ -73,6 +73,14 @@ export interface ConnectionEvents {
 export interface OpenOptions {
   /** virConnectOpenReadOnly instead of virConnectOpen. */
   readOnly?: boolean;
+  /**
+   * virConnectSetKeepAlive for remote connections: a hung or vanished daemon closes the connection
+   * (reason 'keepalive') after interval * (count + 1) seconds and pending calls are rejected.
+   * Default { interval: 5, count: 3 }; interval 0 disables it.
+   */
+  keepAlive?: { interval: number; count: number };
+  /** Like socket.unref(): an open connection does not keep the process alive (default false). */
+  unref?: boolean;
 }
 
 export interface DomainStateInfo {
@@ -226,7 +234,9 @@ export class Connection extends EventEmitter<ConnectionEvents> {
     const native = new NativeConnection();
     const conn = new Connection(uri, native);
     try {
-      await native.open(uri, !!opts.readOnly, (type, data) => conn.#onEvent(type, data));
+      const ka = opts.keepAlive ?? { interval: 5, count: 3 };
+      await native.open(uri, !!opts.readOnly, (type, data) => conn.#onEvent(type, data), ka.interval, ka.count);
+      if (opts.unref) conn.unref();
     } catch (e) {
       await native.close().catch(() => undefined);
       throw LibvirtError.from(`open(${uri})`, e);
@@ -261,6 +271,17 @@ export class Connection extends EventEmitter<ConnectionEvents> {
         this.emit('close', reason);
       });
     return this.#closing;
+  }
+
+  /** Lets the process exit while this connection is open (events stop keeping it alive). */
+  unref(): this {
+    (this.#native.unref as () => void)();
+    return this;
+  }
+  /** Undoes unref(). */
+  ref(): this {
+    (this.#native.ref as () => void)();
+    return this;
   }
 
   /** virConnectIsAlive (local check, no round trip). */

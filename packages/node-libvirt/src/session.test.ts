@@ -266,4 +266,23 @@ describe('losing the daemon', () => {
       await env.cleanup();
     }
   }, T);
+
+  it('closes with reason keepalive and rejects pending calls when libvirtd hangs', async () => {
+    const env = await startTestEnv();
+    try {
+      const conn = await Connection.open(env.daemon.uri, { keepAlive: { interval: 1, count: 1 } });
+      const reasons: string[] = [];
+      conn.on('close', (r) => reasons.push(r));
+      await conn.getLibVersion();
+      process.kill(env.daemon.pid, 'SIGSTOP');
+      const err = (await conn.getHostname().catch((e: unknown) => e)) as LibvirtError;
+      expect(err).toBeInstanceOf(LibvirtError);
+      await waitFor(() => reasons.length > 0, 30_000, 'close event');
+      expect(reasons).toEqual(['keepalive']);
+      expect(conn.isAlive()).toBe(false);
+    } finally {
+      process.kill(env.daemon.pid, 'SIGCONT');
+      await env.cleanup();
+    }
+  }, T);
 });

@@ -1,6 +1,7 @@
 // Every call against libvirt's in-process test driver (test:///default): real libvirt library code,
 // no daemon. test:///default is shared by all connections of this process, so names are unique per test.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import {
   Connection,
@@ -217,6 +218,18 @@ describe('connection lifetime', () => {
     }
     expect(fds()).toBe(fd0);
     expect(resources()).toBeLessThanOrEqual(res0);
+  });
+
+  it('lets the process exit with a connection left open only when unref()ed', async () => {
+    const mod = new URL('./index.js', import.meta.url).href;
+    const script = `const { Connection } = await import(${JSON.stringify(mod)});
+      const c = await Connection.open('test:///default', { unref: true });
+      await c.getLibVersion();
+      console.log('opened');`;
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 20_000 });
+    expect(r.stdout).toContain('opened');
+    expect(r.signal).toBeNull();
+    expect(r.status).toBe(0);
   });
 
   it('delivers events to every open connection and stops after close', async () => {
