@@ -75,6 +75,10 @@ export function convertOS(vmi: VmiLike, ctx: ResolvedContext, domainName: string
     smbios: { mode: 'sysinfo' },
   };
   const bl = d.firmware?.bootloader;
+  if (bl?.efi && d.features?.acpi?.enabled === false)
+    throw new ConversionError(`${D}.features.acpi.enabled`, 'EFI firmware requires ACPI on x86_64');
+  if (bl?.bios?.useSerial && d.devices?.autoattachSerialConsole === false)
+    throw new ConversionError(`${D}.firmware.bootloader.bios.useSerial`, 'BIOS serial output needs the serial console (devices.autoattachSerialConsole is false)');
   if (bl?.efi) {
     const secure = bl.efi.secureBoot ?? true;
     os.loader = {

@@ -125,7 +125,7 @@ export function toDomain(vmi: VmiLike, context: ConverterContext = {}): Domain {
   if (disks.length) d.devices.disks = disks;
   const ifaces = convertInterfaces(vmi, ctx, vcpus);
   if (ifaces.length) d.devices.interfaces = ifaces;
-  convertDevices(vmi, ctx, d.devices, vcpus, plan.use ? nextAuto : undefined);
+  convertDevices(vmi, ctx, d.devices, vcpus, plan.use && d.iothreads !== undefined ? nextAuto : undefined);
   checkBootOrder(vmi);
   return d;
 }

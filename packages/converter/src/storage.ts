@@ -96,10 +96,12 @@ export function convertDisks(vmi: VmiLike, ctx: ResolvedContext, vcpus: number):
       else disk.target.tray = 'closed';
       if (d.cdrom?.readonly ?? true) disk.readonly = true;
     } else if (target?.readonly) {
+      if (bus === 'sata') throw new ConversionError(`${p}.${kind}.readonly`, 'a read-only disk is not supported on bus sata (libvirt/QEMU); use virtio or scsi, or a cdrom');
       disk.readonly = true;
     }
     if (kind === 'lun' && d.lun?.reservation) notImplemented(`${p}.lun.reservation`, 'SCSI persistent reservation');
     if (d.serial !== undefined && d.serial !== '') {
+      if (kind === 'lun') throw new ConversionError(`${p}.serial`, 'a lun passes the device through and cannot have a serial');
       // libvirt's schema (diskSerial) and QEMU accept only these characters; so does API validation
       if (!/^[A-Za-z0-9_.+\- ]+$/.test(d.serial))
         throw new ConversionError(`${p}.serial`, `${JSON.stringify(d.serial)} must be made of the characters [A-Za-z0-9_.+-] and space`);

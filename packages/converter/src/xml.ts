@@ -41,6 +41,7 @@ const builder = new XMLBuilder({
   indentBy: '  ',
   suppressEmptyNode: true,
   suppressBooleanAttributes: false,
+  jPath: false,
 });
 
 const ARRAY_PATHS = new Set([

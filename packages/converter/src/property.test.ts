@@ -1,0 +1,54 @@
+// Property-based: >= 10,000 random valid VMIs convert, serialize, parse back to the same model; a
+// sample is checked by libvirt (virt-xml-validate and virsh define on a private libvirtd).
+import { afterAll, beforeAll, expect, test } from '@jest/globals';
+import fc from 'fast-check';
+import { isDeepStrictEqual } from 'node:util';
+import { setVirtualMachineInstanceDefaults, validateVirtualMachineInstance } from '@kubevirt-ts/api';
+import { toDomain } from './convert.js';
+import { parseDomainXml, toDomainXml } from './xml.js';
+import { contextFor, vmiArb } from './test-arbitrary.js';
+import { startSessionDaemon, xmlValidate, type SessionDaemon } from './test-libvirtd.js';
+
+const RUNS = Number(process.env.KVTS_CONVERTER_PROPERTY_RUNS ?? 10_000);
+const SAMPLE_EVERY = Math.max(1, Math.floor(RUNS / 40));
+
+let daemon: SessionDaemon;
+beforeAll(async () => {
+  daemon = await startSessionDaemon();
+}, 60_000);
+afterAll(async () => {
+  await daemon?.stop();
+});
+
+const normalize = (x: unknown) => JSON.parse(JSON.stringify(x)) as unknown;
+
+test(`${RUNS} random valid VMIs: XML parses and re-parses to the same model; a sample is accepted by libvirt`, () => {
+  const sample: { xml: string; vmi: unknown }[] = [];
+  let n = 0;
+  fc.assert(
+    fc.property(vmiArb, (vmi) => {
+      const errors = validateVirtualMachineInstance(vmi);
+      if (errors.length) throw new Error(`generator made an invalid VMI: ${JSON.stringify(errors)}`);
+      const domain = toDomain(setVirtualMachineInstanceDefaults(vmi), contextFor(vmi, { allowEmulation: true, kvmAvailable: false }));
+      const xml = toDomainXml(domain);
+      const back = parseDomainXml(xml);
+      if (!isDeepStrictEqual(normalize(back), normalize(domain))) expect(normalize(back)).toEqual(normalize(domain));
+      if (n++ % SAMPLE_EVERY === 0) {
+        // serializing the parsed model gives the same document
+        expect(toDomainXml(back)).toBe(xml);
+        sample.push({ xml, vmi });
+      }
+    }),
+    { numRuns: RUNS },
+  );
+  expect(n).toBeGreaterThanOrEqual(RUNS);
+  const failures: unknown[] = [];
+  for (const s of sample) {
+    const v = xmlValidate(s.xml);
+    if (!v.ok) failures.push({ schema: v.output.split('\n').filter((l) => /error/i.test(l)).join('\n'), vmi: JSON.stringify(s.vmi) });
+    const d = daemon.define(s.xml);
+    if (!d.ok) failures.push({ define: d.output.trim(), vmi: JSON.stringify(s.vmi) });
+  }
+  expect(failures).toEqual([]);
+  expect(sample.length).toBeGreaterThanOrEqual(40);
+}, 600_000);
