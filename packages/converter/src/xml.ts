@@ -33,7 +33,8 @@ import type {
 const A = '@_';
 type XNode = Record<string, unknown>;
 
-const builder = new XMLBuilder({
+// jPath: false spares the builder a path string per node (not in the typings of this version)
+const builderOptions = {
   ignoreAttributes: false,
   attributeNamePrefix: A,
   textNodeName: '#text',
@@ -42,7 +43,8 @@ const builder = new XMLBuilder({
   suppressEmptyNode: true,
   suppressBooleanAttributes: false,
   jPath: false,
-});
+};
+const builder = new XMLBuilder(builderOptions);
 
 const ARRAY_PATHS = new Set([
   'domain.os.boot',
