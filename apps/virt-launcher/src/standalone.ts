@@ -4,7 +4,7 @@
 // printing domain events, a CmdClient sending SyncVirtualMachine).
 import { randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { chmod, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import {
@@ -115,6 +115,18 @@ export function tailFile(file: string, out: NodeJS.WritableStream, onLine?: (lin
   };
 }
 
+/** QEMU runs as an unprivileged user: every dir above the work dir must let it through. */
+async function checkTraversable(dir: string, uid: number): Promise<void> {
+  for (let d = path.dirname(dir); ; d = path.dirname(d)) {
+    const st = await stat(d);
+    const ok = st.uid === uid ? (st.mode & 0o100) !== 0 : (st.mode & 0o001) !== 0 || (st.mode & 0o010) !== 0;
+    if (!ok) {
+      throw new LauncherError(`--work-dir: ${d} is not accessible to uid ${uid} (QEMU's user); use a work dir under /tmp or chmod o+x ${d}`, ExitCode.USAGE, 'dirs');
+    }
+    if (d === path.dirname(d)) return;
+  }
+}
+
 export interface StandaloneHandle {
   launcher: Launcher;
   vmi: VirtualMachineInstance;
@@ -139,7 +151,9 @@ export async function startStandalone(flags: StandaloneFlags, io: StandaloneIO):
   const ownRoot = !flags.workDir;
   // short: libvirt's per-domain unix sockets live under the root and are limited to 107 bytes
   const root = flags.workDir ?? (await mkdtemp('/tmp/kv-'));
+  await mkdir(root, { recursive: true });
   await chmod(root, 0o755);
+  if (libvirtUser && isRoot) await checkTraversable(root, libvirtUser.uid);
   const logger = createLogger({ level: flags.logLevel, identity: { kind: 'VirtualMachineInstance', namespace, name, uid } });
   // sockets dirs are made 0700: keep them out of var/run/kubevirt, which holds the container disks QEMU reads
   const shareDir = path.join(root, 'handler');

@@ -1,0 +1,134 @@
+// Helpers of the launcher e2e suites: the test guest, launcher processes, serial console logs.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { chmod, mkdtemp, readFile, readdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { setVirtualMachineInstanceDefaults, type VirtualMachineInstance } from '@kubevirt-ts/api';
+
+export const REPO = path.resolve(fileURLToPath(new URL('../../..', import.meta.url)));
+export const LAUNCHER_MAIN = path.join(REPO, 'apps/virt-launcher/dist/main.js');
+export const CACHE = process.env.KVTS_CACHE ?? path.join(process.env.XDG_CACHE_HOME ?? path.join(process.env.HOME ?? '/root', '.cache'), 'kubevirt-ts');
+export const GUEST_DIR = path.join(CACHE, 'guest');
+export const GUEST_IMAGE = 'kubevirt-ts/test-guest:latest';
+export const READY = 'KUBEVIRT-TS-GUEST-READY';
+
+/** Fails the suite early and clearly when the test guest is not built. */
+export function requireGuest(): void {
+  for (const f of ['vmlinuz', 'initramfs.img']) {
+    if (!existsSync(path.join(GUEST_DIR, f))) {
+      throw new Error(`test guest missing: ${path.join(GUEST_DIR, f)} (run bash tools/guest/build.sh)`);
+    }
+  }
+}
+
+/** A short temp dir (libvirt's unix socket paths under it must stay short). */
+export async function shortTmp(): Promise<string> {
+  const d = await mkdtemp('/tmp/kv-');
+  await chmod(d, 0o755); // QEMU runs as uid 107 and must get through
+  return d;
+}
+
+/** The tiny guest VMI, defaulted as a cluster would. */
+export function tinyVmi(name: string, opts: { poweroff?: boolean; uid?: string; grace?: number } = {}): VirtualMachineInstance {
+  const vmi = {
+    apiVersion: 'kubevirt.io/v1',
+    kind: 'VirtualMachineInstance',
+    metadata: { name, namespace: 'e2e', uid: opts.uid ?? `uid-${name}` },
+    spec: {
+      terminationGracePeriodSeconds: opts.grace ?? 30,
+      domain: {
+        resources: { requests: { memory: '128Mi' } },
+        firmware: {
+          kernelBoot: {
+            kernelArgs: `console=ttyS0 quiet${opts.poweroff ? ' kvts.poweroff' : ''}`,
+            container: { image: GUEST_IMAGE, kernelPath: '/vmlinuz', initrdPath: '/initramfs.img' },
+          },
+        },
+        devices: { autoattachGraphicsDevice: false, autoattachMemBalloon: false, autoattachPodInterface: false, disks: [] },
+      },
+      networks: [],
+      volumes: [],
+    },
+  };
+  return setVirtualMachineInstanceDefaults(vmi as unknown as VirtualMachineInstance);
+}
+
+export async function writeVmiFile(dir: string, vmi: unknown): Promise<string> {
+  const f = path.join(dir, 'vmi.json');
+  await writeFile(f, JSON.stringify(vmi, null, 2));
+  return f;
+}
+
+export interface Proc {
+  child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+export function startLauncher(args: string[], env: NodeJS.ProcessEnv = {}): Proc {
+  const child = spawn(process.execPath, [LAUNCHER_MAIN, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
+  });
+  let out = '';
+  let err = '';
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  );
+  return { child, stdout: () => out, stderr: () => err, exited };
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export async function waitFor<T>(what: string, fn: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 90_000, everyMs = 100): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(everyMs);
+  }
+}
+
+export async function readText(file: string): Promise<string> {
+  try {
+    return await readFile(file, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+export function heartbeats(text: string): number {
+  return (text.match(/KUBEVIRT-TS-GUEST-HEARTBEAT/g) ?? []).length;
+}
+
+/** pids of live processes whose command line mentions `needle` (e.g. a test's root dir). */
+export async function processesMentioning(needle: string): Promise<Array<{ pid: number; cmd: string }>> {
+  const out: Array<{ pid: number; cmd: string }> = [];
+  for (const e of await readdir('/proc')) {
+    if (!/^\d+$/.test(e)) continue;
+    const cmd = (await readText(`/proc/${e}/cmdline`)).split('\0').join(' ');
+    if (cmd.includes(needle) && Number(e) !== process.pid) out.push({ pid: Number(e), cmd });
+  }
+  return out;
+}
+
+/** QEMU pid of a launcher whose libvirtd base dir is `libvirtBase` (from libvirt's pid file). */
+export async function qemuPid(libvirtBase: string): Promise<number | undefined> {
+  const dir = path.join(libvirtBase, 'run/libvirt/qemu/run');
+  let files: string[] = [];
+  try {
+    files = (await readdir(dir)).filter((f) => f.endsWith('.pid'));
+  } catch {
+    return undefined;
+  }
+  for (const f of files) {
+    const pid = Number((await readText(path.join(dir, f))).trim());
+    if (pid > 1) return pid;
+  }
+  return undefined;
+}

@@ -1,0 +1,89 @@
+// virt-launcher standalone as a user runs it: a real process, real session libvirtd, QEMU under TCG.
+import { existsSync } from 'node:fs';
+import { rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { loadVmi } from '@kubevirt-ts/virt-launcher';
+import { GUEST_DIR, GUEST_IMAGE, READY, REPO, heartbeats, processesMentioning, requireGuest, shortTmp, startLauncher, tinyVmi, waitFor, writeVmiFile } from './helpers.js';
+
+beforeAll(() => requireGuest());
+
+const imageArg = `${GUEST_IMAGE}=${GUEST_DIR}`;
+
+describe('virt-launcher standalone', () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await shortTmp();
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('boots the tiny guest to its ready line and exits 0 when it powers off (kvts.poweroff)', async () => {
+    const file = await writeVmiFile(dir, tinyVmi('sa-poweroff', { poweroff: true }));
+    const work = path.join(dir, 'w');
+    const p = startLauncher(['standalone', '--vmi', file, '--image', imageArg, '--console', '--allow-emulation', '--work-dir', work]);
+    const res = await p.exited;
+    expect(p.stdout()).toContain(READY);
+    expect(p.stdout()).toContain('KUBEVIRT-TS-GUEST-POWEROFF kvts.poweroff');
+    // progress, stage by stage
+    for (const stage of ['dirs:', 'libvirtd:', 'connect:', 'cmd-server:', 'notify:', 'ready:', 'domain: Running (Booted)', 'domain: Shutoff (Shutdown)']) {
+      expect(p.stderr()).toContain(`[virt-launcher] ${stage}`);
+    }
+    expect(res).toEqual({ code: 0, signal: null });
+    expect(await processesMentioning(work)).toEqual([]);
+  });
+
+  it('Ctrl-C / SIGTERM shuts the guest down through ACPI and exits 0', async () => {
+    const file = await writeVmiFile(dir, tinyVmi('sa-sigterm'));
+    const work = path.join(dir, 'w');
+    const p = startLauncher(['standalone', '--vmi', file, '--image', imageArg, '--console', '--allow-emulation', '--work-dir', work, '--grace-period-seconds', '60']);
+    await waitFor('two heartbeats', () => heartbeats(p.stdout()) >= 2, 120_000);
+    const t0 = Date.now();
+    p.child.kill('SIGINT');
+    const res = await p.exited;
+    expect(p.stdout()).toContain('KUBEVIRT-TS-GUEST-POWER-BUTTON');
+    expect(p.stdout()).toContain('KUBEVIRT-TS-GUEST-POWEROFF acpi-power-button');
+    expect(p.stderr()).toContain('the guest shut down cleanly');
+    expect(Date.now() - t0).toBeLessThan(60_000);
+    expect(res.code).toBe(0);
+    expect(await processesMentioning(work)).toEqual([]);
+  });
+
+  it('an invalid VMI: a clear error naming the field, exit 3, nothing started or left behind', async () => {
+    const vmi = tinyVmi('sa-invalid') as unknown as { spec: { domain: { devices: { disks: unknown[] } } } };
+    vmi.spec.domain.devices.disks = [{ name: 'nodisk', disk: { bus: 'virtio' } }];
+    const file = await writeVmiFile(dir, vmi);
+    const work = path.join(dir, 'w');
+    const p = startLauncher(['standalone', '--vmi', file, '--image', imageArg, '--allow-emulation', '--work-dir', work]);
+    const res = await p.exited;
+    expect(res.code).toBe(3);
+    expect(p.stderr()).toMatch(/spec\.domain\.devices\.disks\[0\]/);
+    expect(p.stderr()).not.toContain('libvirtd:');
+    expect(existsSync(path.join(work, 'lv'))).toBe(false);
+    expect(await processesMentioning(work)).toEqual([]);
+  });
+
+  it('an unmapped image reference is refused before anything starts', async () => {
+    const file = await writeVmiFile(dir, tinyVmi('sa-noimage'));
+    const p = startLauncher(['standalone', '--vmi', file, '--allow-emulation']);
+    const res = await p.exited;
+    expect(res.code).toBe(3);
+    expect(p.stderr()).toContain(`image "${GUEST_IMAGE}" is not mapped (add --image ${GUEST_IMAGE}=PATH)`);
+  });
+
+  it('bad flags exit 2 with the flag named', async () => {
+    await writeFile(path.join(dir, 'x.yaml'), 'kind: VirtualMachineInstance\n');
+    const p = startLauncher(['standalone', '--vmi', path.join(dir, 'x.yaml'), '--image', 'nope']);
+    expect((await p.exited).code).toBe(2);
+    expect(p.stderr()).toContain('--image: expected REF=PATH');
+    const q = startLauncher(['--name', 'a', '--namespace', 'b', '--uid', 'c', '--hook-sidecars', '1']);
+    expect((await q.exited).code).toBe(2);
+    expect(q.stderr()).toContain('hook sidecars are not supported');
+  });
+
+  it('examples/vmi-tiny.yaml is valid and kernel-boots the test guest image', async () => {
+    const vmi = await loadVmi(path.join(REPO, 'examples/vmi-tiny.yaml'));
+    expect(vmi.spec.domain.firmware?.kernelBoot?.container?.image).toBe(GUEST_IMAGE);
+    expect(existsSync(path.join(GUEST_DIR, path.basename(vmi.spec.domain.firmware!.kernelBoot!.container!.kernelPath!)))).toBe(true);
+  });
+});
