@@ -1,2 +1,3 @@
 import preset from '../../jest.preset.js';
-export default { ...preset };
+// Socket tests wait on real timers (reconnects, backoff); leave room on a loaded 2-core CI machine.
+export default { ...preset, testTimeout: 30_000 };

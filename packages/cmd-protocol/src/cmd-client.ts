@@ -308,6 +308,8 @@ export class CmdClient {
 
   private mapError(rpc: string, err: grpc.ServiceError, timeoutMs: number): Error {
     switch (err.code) {
+      // CANCELLED: we never cancel calls ourselves, so the launcher closed the connection mid-call.
+      case grpc.status.CANCELLED:
       case grpc.status.UNAVAILABLE:
         return new LauncherUnreachableError(
           `${rpc}: launcher at ${this.socketPath} is unreachable: ${err.details}`,

@@ -15,7 +15,7 @@ import {
 } from './errors.js';
 import { CmdClient as GenCmdClient } from './gen/kubevirt/cmd/v1/cmd.js';
 import { launcherInitSocketPath, launcherSocketPath, unixTarget } from './sockets.js';
-import { quietLogger, sampleVmi, sleep, tempDir } from './test-util.js';
+import { quietLogger, sampleVmi, sleep, tempDir, waitFor } from './test-util.js';
 
 const vmi = sampleVmi() as never;
 
@@ -445,10 +445,21 @@ test('1,000 concurrent calls share one connection and all get their own answer',
 }, 60_000);
 
 test('stop() waits for running calls up to the grace period', async () => {
-  const server = await serve({ killVMI: () => sleep(200) });
+  let entered = false;
+  const server = await serve({ killVMI: () => ((entered = true), sleep(200)) });
   const c = await connect();
   const call = c.killVMI(vmi);
-  await sleep(50);
+  await waitFor(() => entered, 'killVMI to start');
   await server.stop(5000);
   await expect(call).resolves.toBeUndefined();
+});
+
+test('stop() cancels calls still running after the grace period', async () => {
+  let entered = false;
+  const server = await serve({ killVMI: () => ((entered = true), new Promise<void>(() => undefined)) });
+  const c = await connect();
+  const call = c.killVMI(vmi, { timeoutMs: 20_000 }).catch((e: unknown) => e);
+  await waitFor(() => entered, 'killVMI to start');
+  await server.stop(100);
+  expect(await call).toBeInstanceOf(LauncherUnreachableError);
 });
