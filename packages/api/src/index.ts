@@ -10,6 +10,7 @@ export {
   validateVirtualMachineInstanceMigration,
   checkDns1123Label,
   checkDns1123Subdomain,
+  checkQualifiedName,
   dropNulls,
 } from './validate.js';
 export {

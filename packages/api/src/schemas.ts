@@ -295,14 +295,13 @@ export type DomainSpec = Static<typeof DomainSpecSchema>;
 
 // ---------------------------------------------------------------- volumes and networks
 
-const SecretRef = () => Strict({ name: Str() });
+const SecretRef = (description?: string) => Strict({ name: Str() }, description);
 const CloudInitSource = (what: string) =>
   Strict(
     {
       userData: Opt(Str()),
       userDataBase64: Opt(Str()),
-      userDataSecretRef: Opt(SecretRef()),
-      secretRef: Opt(SecretRef()),
+      secretRef: Opt(SecretRef('Secret holding the user data (key userdata or userData)')),
       networkData: Opt(Str()),
       networkDataBase64: Opt(Str()),
       networkDataSecretRef: Opt(SecretRef()),
@@ -383,6 +382,19 @@ export const AffinitySchema = Strict({
   podAntiAffinity: Opt(Opaque('core/v1 PodAntiAffinity')),
 });
 
+export const ProbeSchema = Strict({
+  initialDelaySeconds: Opt(Int()),
+  timeoutSeconds: Opt(Int()),
+  periodSeconds: Opt(Int()),
+  successThreshold: Opt(Int()),
+  failureThreshold: Opt(Int()),
+  exec: Opt(Strict({ command: Opt(Arr(Str())) }, 'run a command in the guest (through the guest agent)')),
+  httpGet: Opt(Opaque('core/v1 HTTPGetAction')),
+  tcpSocket: Opt(Opaque('core/v1 TCPSocketAction')),
+  guestAgentPing: Opt(Strict({})),
+});
+export type Probe = Static<typeof ProbeSchema>;
+
 // ---------------------------------------------------------------- VirtualMachineInstance
 
 export const VirtualMachineInstanceSpecSchema = Strict({
@@ -400,9 +412,9 @@ export const VirtualMachineInstanceSpecSchema = Strict({
   startStrategy: Opt(Enum(['Paused'])),
   hostname: Opt(Str()),
   subdomain: Opt(Str()),
-  livenessProbe: Opt(Opaque()),
-  readinessProbe: Opt(Opaque()),
-  dnsPolicy: Opt(Str()),
+  livenessProbe: Opt(ProbeSchema),
+  readinessProbe: Opt(ProbeSchema),
+  dnsPolicy: Opt(Enum(['ClusterFirstWithHostNet', 'ClusterFirst', 'Default', 'None', ''])),
   dnsConfig: Opt(Opaque()),
   accessCredentials: Opt(Arr(Opaque())),
   architecture: Opt(Str()),

@@ -21,9 +21,13 @@ describe('valid manifests', () => {
     expect(docs.length).toBe(1);
     const errs = validateObject(docs[0]);
     if (file === '15-xml-metachars.yaml') {
-      // This vector exercises the converter's XML escaping with a disk serial that upstream's
-      // admission webhook rejects (serials are limited to [A-Za-z0-9_.+-]); we keep upstream's rule.
-      expect(errs).toEqual([{ path: 'spec.domain.devices.disks[0].serial', reason: expect.stringMatching(/A-Za-z0-9_\.\+-/) }]);
+      // This vector exercises the converter's XML escaping with a firmware serial and a disk serial
+      // that upstream's admission webhook rejects (serials are limited to [A-Za-z0-9_.+-]); we keep
+      // upstream's rule, so exactly these two errors.
+      expect(errs).toEqual([
+        { path: 'spec.domain.firmware.serial', reason: expect.stringMatching(/A-Za-z0-9_\.\+-/) },
+        { path: 'spec.domain.devices.disks[0].serial', reason: expect.stringMatching(/A-Za-z0-9_\.\+-/) },
+      ]);
     } else {
       expect(errs).toEqual([]);
     }
@@ -48,6 +52,8 @@ describe('valid manifests', () => {
     delete vm.spec.runStrategy;
     vm.spec.running = false;
     vm.spec.dataVolumeTemplates = [{ metadata: { name: 'dv' }, spec: { pvc: { accessModes: ['ReadWriteOnce'] } } }];
+    vm.spec.template.spec.volumes[0] = { name: 'root', dataVolume: { name: 'dv' } };
+    vm.metadata.labels = { 'app.kubernetes.io/name': 'test', 'kubevirt.io/vm': 'testvm', empty: '' };
     vm.status = { printableStatus: 'Stopped', ready: false, created: false, someNewField: 1 };
     expect(validateObject(vm)).toEqual([]);
   });
@@ -123,7 +129,7 @@ const vmiCases: Case[] = [
   ['bad cpu quantity in limits', (v) => (v.spec.domain.resources.limits = { cpu: 'two' }), ['spec.domain.resources.limits.cpu']],
   ['negative memory', (v) => (v.spec.domain.resources.requests.memory = '-128Mi'), ['spec.domain.resources.requests.memory']],
   ['missing memory', (v) => delete v.spec.domain.resources.requests.memory, ['spec.domain.resources.requests.memory']],
-  ['memory below 1Mi', (v) => (v.spec.domain.resources.requests.memory = '512Ki'), ['spec.domain.resources.requests.memory']],
+  ['memory below 1M', (v) => (v.spec.domain.resources.requests.memory = '900k'), ['spec.domain.resources.requests.memory']],
   [
     'memory request above limit',
     (v) => (v.spec.domain.resources.limits = { memory: '64Mi' }),
@@ -139,7 +145,30 @@ const vmiCases: Case[] = [
       v.spec.domain.cpu = { sockets: 1, cores: 4, dedicatedCpuPlacement: true };
       v.spec.domain.resources.requests.cpu = '2';
     },
-    ['spec.domain.cpu'],
+    ['spec.domain.cpu.dedicatedCpuPlacement'],
+  ],
+  [
+    'dedicated CPUs with unequal request and limit',
+    (v) => {
+      v.spec.domain.cpu = { dedicatedCpuPlacement: true };
+      v.spec.domain.resources = { requests: { cpu: '2', memory: '1Gi' }, limits: { cpu: '4', memory: '1Gi' } };
+    },
+    ['spec.domain.cpu.dedicatedCpuPlacement'],
+  ],
+  [
+    'dedicated CPUs with a fractional request',
+    (v) => {
+      v.spec.domain.cpu = { dedicatedCpuPlacement: true };
+      v.spec.domain.resources.requests.cpu = '1500m';
+    },
+    ['spec.domain.resources.requests.cpu'],
+  ],
+  ['dedicated CPUs with nothing to size them', (v) => (v.spec.domain.cpu = { dedicatedCpuPlacement: true }), ['spec.domain.cpu.dedicatedCpuPlacement']],
+  ['isolateEmulatorThread without dedicated CPUs', (v) => (v.spec.domain.cpu = { isolateEmulatorThread: true }), ['spec.domain.cpu.isolateEmulatorThread']],
+  [
+    'NUMA passthrough without dedicated CPUs and hugepages',
+    (v) => (v.spec.domain.cpu = { numa: { guestMappingPassthrough: {} } }),
+    ['spec.domain.cpu.numa.guestMappingPassthrough', 'spec.domain.cpu.numa.guestMappingPassthrough'],
   ],
   [
     'guest memory above the limit',
@@ -149,14 +178,23 @@ const vmiCases: Case[] = [
     },
     ['spec.domain.memory.guest'],
   ],
-  ['hugepages larger than memory', (v) => (v.spec.domain.memory = { hugepages: { pageSize: '1Gi' } }), ['spec.domain.memory.hugepages.pageSize']],
+  ['hugepages larger than memory', (v) => (v.spec.domain.memory = { hugepages: { pageSize: '1Gi' } }), ['spec.domain.resources.requests.memory']],
+  [
+    'hugepages larger than the guest memory',
+    (v) => {
+      v.spec.domain.memory = { guest: '512Mi', hugepages: { pageSize: '1Gi' } };
+      v.spec.domain.resources = {};
+    },
+    ['spec.domain.memory.guest'],
+  ],
+  ['invalid hugepage size', (v) => (v.spec.domain.memory = { hugepages: { pageSize: 'huge' } }), ['spec.domain.memory.hugepages.pageSize']],
   [
     'memory not a multiple of the hugepage size',
     (v) => {
       v.spec.domain.memory = { hugepages: { pageSize: '2Mi' } };
       v.spec.domain.resources.requests.memory = '129Mi';
     },
-    ['spec.domain.memory.hugepages.pageSize'],
+    ['spec.domain.resources.requests.memory'],
   ],
   ['volume with two sources', (v) => (v.spec.volumes[0].emptyDisk = { capacity: '1Gi' }), ['spec.volumes[0]']],
   ['volume with no source', (v) => delete v.spec.volumes[0].containerDisk, ['spec.volumes[0]']],
@@ -165,6 +203,50 @@ const vmiCases: Case[] = [
   ['hostDisk DiskOrCreate without capacity', (v) => v.spec.volumes.push({ name: 'h', hostDisk: { path: '/d.img', type: 'DiskOrCreate' } }), ['spec.volumes[2].hostDisk.capacity']],
   ['hostDisk unknown type', (v) => v.spec.volumes.push({ name: 'h', hostDisk: { path: '/d.img', type: 'File' } }), ['spec.volumes[2].hostDisk.type']],
   ['cloud-init with two user data sources', (v) => (v.spec.volumes[1].cloudInitNoCloud.userDataBase64 = 'I2Nsb3VkLWNvbmZpZwo='), ['spec.volumes[1].cloudInitNoCloud']],
+  ['firmware serial with bad characters', (v) => (v.spec.domain.firmware = { serial: 'SN 42' }), ['spec.domain.firmware.serial']],
+  ['disk name not a DNS label', (v) => {
+    v.spec.domain.devices.disks[0].name = 'Root';
+    v.spec.volumes[0].name = 'Root';
+  }, ['spec.domain.devices.disks[0].name', 'spec.volumes[0].name']],
+  ['readonly sata disk', (v) => (v.spec.domain.devices.disks[0].disk = { bus: 'sata', readonly: true }), ['spec.domain.devices.disks[0].disk.bus']],
+  ['lun on a container disk', (v) => (v.spec.domain.devices.disks[0] = { name: 'root', lun: {} }), ['spec.domain.devices.disks[0].lun']],
+  ['custom block size not a power of 2', (v) => (v.spec.domain.devices.disks[0].blockSize = { custom: { logical: 512, physical: 3000 } }), ['spec.domain.devices.disks[0].blockSize.custom.physical']],
+  ['logical block size above physical', (v) => (v.spec.domain.devices.disks[0].blockSize = { custom: { logical: 4096, physical: 512 } }), ['spec.domain.devices.disks[0].blockSize.custom.logical']],
+  ['container disk path with ..', (v) => (v.spec.volumes[0].containerDisk.path = '/disk/../etc/passwd'), ['spec.volumes[0].containerDisk.path']],
+  ['secret volume without a secret name', (v) => v.spec.volumes.push({ name: 's', secret: {} }), ['spec.volumes[2].secret.secretName']],
+  ['two service account volumes', (v) => v.spec.volumes.push({ name: 'sa1', serviceAccount: { serviceAccountName: 'a' } }, { name: 'sa2', serviceAccount: { serviceAccountName: 'b' } }), ['spec.volumes']],
+  ['cloud-init user data above 2048 bytes', (v) => (v.spec.volumes[1].cloudInitNoCloud.userData = '#cloud-config\n' + 'x'.repeat(2100)), ['spec.volumes[1].cloudInitNoCloud']],
+  ['cloud-init bad base64', (v) => (v.spec.volumes[1].cloudInitNoCloud = { userDataBase64: 'not base64!' }), ['spec.volumes[1].cloudInitNoCloud.userDataBase64']],
+  ['cloud-init with nothing', (v) => (v.spec.volumes[1].cloudInitNoCloud = {}), ['spec.volumes[1].cloudInitNoCloud']],
+  ['kernel path with relative parts', (v) => (v.spec.domain.firmware = { kernelBoot: { container: { image: 'k', kernelPath: 'boot/vmlinuz' } } }), ['spec.domain.firmware.kernelBoot.container.kernelPath']],
+  ['probe with two handlers', (v) => (v.spec.readinessProbe = { tcpSocket: { port: 22 }, guestAgentPing: {} }), ['spec.readinessProbe']],
+  ['probe with no handler', (v) => (v.spec.livenessProbe = { periodSeconds: 5 }), ['spec.livenessProbe']],
+  ['http probe without the pod network', (v) => {
+    v.spec.networks = [{ name: 'default', multus: { networkName: 'br1' } }];
+    v.spec.domain.devices.interfaces = [{ name: 'default', bridge: {} }];
+    v.spec.readinessProbe = { httpGet: { port: 80 } };
+  }, ['spec.readinessProbe.httpGet']],
+  ['paused start with a liveness probe', (v) => {
+    v.spec.startStrategy = 'Paused';
+    v.spec.livenessProbe = { guestAgentPing: {} };
+  }, ['spec.startStrategy']],
+  ['dnsPolicy None without dnsConfig', (v) => (v.spec.dnsPolicy = 'None'), ['spec.dnsConfig']],
+  ['dnsConfig nameserver not an IP', (v) => (v.spec.dnsConfig = { nameservers: ['dns.example.com'] }), ['spec.dnsConfig.nameservers[0]']],
+  ['unknown dnsPolicy', (v) => (v.spec.dnsPolicy = 'Google'), ['spec.dnsPolicy']],
+  ['subdomain not a DNS subdomain', (v) => (v.spec.subdomain = 'my_sub'), ['spec.subdomain']],
+  ['two default multus networks', (v) => {
+    v.spec.networks = [{ name: 'a', multus: { networkName: 'n1', default: true } }, { name: 'b', multus: { networkName: 'n2', default: true } }];
+    v.spec.domain.devices.interfaces = [{ name: 'a', bridge: {} }, { name: 'b', bridge: {} }];
+  }, ['spec.networks[1].multus.default']],
+  ['default multus network next to the pod network', (v) => {
+    v.spec.networks.push({ name: 'b', multus: { networkName: 'n2', default: true } });
+    v.spec.domain.devices.interfaces.push({ name: 'b', bridge: {} });
+  }, ['spec.networks[1].multus.default']],
+  ['access credential without the cloud-init volume it needs', (v) => {
+    v.spec.volumes.pop();
+    v.spec.domain.devices.disks.pop();
+    v.spec.accessCredentials = [{ sshPublicKey: { source: { secret: { secretName: 'keys' } }, propagationMethod: { noCloud: {} } } }];
+  }, ['spec.accessCredentials[0].sshPublicKey.propagationMethod']],
   ['disk serial with bad characters', (v) => (v.spec.domain.devices.disks[0].serial = 'disk 1/2'), ['spec.domain.devices.disks[0].serial']],
   ['unknown cache mode', (v) => (v.spec.domain.devices.disks[0].cache = 'fast'), ['spec.domain.devices.disks[0].cache']],
   ['dedicated IO thread on sata', (v) => Object.assign(v.spec.domain.devices.disks[0], { disk: { bus: 'sata' }, dedicatedIOThread: true }), ['spec.domain.devices.disks[0].dedicatedIOThread']],
@@ -192,6 +274,8 @@ const vmiCases: Case[] = [
   ['invalid name', (v) => (v.metadata.name = 'Test_VMI'), ['metadata.name']],
   ['missing name', (v) => delete v.metadata.name, ['metadata.name']],
   ['invalid namespace', (v) => (v.metadata.namespace = 'Default'), ['metadata.namespace']],
+  ['invalid label value', (v) => (v.metadata.labels = { app: 'my app' }), ['metadata.labels.app']],
+  ['invalid label key', (v) => (v.metadata.labels = { 'Example.com/x': 'y' }), ['metadata.labels["Example.com/x"]']],
   ['invalid hostname', (v) => (v.spec.hostname = 'my_host'), ['spec.hostname']],
   ['unknown field under spec.domain', (v) => (v.spec.domain.devices.disks[0].foo = 1), ['spec.domain.devices.disks[0].foo']],
   ['unknown field at spec', (v) => (v.spec.runStrategy = 'Always'), ['spec.runStrategy']],
@@ -270,6 +354,12 @@ const vmCases: Case[] = [
   ['unknown field in the template', (vm) => (vm.spec.template.spec.domain.cpu = { cores: 1, coress: 2 }), ['spec.template.spec.domain.cpu.coress']],
   ['invalid template label value type', (vm) => (vm.spec.template.metadata.labels = { app: 1 }), ['spec.template.metadata.labels.app']],
   ['invalid VM name', (vm) => (vm.metadata.name = 'vm.'), ['metadata.name']],
+  ['invalid template label', (vm) => (vm.spec.template.metadata.labels = { 'kubevirt.io/': 'x' }), ['spec.template.metadata.labels["kubevirt.io/"]']],
+  [
+    'data volume template not used by a volume',
+    (vm) => (vm.spec.dataVolumeTemplates = [{ metadata: { name: 'rootdv' }, spec: { storage: {} } }]),
+    ['spec.dataVolumeTemplates[0]'],
+  ],
 ];
 
 describe('invalid VMs', () => {

@@ -3,6 +3,7 @@
 import type { TSchema } from '@sinclair/typebox';
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
 import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors';
+import { isIP } from 'node:net';
 import { pointerToPath, sub } from './paths.js';
 import { isQuantity, parseQuantity } from './quantity.js';
 import {
@@ -61,6 +62,17 @@ const MAC_RE = /^[0-9A-Fa-f]{2}([:-])[0-9A-Fa-f]{2}(\1[0-9A-Fa-f]{2}){4}$/;
 const PCI_RE = /^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$/;
 const SERIAL_RE = /^[A-Za-z0-9_.+-]+$/;
 const UUID_RE = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+
+/** upstream validatePath: absolute, no relative components, not "/". */
+function checkAbsolutePath(p: string | undefined): string | undefined {
+  if (p === undefined || p === '') return undefined;
+  if (p === '/') return 'must not point to the root directory';
+  const parts = p.split('/');
+  if (!p.startsWith('/') || parts.some((x, i) => x === '.' || x === '..' || (x === '' && i > 0 && i < parts.length - 1))) {
+    return `${JSON.stringify(p)} must be an absolute path to a file without relative components`;
+  }
+  return undefined;
+}
 
 export function checkDns1123Label(v: string): string | undefined {
   if (v.length > 63) return `must be no more than 63 characters (is ${v.length})`;
@@ -171,6 +183,33 @@ function validateMetadata(meta: unknown, base: string, e: Errs, opts: { nameRequ
     const bad = checkDns1123Label(ns);
     if (bad) e.add(sub(base, 'namespace'), bad);
   }
+  if (isObj(m['labels'])) {
+    for (const [k, v] of Object.entries(m['labels'])) {
+      const p = sub(sub(base, 'labels'), k);
+      const badKey = checkQualifiedName(k);
+      if (badKey) e.add(p, `label key ${badKey}`);
+      if (typeof v === 'string' && v !== '' && (v.length > 63 || !LABEL_VALUE_RE.test(v))) {
+        e.add(p, `label value ${JSON.stringify(v)} must be at most 63 characters of [A-Za-z0-9-_.], starting and ending with a letter or digit`);
+      }
+    }
+  }
+}
+
+const LABEL_VALUE_RE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
+
+/** Kubernetes qualified name (label and annotation keys): [prefix/]name. */
+export function checkQualifiedName(k: string): string | undefined {
+  const parts = k.split('/');
+  if (parts.length > 2) return `${JSON.stringify(k)} has more than one '/'`;
+  const name = parts[parts.length - 1]!;
+  if (parts.length === 2) {
+    const bad = checkDns1123Subdomain(parts[0]!);
+    if (parts[0] === '' || bad) return `${JSON.stringify(k)} has an invalid prefix: must be a DNS-1123 subdomain`;
+  }
+  if (name === '' || name.length > 63 || !LABEL_VALUE_RE.test(name)) {
+    return `${JSON.stringify(k)}: the name part must be 1-63 characters of [A-Za-z0-9-_.], starting and ending with a letter or digit`;
+  }
+  return undefined;
 }
 
 /** Unique non-empty names in a list; reports duplicates at `<list>[i].name`. Returns the names. */
@@ -219,8 +258,8 @@ function validateResourcesAndMemory(domain: Obj, base: string, e: Errs) {
       'no memory requested: set spec.domain.resources.requests.memory, spec.domain.resources.limits.memory or spec.domain.memory.guest',
     );
   }
-  if (reqMem !== undefined && reqMem > 0 && reqMem < 2 ** 20) {
-    e.add(sub(sub(resPath, 'requests'), 'memory'), `must be at least 1Mi, got ${describe(requests['memory'])}`);
+  if (reqMem !== undefined && reqMem > 0 && reqMem < 1e6) {
+    e.add(sub(sub(resPath, 'requests'), 'memory'), `must be at least 1M, got ${describe(requests['memory'])}`);
   }
   if (reqMem !== undefined && limMem !== undefined && reqMem > limMem) {
     e.add(sub(sub(resPath, 'requests'), 'memory'), `request ${describe(requests['memory'])} is greater than limit ${describe(limits['memory'])}`);
@@ -241,10 +280,16 @@ function validateResourcesAndMemory(domain: Obj, base: string, e: Errs) {
     const page = qty(pageSizeRaw);
     if (page === undefined || page <= 0) e.add(pPath, `invalid page size ${describe(pageSizeRaw)}: expected a quantity like 2Mi or 1Gi`);
     else {
-      const vmMem = guest ?? reqMem ?? limMem;
+      // upstream checks the memory request (the guest memory when no request is given: it becomes the request)
+      const [vmMem, memPath, memRaw] =
+        reqMem !== undefined
+          ? [reqMem, sub(sub(resPath, 'requests'), 'memory'), requests['memory']]
+          : guest !== undefined
+            ? [guest, sub(sub(base, 'memory'), 'guest'), memory['guest']]
+            : [undefined, '', undefined];
       if (vmMem !== undefined) {
-        if (page > vmMem) e.add(pPath, `hugepage size ${describe(pageSizeRaw)} is larger than the VM memory (${vmMem} bytes)`);
-        else if (vmMem % page !== 0) e.add(pPath, `VM memory (${vmMem} bytes) is not a multiple of the hugepage size ${describe(pageSizeRaw)}`);
+        if (page > vmMem) e.add(memPath, `${describe(memRaw)} is smaller than the hugepage size ${describe(pageSizeRaw)} (spec.domain.memory.hugepages.pageSize)`);
+        else if (vmMem % page !== 0) e.add(memPath, `${describe(memRaw)} is not a multiple of the hugepage size ${describe(pageSizeRaw)} (spec.domain.memory.hugepages.pageSize)`);
       }
     }
   }
@@ -280,17 +325,48 @@ function validateCpu(domain: Obj, base: string, e: Errs) {
   const res = obj(domain['resources']);
   const reqCpu = qty(obj(res['requests'])['cpu']);
   const limCpu = qty(obj(res['limits'])['cpu']);
-  if (cpu['dedicatedCpuPlacement'] === true) {
-    const topologyGiven = !!(sockets || cores || threads);
-    const want = reqCpu ?? limCpu;
-    if (topologyGiven && want !== undefined && Math.ceil(want) !== vcpus) {
-      e.add(path, `dedicatedCpuPlacement: the CPU topology gives ${vcpus} vCPUs but ${reqCpu !== undefined ? 'requests' : 'limits'}.cpu is ${want}; they must match`);
+  const dedicated = cpu['dedicatedCpuPlacement'] === true;
+  const dPath = sub(path, 'dedicatedCpuPlacement');
+  if (dedicated) {
+    // upstream validateCpuPinning
+    const topologyVcpus = sockets || cores || threads ? vcpus : 0;
+    const req = reqCpu !== undefined ? Math.ceil(reqCpu) : 0;
+    const lim = limCpu !== undefined ? Math.ceil(limCpu) : 0;
+    if (req === 0 && lim === 0 && topologyVcpus === 0) {
+      e.add(dPath, 'dedicatedCpuPlacement needs resources.requests.cpu, resources.limits.cpu or a CPU topology (cores/sockets/threads)');
     }
-    if (want !== undefined && !Number.isInteger(want)) {
-      e.add(sub(sub(sub(base, 'resources'), reqCpu !== undefined ? 'requests' : 'limits'), 'cpu'), 'dedicatedCpuPlacement needs a whole number of CPUs');
+    for (const [k, v] of [
+      ['requests', reqCpu],
+      ['limits', limCpu],
+    ] as const) {
+      if (v !== undefined && v > 0 && !Number.isInteger(v)) {
+        e.add(sub(sub(sub(base, 'resources'), k), 'cpu'), `dedicatedCpuPlacement needs a whole number of CPUs, got ${v}`);
+      }
+    }
+    if (req > 0 && lim > 0 && req !== lim) e.add(dPath, `resources.requests.cpu (${req}) and resources.limits.cpu (${lim}) must be equal with dedicatedCpuPlacement`);
+    if ((req > 0 || lim > 0) && topologyVcpus > 0 && req !== topologyVcpus && lim !== topologyVcpus) {
+      e.add(dPath, `the CPU topology gives ${topologyVcpus} vCPUs but the CPU ${req > 0 ? `request is ${req}` : `limit is ${lim}`}; with dedicatedCpuPlacement they must match`);
+    }
+    if (threads !== undefined && threads > 2) e.add(dPath, `at most 2 threads per core with dedicatedCpuPlacement, got ${threads}`);
+    const memReq = qty(obj(res['requests'])['memory']);
+    const memLim = qty(obj(res['limits'])['memory']);
+    if (memReq === undefined && memLim === undefined) {
+      e.add(sub(sub(sub(base, 'resources'), 'limits'), 'memory'), 'dedicatedCpuPlacement needs resources.requests.memory or resources.limits.memory');
+    } else if (memReq !== undefined && memLim !== undefined && memReq > 0 && memLim > 0 && memReq !== memLim) {
+      e.add(sub(sub(sub(base, 'resources'), 'requests'), 'memory'), 'must equal resources.limits.memory with dedicatedCpuPlacement (guaranteed QoS)');
     }
   } else if (cpu['isolateEmulatorThread'] === true) {
     e.add(sub(path, 'isolateEmulatorThread'), 'only allowed together with dedicatedCpuPlacement');
+  }
+  const numaPassthrough = obj(cpu['numa'])['guestMappingPassthrough'] !== undefined;
+  const gmpPath = sub(sub(path, 'numa'), 'guestMappingPassthrough');
+  if (numaPassthrough) {
+    if (!dedicated) e.add(gmpPath, 'NUMA guestMappingPassthrough needs dedicatedCpuPlacement: true');
+    if (obj(domain['memory'])['hugepages'] === undefined) e.add(gmpPath, 'NUMA guestMappingPassthrough needs spec.domain.memory.hugepages');
+  }
+  if (cpu['realtime'] !== undefined) {
+    if (!dedicated) e.add(dPath, 'realtime needs dedicatedCpuPlacement: true');
+    if (!numaPassthrough) e.add(gmpPath, 'realtime needs numa.guestMappingPassthrough');
   }
   arr(cpu['features']).forEach((f, i) => {
     const n = str(obj(f)['name']);
@@ -304,6 +380,11 @@ function validateFirmware(domain: Obj, base: string, e: Errs) {
   const path = sub(base, 'firmware');
   const uuid = str(fw['uuid']);
   if (uuid !== undefined && uuid !== '' && !UUID_RE.test(uuid)) e.add(sub(path, 'uuid'), `"${uuid}" is not a UUID (expected 8-4-4-4-12 hex digits)`);
+  const serial = str(fw['serial']);
+  if (serial !== undefined && serial !== '') {
+    if (!SERIAL_RE.test(serial)) e.add(sub(path, 'serial'), `${describe(serial)} must be made of the characters [A-Za-z0-9_.+-]`);
+    if (serial.length > 256) e.add(sub(path, 'serial'), 'must be at most 256 characters');
+  }
   const bl = obj(fw['bootloader']);
   if (bl['bios'] !== undefined && bl['efi'] !== undefined) e.add(sub(path, 'bootloader'), 'bios and efi are mutually exclusive: choose one');
   if (bl['efi'] !== undefined) {
@@ -327,6 +408,10 @@ function validateFirmware(domain: Obj, base: string, e: Errs) {
       const c = obj(kb['container']);
       if (!str(c['kernelPath']) && !str(c['initrdPath'])) e.add(sub(kbPath, 'container'), 'at least one of kernelPath and initrdPath must be set');
       if (c['image'] === '') e.add(sub(sub(kbPath, 'container'), 'image'), 'must not be empty');
+      for (const k of ['kernelPath', 'initrdPath']) {
+        const bad = checkAbsolutePath(str(c[k]));
+        if (bad) e.add(sub(sub(kbPath, 'container'), k), bad);
+      }
       if (str(c['kernelPath']) === undefined && kb['kernelArgs'] !== undefined) {
         e.add(sub(kbPath, 'kernelArgs'), 'kernelArgs need container.kernelPath');
       }
@@ -365,7 +450,7 @@ interface BootOrderUse {
   order: number;
 }
 
-function validateDisks(devices: Obj, dpath: string, volumes: Map<string, number> | undefined, boot: BootOrderUse[], e: Errs) {
+function validateDisks(devices: Obj, dpath: string, volumes: Map<string, number> | undefined, volList: unknown[], boot: BootOrderUse[], e: Errs) {
   const disks = arr(devices['disks']);
   const base = sub(dpath, 'disks');
   uniqueNames(disks, base, e, 'disk');
@@ -373,8 +458,19 @@ function validateDisks(devices: Obj, dpath: string, volumes: Map<string, number>
     const d = obj(d0);
     const p = sub(base, i);
     const name = str(d['name']);
+    if (name) {
+      const bad = checkDns1123Label(name);
+      if (bad) e.add(sub(p, 'name'), `${bad} (disk names become container names)`);
+    }
     if (name && volumes) {
-      if (!volumes.has(name)) e.add(sub(p, 'name'), `no volume named "${name}" in spec.volumes`);
+      const vi = volumes.get(name);
+      if (vi === undefined) e.add(sub(p, 'name'), `no volume named "${name}" in spec.volumes`);
+      else if (d['lun'] !== undefined) {
+        const vol = obj(volList[vi]);
+        if (vol['persistentVolumeClaim'] === undefined && vol['dataVolume'] === undefined) {
+          e.add(sub(p, 'lun'), 'a lun can only use a persistentVolumeClaim or dataVolume volume');
+        }
+      }
     }
     const targets = (['disk', 'cdrom', 'lun'] as const).filter((t) => d[t] !== undefined);
     if (targets.length > 1) e.add(p, `a disk can be only one of disk, cdrom or lun; got ${targets.join(' and ')}`);
@@ -385,7 +481,7 @@ function validateDisks(devices: Obj, dpath: string, volumes: Map<string, number>
       if (bus === 'ide') e.add(bPath, 'IDE bus is not supported');
       else if (!(DISK_BUSES as readonly string[]).includes(bus)) e.add(bPath, `unknown bus "${bus}": must be one of ${DISK_BUSES.join(', ')}`);
       else if (t === 'cdrom' && bus === 'virtio') e.add(bPath, 'bus virtio is not valid for a cdrom: use sata or scsi');
-      else if (t === 'lun' && bus !== 'scsi' && bus !== 'virtio' && bus !== 'sata') e.add(bPath, `bus ${bus} is not valid for a lun`);
+      else if (t === 'disk' && bus === 'sata' && obj(d['disk'])['readonly'] === true) e.add(bPath, 'sata hard disks do not support readonly');
     }
     const bo = num(d['bootOrder']);
     if (bo !== undefined) {
@@ -400,8 +496,30 @@ function validateDisks(devices: Obj, dpath: string, volumes: Map<string, number>
     if (d['dedicatedIOThread'] === true) {
       const t = targets[0];
       const bus = t ? str(obj(d[t])['bus']) : undefined;
-      if (bus !== undefined && bus !== 'virtio' && !(t === 'lun' && bus === 'scsi')) {
+      if (bus !== undefined && bus !== 'virtio') {
         e.add(sub(p, 'dedicatedIOThread'), `IOThreads are only supported for virtio disks, not bus ${bus}`);
+      }
+    }
+    const bs = obj(d['blockSize']);
+    if (bs['custom'] !== undefined) {
+      const bsPath = sub(p, 'blockSize');
+      const mv = bs['matchVolume'];
+      if (mv !== undefined && obj(mv)['enabled'] !== false) e.add(bsPath, 'custom block sizes and matchVolume are mutually exclusive');
+      else {
+        const c = obj(bs['custom']);
+        const logical = num(c['logical']);
+        const physical = num(c['physical']);
+        if (logical !== undefined && physical !== undefined && logical > physical) {
+          e.add(sub(sub(bsPath, 'custom'), 'logical'), `logical size ${logical} must not exceed the physical size ${physical}`);
+        } else {
+          for (const [k, v] of [
+            ['logical', logical],
+            ['physical', physical],
+          ] as const) {
+            if (v === undefined) continue;
+            if (v < 512 || v > 2097152 || (v & (v - 1)) !== 0) e.add(sub(sub(bsPath, 'custom'), k), `must be a power of 2 from 512 to 2097152, got ${v}`);
+          }
+        }
       }
     }
     const pci = str(obj(d['disk'])['pciAddress']);
@@ -440,24 +558,51 @@ function validateVolumes(spec: Obj, base: string, e: Errs): Map<string, number> 
       if (hd['type'] === 'DiskOrCreate' && hd['capacity'] === undefined) e.add(sub(hp, 'capacity'), 'required when type is DiskOrCreate');
       if (hd['type'] === 'Disk' && hd['capacity'] !== undefined) e.add(sub(hp, 'capacity'), 'only allowed when type is DiskOrCreate');
     }
-    if (v['containerDisk'] !== undefined && str(obj(v['containerDisk'])['image']) === '') {
-      e.add(sub(sub(p, 'containerDisk'), 'image'), 'must not be empty');
+    if (v['containerDisk'] !== undefined) {
+      const cd = obj(v['containerDisk']);
+      if (str(cd['image']) === '') e.add(sub(sub(p, 'containerDisk'), 'image'), 'must not be empty');
+      const bad = checkAbsolutePath(str(cd['path']));
+      if (bad) e.add(sub(sub(p, 'containerDisk'), 'path'), bad);
+    }
+    for (const [src, field] of [
+      ['configMap', 'name'],
+      ['secret', 'secretName'],
+      ['serviceAccount', 'serviceAccountName'],
+      ['dataVolume', 'name'],
+      ['persistentVolumeClaim', 'claimName'],
+    ] as const) {
+      if (v[src] !== undefined && !str(obj(v[src])[field])) e.add(sub(sub(p, src), field), 'required: must not be empty');
     }
     for (const ci of ['cloudInitNoCloud', 'cloudInitConfigDrive'] as const) {
       if (v[ci] === undefined) continue;
       const c = obj(v[ci]);
       const cp = sub(p, ci);
-      const userSources = ['userData', 'userDataBase64', 'userDataSecretRef', 'secretRef'].filter((k) => c[k] !== undefined);
-      const netSources = ['networkData', 'networkDataBase64', 'networkDataSecretRef', 'secretRef'].filter((k) => c[k] !== undefined);
-      if (userSources.length === 0 && netSources.length === 0) e.add(cp, 'needs userData, userDataBase64, userDataSecretRef, networkData... or secretRef');
+      // upstream's JSON name of the user-data secret is `secretRef`
+      const userSources = ['userData', 'userDataBase64', 'secretRef'].filter((k) => c[k] !== undefined && c[k] !== '');
+      const netSources = ['networkData', 'networkDataBase64', 'networkDataSecretRef'].filter((k) => c[k] !== undefined && c[k] !== '');
+      if (userSources.length === 0 && netSources.length === 0) {
+        e.add(cp, 'needs user data or network data: set userData, userDataBase64, secretRef, networkData, networkDataBase64 or networkDataSecretRef');
+      }
       if (userSources.length > 1) e.add(cp, `only one user data source allowed, got ${userSources.join(', ')}`);
       if (netSources.length > 1) e.add(cp, `only one network data source allowed, got ${netSources.join(', ')}`);
-      for (const b of ['userDataBase64', 'networkDataBase64']) {
-        const s = str(c[b]);
-        if (s !== undefined && !/^[A-Za-z0-9+/\s]*={0,2}\s*$/.test(s)) e.add(sub(cp, b), 'is not valid base64');
+      for (const [plain, b64, what] of [
+        ['userData', 'userDataBase64', 'user data'],
+        ['networkData', 'networkDataBase64', 'network data'],
+      ] as const) {
+        const enc = str(c[b64]);
+        let len = Buffer.byteLength(str(c[plain]) ?? '');
+        if (enc !== undefined) {
+          if (!/^[A-Za-z0-9+/]*={0,2}$/.test(enc.replace(/\s/g, '')) || enc.replace(/\s/g, '').length % 4 !== 0) e.add(sub(cp, b64), 'is not valid base64');
+          else len = Math.max(len, Buffer.from(enc, 'base64').length);
+        }
+        if (len > 2048) e.add(cp, `${what} is ${len} bytes, more than the 2048-byte limit: use ${plain}SecretRef for larger data`);
       }
     }
   });
+  for (const src of ['serviceAccount', 'downwardMetrics', 'memoryDump'] as const) {
+    const n = vols.filter((v) => obj(v)[src] !== undefined).length;
+    if (n > 1) e.add(vpath, `at most one ${src} volume is allowed, got ${n}`);
+  }
   return names;
 }
 
@@ -481,6 +626,11 @@ function validateNetworks(spec: Obj, base: string, boot: BootOrderUse[], e: Errs
     }
     if (n['multus'] !== undefined && str(obj(n['multus'])['networkName']) === '') e.add(sub(sub(p, 'multus'), 'networkName'), 'must not be empty');
   });
+  const multusDefaults = nets.map((n, i) => [obj(obj(n)['multus'])['default'] === true, i] as const).filter(([d]) => d);
+  if (multusDefaults.length > 1) e.add(sub(sub(sub(npath, multusDefaults[1]![1]), 'multus'), 'default'), 'only one multus network can be the default');
+  if (multusDefaults.length > 0 && podNets > 0) {
+    e.add(sub(sub(sub(npath, multusDefaults[0]![1]), 'multus'), 'default'), 'a default multus network replaces the pod network: remove the pod network');
+  }
 
   const ifaces = arr(devices['interfaces']);
   const ipath = sub(dpath, 'interfaces');
@@ -560,7 +710,7 @@ function validateDevices(spec: Obj, base: string, volumes: Map<string, number> |
   const domain = obj(spec['domain']);
   const devices = obj(domain['devices']);
   const dpath = sub(sub(base, 'domain'), 'devices');
-  validateDisks(devices, dpath, volumes, boot, e);
+  validateDisks(devices, dpath, volumes, arr(spec['volumes']), boot, e);
 
   const inputs = arr(devices['inputs']);
   uniqueNames(inputs, sub(dpath, 'inputs'), e, 'input');
@@ -579,6 +729,70 @@ function validateDevices(spec: Obj, base: string, volumes: Map<string, number> |
     if (first !== undefined) e.add(b.path, `boot order ${b.order} is already used by ${first}`);
     else seen.set(b.order, b.path);
   }
+}
+
+function validateProbesAndDns(spec: Obj, base: string, e: Errs) {
+  const hasPodNetwork = arr(spec['networks']).some((n) => obj(n)['pod'] !== undefined);
+  for (const k of ['readinessProbe', 'livenessProbe'] as const) {
+    if (spec[k] === undefined) continue;
+    const probe = obj(spec[k]);
+    const p = sub(base, k);
+    const handlers = ['httpGet', 'tcpSocket', 'exec', 'guestAgentPing'].filter((h) => probe[h] !== undefined);
+    if (handlers.length === 0) e.add(p, 'a probe needs one of httpGet, tcpSocket, exec or guestAgentPing');
+    if (handlers.length > 1) e.add(p, `a probe can have only one handler, got ${handlers.join(', ')}`);
+    if (!hasPodNetwork) {
+      for (const h of ['httpGet', 'tcpSocket']) if (probe[h] !== undefined) e.add(sub(p, h), `${h} probes need the pod network`);
+    }
+  }
+  if (spec['startStrategy'] === 'Paused' && spec['livenessProbe'] !== undefined) {
+    e.add(sub(base, 'startStrategy'), 'a VMI started paused cannot have a livenessProbe');
+  }
+  const dnsPolicy = str(spec['dnsPolicy']);
+  const dnsConfig = spec['dnsConfig'];
+  if (dnsPolicy === 'None' && dnsConfig === undefined) e.add(sub(base, 'dnsConfig'), 'required when dnsPolicy is None');
+  if (isObj(dnsConfig)) {
+    const dp = sub(base, 'dnsConfig');
+    const ns = arr(dnsConfig['nameservers']);
+    if (dnsPolicy === 'None' && ns.length === 0) e.add(sub(dp, 'nameservers'), 'at least one nameserver is required when dnsPolicy is None');
+    if (ns.length > 3) e.add(sub(dp, 'nameservers'), `at most 3 nameservers, got ${ns.length}`);
+    ns.forEach((x, i) => {
+      if (typeof x !== 'string' || !isIP(x)) e.add(sub(sub(dp, 'nameservers'), i), `${describe(x)} is not an IP address`);
+    });
+    const searches = arr(dnsConfig['searches']);
+    if (searches.length > 6) e.add(sub(dp, 'searches'), `at most 6 search domains, got ${searches.length}`);
+    searches.forEach((x, i) => {
+      const bad = typeof x === 'string' ? checkDns1123Subdomain(x) : 'must be a string';
+      if (bad) e.add(sub(sub(dp, 'searches'), i), bad);
+    });
+  }
+}
+
+function validateAccessCredentials(spec: Obj, base: string, e: Errs) {
+  const creds = arr(spec['accessCredentials']);
+  const vols = arr(spec['volumes']).map(obj);
+  const hasNoCloud = vols.some((v) => v['cloudInitNoCloud'] !== undefined);
+  const hasConfigDrive = vols.some((v) => v['cloudInitConfigDrive'] !== undefined);
+  creds.forEach((c0, i) => {
+    const c = obj(c0);
+    const p = sub(sub(base, 'accessCredentials'), i);
+    const kinds = ['sshPublicKey', 'userPassword'].filter((k) => c[k] !== undefined);
+    if (kinds.length !== 1) {
+      e.add(p, 'exactly one of sshPublicKey and userPassword must be set');
+      return;
+    }
+    const k = kinds[0]!;
+    const cred = obj(c[k]);
+    if (obj(obj(cred['source'])['secret'])['secretName'] === undefined) e.add(sub(sub(p, k), 'source'), 'needs source.secret.secretName');
+    const pm = obj(cred['propagationMethod']);
+    const methods = Object.keys(pm);
+    if (methods.length !== 1) e.add(sub(sub(p, k), 'propagationMethod'), 'exactly one propagation method must be set');
+    if (pm['noCloud'] !== undefined && !hasNoCloud) e.add(sub(sub(p, k), 'propagationMethod'), 'noCloud propagation needs a cloudInitNoCloud volume');
+    if (pm['configDrive'] !== undefined && !hasConfigDrive) e.add(sub(sub(p, k), 'propagationMethod'), 'configDrive propagation needs a cloudInitConfigDrive volume');
+    if (k === 'userPassword' && methods.some((m) => m !== 'qemuGuestAgent')) e.add(sub(sub(p, k), 'propagationMethod'), 'userPassword only supports qemuGuestAgent');
+    if (pm['qemuGuestAgent'] !== undefined && k === 'sshPublicKey' && arr(obj(pm['qemuGuestAgent'])['users']).length === 0) {
+      e.add(sub(sub(sub(sub(p, k), 'propagationMethod'), 'qemuGuestAgent'), 'users'), 'at least one user is required');
+    }
+  });
 }
 
 /** Semantic rules for a VMI spec at `base` (e.g. `spec` or `spec.template.spec`). */
@@ -602,13 +816,18 @@ function validateVmiSpec(spec0: unknown, base: string, e: Errs) {
   const boot: BootOrderUse[] = [];
   validateNetworks(spec, base, boot, e);
   validateDevices(spec, base, volumes, boot, e);
-  for (const k of ['hostname', 'subdomain'] as const) {
-    const v = str(spec[k]);
-    if (v !== undefined && v !== '') {
-      const bad = checkDns1123Label(v);
-      if (bad) e.add(sub(base, k), bad);
-    }
+  const hostname = str(spec['hostname']);
+  if (hostname) {
+    const bad = checkDns1123Label(hostname);
+    if (bad) e.add(sub(base, 'hostname'), bad);
   }
+  const subdomain = str(spec['subdomain']);
+  if (subdomain) {
+    const bad = checkDns1123Subdomain(subdomain);
+    if (bad) e.add(sub(base, 'subdomain'), bad);
+  }
+  validateProbesAndDns(spec, base, e);
+  validateAccessCredentials(spec, base, e);
   const arch = str(spec['architecture']);
   if (arch !== undefined && arch !== '' && !['amd64', 'arm64', 's390x', 'ppc64le'].includes(arch)) {
     e.add(sub(base, 'architecture'), `unsupported architecture "${arch}": must be amd64, arm64, s390x or ppc64le`);
@@ -665,6 +884,17 @@ export function validateVirtualMachine(o: unknown): FieldError[] {
   const tmpl = obj(spec['template']);
   validateMetadata(tmpl['metadata'], 'spec.template.metadata', e, { nameRequired: false });
   validateVmiSpec(tmpl['spec'], 'spec.template.spec', e);
+  const dvNames = new Set(
+    arr(obj(tmpl['spec'])['volumes'])
+      .map((v) => str(obj(obj(v)['dataVolume'])['name']))
+      .filter((n): n is string => !!n),
+  );
+  arr(spec['dataVolumeTemplates']).forEach((t, i) => {
+    const p = sub('spec.dataVolumeTemplates', i);
+    const name = str(obj(obj(t)['metadata'])['name']);
+    if (!name) e.add(sub(sub(p, 'metadata'), 'name'), 'required: a data volume template needs a name');
+    else if (!dvNames.has(name)) e.add(p, `data volume template "${name}" is not used by any dataVolume volume in spec.template.spec.volumes`);
+  });
   return merge(schemaErrors(VirtualMachineSchema, v), e.list);
 }
 
