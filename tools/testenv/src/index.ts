@@ -8,7 +8,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
 import { existsSync, openSync, closeSync, readFileSync, accessSync, constants as fsConstants } from 'node:fs';
-import { mkdtemp, rm, writeFile, readFile } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, writeFile, readFile } from 'node:fs/promises';
 import { request as httpsRequest } from 'node:https';
 import { request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
@@ -289,13 +289,43 @@ function baseDir(): string {
   }
 }
 
+/**
+ * Removes data dirs left by runs whose Node process died without stop() (SIGKILL): their servers are gone
+ * too (parent-death signal), only files remain. A dir whose owner process still runs is left alone.
+ */
+async function removeStaleDirs(base: string): Promise<void> {
+  let names: string[];
+  try {
+    names = await readdir(base);
+  } catch {
+    return;
+  }
+  for (const n of names.filter((x) => x.startsWith('kvts-testenv-'))) {
+    const dir = join(base, n);
+    let pid: number;
+    try {
+      pid = Number(await readFile(join(dir, 'owner.pid'), 'utf8'));
+    } catch {
+      continue; // not ours to judge (being created, or --keep without owner file)
+    }
+    if (!Number.isInteger(pid) || pid <= 0) continue;
+    try {
+      process.kill(pid, 0);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ESRCH') await rm(dir, { recursive: true, force: true });
+    }
+  }
+}
+
 /** Starts etcd and kube-apiserver and waits until the API server is ready. Call stop() when done. */
 export async function startTestEnv(opts: StartOptions = {}): Promise<TestEnv> {
   const t0 = Date.now();
   const log = opts.log ?? (() => {});
   const binaries = findBinaries();
   if (!which('openssl')) throw new Error('openssl not found (Debian package openssl): needed to generate certificates');
+  await removeStaleDirs(baseDir());
   const dir = await mkdtemp(join(baseDir(), 'kvts-testenv-'));
+  await writeFile(join(dir, 'owner.pid'), String(process.pid));
   const procs: Proc[] = [];
   const cleanup = async (): Promise<void> => {
     for (const p of [...procs].reverse()) await stopProcess(p);

@@ -1,6 +1,6 @@
 // Integration tests against the real etcd + kube-apiserver (no mocks).
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, symlinkSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -31,7 +31,7 @@ async function waitGone(pids: number[], ms = 15000): Promise<boolean> {
 function runCli(
   args: string[],
   onRunning?: (child: ReturnType<typeof spawn>, pids: number[]) => void,
-): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string; pids: number[] }> {
+): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string; pids: number[]; childPid: number }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [cli, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
@@ -47,7 +47,7 @@ function runCli(
         if (rec.msg === 'running command') setTimeout(() => onRunning?.(child, pids), 300);
       }
     });
-    child.on('exit', (code, signal) => resolve({ code, signal, stdout, stderr, pids }));
+    child.on('exit', (code, signal) => resolve({ code, signal, stdout, stderr, pids, childPid: child.pid! }));
   });
 }
 
@@ -141,6 +141,12 @@ describe('testenv', () => {
     try {
       expect(r.signal).toBe('SIGKILL');
       expect(await waitGone(r.pids)).toBe(true);
+      // its data dir is left behind; the next start removes it
+      const left = readdirSync('/dev/shm').filter((n) => n.startsWith('kvts-testenv-') && existsSync(join('/dev/shm', n, 'owner.pid')) && readFileSync(join('/dev/shm', n, 'owner.pid'), 'utf8') === String(r.childPid));
+      expect(left.length).toBe(1);
+      const env = await startTestEnv();
+      await env.stop();
+      expect(existsSync(join('/dev/shm', left[0]!))).toBe(false);
     } finally {
       if (sleepPid > 0 && alive(sleepPid)) process.kill(sleepPid, 'SIGKILL'); // the user's command is not ours to reap
     }
