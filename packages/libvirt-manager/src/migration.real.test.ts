@@ -84,6 +84,12 @@ describe('live migration between two session libvirtds', () => {
     await waitForLog(srcLog, (t) => t.includes(READY) && lastHeartbeat(t) >= 2, 120_000, 'guest running on the source');
     await dst.mgr.prepareMigrationTarget(vmi);
 
+    // a daemon with the same host UUID (here: the source itself) is refused by libvirt
+    await src.mgr.migrateVMI(vmi, { targetURI: src.pod.daemon.uri });
+    const refused = await src.mgr.waitForMigration(vmi);
+    expect(refused).toMatchObject({ completed: true, failed: true });
+    expect(refused.failureReason).toMatch(/Attempt to migrate guest to the same host 4b1c1d2e-0000-4000-8000-00000000000a/);
+
     const port = await freePort();
     const t0 = Date.now();
     const started = await src.mgr.migrateVMI(vmi, {
