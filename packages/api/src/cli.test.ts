@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -7,6 +7,7 @@ import { stringify } from 'yaml';
 import { baseVm, baseVmi, REFERENCE_DIR } from './test-fixtures.js';
 
 const CLI = fileURLToPath(new URL('./cli/kv-validate.js', import.meta.url));
+const BIN = fileURLToPath(new URL('../bin/kv-validate.js', import.meta.url));
 const ROOT_BIN = fileURLToPath(new URL('../../../node_modules/.bin/kv-validate', import.meta.url));
 
 let dir: string;
@@ -78,8 +79,20 @@ test('the reference VMIs', () => {
   expect(r.status).toBe(0);
 });
 
-test('npm workspaces link the bin at the repository root', () => {
+test('npm workspaces link the bin at the repository root, and it runs', () => {
   expect(existsSync(ROOT_BIN)).toBe(true);
-  expect(realpathSync(ROOT_BIN)).toBe(realpathSync(CLI));
-  expect(readFileSync(CLI, 'utf8').startsWith('#!/usr/bin/env node\n')).toBe(true);
+  expect(realpathSync(ROOT_BIN)).toBe(realpathSync(BIN));
+  expect(readFileSync(BIN, 'utf8').startsWith('#!/usr/bin/env node\n')).toBe(true);
+  const r = spawnSync(ROOT_BIN, ['01-minimal.yaml'], { cwd: REFERENCE_DIR, encoding: 'utf8' });
+  expect(r.stdout).toBe('01-minimal.yaml: ok\n');
+  expect(r.status).toBe(0);
+});
+
+test('the bin says clearly when the package is not built', () => {
+  const copy = join(dir, 'unbuilt', 'bin');
+  mkdirSync(copy, { recursive: true });
+  copyFileSync(BIN, join(copy, 'kv-validate.js'));
+  const r = spawnSync(process.execPath, [join(copy, 'kv-validate.js'), 'x.yaml'], { encoding: 'utf8' });
+  expect(r.status).toBe(2);
+  expect(r.stderr).toMatch(/not built yet/);
 });
