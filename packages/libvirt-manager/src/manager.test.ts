@@ -296,6 +296,7 @@ describe('migration (logic, fake peers)', () => {
     await src.mgr.syncVMI(vmi());
     await dst.mgr.prepareMigrationTarget(vmi());
     expect(dst.prepared).toEqual(['vm1']);
+    await expect(dst.mgr.syncVMI(vmi())).rejects.toThrow(/waiting for an incoming migration/);
     const started = await src.mgr.migrateVMI(vmi(), {
       targetURI: dst.conn.uri,
       migrationURI: 'tcp://127.0.0.1:49152',

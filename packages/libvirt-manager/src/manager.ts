@@ -141,6 +141,10 @@ export class DomainManager {
     const conn = await this.conn();
     let dom = await this.lookup(conn, name);
     let created = false;
+    if (!dom && this.migrationTargets.has(name)) {
+      // prepared as a migration target: the domain comes with the migration, never from a fresh boot
+      throw new Error(`domain ${name} is waiting for an incoming migration; it is not started here`);
+    }
     if (!dom) {
       if (this.opts.prepare) await this.opts.prepare(vmi, spec, options);
       dom = await conn.defineXML(toDomainXml(spec));

@@ -185,6 +185,7 @@ export class DomainWatcher extends EventEmitter {
       this.holder
         .get()
         .then(async (conn) => {
+          if (!this.running) return;
           if (this.conn !== conn) this.attach(conn);
           await this.relist();
           this.log.info('reconnected to libvirt and re-listed domains', { domains: this.known.size });
