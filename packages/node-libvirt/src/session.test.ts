@@ -1,7 +1,7 @@
 // Against a real libvirtd in session mode running as uid 107 with its own XDG dirs, booting the tiny
 // test guest (tools/guest/build.sh) under QEMU TCG emulation and reading its serial console log.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { readdirSync } from 'node:fs';
+import { readdirSync, readlinkSync } from 'node:fs';
 import { chown, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import {
@@ -284,5 +284,38 @@ describe('losing the daemon', () => {
       process.kill(env.daemon.pid, 'SIGCONT');
       await env.cleanup();
     }
+  }, T);
+});
+
+describe('session libvirtd with its own virtlogd', () => {
+  it('logs QEMU through virtlogd and stop() reaps both daemons', async () => {
+    const env = await startTestEnv({ virtlogd: true });
+    const { pid, virtlogdPid } = env.daemon;
+    try {
+      expect(virtlogdPid).toBeGreaterThan(0);
+      expect(await readLog(`/proc/${virtlogdPid}/status`)).toMatch(/^Uid:\s+107\s/m);
+      const conn = await Connection.open(env.daemon.uri);
+      const name = 'kvts-logd';
+      const serialLog = path.join(env.baseDir, `${name}.serial.log`);
+      const dom = await conn.createXML(guestXml({ name, kernel: env.kernel, initrd: env.initrd, serialLog }));
+      await waitForLine(serialLog, READY_LINE);
+      // QEMU's stdout/stderr go to virtlogd (stdio_handler = "logd"), which holds the log file open
+      const qemuLogPath = path.join(env.daemon.dirs.cache, 'libvirt', 'qemu', 'log', `${name}.log`);
+      const virtlogdFiles = readdirSync(`/proc/${virtlogdPid}/fd`).map((fd) => {
+        try {
+          return readlinkSync(`/proc/${virtlogdPid}/fd/${fd}`);
+        } catch {
+          return '';
+        }
+      });
+      expect(virtlogdFiles).toContain(qemuLogPath);
+      expect(await readLog(qemuLogPath)).toContain('qemu-system-x86_64');
+      await dom.destroy();
+      await conn.close();
+    } finally {
+      await env.cleanup();
+    }
+    expect(await readLog(`/proc/${pid}/status`)).toBe('');
+    expect(await readLog(`/proc/${virtlogdPid}/status`)).toBe('');
   }, T);
 });

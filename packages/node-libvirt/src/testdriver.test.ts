@@ -139,6 +139,57 @@ describe('test:///default', () => {
     await dom.undefine();
   });
 
+  it('reads interface, block and memory stats, addresses, and freezes/thaws and sets time (test driver fakes)', async () => {
+    // the test driver's built-in running domain "test" has disk vda and interface testnet0
+    const dom = await conn.lookupDomainByName('test');
+    const nic = await dom.interfaceStats('testnet0');
+    expect(Object.keys(nic).sort()).toEqual(
+      ['rxBytes', 'rxDrop', 'rxErrs', 'rxPackets', 'txBytes', 'txDrop', 'txErrs', 'txPackets'].sort(),
+    );
+    expect(nic.rxBytes).toBeGreaterThan(0);
+    const blk = await dom.blockStats('vda');
+    expect(blk.rdReq).toBeGreaterThanOrEqual(0);
+    const bad = (await dom.blockStats('hdz').catch((e: unknown) => e)) as LibvirtError;
+    expect(bad.codeName).toBe('INVALID_ARG');
+    const mem = await dom.memoryStats();
+    expect(mem.actual_balloon).toBeGreaterThan(0);
+    expect(mem.rss).toBeGreaterThan(0);
+    const addrs = await dom.interfaceAddresses();
+    expect(addrs[0]).toMatchObject({ name: 'testnet0', hwaddr: 'aa:bb:cc:dd:ee:ff' });
+    expect(addrs[0]!.addrs[0]!.prefix).toBe(24);
+    await dom.setTime();
+    expect(await dom.fsFreeze()).toBeGreaterThan(0);
+    expect(await dom.fsThaw()).toBeGreaterThan(0);
+  });
+
+  it('survives closing listeners while events are being delivered', async () => {
+    const name = uniq('storm');
+    let delivered = 0;
+    let stop = false;
+    const storm = (async () => {
+      while (!stop) {
+        const d = await conn.defineXML(domXml(name));
+        await d.undefine();
+      }
+    })();
+    for (let i = 0; i < 20; i++) {
+      const listener = await Connection.open(URI);
+      let mine = 0;
+      listener.on('lifecycle', () => {
+        mine++;
+        delivered++;
+      });
+      await until(() => mine > 0); // events are flowing: close in the middle of the stream
+      await listener.close();
+    }
+    const late = delivered;
+    await new Promise((r) => setTimeout(r, 50));
+    stop = true;
+    await storm;
+    expect(late).toBeGreaterThanOrEqual(20);
+    expect(delivered).toBe(late); // nothing delivered to a closed connection
+  });
+
   it('rejects bad XML with libvirt error code and domain', async () => {
     const err = (await conn.defineXML('<domain><nope/>').catch((e: unknown) => e)) as LibvirtError;
     expect(err).toBeInstanceOf(LibvirtError);
