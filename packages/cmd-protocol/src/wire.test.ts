@@ -657,3 +657,9 @@ test('garbage bytes on every rpc never crash the servers', async () => {
     await cleanup();
   }
 }, 60_000);
+
+test('uint64 beyond 2^53 is refused by the decoder, not silently rounded', () => {
+  const bytes = encodeRaw([{ no: 3, varint: 2n ** 53n + 1n }]);
+  expect(() => cmd.DiskInfo.decode(bytes)).toThrow(/MAX_SAFE_INTEGER/);
+  expect(cmd.DiskInfo.decode(encodeRaw([{ no: 3, varint: 2n ** 53n - 1n }])).actualSize).toBe(2 ** 53 - 1);
+});
