@@ -1,6 +1,6 @@
 // fast-check generator of valid VirtualMachineInstances (valid for @kubevirt-ts/api's validation),
 // spanning the fields the converter maps. User strings that the API lets through unrestricted
-// (SMBIOS serial, chassis, kernel arguments) carry XML metacharacters.
+// (chassis, kernel arguments) carry XML metacharacters.
 import fc from 'fast-check';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import type { ConverterContext } from './context.js';
@@ -86,7 +86,7 @@ export const vmiArb: fc.Arbitrary<Vmi> = fc
     )),
     machine: opt(fc.constantFrom('q35', 'pc-q35-7.2', 'pc-q35-7.1')),
     uuid: opt(fc.uuid()),
-    fwSerial: opt(metaString()),
+    fwSerial: opt(safeSerial),
     boot: fc.constantFrom('none', 'bios', 'bios-serial', 'efi', 'efi-insecure'),
     kernelArgs: opt(metaString(40)),
     kernel: fc.boolean(),
@@ -197,7 +197,10 @@ export const vmiArb: fc.Arbitrary<Vmi> = fc
     const volumes: VolumeT[] = [];
     const disks: DiskT[] = [];
     let bootOrder = 1;
-    r.disks.forEach(({ d, src }, i) => {
+    let serviceAccounts = 0;
+    r.disks.forEach(({ d, src: src0 }, i) => {
+      // API validation: at most one serviceAccount volume
+      const src = src0.serviceAccount && serviceAccounts++ > 0 ? { configMap: { name: 'cm' } } : src0;
       const name = `disk${i}`;
       const disk: DiskT = { name };
       if (d.kind === 'disk') disk.disk = { ...(d.diskBus ? { bus: d.diskBus } : {}), ...(d.readonly !== undefined && d.diskBus !== 'sata' ? { readonly: d.readonly } : {}) };

@@ -10,7 +10,7 @@ export const CASES: Record<string, VirtualMachineInstance> = {
     metadata: meta('efi-secure'),
     spec: {
       domain: {
-        firmware: { bootloader: { efi: {} }, serial: 'S/N <1> & "2"' },
+        firmware: { bootloader: { efi: {} }, serial: 'SN-1.0_x+y' },
         features: { smm: {} },
         resources: { requests: { memory: '256Mi' } },
         devices: { autoattachPodInterface: false },
