@@ -1,5 +1,7 @@
 // DomainManager and DomainWatcher against a real session libvirtd (uid 107, own XDG dirs) booting
 // the tiny test guest under QEMU TCG emulation, checked on the guest's serial console log.
+import { chown, mkdir, truncate, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { ConnectionHolder } from './connection.js';
 import { DomainManager } from './manager.js';
 import {
@@ -7,6 +9,8 @@ import {
   guestVMI,
   HEARTBEAT,
   lastHeartbeat,
+  QEMU_GID,
+  QEMU_UID,
   READY,
   readLog,
   sleep,
@@ -83,6 +87,33 @@ describe('DomainManager + DomainWatcher on a real session libvirtd', () => {
     await mgr.unpauseVMI(vmi);
     await waitFor(() => statuses().at(-1) === 'MODIFIED Running/Unpaused', 10_000, 'Unpaused event');
     await waitForLog(log(), (t) => lastHeartbeat(t) >= before + 2, 30_000, 'heartbeats after unpause');
+  }, T);
+
+  test('a disk added to the VMI is hot-plugged into the running guest, and unplugged when removed', async () => {
+    const withDisk = structuredClone(vmi) as typeof vmi & { spec: { volumes?: unknown[] } };
+    (withDisk.spec.domain as { devices: { disks?: unknown[] } }).devices.disks = [{ name: 'data', disk: { bus: 'scsi' } }];
+    withDisk.spec.volumes = [{ name: 'data', hostDisk: { path: '/data/disk.img', type: 'Disk' } }];
+    const image = mgr.convert(withDisk).devices.disks?.[0]?.source?.file;
+    expect(image).toBe(`${pod.root}/var/run/kubevirt-private/vmi-disks/data/disk.img`);
+    await mkdir(path.dirname(image!), { recursive: true });
+    await writeFile(image!, Buffer.alloc(0));
+    await truncate(image!, 16 * 2 ** 20);
+    for (const p of [image!, path.dirname(image!), path.dirname(path.dirname(image!))]) await chown(p, QEMU_UID, QEMU_GID);
+
+    const n = events.length;
+    await mgr.syncVMI(withDisk);
+    const disks = async () => ((await mgr.getDomain(name))?.spec?.devices.disks ?? []).map((d) => `${d.target.dev}:${d.source?.file}`);
+    expect(await disks()).toEqual([`sda:${image}`]);
+    // libvirt's device-added event makes the watcher report the new spec
+    await waitFor(() => (watcher.get(name)?.spec?.devices.disks?.length ?? 0) === 1, 10_000, 'watcher saw the disk');
+    expect(events.length).toBeGreaterThan(n);
+    await mgr.syncVMI(withDisk); // nothing more to attach
+    expect(await disks()).toEqual([`sda:${image}`]);
+
+    await mgr.syncVMI(vmi);
+    await waitFor(async () => (await disks()).length === 0, 15_000, 'disk unplugged');
+    await waitFor(() => (watcher.get(name)?.spec?.devices.disks?.length ?? 0) === 0, 10_000, 'watcher saw the unplug');
+    expect(statuses().at(-1)).toBe('MODIFIED Running/Unpaused');
   }, T);
 
   test('stats and version come from the real daemon; guest agent calls fail clearly (the guest has none)', async () => {
