@@ -24,10 +24,17 @@ function upToDate() {
 if (!force && upToDate()) process.exit(0);
 
 if (!process.argv.includes('--locked')) {
-  const lock = path.join(os.tmpdir(), `kvts-node-libvirt-build-${createHash('sha1').update(root).digest('hex').slice(0, 12)}.lock`);
-  const r = spawnSync('flock', [lock, process.execPath, fileURLToPath(import.meta.url), '--locked', ...process.argv.slice(2)], {
-    stdio: 'inherit',
-  });
+  const lock = path.join(
+    os.tmpdir(),
+    `kvts-node-libvirt-build-${createHash('sha1').update(root).digest('hex').slice(0, 12)}.lock`,
+  );
+  const r = spawnSync(
+    'flock',
+    [lock, process.execPath, fileURLToPath(import.meta.url), '--locked', ...process.argv.slice(2)],
+    {
+      stdio: 'inherit',
+    },
+  );
   if (r.error) throw r.error;
   process.exit(r.status ?? 1);
 }
@@ -35,7 +42,11 @@ if (!process.argv.includes('--locked')) {
 // holding the lock: another build may have finished meanwhile
 if (!force && upToDate()) process.exit(0);
 const env = { ...process.env, npm_config_nodedir: process.env.npm_config_nodedir || '/usr' };
-const nodeGyp = path.join(path.dirname(fileURLToPath(import.meta.resolve('node-gyp/package.json'))), 'bin', 'node-gyp.js');
+const nodeGyp = path.join(
+  path.dirname(fileURLToPath(import.meta.resolve('node-gyp/package.json'))),
+  'bin',
+  'node-gyp.js',
+);
 const r = spawnSync(process.execPath, [nodeGyp, 'rebuild', '--silent'], { cwd: root, env, stdio: 'inherit' });
 if (r.error) throw r.error;
 process.exit(r.status ?? 1);

@@ -235,7 +235,13 @@ export class Connection extends EventEmitter<ConnectionEvents> {
     const conn = new Connection(uri, native);
     try {
       const ka = opts.keepAlive ?? { interval: 5, count: 3 };
-      await native.open(uri, !!opts.readOnly, (type, data) => conn.#onEvent(type, data), ka.interval, ka.count);
+      await native.open(
+        uri,
+        !!opts.readOnly,
+        (type, data) => conn.#onEvent(type, data),
+        ka.interval,
+        ka.count,
+      );
       if (opts.unref) conn.unref();
     } catch (e) {
       await native.close().catch(() => undefined);
@@ -428,11 +434,15 @@ export class Connection extends EventEmitter<ConnectionEvents> {
   }
   /** virDomainLookupByName; rejects with code NO_DOMAIN when absent. */
   async lookupDomainByName(name: string): Promise<Domain> {
-    return this.#domain(await this.call<NativeDomRef>(`lookupDomainByName(${name})`, 'lookupDomainByName', name));
+    return this.#domain(
+      await this.call<NativeDomRef>(`lookupDomainByName(${name})`, 'lookupDomainByName', name),
+    );
   }
   /** virDomainLookupByUUIDString */
   async lookupDomainByUUID(uuid: string): Promise<Domain> {
-    return this.#domain(await this.call<NativeDomRef>(`lookupDomainByUUID(${uuid})`, 'lookupDomainByUUID', uuid));
+    return this.#domain(
+      await this.call<NativeDomRef>(`lookupDomainByUUID(${uuid})`, 'lookupDomainByUUID', uuid),
+    );
   }
   /** virConnectListAllDomains (flags: ListAllDomainsFlags; 0 = all). */
   async listAllDomains(flags = 0): Promise<Domain[]> {

@@ -12,7 +12,13 @@ export type NativeEventHandler = (type: string, data: Record<string, unknown>) =
 
 /** The addon's class; methods mirror Connection/Domain. Domain methods take the UUID first. */
 export interface NativeConnection {
-  open(uri: string, readOnly: boolean, onEvent: NativeEventHandler, kaInterval: number, kaCount: number): Promise<void>;
+  open(
+    uri: string,
+    readOnly: boolean,
+    onEvent: NativeEventHandler,
+    kaInterval: number,
+    kaCount: number,
+  ): Promise<void>;
   close(): Promise<number | undefined>;
   isAlive(): boolean;
   isOpen(): boolean;

@@ -65,7 +65,8 @@ export function confValue(v: ConfValue): string {
 export function confText(settings: Record<string, ConfValue>): string {
   let out = '# written by @kubevirt-ts/node-libvirt startSessionLibvirtd\n';
   for (const [k, v] of Object.entries(settings)) {
-    if (!/^[a-zA-Z_][a-zA-Z0-9_]*$/.test(k)) throw new TypeError(`conf key ${JSON.stringify(k)}: not a valid name`);
+    if (!/^[a-zA-Z_][a-zA-Z0-9_]*$/.test(k))
+      throw new TypeError(`conf key ${JSON.stringify(k)}: not a valid name`);
     out += `${k} = ${confValue(v)}\n`;
   }
   return out;
@@ -120,9 +121,12 @@ export async function startSessionLibvirtd(opts: SessionLibvirtdOptions): Promis
     throw new Error(`baseDir ${base}: socket path ${socketPath} is longer than ${SOCKET_PATH_MAX} bytes`);
   const asUser = opts.uid !== undefined || opts.gid !== undefined;
   if (asUser && process.getuid?.() !== 0) throw new Error('startSessionLibvirtd: uid/gid need root');
-  if (asUser && opts.uid === 0) throw new Error('startSessionLibvirtd: uid 0 would run libvirtd in system mode');
+  if (asUser && opts.uid === 0)
+    throw new Error('startSessionLibvirtd: uid 0 would run libvirtd in system mode');
   if (!asUser && process.getuid?.() === 0)
-    throw new Error('startSessionLibvirtd: as root, libvirtd runs in system mode; pass an unprivileged uid/gid');
+    throw new Error(
+      'startSessionLibvirtd: as root, libvirtd runs in system mode; pass an unprivileged uid/gid',
+    );
 
   await mkdir(base, { recursive: true });
   for (const d of Object.values(dirs)) await mkdir(d, { recursive: true });
@@ -138,8 +142,13 @@ export async function startSessionLibvirtd(opts: SessionLibvirtdOptions): Promis
   if (asUser) {
     const uid = opts.uid ?? process.getuid!();
     const gid = opts.gid ?? process.getgid!();
-    for (const p of [base, ...Object.values(dirs), path.join(dirs.config, 'libvirt'), libvirtdConf,
-      path.join(dirs.config, 'libvirt', 'qemu.conf')]) {
+    for (const p of [
+      base,
+      ...Object.values(dirs),
+      path.join(dirs.config, 'libvirt'),
+      libvirtdConf,
+      path.join(dirs.config, 'libvirt', 'qemu.conf'),
+    ]) {
       await chown(p, uid, gid);
     }
   }
@@ -218,7 +227,9 @@ export async function startSessionLibvirtd(opts: SessionLibvirtdOptions): Promis
     }
     if (Date.now() > deadline) {
       await stopAll();
-      throw new Error(`libvirtd: ${socketPath} did not answer within ${opts.timeoutMs ?? 30000} ms:\n${tail.join('\n')}`);
+      throw new Error(
+        `libvirtd: ${socketPath} did not answer within ${opts.timeoutMs ?? 30000} ms:\n${tail.join('\n')}`,
+      );
     }
     await sleep(25);
   }

@@ -31,7 +31,9 @@ export async function startTestEnv(extra: Partial<SessionLibvirtdOptions> = {}):
   const srcKernel = path.join(guestDir, 'vmlinuz');
   const srcInitrd = path.join(guestDir, 'initramfs.img');
   if (!existsSync(srcKernel) || !existsSync(srcInitrd)) {
-    throw new Error(`test guest missing in ${guestDir}: run "bash tools/guest/build.sh" (tools/setup.sh does)`);
+    throw new Error(
+      `test guest missing in ${guestDir}: run "bash tools/guest/build.sh" (tools/setup.sh does)`,
+    );
   }
   // short path: QEMU monitor sockets live deep below it and unix socket paths are limited to 107 bytes
   const baseDir = await mkdtemp('/tmp/kvl-');
@@ -64,7 +66,8 @@ export function guestXml(opts: {
 }): string {
   // the arguments are our own test values (no user data), still kept to a safe character set
   for (const [k, v] of Object.entries(opts))
-    if (typeof v === 'string' && !/^[A-Za-z0-9_./ =-]*$/.test(v)) throw new Error(`guestXml ${k}: unsafe value`);
+    if (typeof v === 'string' && !/^[A-Za-z0-9_./ =-]*$/.test(v))
+      throw new Error(`guestXml ${k}: unsafe value`);
   return `<domain type='qemu'>
   <name>${opts.name}</name>
   <memory unit='MiB'>${opts.memoryMiB ?? 192}</memory>
@@ -108,12 +111,17 @@ export async function waitForLine(file: string, needle: string, timeoutMs = 1200
   for (;;) {
     const text = (await readLog(file)).slice(from);
     if (text.includes(needle)) return;
-    if (Date.now() > end) throw new Error(`"${needle}" not seen on ${file} within ${timeoutMs} ms; log:\n${text.slice(-2000)}`);
+    if (Date.now() > end)
+      throw new Error(`"${needle}" not seen on ${file} within ${timeoutMs} ms; log:\n${text.slice(-2000)}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
 
-export async function waitFor(cond: () => boolean | Promise<boolean>, timeoutMs = 60000, what = 'condition'): Promise<void> {
+export async function waitFor(
+  cond: () => boolean | Promise<boolean>,
+  timeoutMs = 60000,
+  what = 'condition',
+): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!(await cond())) {
     if (Date.now() > end) throw new Error(`${what} not met within ${timeoutMs} ms`);

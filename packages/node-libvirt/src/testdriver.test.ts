@@ -205,7 +205,9 @@ describe('test:///default', () => {
   it('says clearly when a call is not supported by the driver', async () => {
     const name = uniq('nosupport');
     const dom = await conn.defineXML(domXml(name));
-    const err = (await dom.qemuAgentCommand('{"execute":"guest-ping"}', 1).catch((e: unknown) => e)) as LibvirtError;
+    const err = (await dom
+      .qemuAgentCommand('{"execute":"guest-ping"}', 1)
+      .catch((e: unknown) => e)) as LibvirtError;
     expect(err).toBeInstanceOf(LibvirtError);
     expect(['NO_SUPPORT', 'OPERATION_INVALID', 'ARGUMENT_UNSUPPORTED']).toContain(err.codeName);
     await dom.undefine();
@@ -238,7 +240,12 @@ describe('connection lifetime', () => {
 
   it('rejects calls still pending when the connection is closed', async () => {
     const conn = await Connection.open(URI);
-    const pending = Array.from({ length: 50 }, () => conn.getCapabilities().then(() => 'ok', (e: Error) => e.message));
+    const pending = Array.from({ length: 50 }, () =>
+      conn.getCapabilities().then(
+        () => 'ok',
+        (e: Error) => e.message,
+      ),
+    );
     const closing = conn.close();
     const results = await Promise.all(pending);
     await closing;
@@ -277,7 +284,10 @@ describe('connection lifetime', () => {
       const c = await Connection.open('test:///default', { unref: true });
       await c.getLibVersion();
       console.log('opened');`;
-    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 20_000 });
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
     expect(r.stdout).toContain('opened');
     expect(r.signal).toBeNull();
     expect(r.status).toBe(0);

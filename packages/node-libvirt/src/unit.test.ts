@@ -15,7 +15,12 @@ import { confText, confValue } from './session.js';
 describe('migrateParamList', () => {
   it('maps typed params to libvirt names and types, repeating list entries', () => {
     expect(
-      migrateParamList({ uri: 'tcp://127.0.0.1:49152', bandwidth: 100, migrateDisks: ['vda', 'vdb'], parallelConnections: 4 }),
+      migrateParamList({
+        uri: 'tcp://127.0.0.1:49152',
+        bandwidth: 100,
+        migrateDisks: ['vda', 'vdb'],
+        parallelConnections: 4,
+      }),
     ).toEqual([
       ['migrate_uri', TypedParamType.STRING, 'tcp://127.0.0.1:49152'],
       ['bandwidth', TypedParamType.ULLONG, 100],
@@ -28,7 +33,9 @@ describe('migrateParamList', () => {
     expect(() => migrateParamList({ bandwidth: -1 })).toThrow('params.bandwidth');
     expect(() => migrateParamList({ uri: 5 as unknown as string })).toThrow('params.uri: expected a string');
     expect(() => migrateParamList({ nope: 1 } as never)).toThrow('params.nope: unknown');
-    expect(() => migrateParamList({ uri: ['a'] as unknown as string })).toThrow('params.uri: expected a single value');
+    expect(() => migrateParamList({ uri: ['a'] as unknown as string })).toThrow(
+      'params.uri: expected a single value',
+    );
   });
 });
 
@@ -48,7 +55,11 @@ describe('constants', () => {
 
 describe('LibvirtError', () => {
   it('keeps code, domain and message from the native rejection', () => {
-    const e = LibvirtError.from('domain.create(x)', { code: 42, domain: 10, libvirtMessage: 'Domain not found' });
+    const e = LibvirtError.from('domain.create(x)', {
+      code: 42,
+      domain: 10,
+      libvirtMessage: 'Domain not found',
+    });
     expect(e).toBeInstanceOf(LibvirtError);
     const le = e as LibvirtError;
     expect(le.message).toBe('domain.create(x): Domain not found');
