@@ -100,6 +100,14 @@ describe('memory overhead formula', () => {
     expect(o.bytes).toBe(260 * Mi);
   });
 
+  it('adds the TCG translation cache when emulating', () => {
+    const kvm = memoryOverhead(vmi(), { arch: 'amd64', additionalOverheadRatio: 1, useEmulation: false });
+    const tcg = memoryOverhead(vmi(), { arch: 'amd64', additionalOverheadRatio: 1, useEmulation: true });
+    expect(kvm.parts.tcgTranslationCache).toBeUndefined();
+    expect(tcg.parts.tcgTranslationCache).toBe(128 * Mi);
+    expect(tcg.bytes - kvm.bytes).toBe(128 * Mi);
+  });
+
   it('grows with vCPUs, disks, interfaces, dedicated IOThreads, TPM; drops video when graphics are off', () => {
     const base = memoryOverhead(vmi(), { arch: 'amd64', additionalOverheadRatio: 1 }).parts;
     const big = memoryOverhead(
@@ -151,8 +159,9 @@ describe('memory overhead formula', () => {
 
 describe('resources', () => {
   it('requests the VMI memory plus the overhead, and 1/10 CPU per vCPU by default', () => {
-    const r = compute(render(vmi(), { useEmulation: true })).resources!;
+    const r = compute(render(vmi())).resources!;
     expect(r.requests!.memory).toBe(`${128 + 260}Mi`);
+    expect(compute(render(vmi(), { useEmulation: true })).resources!.requests!.memory).toBe(`${128 + 260 + 128}Mi`);
     expect(r.requests!.cpu).toBe('100m');
     expect(r.requests!['ephemeral-storage']).toBe('50M');
     expect(r.limits!.memory).toBeUndefined();
