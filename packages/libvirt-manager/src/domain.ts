@@ -3,6 +3,7 @@
 // the KubeVirt-style status. This is what the watcher emits and getDomain returns, as JSON.
 
 import type { Domain as DomainSpec } from '@kubevirt-ts/converter';
+import type { MigrationState } from './migration.js';
 import type { DomainStatus } from './status.js';
 
 export type { DomainSpec };
@@ -25,6 +26,8 @@ export interface KubevirtDomain {
   domainUUID?: string;
   spec?: DomainSpec;
   status: DomainStatus;
+  /** the latest outgoing migration started here (upstream keeps it in the domain's kubevirt metadata) */
+  migration?: MigrationState;
 }
 
 /** `<namespace>_<name>`: the libvirt domain name of a VMI (upstream's VMINamespaceKeyFunc). */

@@ -1,7 +1,7 @@
 export { DomainManager, contextWithOptions } from './manager.js';
 export type { DomainManagerOptions, ManagedVMI, SyncOptions, ShutdownOptions, ShutdownResult } from './manager.js';
 export { DomainWatcher } from './watcher.js';
-export type { DomainWatcherOptions, DomainWatchEvent, WatchEventType } from './watcher.js';
+export type { DomainWatcherOptions, DomainWatchEvent, WatchEventType, MigrationSource } from './watcher.js';
 export { ConnectionHolder } from './connection.js';
 export type { ConnectionSource } from './connection.js';
 export { domainNameOf, splitDomainName, newDomain } from './domain.js';

@@ -344,6 +344,44 @@ describe('migration (logic, fake peers)', () => {
     expect(st).toMatchObject({ failed: true, abortStatus: 'Succeeded' });
   });
 
+  test('progress timeout aborts a migration whose remaining data stops shrinking', async () => {
+    const src = setup();
+    const dst = setup();
+    src.conn.migrationMs = 10_000;
+    let remaining = 5000;
+    src.conn.jobRemaining = () => (remaining > 3000 ? (remaining -= 1000) : remaining); // shrinks, then stalls
+    await src.mgr.syncVMI(vmi());
+    const t0 = Date.now();
+    await src.mgr.migrateVMI(vmi(), { targetURI: dst.conn.uri, ProgressTimeout: 1 });
+    const st = await src.mgr.waitForMigration(vmi());
+    expect(st).toMatchObject({ failed: true, abortStatus: 'Succeeded' });
+    expect(st.failureReason).toMatch(/^migration made no progress for 1 s: operation aborted/);
+    expect(remaining).toBe(3000);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(1000);
+  });
+
+  test('a watcher given the manager reports migration progress with the domain', async () => {
+    const src = setup();
+    const dst = setup();
+    await src.mgr.syncVMI(vmi());
+    const { DomainWatcher } = await import('./watcher.js');
+    const w = new DomainWatcher({ connection: src.conn, migrations: src.mgr, logger: quietLogger });
+    const seen: string[] = [];
+    w.on('event', (e: { type: string; domain: { status: { status: string; reason: string }; migration?: { completed: boolean; failed: boolean } } }) => {
+      const m = e.domain.migration;
+      seen.push(`${e.type} ${e.domain.status.status}/${e.domain.status.reason} ${m ? `migration completed=${m.completed}` : '-'}`);
+    });
+    await new Promise((r) => setTimeout(r, 10));
+    await w.start();
+    await src.mgr.migrateVMI(vmi(), { targetURI: dst.conn.uri });
+    await src.mgr.waitForMigration(vmi());
+    await until(() => seen.some((s) => s.startsWith('MODIFIED Shutoff/Migrated migration completed=true')), 3000, 'completed migration reported');
+    expect(seen[0]).toBe('ADDED Running/Booted -');
+    expect(seen).toContain('MODIFIED Running/Booted migration completed=false');
+    expect((await src.mgr.getDomain())?.migration).toMatchObject({ completed: true, failed: false });
+    await w.stop();
+  });
+
   test('migration options are validated with field paths', async () => {
     const { mgr } = setup();
     await mgr.syncVMI(vmi());

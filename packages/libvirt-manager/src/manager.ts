@@ -2,6 +2,7 @@
 // (upstream's LibvirtDomainManager). Method names and shapes match cmd-protocol's CmdBackend,
 // so a DomainManager can be handed to CmdServer as is.
 
+import { EventEmitter } from 'node:events';
 import { parseDomainXml, toDomain, toDomainXml, type ConverterContext } from '@kubevirt-ts/converter';
 import { ConnectionHolder, type ConnectionSource } from './connection.js';
 import { domainNameOf, newDomain, type DomainSpec, type KubevirtDomain } from './domain.js';
@@ -102,7 +103,11 @@ const STATS_GROUPS = 1 | 2 | 4 | 8 | 16 | 32;
 /** Paused reasons during which syncVMI must not resume the domain (libvirt or a job owns it). */
 const SYSTEM_PAUSE_REASONS = new Set(['Migration', 'Postcopy', 'PostcopyFailed', 'StartingUp', 'Save', 'Dump', 'Snapshot']);
 
-export class DomainManager {
+/**
+ * Events: 'migration' (domainName, MigrationState) when an outgoing migration starts, ends or is
+ * being aborted; a DomainWatcher given this manager as `migrations` re-reports the domain then.
+ */
+export class DomainManager extends EventEmitter {
   readonly holder: ConnectionHolder;
   private readonly opts: DomainManagerOptions;
   private readonly log: Logger;
@@ -116,6 +121,7 @@ export class DomainManager {
   private readonly migrations = new Map<string, { state: MigrationState; done: Promise<MigrationState> }>();
 
   constructor(opts: DomainManagerOptions) {
+    super();
     this.opts = opts;
     this.holder = ConnectionHolder.from(opts.connection);
     this.log = opts.logger ?? createLogger('domain-manager');
@@ -396,35 +402,73 @@ export class DomainManager {
         state.endTimestamp = new Date().toISOString();
         if (state.abortStatus === 'Aborting') state.abortStatus = 'Failed'; // it finished before the abort took
         log.info('Live migration succeeded.', { seconds: (Date.now() - started) / 1000 });
+        this.emitMigration(name, state);
         return state;
       },
       (err: unknown) => {
         monitor.stop();
+        const msg = err instanceof Error ? err.message : String(err);
         state.completed = true;
         state.failed = true;
         state.endTimestamp = new Date().toISOString();
-        state.failureReason = err instanceof Error ? err.message : String(err);
+        // a timeout's reason says why libvirt's "operation aborted" happened
+        state.failureReason = state.failureReason ? `${state.failureReason}: ${msg}` : msg;
         if (state.abortStatus === 'Aborting') state.abortStatus = 'Succeeded';
         log.error('Live migration failed.', { reason: state.failureReason });
+        this.emitMigration(name, state);
         return state;
       },
     );
     this.migrations.set(name, { state, done });
+    this.emitMigration(name, state);
     return { ...state };
   }
 
-  /** Progress / completion timeouts of a running migration (upstream's migration monitor, simplified). */
+  private emitMigration(name: string, state: MigrationState): void {
+    this.emit('migration', name, { ...state });
+  }
+
+  /**
+   * Upstream's migration monitor, simplified: aborts when the migration takes longer than the
+   * completion timeout, or when the data still to send has not shrunk for the progress timeout.
+   */
   private monitorMigration(dom: LibvirtDomain, state: MigrationState, mo: MigrationOptions, started: number): { stop(): void } {
-    const limitMs = mo.completionTimeoutMs;
-    if (!limitMs) return { stop: () => undefined };
+    const { completionTimeoutMs, progressTimeoutMs } = mo;
+    if (!completionTimeoutMs && !progressTimeoutMs) return { stop: () => undefined };
+    let lowest = Infinity;
+    let lastProgress = started;
+    let polling = false;
+    const abort = (reason: string, why: string) => {
+      state.abortStatus = 'Aborting';
+      state.failureReason = why;
+      this.log.warn(`${why}; aborting the migration.`, { name: dom.name, reason });
+      this.emitMigration(dom.name, state);
+      void dom.abortJob().catch(() => undefined);
+    };
     const t = setInterval(() => {
-      if (state.completed || state.abortStatus) return;
-      if (Date.now() - started > limitMs) {
-        state.abortStatus = 'Aborting';
-        state.failureReason = `migration did not complete within ${Math.round(limitMs / 1000)} s; aborting`;
-        this.log.warn('Migration timed out; aborting it.', { name: dom.name, reason: 'MigrationTimeout' });
-        void dom.abortJob().catch(() => undefined);
+      if (state.completed || state.abortStatus || polling) return;
+      const now = Date.now();
+      if (completionTimeoutMs && now - started > completionTimeoutMs) {
+        abort('MigrationTimeout', `migration did not complete within ${completionTimeoutMs / 1000} s`);
+        return;
       }
+      if (!progressTimeoutMs) return;
+      polling = true;
+      dom
+        .getJobInfo()
+        .then((info) => {
+          const remaining = Number((info as { params?: Record<string, unknown> })?.params?.data_remaining);
+          if (Number.isFinite(remaining) && remaining < lowest) {
+            lowest = remaining;
+            lastProgress = Date.now();
+          } else if (Date.now() - lastProgress > progressTimeoutMs && !state.completed && !state.abortStatus) {
+            abort('MigrationProgressTimeout', `migration made no progress for ${progressTimeoutMs / 1000} s`);
+          }
+        })
+        .catch(() => undefined)
+        .finally(() => {
+          polling = false;
+        });
     }, 500);
     t.unref();
     return { stop: () => clearInterval(t) };
@@ -450,6 +494,7 @@ export class DomainManager {
     const m = this.migrations.get(name);
     if (!m || m.state.completed) throw new Error(`cannot cancel migration of ${name}: it is not migrating`);
     m.state.abortStatus = 'Aborting';
+    this.emitMigration(name, m.state);
     const dom = await this.mustLookup(name);
     await dom.abortJob();
     this.vmiLog(vmi).info('Migration abort requested.');
@@ -620,6 +665,8 @@ export class DomainManager {
     }
     const d = newDomain(name, statusFromLibvirt(st.state, st.reason), spec, dom.uuid);
     if (this.frozen.has(name)) d.status.fsFreezeStatus = { status: 'frozen' };
+    const m = this.migrations.get(name);
+    if (m) d.migration = { ...m.state };
     return d;
   }
 

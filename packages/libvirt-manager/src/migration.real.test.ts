@@ -32,7 +32,7 @@ async function side(hostUuid: string): Promise<Side> {
   const pod = await startPod({ hostUuid });
   const holder = new ConnectionHolder(() => pod.open());
   const mgr = new DomainManager({ connection: holder, context: pod.context, prepare: (v, s) => pod.prepare(v, s), logger: quietLogger });
-  const watcher = new DomainWatcher({ connection: holder, logger: quietLogger });
+  const watcher = new DomainWatcher({ connection: holder, migrations: mgr, logger: quietLogger });
   const events: DomainWatchEvent[] = [];
   watcher.on('event', (e: DomainWatchEvent) => events.push(e));
   await watcher.start();
@@ -112,6 +112,9 @@ describe('live migration between two session libvirtds', () => {
     // source: the domain stopped because it migrated
     await waitFor(() => src.events.at(-1)?.domain.status.reason === 'Migrated', 10_000, 'Migrated on source');
     expect(summary(src.events.at(-1)!)).toBe('MODIFIED Shutoff/Migrated');
+    // what virt-handler learns from the source's domain events: the migration completed
+    await waitFor(() => src.events.some((e) => e.domain.migration?.completed === true && !e.domain.migration.failed), 10_000, 'migration state on source events');
+    expect(src.events.at(-1)!.domain.migration).toMatchObject({ completed: true, failed: false, targetURI: dst.pod.daemon.uri });
 
     // the same guest (its heartbeat counter continues, no new boot) prints on the target's console
     await waitForLog(dstLog, (t) => lastHeartbeat(t) >= beatAtSwitch + 3, 60_000, 'heartbeats on the target');

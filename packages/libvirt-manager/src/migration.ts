@@ -22,6 +22,8 @@ export interface MigrationOptions {
   bandwidthMiB?: number;
   /** abort when the migration takes longer than this (from CompletionTimeoutPerGiB x guest memory, or given) */
   completionTimeoutMs?: number;
+  /** abort when the remaining data has not shrunk for this long (upstream ProgressTimeout, seconds) */
+  progressTimeoutMs?: number;
   unsafe?: boolean;
   allowAutoConverge?: boolean;
   allowPostCopy?: boolean;
@@ -93,6 +95,7 @@ export function parseMigrationOptions(raw: unknown): MigrationOptions {
   else if (perGiB !== undefined && perGiB > 0) {
     completionTimeoutMs = perGiB * 1000 * Math.max(1, (memoryBytes ?? 1024 ** 3) / 1024 ** 3);
   }
+  const progress = optNumber(o, 'ProgressTimeout');
   const parallel = optNumber(o, 'ParallelMigrationThreads');
   return {
     targetURI,
@@ -101,6 +104,7 @@ export function parseMigrationOptions(raw: unknown): MigrationOptions {
     destinationXML,
     bandwidthMiB: bandwidthMiB || undefined,
     completionTimeoutMs: completionTimeoutMs || undefined,
+    progressTimeoutMs: progress ? progress * 1000 : undefined,
     unsafe: optBool(o, 'UnsafeMigration'),
     allowAutoConverge: optBool(o, 'AllowAutoConverge'),
     allowPostCopy: optBool(o, 'AllowPostCopy'),

@@ -45,6 +45,8 @@ export class FakeConnection extends EventEmitter implements LibvirtConnection {
   agent: ((cmd: string) => unknown) | undefined;
   /** how long a fake migration takes */
   migrationMs = 20;
+  /** data_remaining a running migration job reports */
+  jobRemaining: () => number = () => 1000;
   version = 7_002_000;
   stats: unknown[] = [];
   private nextUuid = 1;
@@ -261,7 +263,8 @@ export class FakeDomain implements LibvirtDomain {
   }
   async getJobInfo(): Promise<unknown> {
     this.rec('getJobInfo');
-    return { type: 0, params: {} };
+    if (!FakeDomain.aborts.has(this.name)) return { type: 0, params: {} };
+    return { type: 2, params: { data_remaining: this.conn.jobRemaining() } };
   }
   async abortJob(): Promise<void> {
     this.rec('abortJob');

@@ -9,10 +9,17 @@ import { ConnectionHolder, type ConnectionSource } from './connection.js';
 import { newDomain, type DomainSpec, type KubevirtDomain } from './domain.js';
 import type { LibvirtConnection, LibvirtDomain, LifecycleEvent } from './libvirt.js';
 import { isInvalidOperation, isNotFound } from './libvirt.js';
+import type { MigrationState } from './migration.js';
 import { createLogger, type Logger } from './logger.js';
 import { NON_EXISTENT, statusFromLibvirt } from './status.js';
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
+
+export interface MigrationSource {
+  getMigrationState(domainName: string): MigrationState | undefined;
+  on(event: 'migration', listener: (domainName: string, state: MigrationState) => void): unknown;
+  off(event: 'migration', listener: (domainName: string, state: MigrationState) => void): unknown;
+}
 
 const OTHER_EVENTS = ['agentLifecycle', 'deviceAdded', 'deviceRemoved', 'reboot'] as const;
 
@@ -33,6 +40,11 @@ export interface DomainWatcherOptions {
   /** first reconnect delay, doubled up to maxReconnectDelayMs (defaults 100 / 5000) */
   reconnectDelayMs?: number;
   maxReconnectDelayMs?: number;
+  /**
+   * where outgoing migration states come from (a DomainManager): emitted domains carry
+   * `migration`, and every migration update re-reports the domain as MODIFIED
+   */
+  migrations?: MigrationSource;
   /** re-list every this many ms even without events (0/undefined: never) */
   resyncIntervalMs?: number;
   logger?: Logger;
@@ -62,6 +74,7 @@ export class DomainWatcher extends EventEmitter {
   // Not state changes, but the domain changed (devices, guest agent): report it as MODIFIED, as
   // upstream's launcher does for its device and agent events.
   private readonly onOther = (ev: { domain: { name: string } }) => this.handleOther(ev.domain.name);
+  private readonly onMigration = (name: string) => this.handleOther(name);
   private readonly onConnected = (conn: LibvirtConnection) => {
     this.attach(conn);
     // A connection reopened by anyone sharing the holder: catch up on what was missed.
@@ -84,6 +97,7 @@ export class DomainWatcher extends EventEmitter {
     this.running = true;
     this.holder.on('connected', this.onConnected);
     this.holder.on('disconnected', this.onDisconnected);
+    this.opts.migrations?.on('migration', this.onMigration);
     const conn = await this.holder.get();
     if (this.conn !== conn) this.attach(conn);
     await this.relist();
@@ -104,6 +118,7 @@ export class DomainWatcher extends EventEmitter {
     if (this.resyncTimer) clearInterval(this.resyncTimer);
     this.holder.off('connected', this.onConnected);
     this.holder.off('disconnected', this.onDisconnected);
+    this.opts.migrations?.off('migration', this.onMigration);
     this.detach();
     await Promise.allSettled([...this.queues.values(), this.listing]);
   }
@@ -257,6 +272,8 @@ export class DomainWatcher extends EventEmitter {
           spec = this.known.get(name)?.spec;
         }
         current = newDomain(name, statusFromLibvirt(st.state, st.reason), spec, dom.uuid);
+        const migration = this.opts.migrations?.getMigrationState(name);
+        if (migration) current.migration = migration;
       } catch (err) {
         if (!isNotFound(err)) throw err;
         current = undefined;
@@ -315,6 +332,7 @@ function sameDomain(a: KubevirtDomain, b: KubevirtDomain): boolean {
     a.status.status === b.status.status &&
     a.status.reason === b.status.reason &&
     a.domainUUID === b.domainUUID &&
+    JSON.stringify(a.migration) === JSON.stringify(b.migration) &&
     JSON.stringify(a.spec) === JSON.stringify(b.spec)
   );
 }
