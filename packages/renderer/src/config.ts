@@ -20,7 +20,7 @@ export interface RendererConfig {
   qemuTimeoutSeconds?: number;
   /** seconds added to the VMI's grace period for the Pod, so the launcher can destroy QEMU after the guest's time is up (default 15) */
   gracePeriodBufferSeconds?: number;
-  /** the launcher wrapper inside the image (default ["/usr/bin/virt-launcher-monitor"]) */
+  /** the launcher wrapper inside the image: apps/virt-launcher's `virt-launcher monitor` (upstream: virt-launcher-monitor) */
   launcherCommand?: string[];
   /** keep the compute container running after a failure, for debugging (--keep-after-failure) */
   keepAfterFailure?: boolean;
@@ -60,7 +60,7 @@ export function resolveConfig(c: RendererConfig): ResolvedConfig {
     additionalOverheadRatio: c.additionalOverheadRatio ?? 1,
     qemuTimeoutSeconds: c.qemuTimeoutSeconds ?? 240,
     gracePeriodBufferSeconds: c.gracePeriodBufferSeconds ?? 15,
-    launcherCommand: c.launcherCommand ?? ['/usr/bin/virt-launcher-monitor'],
+    launcherCommand: c.launcherCommand ?? ['/usr/bin/virt-launcher', 'monitor'],
     keepAfterFailure: c.keepAfterFailure ?? false,
     pvcVolumeModes: c.pvcVolumeModes,
   };

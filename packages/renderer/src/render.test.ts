@@ -55,7 +55,7 @@ describe('compute container and launcher command', () => {
   it('runs the launcher wrapper with upstream-style flags', () => {
     const c = compute(render(vmi()));
     expect(c.image).toBe(IMAGE);
-    expect(c.command![0]).toBe('/usr/bin/virt-launcher-monitor');
+    expect(c.command!.slice(0, 2)).toEqual(['/usr/bin/virt-launcher', 'monitor']);
     expect(flagValue(c.command!, '--name')).toBe('testvm');
     expect(flagValue(c.command!, '--namespace')).toBe('ns1');
     expect(flagValue(c.command!, '--uid')).toBe('uid-1234');
