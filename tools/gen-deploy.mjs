@@ -85,7 +85,7 @@ export const HANDLER_NAMESPACE_RULES = [
 /** Host paths virt-handler mounts, with the reason; nothing broader (no /, no /etc, no /var/lib/kubelet as a whole). */
 export const HANDLER_HOST_PATHS = [
   { name: 'kubelet-pods', path: '/var/lib/kubelet/pods', type: 'Directory', mountPropagation: 'Bidirectional',
-    why: "each launcher Pod's emptyDirs (cmd socket, container-disks, hotplug-disks): connects to the launcher and bind-mounts container disks into the Pod (Bidirectional so the Pod sees them)" },
+    why: "each launcher Pod's emptyDirs (cmd socket, domain-notify pipe in public, container-disks, hotplug-disks): talks to the launcher and bind-mounts container disks into the Pod (Bidirectional so the Pod sees them)" },
   { name: 'device-plugins', path: '/var/lib/kubelet/device-plugins', type: 'Directory',
     why: 'registers the devices.kubevirt.io/kvm, tun and vhost-net device plugins with kubelet' },
   { name: 'virt-share-dir', path: '/var/run/kubevirt', type: 'DirectoryOrCreate',
