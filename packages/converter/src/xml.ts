@@ -2,6 +2,7 @@
 // model goes into the builder as an attribute value or a text node and is escaped by the
 // library; nothing is spliced into markup by hand.
 import { XMLBuilder, XMLParser } from 'fast-xml-parser';
+import { ConversionError } from './errors.js';
 import type {
   Channel,
   Clock,
@@ -115,7 +116,7 @@ const NON_XML_CHARS = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD
  * (XML parsers normalize it to a newline, so it would not read back as given). */
 export function assertXmlSafe(path: string, value: string): void {
   if (NON_XML_CHARS.test(value) || value.includes('\r')) {
-    throw new Error(`${path}: contains a character that cannot be represented in XML`);
+    throw new ConversionError(path, 'contains a character that cannot be represented in XML');
   }
 }
 
