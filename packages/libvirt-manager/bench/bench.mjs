@@ -6,7 +6,15 @@
 // and N live migrations back and forth over tcp loopback (wall time, libvirt's downtime and data).
 import { parseArgs } from 'node:util';
 import { ConnectionHolder, DomainManager } from '../dist/index.js';
-import { freePort, guestVMI, lastHeartbeat, READY, readLog, startPod, waitForLog } from '../dist/test-real-env.js';
+import {
+  freePort,
+  guestVMI,
+  lastHeartbeat,
+  READY,
+  readLog,
+  startPod,
+  waitForLog,
+} from '../dist/test-real-env.js';
 
 const { values } = parseArgs({ options: { migrations: { type: 'string', default: '4' } } });
 const migrations = Number(values.migrations);
@@ -18,7 +26,12 @@ try {
   for (const hostUuid of ['b0000000-0000-4000-8000-00000000000a', 'b0000000-0000-4000-8000-00000000000b']) {
     const pod = await startPod({ hostUuid });
     const holder = new ConnectionHolder(() => pod.open());
-    const mgr = new DomainManager({ connection: holder, context: pod.context, prepare: (v, s) => pod.prepare(v, s), logger: quiet });
+    const mgr = new DomainManager({
+      connection: holder,
+      context: pod.context,
+      prepare: (v, s) => pod.prepare(v, s),
+      logger: quiet,
+    });
     const jobs = [];
     (await holder.get()).on('jobCompleted', (e) => jobs.push(e.params));
     sides.push({ pod, holder, mgr, jobs });

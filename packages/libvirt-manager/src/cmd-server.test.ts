@@ -13,7 +13,9 @@ const vmi = {
   apiVersion: 'kubevirt.io/v1' as const,
   kind: 'VirtualMachineInstance' as const,
   metadata: { name: 'wire', namespace: 'default', uid: 'uid-wire' },
-  spec: { domain: { resources: { requests: { memory: '128Mi' } }, devices: { autoattachGraphicsDevice: false } } },
+  spec: {
+    domain: { resources: { requests: { memory: '128Mi' } }, devices: { autoattachGraphicsDevice: false } },
+  },
 };
 
 describe('DomainManager behind CmdServer', () => {
@@ -46,7 +48,10 @@ describe('DomainManager behind CmdServer', () => {
     await client.syncVMI(vmi, { MemBalloonStatsPeriod: 5 });
     expect(conn.domains.get('default_wire')?.xml).toContain('<stats period="5"');
     await client.pauseVMI(vmi);
-    const d = (await client.getDomain()) as { metadata: { name: string }; status: { status: string; reason: string } };
+    const d = (await client.getDomain()) as {
+      metadata: { name: string };
+      status: { status: string; reason: string };
+    };
     expect(d.metadata.name).toBe('wire');
     expect(d.status).toEqual({ status: 'Paused', reason: 'User' });
     await client.unpauseVMI(vmi);

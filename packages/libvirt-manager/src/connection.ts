@@ -41,7 +41,8 @@ export class ConnectionHolder extends EventEmitter {
   async get(): Promise<LibvirtConnection> {
     if (this.closed) throw new Error('libvirt connection holder was closed');
     if (this.current) return this.current;
-    if (!this.open) throw new Error('the libvirt connection was lost and cannot be reopened (no open function given)');
+    if (!this.open)
+      throw new Error('the libvirt connection was lost and cannot be reopened (no open function given)');
     if (!this.opening) {
       this.opening = this.open().then(
         (conn) => {

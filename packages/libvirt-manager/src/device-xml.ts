@@ -5,7 +5,12 @@ import { toDomainXml } from '@kubevirt-ts/converter';
 import { XMLBuilder, XMLParser } from 'fast-xml-parser';
 import type { DomainSpec } from './domain.js';
 
-const options = { ignoreAttributes: false, attributeNamePrefix: '@_', preserveOrder: true, trimValues: false } as const;
+const options = {
+  ignoreAttributes: false,
+  attributeNamePrefix: '@_',
+  preserveOrder: true,
+  trimValues: false,
+} as const;
 const parser = new XMLParser(options);
 const builder = new XMLBuilder({ ...options, suppressEmptyNode: true });
 

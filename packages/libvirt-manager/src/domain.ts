@@ -45,7 +45,12 @@ export function splitDomainName(domainName: string): { namespace: string; name: 
   return { namespace: domainName.slice(0, i), name: domainName.slice(i + 1) };
 }
 
-export function newDomain(domainName: string, status: DomainStatus, spec?: DomainSpec, uuid?: string): KubevirtDomain {
+export function newDomain(
+  domainName: string,
+  status: DomainStatus,
+  spec?: DomainSpec,
+  uuid?: string,
+): KubevirtDomain {
   const { namespace, name } = splitDomainName(domainName);
   const d: KubevirtDomain = {
     kind: 'Domain',

@@ -1,5 +1,11 @@
 export { DomainManager, contextWithOptions } from './manager.js';
-export type { DomainManagerOptions, ManagedVMI, SyncOptions, ShutdownOptions, ShutdownResult } from './manager.js';
+export type {
+  DomainManagerOptions,
+  ManagedVMI,
+  SyncOptions,
+  ShutdownOptions,
+  ShutdownResult,
+} from './manager.js';
 export { DomainWatcher } from './watcher.js';
 export type { DomainWatcherOptions, DomainWatchEvent, WatchEventType, MigrationSource } from './watcher.js';
 export { ConnectionHolder } from './connection.js';
@@ -15,7 +21,13 @@ export {
   VirDomainState,
   VirDomainEventType,
 } from './status.js';
-export type { DomainStatus, LifeCycle, StateChangeReason, DomainInterfaceStatus, GuestOSInfo } from './status.js';
+export type {
+  DomainStatus,
+  LifeCycle,
+  StateChangeReason,
+  DomainInterfaceStatus,
+  GuestOSInfo,
+} from './status.js';
 export { parseMigrationOptions } from './migration.js';
 export type { MigrationOptions, MigrationState } from './migration.js';
 export { convertDomainStats } from './stats.js';

@@ -7,7 +7,10 @@ export type Logger = Pick<winston.Logger, 'info' | 'warn' | 'error' | 'debug'>;
  * A winston logger writing one JSON object per line with `component`, `level`, `timestamp`, `msg`.
  * Level from KVTS_LOG_LEVEL (default "info"). Apps usually pass their own logger instead.
  */
-export function createLogger(component: string, level = process.env.KVTS_LOG_LEVEL ?? 'info'): winston.Logger {
+export function createLogger(
+  component: string,
+  level = process.env.KVTS_LOG_LEVEL ?? 'info',
+): winston.Logger {
   return winston.createLogger({
     level,
     defaultMeta: { component },

@@ -3,7 +3,11 @@ import { DomainManager, type ManagedVMI } from './manager.js';
 import { FakeConnection, quietLogger, until } from './test-fake-libvirt.js';
 
 let n = 0;
-function vmi(name = 'vm1', extra: Partial<ManagedVMI['spec']> = {}, status?: ManagedVMI['status']): ManagedVMI {
+function vmi(
+  name = 'vm1',
+  extra: Partial<ManagedVMI['spec']> = {},
+  status?: ManagedVMI['status'],
+): ManagedVMI {
   return {
     apiVersion: 'kubevirt.io/v1',
     kind: 'VirtualMachineInstance',
@@ -48,7 +52,8 @@ describe('DomainManager.syncVMI', () => {
     expect(d.metadata).toMatchObject({ name: 'vm1', namespace: 'default', uid: 'uid-vm1' });
     expect(d.spec?.type).toBe('qemu');
     expect(prepared).toEqual(['vm1']);
-    const mutating = () => conn.calls.filter((c) => /^(defineXML|create|resume|suspend|destroy|attach|detach)/.test(c));
+    const mutating = () =>
+      conn.calls.filter((c) => /^(defineXML|create|resume|suspend|destroy|attach|detach)/.test(c));
     expect(mutating()).toEqual(['defineXML', 'create(default_vm1)']);
     await mgr.syncVMI(vmi());
     await mgr.syncVMI(vmi());
@@ -112,7 +117,9 @@ describe('DomainManager.syncVMI', () => {
     expect(attach[0]).toMatch(/^attach:<disk type="file" device="disk"[^>]*>/);
     expect(attach[0]).toContain('<target dev="sda" bus="scsi"');
     // the fake does not change its XML on attach: make the live domain have the disk
-    conn.domains.get('default_vm1')!.xml = (await import('@kubevirt-ts/converter')).toDomainXml(mgr.convert(withDisk));
+    conn.domains.get('default_vm1')!.xml = (await import('@kubevirt-ts/converter')).toDomainXml(
+      mgr.convert(withDisk),
+    );
     await mgr.syncVMI(withDisk);
     expect(conn.calls.filter((c) => c.startsWith('attach:'))).toHaveLength(1);
     await mgr.syncVMI(vmi());
@@ -123,7 +130,9 @@ describe('DomainManager.syncVMI', () => {
 
   test('bad VMI input names the field', async () => {
     const { mgr } = setup();
-    await expect(mgr.syncVMI({ metadata: { namespace: 'x' }, spec: { domain: {} } })).rejects.toThrow(/^metadata\.name/);
+    await expect(mgr.syncVMI({ metadata: { namespace: 'x' }, spec: { domain: {} } })).rejects.toThrow(
+      /^metadata\.name/,
+    );
   });
 });
 
@@ -139,7 +148,9 @@ describe('pause, shutdown, kill, delete', () => {
     await mgr.unpauseVMI(vmi());
     expect(state(conn)).toBe('1/5');
     await mgr.killVMI(vmi());
-    await expect(mgr.pauseVMI(vmi())).rejects.toThrow(/cannot pause domain default_vm1: it is Shutoff \(Destroyed\)/);
+    await expect(mgr.pauseVMI(vmi())).rejects.toThrow(
+      /cannot pause domain default_vm1: it is Shutoff \(Destroyed\)/,
+    );
   });
 
   test('shutdown: a guest that powers off within the grace period is not destroyed', async () => {
@@ -199,7 +210,12 @@ describe('guest agent, stats, version', () => {
         case 'guest-info':
           return { version: '8.1.0', supported_commands: [{ name: 'guest-ping', enabled: true }] };
         case 'guest-get-osinfo':
-          return { name: 'Debian GNU/Linux', 'kernel-release': '6.1.0', id: 'debian', 'pretty-name': 'Debian 12' };
+          return {
+            name: 'Debian GNU/Linux',
+            'kernel-release': '6.1.0',
+            id: 'debian',
+            'pretty-name': 'Debian 12',
+          };
         case 'guest-get-host-name':
           return { 'host-name': 'vm1' };
         case 'guest-get-timezone':
@@ -207,17 +223,31 @@ describe('guest agent, stats, version', () => {
         case 'guest-get-users':
           return [{ user: 'root', 'login-time': 1.5 }];
         case 'guest-get-fsinfo':
-          return [{ name: 'vda1', mountpoint: '/', type: 'ext4', 'used-bytes': 1, 'total-bytes': 2, disk: [{ serial: 'D1', 'bus-type': 'virtio' }] }];
+          return [
+            {
+              name: 'vda1',
+              mountpoint: '/',
+              type: 'ext4',
+              'used-bytes': 1,
+              'total-bytes': 2,
+              disk: [{ serial: 'D1', 'bus-type': 'virtio' }],
+            },
+          ];
         case 'guest-exec':
           return { pid: 42 };
         case 'guest-exec-status':
-          return execPolls++ < 2 ? { exited: false } : { exited: true, exitcode: 3, 'out-data': Buffer.from('hello\n').toString('base64') };
+          return execPolls++ < 2
+            ? { exited: false }
+            : { exited: true, exitcode: 3, 'out-data': Buffer.from('hello\n').toString('base64') };
         default:
           return {};
       }
     };
     let execPolls = 0;
-    expect(await mgr.exec('default_vm1', '/bin/echo', ['hello'], 5)).toEqual({ exitCode: 3, stdout: 'hello\n' });
+    expect(await mgr.exec('default_vm1', '/bin/echo', ['hello'], 5)).toEqual({
+      exitCode: 3,
+      stdout: 'hello\n',
+    });
     expect(execPolls).toBe(3);
     await mgr.guestPing('default_vm1', 1);
     await mgr.freezeVMI(vmi(), 0);
@@ -229,11 +259,16 @@ describe('guest agent, stats, version', () => {
       os: { name: 'Debian GNU/Linux', kernelRelease: '6.1.0', id: 'debian', prettyName: 'Debian 12' },
       timezone: 'UTC, 0',
       userList: [{ userName: 'root', loginTime: 1.5 }],
-      fsInfo: { disks: [{ diskName: 'vda1', mountPoint: '/', fileSystemType: 'ext4', usedBytes: 1, totalBytes: 2 }] },
+      fsInfo: {
+        disks: [{ diskName: 'vda1', mountPoint: '/', fileSystemType: 'ext4', usedBytes: 1, totalBytes: 2 }],
+      },
       fsFreezeStatus: 'frozen',
     });
     expect(await mgr.getUsers()).toEqual({ items: [{ userName: 'root', loginTime: 1.5 }] });
-    expect((await mgr.getFilesystems()).items[0]).toMatchObject({ diskName: 'vda1', disk: [{ serial: 'D1', busType: 'virtio' }] });
+    expect((await mgr.getFilesystems()).items[0]).toMatchObject({
+      diskName: 'vda1',
+      disk: [{ serial: 'D1', busType: 'virtio' }],
+    });
     await mgr.unfreezeVMI(vmi());
     expect((await mgr.getDomain())?.status.fsFreezeStatus).toBeUndefined();
     // automatic thaw after the timeout
@@ -248,7 +283,10 @@ describe('guest agent, stats, version', () => {
     await mgr.softRebootVMI(vmi());
     conn.agent = () => ({});
     await mgr.softRebootVMI(vmi());
-    expect(conn.calls.filter((c) => c.startsWith('reboot-flags:'))).toEqual(['reboot-flags:1', 'reboot-flags:2']);
+    expect(conn.calls.filter((c) => c.startsWith('reboot-flags:'))).toEqual([
+      'reboot-flags:1',
+      'reboot-flags:2',
+    ]);
   });
 
   test('getDomainStats converts libvirt stats to upstream DomainStats; getQemuVersion formats', async () => {
@@ -367,15 +405,30 @@ describe('migration (logic, fake peers)', () => {
     const { DomainWatcher } = await import('./watcher.js');
     const w = new DomainWatcher({ connection: src.conn, migrations: src.mgr, logger: quietLogger });
     const seen: string[] = [];
-    w.on('event', (e: { type: string; domain: { status: { status: string; reason: string }; migration?: { completed: boolean; failed: boolean } } }) => {
-      const m = e.domain.migration;
-      seen.push(`${e.type} ${e.domain.status.status}/${e.domain.status.reason} ${m ? `migration completed=${m.completed}` : '-'}`);
-    });
+    w.on(
+      'event',
+      (e: {
+        type: string;
+        domain: {
+          status: { status: string; reason: string };
+          migration?: { completed: boolean; failed: boolean };
+        };
+      }) => {
+        const m = e.domain.migration;
+        seen.push(
+          `${e.type} ${e.domain.status.status}/${e.domain.status.reason} ${m ? `migration completed=${m.completed}` : '-'}`,
+        );
+      },
+    );
     await new Promise((r) => setTimeout(r, 10));
     await w.start();
     await src.mgr.migrateVMI(vmi(), { targetURI: dst.conn.uri });
     await src.mgr.waitForMigration(vmi());
-    await until(() => seen.some((s) => s.startsWith('MODIFIED Shutoff/Migrated migration completed=true')), 3000, 'completed migration reported');
+    await until(
+      () => seen.some((s) => s.startsWith('MODIFIED Shutoff/Migrated migration completed=true')),
+      3000,
+      'completed migration reported',
+    );
     expect(seen[0]).toBe('ADDED Running/Booted -');
     expect(seen).toContain('MODIFIED Running/Booted migration completed=false');
     expect((await src.mgr.getDomain())?.migration).toMatchObject({ completed: true, failed: false });
@@ -387,9 +440,15 @@ describe('migration (logic, fake peers)', () => {
     await mgr.syncVMI(vmi());
     await expect(mgr.migrateVMI(vmi(), undefined)).rejects.toThrow(/^options: required/);
     await expect(mgr.migrateVMI(vmi(), {})).rejects.toThrow(/^options\.targetURI: required/);
-    await expect(mgr.migrateVMI(vmi(), { targetURI: 'x', migrationURI: '127.0.0.1:1' })).rejects.toThrow(/^options\.migrationURI: /);
-    await expect(mgr.migrateVMI(vmi(), { targetURI: 'x', Bandwidth: 'lots' })).rejects.toThrow(/^options\.Bandwidth: /);
-    await expect(mgr.migrateVMI(vmi(), { targetURI: 'x', AllowPostCopy: 'yes' })).rejects.toThrow(/^options\.AllowPostCopy: must be a boolean/);
+    await expect(mgr.migrateVMI(vmi(), { targetURI: 'x', migrationURI: '127.0.0.1:1' })).rejects.toThrow(
+      /^options\.migrationURI: /,
+    );
+    await expect(mgr.migrateVMI(vmi(), { targetURI: 'x', Bandwidth: 'lots' })).rejects.toThrow(
+      /^options\.Bandwidth: /,
+    );
+    await expect(mgr.migrateVMI(vmi(), { targetURI: 'x', AllowPostCopy: 'yes' })).rejects.toThrow(
+      /^options\.AllowPostCopy: must be a boolean/,
+    );
     await expect(mgr.migrateVMI(vmi(), { targetURI: 'fake:///nowhere' })).resolves.toBeDefined();
     const st = await mgr.waitForMigration(vmi());
     expect(st.failed).toBe(true);

@@ -8,7 +8,14 @@ import { ConnectionHolder, type ConnectionSource } from './connection.js';
 import { domainNameOf, newDomain, type DomainSpec, type KubevirtDomain } from './domain.js';
 import { deviceXml } from './device-xml.js';
 import { buildGuestInfo, type GuestAgentInfo } from './guest-info.js';
-import { isInvalidOperation, isNotFound, Vir, type LibvirtConnection, type LibvirtDomain, type MigrateParams } from './libvirt.js';
+import {
+  isInvalidOperation,
+  isNotFound,
+  Vir,
+  type LibvirtConnection,
+  type LibvirtDomain,
+  type MigrateParams,
+} from './libvirt.js';
 import { createLogger, type Logger } from './logger.js';
 import { parseMigrationOptions, type MigrationOptions, type MigrationState } from './migration.js';
 import { convertDomainStats, type DomainStats } from './stats.js';
@@ -30,7 +37,8 @@ export interface ManagedVMI {
 
 /** cmd-protocol's VirtualMachineOptions, as far as the manager uses them. */
 export interface SyncOptions {
-  VirtualMachineSMBios?: { manufacturer?: string; product?: string; version?: string; sku?: string; family?: string } | undefined;
+  VirtualMachineSMBios?:
+    { manufacturer?: string; product?: string; version?: string; sku?: string; family?: string } | undefined;
   MemBalloonStatsPeriod?: number;
   DisksInfo?: Record<string, { format?: string; virtualSize?: number | string } | undefined>;
   clusterConfig?: { FreePageReportingDisabled?: boolean; SerialConsoleLogDisabled?: boolean } | undefined;
@@ -101,7 +109,15 @@ export type ShutdownResult = 'absent' | 'already-down' | 'shutdown' | 'killed' |
 const STATS_GROUPS = 1 | 2 | 4 | 8 | 16 | 32;
 
 /** Paused reasons during which syncVMI must not resume the domain (libvirt or a job owns it). */
-const SYSTEM_PAUSE_REASONS = new Set(['Migration', 'Postcopy', 'PostcopyFailed', 'StartingUp', 'Save', 'Dump', 'Snapshot']);
+const SYSTEM_PAUSE_REASONS = new Set([
+  'Migration',
+  'Postcopy',
+  'PostcopyFailed',
+  'StartingUp',
+  'Save',
+  'Dump',
+  'Snapshot',
+]);
 
 /**
  * Events: 'migration' (domainName, MigrationState) when an outgoing migration starts, ends or is
@@ -130,7 +146,9 @@ export class DomainManager extends EventEmitter {
   /** Converts a VMI to the domain the manager would define for it (no libvirt involved). */
   convert(vmi: ManagedVMI, options?: SyncOptions): DomainSpec {
     const ctx =
-      typeof this.opts.context === 'function' ? this.opts.context(vmi, options) : contextWithOptions(this.opts.context, options);
+      typeof this.opts.context === 'function'
+        ? this.opts.context(vmi, options)
+        : contextWithOptions(this.opts.context, options);
     return toDomain(vmi as Parameters<typeof toDomain>[0], ctx);
   }
 
@@ -176,7 +194,11 @@ export class DomainManager extends EventEmitter {
         if (paused) this.pausedByUser.add(name);
         log.info(paused ? 'Domain started paused (startStrategy Paused).' : 'Domain started.');
       }
-    } else if (status.status === 'Paused' && !this.pausedByUser.has(name) && !SYSTEM_PAUSE_REASONS.has(status.reason)) {
+    } else if (
+      status.status === 'Paused' &&
+      !this.pausedByUser.has(name) &&
+      !SYSTEM_PAUSE_REASONS.has(status.reason)
+    ) {
       await dom.resume();
       log.info('Domain resumed.', { reason: status.reason });
     } else if (status.status === 'Running' || status.status === 'Paused' || status.status === 'Blocked') {
@@ -198,7 +220,10 @@ export class DomainManager extends EventEmitter {
     for (const [dev, disk] of liveDisks) {
       if (wantDisks.has(dev)) continue;
       if (disk.target.bus !== 'scsi' && disk.target.bus !== 'virtio' && disk.target.bus !== 'usb') {
-        log.warn('Disk is gone from the VMI but its bus cannot unplug it; leaving it.', { target: dev, bus: disk.target.bus });
+        log.warn('Disk is gone from the VMI but its bus cannot unplug it; leaving it.', {
+          target: dev,
+          bus: disk.target.bus,
+        });
         continue;
       }
       await dom.detachDevice(deviceXml(live, 'disk', dev), Vir.DOMAIN_AFFECT_LIVE);
@@ -214,7 +239,9 @@ export class DomainManager extends EventEmitter {
       await dom.suspend();
       this.vmiLog(vmi).info('Domain paused.');
     } else if (convState(st.state) !== 'Paused') {
-      throw new Error(`cannot pause domain ${name}: it is ${convState(st.state)} (${convReason(st.state, st.reason)})`);
+      throw new Error(
+        `cannot pause domain ${name}: it is ${convState(st.state)} (${convReason(st.state, st.reason)})`,
+      );
     }
     this.pausedByUser.add(name);
   }
@@ -227,9 +254,15 @@ export class DomainManager extends EventEmitter {
       await dom.resume();
       this.vmiLog(vmi).info('Domain unpaused.');
       // The guest's clock stood still while paused: ask the agent to fix it (best effort).
-      void dom.setTime().catch((err: unknown) => this.vmiLog(vmi).debug('setTime after unpause failed', { reason: String(err) }));
+      void dom
+        .setTime()
+        .catch((err: unknown) =>
+          this.vmiLog(vmi).debug('setTime after unpause failed', { reason: String(err) }),
+        );
     } else if (convState(st.state) !== 'Running') {
-      throw new Error(`cannot unpause domain ${name}: it is ${convState(st.state)} (${convReason(st.state, st.reason)})`);
+      throw new Error(
+        `cannot unpause domain ${name}: it is ${convState(st.state)} (${convReason(st.state, st.reason)})`,
+      );
     }
     this.pausedByUser.delete(name);
   }
@@ -244,7 +277,9 @@ export class DomainManager extends EventEmitter {
     if (unfreezeTimeoutSeconds > 0) {
       const t = setTimeout(() => {
         this.unfreezeTimers.delete(name);
-        void this.unfreezeVMI(vmi).catch((err: unknown) => this.vmiLog(vmi).warn('automatic unfreeze failed', { reason: String(err) }));
+        void this.unfreezeVMI(vmi).catch((err: unknown) =>
+          this.vmiLog(vmi).warn('automatic unfreeze failed', { reason: String(err) }),
+        );
       }, unfreezeTimeoutSeconds * 1000);
       t.unref();
       this.unfreezeTimers.set(name, t);
@@ -290,7 +325,11 @@ export class DomainManager extends EventEmitter {
     if (!dom) return 'absent';
     const st = await dom.getState();
     if (isDomainDown(statusFromLibvirt(st.state, st.reason))) return 'already-down';
-    const grace = opts.gracePeriodSeconds ?? vmi.spec.terminationGracePeriodSeconds ?? this.opts.defaultGracePeriodSeconds ?? 30;
+    const grace =
+      opts.gracePeriodSeconds ??
+      vmi.spec.terminationGracePeriodSeconds ??
+      this.opts.defaultGracePeriodSeconds ??
+      30;
     if (grace > 0) {
       try {
         await dom.shutdown(Vir.DOMAIN_SHUTDOWN_ACPI_POWER_BTN);
@@ -307,13 +346,18 @@ export class DomainManager extends EventEmitter {
         .then(async (down): Promise<ShutdownResult> => {
           if (down) return 'shutdown';
           if (this.closed) return 'requested';
-          log.info('Grace period expired; destroying the domain.', { gracePeriodSeconds: grace, reason: 'GracePeriodExpired' });
+          log.info('Grace period expired; destroying the domain.', {
+            gracePeriodSeconds: grace,
+            reason: 'GracePeriodExpired',
+          });
           await this.killVMI(vmi);
           return 'killed';
         })
         .finally(() => this.shutdowns.delete(name));
       this.shutdowns.set(name, pending);
-      pending.catch((err: unknown) => log.error('shutdown after the grace period failed', { reason: String(err) }));
+      pending.catch((err: unknown) =>
+        log.error('shutdown after the grace period failed', { reason: String(err) }),
+      );
     }
     return opts.wait ? pending : 'requested';
   }
@@ -370,7 +414,10 @@ export class DomainManager extends EventEmitter {
       throw new Error(`cannot migrate domain ${name}: it is ${life} (${convReason(st.state, st.reason)})`);
     }
     const sourceXml = await dom.getXMLDesc(Vir.DOMAIN_XML_MIGRATABLE);
-    const destXml = typeof mo.destinationXML === 'function' ? mo.destinationXML(sourceXml) : (mo.destinationXML ?? sourceXml);
+    const destXml =
+      typeof mo.destinationXML === 'function'
+        ? mo.destinationXML(sourceXml)
+        : (mo.destinationXML ?? sourceXml);
     const params: MigrateParams = { destXml, persistXml: destXml };
     if (mo.migrationURI) params.uri = mo.migrationURI;
     if (mo.listenAddress) params.listenAddress = mo.listenAddress;
@@ -432,7 +479,12 @@ export class DomainManager extends EventEmitter {
    * Upstream's migration monitor, simplified: aborts when the migration takes longer than the
    * completion timeout, or when the data still to send has not shrunk for the progress timeout.
    */
-  private monitorMigration(dom: LibvirtDomain, state: MigrationState, mo: MigrationOptions, started: number): { stop(): void } {
+  private monitorMigration(
+    dom: LibvirtDomain,
+    state: MigrationState,
+    mo: MigrationOptions,
+    started: number,
+  ): { stop(): void } {
     const { completionTimeoutMs, progressTimeoutMs } = mo;
     if (!completionTimeoutMs && !progressTimeoutMs) return { stop: () => undefined };
     let lowest = Infinity;
@@ -461,7 +513,11 @@ export class DomainManager extends EventEmitter {
           if (Number.isFinite(remaining) && remaining < lowest) {
             lowest = remaining;
             lastProgress = Date.now();
-          } else if (Date.now() - lastProgress > progressTimeoutMs && !state.completed && !state.abortStatus) {
+          } else if (
+            Date.now() - lastProgress > progressTimeoutMs &&
+            !state.completed &&
+            !state.abortStatus
+          ) {
             abort('MigrationProgressTimeout', `migration made no progress for ${progressTimeoutMs / 1000} s`);
           }
         })
@@ -519,10 +575,16 @@ export class DomainManager extends EventEmitter {
     const st = await dom.getState();
     const life = convState(st.state);
     if (life !== 'Running' && life !== 'Paused') {
-      throw new Error(`cannot finalize migration of ${name}: domain is ${life} (${convReason(st.state, st.reason)})`);
+      throw new Error(
+        `cannot finalize migration of ${name}: domain is ${life} (${convReason(st.state, st.reason)})`,
+      );
     }
     this.migrationTargets.delete(name);
-    void dom.setTime().catch((err: unknown) => this.vmiLog(vmi).debug('setTime after migration failed', { reason: String(err) }));
+    void dom
+      .setTime()
+      .catch((err: unknown) =>
+        this.vmiLog(vmi).debug('setTime after migration failed', { reason: String(err) }),
+      );
     this.vmiLog(vmi).info('Migration finalized on the target.');
   }
 
@@ -582,7 +644,9 @@ export class DomainManager extends EventEmitter {
   }
 
   /** upstream's VirtualMachineInstanceFileSystemList: the guest's filesystems (guest agent). */
-  async getFilesystems(domainName?: string): Promise<{ items: NonNullable<GuestAgentInfo['fsInfo']>['disks'] }> {
+  async getFilesystems(
+    domainName?: string,
+  ): Promise<{ items: NonNullable<GuestAgentInfo['fsInfo']>['disks'] }> {
     const dom = domainName ? await this.mustLookup(domainName) : await this.firstDomain();
     const fsinfo = await agentReturn(dom, 'guest-get-fsinfo');
     return { items: buildGuestInfo({ info: {}, fsinfo }).fsInfo?.disks ?? [] };
@@ -592,11 +656,22 @@ export class DomainManager extends EventEmitter {
    * Runs a command in the guest through the agent (guest-exec, then guest-exec-status until it
    * exited or timeoutSeconds passed) and returns its exit code and stdout.
    */
-  async exec(domainName: string, command: string, args: string[], timeoutSeconds: number): Promise<{ exitCode: number; stdout: string }> {
+  async exec(
+    domainName: string,
+    command: string,
+    args: string[],
+    timeoutSeconds: number,
+  ): Promise<{ exitCode: number; stdout: string }> {
     const dom = await this.mustLookup(domainName);
     const timeout = timeoutSeconds > 0 ? timeoutSeconds : 10;
-    const started = (await agentReturn(dom, 'guest-exec', { path: command, arg: args, 'capture-output': true }, timeout)) as { pid?: number };
-    if (typeof started?.pid !== 'number') throw new Error(`guest-exec of ${command}: the agent returned no pid`);
+    const started = (await agentReturn(
+      dom,
+      'guest-exec',
+      { path: command, arg: args, 'capture-output': true },
+      timeout,
+    )) as { pid?: number };
+    if (typeof started?.pid !== 'number')
+      throw new Error(`guest-exec of ${command}: the agent returned no pid`);
     const deadline = Date.now() + timeout * 1000;
     for (;;) {
       const st = (await agentReturn(dom, 'guest-exec-status', { pid: started.pid }, timeout)) as {
@@ -605,9 +680,13 @@ export class DomainManager extends EventEmitter {
         'out-data'?: string;
       };
       if (st?.exited) {
-        return { exitCode: st.exitcode ?? -1, stdout: Buffer.from(st['out-data'] ?? '', 'base64').toString('utf8') };
+        return {
+          exitCode: st.exitcode ?? -1,
+          stdout: Buffer.from(st['out-data'] ?? '', 'base64').toString('utf8'),
+        };
       }
-      if (Date.now() > deadline) throw new Error(`guest-exec of ${command}: did not finish within ${timeout} s`);
+      if (Date.now() > deadline)
+        throw new Error(`guest-exec of ${command}: did not finish within ${timeout} s`);
       await new Promise((r) => setTimeout(r, 100));
     }
   }
@@ -730,8 +809,16 @@ export class DomainManager extends EventEmitter {
 }
 
 /** Runs one guest agent command and returns its `return` value. */
-async function agentReturn(dom: LibvirtDomain, execute: string, args?: object, timeoutSeconds = 5): Promise<unknown> {
-  const out = await dom.qemuAgentCommand(JSON.stringify(args ? { execute, arguments: args } : { execute }), timeoutSeconds);
+async function agentReturn(
+  dom: LibvirtDomain,
+  execute: string,
+  args?: object,
+  timeoutSeconds = 5,
+): Promise<unknown> {
+  const out = await dom.qemuAgentCommand(
+    JSON.stringify(args ? { execute, arguments: args } : { execute }),
+    timeoutSeconds,
+  );
   return (JSON.parse(out) as { return?: unknown }).return;
 }
 

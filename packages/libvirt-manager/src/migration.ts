@@ -57,7 +57,8 @@ function optString(o: Record<string, unknown>, key: string): string | undefined 
 function optNumber(o: Record<string, unknown>, key: string): number | undefined {
   const v = o[key];
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) fail(`options.${key}`, 'must be a non-negative number');
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0)
+    fail(`options.${key}`, 'must be a non-negative number');
   return v;
 }
 
@@ -73,7 +74,8 @@ export function parseMigrationOptions(raw: unknown): MigrationOptions {
   if (raw === undefined || raw === null) fail('options', 'required (at least options.targetURI)');
   if (typeof raw !== 'object' || Array.isArray(raw)) fail('options', 'must be an object');
   const o = raw as Record<string, unknown>;
-  const targetURI = optString(o, 'targetURI') ?? fail('options.targetURI', 'required: libvirt URI of the target libvirtd');
+  const targetURI =
+    optString(o, 'targetURI') ?? fail('options.targetURI', 'required: libvirt URI of the target libvirtd');
   const migrationURI = optString(o, 'migrationURI');
   if (migrationURI !== undefined && !/^[a-z][a-z0-9+.-]*:\/\//i.test(migrationURI)) {
     fail('options.migrationURI', `"${migrationURI}" is not a URI like tcp://host:port`);

@@ -49,7 +49,11 @@ describe('convReason', () => {
   // libvirt's own reason names (node-libvirt's table, from libvirt-domain.h) must line up with ours:
   // e.g. SHUTOFF reason 4 is MIGRATED there and 'Migrated' here.
   test('every libvirt reason code maps to the KubeVirt reason of the same meaning', () => {
-    const special: Record<string, string> = { IOERROR: 'IOError', SHUTTING_DOWN: 'ShuttingDown', API_ERROR: 'APIError' };
+    const special: Record<string, string> = {
+      IOERROR: 'IOError',
+      SHUTTING_DOWN: 'ShuttingDown',
+      API_ERROR: 'APIError',
+    };
     for (const [state, names] of Object.entries(DomainStateReasons)) {
       names.forEach((libvirtName, code) => {
         const camel =
@@ -60,7 +64,11 @@ describe('convReason', () => {
             .map((w) => w[0]!.toUpperCase() + w.slice(1))
             .join('');
         const shutdownUser = Number(state) === VirDomainState.SHUTDOWN && libvirtName === 'USER';
-        expect([state, code, convReason(Number(state), code)]).toEqual([state, code, shutdownUser ? 'User' : camel]);
+        expect([state, code, convReason(Number(state), code)]).toEqual([
+          state,
+          code,
+          shutdownUser ? 'User' : camel,
+        ]);
       });
     }
   });

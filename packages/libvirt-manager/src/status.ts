@@ -16,14 +16,7 @@ export const VirDomainState = {
 
 /** The domain's life cycle as KubeVirt names it (api.LifeCycle). */
 export type LifeCycle =
-  | 'NoState'
-  | 'Running'
-  | 'Blocked'
-  | 'Paused'
-  | 'ShuttingDown'
-  | 'Shutoff'
-  | 'Crashed'
-  | 'PMSuspended';
+  'NoState' | 'Running' | 'Blocked' | 'Paused' | 'ShuttingDown' | 'Shutoff' | 'Crashed' | 'PMSuspended';
 
 /** Why the domain is in its state (api.StateChangeReason). */
 export type StateChangeReason =
@@ -166,7 +159,10 @@ export function statusFromLibvirt(state: number, reason: number): DomainStatus {
 }
 
 /** Status of a domain libvirt does not know (any more). */
-export const NON_EXISTENT: Readonly<DomainStatus> = Object.freeze({ status: 'NoState', reason: 'NonExistent' });
+export const NON_EXISTENT: Readonly<DomainStatus> = Object.freeze({
+  status: 'NoState',
+  reason: 'NonExistent',
+});
 
 /** Shut off / crashed: QEMU is not running (any more). */
 export function isDomainDown(s: DomainStatus): boolean {

@@ -19,7 +19,8 @@ export class FakeLibvirtError extends Error {
   }
 }
 
-const noDomain = (name: string) => new FakeLibvirtError(42, `Domain not found: no domain with matching name '${name}'`);
+const noDomain = (name: string) =>
+  new FakeLibvirtError(42, `Domain not found: no domain with matching name '${name}'`);
 const invalid = (msg: string) => new FakeLibvirtError(55, `Requested operation is not valid: ${msg}`);
 
 interface DomainRecord {
@@ -239,7 +240,8 @@ export class FakeDomain implements LibvirtDomain {
   private agentCall(cmd: string): unknown {
     const r = this.rec('qemuAgentCommand');
     if (!this.active(r)) throw invalid('domain is not running');
-    if (!this.conn.agent) throw new FakeLibvirtError(86, 'Guest agent is not responding: QEMU guest agent is not connected');
+    if (!this.conn.agent)
+      throw new FakeLibvirtError(86, 'Guest agent is not responding: QEMU guest agent is not connected');
     return this.conn.agent(cmd);
   }
   async qemuAgentCommand(cmd: string): Promise<string> {
@@ -275,9 +277,14 @@ export class FakeDomain implements LibvirtDomain {
   static readonly aborts = new Map<string, () => void>();
   async migrateToURI3(dconnuri: string, params: MigrateParams, flags = 0): Promise<void> {
     const r = this.rec('migrateToURI3');
-    if (!(flags & 2)) throw new FakeLibvirtError(3, 'this function is not supported by the connection driver: virDomainMigrateToURI3');
+    if (!(flags & 2))
+      throw new FakeLibvirtError(
+        3,
+        'this function is not supported by the connection driver: virDomainMigrateToURI3',
+      );
     const target = FakeConnection.peer(dconnuri);
-    if (!target) throw new FakeLibvirtError(38, `Failed to connect socket to '${dconnuri}': No such file or directory`);
+    if (!target)
+      throw new FakeLibvirtError(38, `Failed to connect socket to '${dconnuri}': No such file or directory`);
     if (!this.active(r)) throw invalid('domain is not running');
     await new Promise<void>((resolve, reject) => {
       const t = setTimeout(resolve, this.conn.migrationMs);
@@ -287,7 +294,14 @@ export class FakeDomain implements LibvirtDomain {
       });
     }).finally(() => FakeDomain.aborts.delete(this.name));
     const xml = params.destXml ?? r.xml;
-    target.domains.set(r.name, { name: r.name, uuid: r.uuid, xml, state: S.RUNNING, reason: 2, persistent: !!(flags & 8) });
+    target.domains.set(r.name, {
+      name: r.name,
+      uuid: r.uuid,
+      xml,
+      state: S.RUNNING,
+      reason: 2,
+      persistent: !!(flags & 8),
+    });
     target.emitLifecycle(r.name, E.STARTED, 1);
     target.emitLifecycle(r.name, E.RESUMED, 1);
     this.set(r, S.SHUTOFF, 4, E.STOPPED, 3);

@@ -18,12 +18,18 @@ export const READY = 'KUBEVIRT-TS-GUEST-READY';
 export const HEARTBEAT = 'KUBEVIRT-TS-GUEST-HEARTBEAT';
 
 export function guestDir(): string {
-  const cache = process.env.KVTS_CACHE ?? path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'kubevirt-ts');
+  const cache =
+    process.env.KVTS_CACHE ??
+    path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'kubevirt-ts');
   return path.join(cache, 'guest');
 }
 
 /** The test guest as a VMI (kernel boot, serial console on ttyS0, no graphics). */
-export function guestVMI(name: string, uid: string, opts: { memory?: string; kernelArgs?: string } = {}): ManagedVMI {
+export function guestVMI(
+  name: string,
+  uid: string,
+  opts: { memory?: string; kernelArgs?: string } = {},
+): ManagedVMI {
   return {
     apiVersion: 'kubevirt.io/v1',
     kind: 'VirtualMachineInstance',
@@ -36,7 +42,11 @@ export function guestVMI(name: string, uid: string, opts: { memory?: string; ker
         firmware: {
           kernelBoot: {
             kernelArgs: opts.kernelArgs ?? 'console=ttyS0 quiet',
-            container: { image: 'example.com/kvts-guest:1', kernelPath: '/boot/vmlinuz', initrdPath: '/boot/initramfs.img' },
+            container: {
+              image: 'example.com/kvts-guest:1',
+              kernelPath: '/boot/vmlinuz',
+              initrdPath: '/boot/initramfs.img',
+            },
           },
         },
       },
@@ -99,7 +109,8 @@ export async function startPod(opts: { hostUuid?: string } = {}): Promise<PodEnv
       for (const f of [spec.os.kernel, spec.os.initrd]) {
         if (!f) continue;
         await mkdir(path.dirname(f), { recursive: true });
-        if (!existsSync(f)) await copyFile(path.join(g, path.basename(f) === 'vmlinuz' ? 'vmlinuz' : 'initramfs.img'), f);
+        if (!existsSync(f))
+          await copyFile(path.join(g, path.basename(f) === 'vmlinuz' ? 'vmlinuz' : 'initramfs.img'), f);
       }
       await mkdir(layout.vmiPrivateDir(vmi.metadata?.uid ?? ''), { recursive: true });
       await chownR(root);
@@ -151,7 +162,11 @@ export function lastHeartbeat(text: string): number {
   return m.length ? Number(m[m.length - 1]![1]) : 0;
 }
 
-export async function waitFor(cond: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+export async function waitFor(
+  cond: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  what: string,
+): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!(await cond())) {
     if (Date.now() > end) throw new Error(`${what}: not within ${timeoutMs} ms`);
@@ -159,7 +174,12 @@ export async function waitFor(cond: () => boolean | Promise<boolean>, timeoutMs:
   }
 }
 
-export async function waitForLog(file: string, pred: (text: string) => boolean, timeoutMs: number, what: string): Promise<void> {
+export async function waitForLog(
+  file: string,
+  pred: (text: string) => boolean,
+  timeoutMs: number,
+  what: string,
+): Promise<void> {
   try {
     await waitFor(async () => pred(await readLog(file)), timeoutMs, what);
   } catch (err) {

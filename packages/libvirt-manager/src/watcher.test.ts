@@ -63,7 +63,10 @@ describe('DomainWatcher', () => {
     await d.create();
     await d.migrateToURI3(dst.uri, {}, 2 | 8);
     await until(() => events.length >= 2);
-    expect(events.map(summary)).toEqual(['ADDED ns1_mig Running/Migrated', 'MODIFIED ns1_mig Running/Migrated']);
+    expect(events.map(summary)).toEqual([
+      'ADDED ns1_mig Running/Migrated',
+      'MODIFIED ns1_mig Running/Migrated',
+    ]);
     expect(events[0]!.cause).toEqual({ event: 2, detail: 1 });
     await w.stop();
   });
@@ -87,7 +90,10 @@ describe('DomainWatcher', () => {
     w.on('disconnected', () => disconnects++);
     await w.start();
     await new Promise((r) => setTimeout(r, 20));
-    expect(events.map(summary).sort()).toEqual(['ADDED default_gone Running/Booted', 'ADDED default_keep Running/Booted']);
+    expect(events.map(summary).sort()).toEqual([
+      'ADDED default_gone Running/Booted',
+      'ADDED default_keep Running/Booted',
+    ]);
     events.length = 0;
 
     // libvirtd "restarts": events stop; meanwhile one domain pauses, one vanishes, one appears
@@ -98,7 +104,14 @@ describe('DomainWatcher', () => {
     recs.get('default_keep')!.state = 3;
     recs.get('default_keep')!.reason = 1;
     recs.delete('default_gone');
-    recs.set('default_new', { name: 'default_new', uuid: 'u-new', xml: fakeXml('default_new'), state: 1, reason: 1, persistent: true });
+    recs.set('default_new', {
+      name: 'default_new',
+      uuid: 'u-new',
+      xml: fakeXml('default_new'),
+      state: 1,
+      reason: 1,
+      persistent: true,
+    });
 
     await until(() => events.length >= 3, 3000, 're-list events');
     expect(opened.length).toBe(2);
@@ -130,7 +143,12 @@ describe('DomainWatcher', () => {
       if (!conn.alive) conn = conn.reopen();
       return conn;
     });
-    const w = new DomainWatcher({ connection: holder, logger: quietLogger, reconnectDelayMs: 2, maxReconnectDelayMs: 10 });
+    const w = new DomainWatcher({
+      connection: holder,
+      logger: quietLogger,
+      reconnectDelayMs: 2,
+      maxReconnectDelayMs: 10,
+    });
     const events: DomainWatchEvent[] = [];
     w.on('event', (e: DomainWatchEvent) => events.push(e));
     await w.start();
@@ -151,7 +169,12 @@ describe('DomainWatcher', () => {
     await conn.defineXML(fakeXml('default_mine'));
     await conn.defineXML(fakeXml('default_other'));
     await settle();
-    const w = new DomainWatcher({ connection: conn, logger: quietLogger, filter: (name) => name === 'default_mine', resyncIntervalMs: 20 });
+    const w = new DomainWatcher({
+      connection: conn,
+      logger: quietLogger,
+      filter: (name) => name === 'default_mine',
+      resyncIntervalMs: 20,
+    });
     const events: DomainWatchEvent[] = [];
     w.on('event', (e: DomainWatchEvent) => events.push(e));
     await w.start();
@@ -178,7 +201,10 @@ describe('DomainWatcher', () => {
     conn.emit('agentLifecycle', { domain: { name: 'default_ag', uuid: '' }, state: 1, reason: 2 });
     conn.emit('deviceRemoved', { domain: { name: 'default_ag', uuid: '' }, devAlias: 'ua-disk1' });
     await until(() => events.length >= 2);
-    expect(events.map(summary)).toEqual(['MODIFIED default_ag Running/Booted', 'MODIFIED default_ag Running/Booted']);
+    expect(events.map(summary)).toEqual([
+      'MODIFIED default_ag Running/Booted',
+      'MODIFIED default_ag Running/Booted',
+    ]);
     await w.stop();
   });
 });

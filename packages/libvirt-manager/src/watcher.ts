@@ -268,7 +268,8 @@ export class DomainWatcher extends EventEmitter {
         } catch (err) {
           // The XML of a domain that is migrating away may not be readable; keep the last spec.
           if (isNotFound(err)) throw err;
-          if (!isInvalidOperation(err)) this.log.warn('could not read domain XML', { name, reason: String(err) });
+          if (!isInvalidOperation(err))
+            this.log.warn('could not read domain XML', { name, reason: String(err) });
           spec = this.known.get(name)?.spec;
         }
         current = newDomain(name, statusFromLibvirt(st.state, st.reason), spec, dom.uuid);
@@ -323,7 +324,8 @@ export class DomainWatcher extends EventEmitter {
 
   private reportError(err: unknown, name?: string): void {
     this.log.warn('domain watcher error', { domain: name, reason: String(err) });
-    if (this.listenerCount('error') > 0) this.emit('error', err instanceof Error ? err : new Error(String(err)));
+    if (this.listenerCount('error') > 0)
+      this.emit('error', err instanceof Error ? err : new Error(String(err)));
   }
 }
 
