@@ -540,3 +540,36 @@ describe('QoS of helper containers', () => {
     }
   });
 });
+
+describe('multus networks', () => {
+  it('secondary networks become the multus networks annotation with hashed Pod interface names', () => {
+    const p = render(
+      vmi({
+        networks: [
+          { name: 'default', pod: {} },
+          { name: 'blue', multus: { networkName: 'blue-net' } },
+          { name: 'red', multus: { networkName: 'other-ns/red-net' } },
+        ],
+      }),
+    );
+    const nets = JSON.parse(p.metadata!.annotations!['k8s.v1.cni.cncf.io/networks']!);
+    expect(nets).toEqual([
+      { name: 'blue-net', namespace: 'ns1', interface: expect.stringMatching(/^pod[0-9a-f]{11}$/) },
+      { name: 'red-net', namespace: 'other-ns', interface: expect.stringMatching(/^pod[0-9a-f]{11}$/) },
+    ]);
+    // sha256("blue") = 16477688c0e00699...: the same name upstream gives that interface
+    expect(nets[0].interface).toBe('pod16477688c0e');
+  });
+
+  it('a default multus network replaces the cluster network; no annotation without multus', () => {
+    const p = render(vmi({ networks: [{ name: 'main', multus: { networkName: 'ns1/main-net', default: true } }] }));
+    expect(p.metadata!.annotations!['v1.multus-cni.io/default-network']).toBe('ns1/main-net');
+    expect(p.metadata!.annotations!['k8s.v1.cni.cncf.io/networks']).toBeUndefined();
+    expect(render(vmi()).metadata!.annotations!['k8s.v1.cni.cncf.io/networks']).toBeUndefined();
+  });
+
+  it('names a malformed network reference', () => {
+    const e = renderError(() => render(vmi({ networks: [{ name: 'x', multus: { networkName: 'a/b/c' } }] })));
+    expect(e.path).toBe('spec.networks[0].multus.networkName');
+  });
+});

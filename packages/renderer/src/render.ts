@@ -1,4 +1,5 @@
 // VirtualMachineInstance -> virt-launcher Pod (upstream KubeVirt's layout; see README.md for each rule).
+import { createHash } from 'node:crypto';
 import { posix } from 'node:path';
 import type { V1Affinity, V1Container, V1Pod, V1SecurityContext, V1Volume, V1VolumeMount, V1VolumeDevice } from '@kubernetes/client-node';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
@@ -249,6 +250,36 @@ export function launcherCommand(vmi: VirtualMachineInstance, config: ResolvedCon
   return cmd;
 }
 
+/** Name of the Pod interface of a secondary network (upstream: "pod" + the first 11 hex digits of sha256(name)). */
+export function podInterfaceName(networkName: string): string {
+  return `pod${createHash('sha256').update(networkName).digest('hex').slice(0, 11)}`;
+}
+
+export const ANNOTATION_MULTUS_NETWORKS = 'k8s.v1.cni.cncf.io/networks';
+export const ANNOTATION_MULTUS_DEFAULT_NETWORK = 'v1.multus-cni.io/default-network';
+
+/** Multus annotations for spec.networks[*].multus (secondary networks, and a replaced default network). */
+function multusAnnotations(vmi: VirtualMachineInstance): Record<string, string> {
+  const out: Record<string, string> = {};
+  const secondary: { name: string; namespace: string; interface: string }[] = [];
+  (vmi.spec.networks ?? []).forEach((n, i) => {
+    if (!n.multus) return;
+    const ref = n.multus.networkName;
+    const parts = ref.split('/');
+    if (parts.length > 2 || parts.some((p) => p === '')) {
+      throw new RenderError(`spec.networks[${i}].multus.networkName`, `expected NAME or NAMESPACE/NAME, got ${JSON.stringify(ref)}`);
+    }
+    if (n.multus.default) {
+      out[ANNOTATION_MULTUS_DEFAULT_NETWORK] = ref;
+      return;
+    }
+    const [ns, name] = parts.length === 2 ? [parts[0]!, parts[1]!] : [vmi.metadata.namespace!, parts[0]!];
+    secondary.push({ name, namespace: ns, interface: podInterfaceName(n.name) });
+  });
+  if (secondary.length) out[ANNOTATION_MULTUS_NETWORKS] = JSON.stringify(secondary);
+  return out;
+}
+
 function usesEfi(vmi: VirtualMachineInstance): boolean {
   return vmi.spec.domain.firmware?.bootloader?.efi !== undefined;
 }
@@ -328,6 +359,7 @@ export function renderLaunchPod(vmi: VirtualMachineInstance, rendererConfig: Ren
       annotations: {
         [ANNOTATION_DOMAIN]: name,
         'kubectl.kubernetes.io/default-container': COMPUTE_CONTAINER,
+        ...multusAnnotations(vmi),
       },
       ownerReferences: [
         { apiVersion: 'kubevirt.io/v1', kind: 'VirtualMachineInstance', name, uid, controller: true, blockOwnerDeletion: true },
