@@ -9,7 +9,9 @@ ver="$(awk '$1=="require" && $2=="k8s.io/kubernetes" {print $3}' "$mod/go.mod")"
 cache="${KVTS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubevirt-ts}"
 out="$cache/kube/$ver/kube-apiserver"
 if [ -x "$out" ]; then echo "$out"; exit 0; fi
-command -v go >/dev/null || { echo "build-kube-apiserver: go is not installed" >&2; exit 1; }
+# a non-login shell (CI) may lack Go's default install dir on PATH
+command -v go >/dev/null || export PATH="$PATH:/usr/local/go/bin"
+command -v go >/dev/null || { echo "build-kube-apiserver: go is not installed (needed to build kube-apiserver; or set KUBEBUILDER_ASSETS)" >&2; exit 1; }
 mkdir -p "$(dirname "$out")"
 echo "[testenv] building kube-apiserver $ver (first time: many minutes)" >&2
 # Work on a copy so the committed go.mod/go.sum stay untouched by -mod=mod resolution.
