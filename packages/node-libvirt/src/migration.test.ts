@@ -13,6 +13,7 @@ import {
   LibvirtError,
   MigrateFlags,
   type JobCompletedEvent,
+  type JobInfo,
   type LifecycleEvent,
   type MigrationIterationEvent,
 } from './index.js';
@@ -142,13 +143,17 @@ describe('live migration between two session libvirtds', () => {
           () => 'finished',
           (e: unknown) => e,
         );
+      // (memory counters appear once QEMU has started sending, after the setup phase)
+      let running: JobInfo | undefined;
       await waitFor(
-        async () => (await dom.getJobInfo()).type === DomainJobType.UNBOUNDED,
-        30_000,
-        'migration job running',
+        async () => {
+          running = await dom.getJobInfo();
+          return running.type === DomainJobType.UNBOUNDED && Number(running.params.memory_processed ?? 0) > 0;
+        },
+        60_000,
+        'migration job transferring memory',
       );
-      const running = await dom.getJobInfo();
-      expect(running.params.memory_total).toBeGreaterThan(0);
+      expect(running!.params.memory_total).toBeGreaterThan(0);
       await dom.abortJob();
       const result = (await migrating) as LibvirtError;
       expect(result).toBeInstanceOf(LibvirtError);
