@@ -3,7 +3,7 @@
 // Every default here is listed in the package README.
 import { createHash } from 'node:crypto';
 import { quantityValue } from './quantity.js';
-import type { Disk, Interface, RunStrategy, VirtualMachine, VirtualMachineInstance, VirtualMachineInstanceSpec } from './schemas.js';
+import type { RunStrategy, VirtualMachine, VirtualMachineInstance, VirtualMachineInstanceSpec } from './schemas.js';
 import { dropNulls } from './validate.js';
 
 export interface DefaultsOptions {
@@ -57,120 +57,142 @@ function enableIfPresent(o: Obj | undefined, key: string) {
   if (isObj(f) && f['enabled'] === undefined) f['enabled'] = true;
 }
 
+/** o[k] as an object, created when absent; undefined when it holds something else (left alone). */
+function ensureObj(o: Obj, k: string): Obj | undefined {
+  if (o[k] === undefined) o[k] = {};
+  return isObj(o[k]) ? (o[k] as Obj) : undefined;
+}
+const nameOf = (meta: Obj | undefined): string | undefined => (typeof meta?.['name'] === 'string' ? meta['name'] : undefined);
+const objOf = (v: unknown): Obj | undefined => (isObj(v) ? v : undefined);
+const listOf = (v: unknown): Obj[] => (Array.isArray(v) ? v.filter(isObj) : []);
+const setIfUnset = (o: Obj | undefined, k: string, v: unknown) => {
+  if (o && (o[k] === undefined || o[k] === '')) o[k] = v;
+};
+
 /**
  * Apply upstream's admission defaults to a VMI spec in place. `name` is the VMI's (or VM's) name,
- * used for the stable firmware UUID.
+ * used for the stable firmware UUID. Parts that hold the wrong type are left alone (validation
+ * reports them).
  */
-export function applyVmiSpecDefaults(spec: VirtualMachineInstanceSpec, name: string | undefined, opts: DefaultsOptions = {}): void {
-  const arch = opts.arch ?? spec.architecture ?? 'amd64';
-  if (!spec.architecture) spec.architecture = arch;
-  const domain = (spec.domain ??= {});
+export function applyVmiSpecDefaults(spec0: VirtualMachineInstanceSpec, name: string | undefined, opts: DefaultsOptions = {}): void {
+  const spec = spec0 as unknown as Obj;
+  if (!isObj(spec)) return;
+  const arch = opts.arch ?? (typeof spec['architecture'] === 'string' && spec['architecture'] ? spec['architecture'] : 'amd64');
+  setIfUnset(spec, 'architecture', arch);
+  const domain = ensureObj(spec, 'domain');
+  if (!domain) return;
 
   // machine type
-  domain.machine ??= {};
-  if (!domain.machine.type) domain.machine.type = DEFAULT_MACHINE_TYPE[arch] ?? 'q35';
+  setIfUnset(ensureObj(domain, 'machine'), 'type', DEFAULT_MACHINE_TYPE[arch] ?? 'q35');
 
-  // resources and memory
-  domain.resources ??= {};
-  const requests = (domain.resources.requests ??= {});
-  const limits = domain.resources.limits ?? {};
-  if (requests['memory'] === undefined) {
-    if (domain.memory?.guest !== undefined) requests['memory'] = domain.memory.guest;
+  // resources and memory: requests.memory from guest (else limits), guest from requests
+  const resources = ensureObj(domain, 'resources');
+  const requests = resources ? ensureObj(resources, 'requests') : undefined;
+  const limits = objOf(resources?.['limits']) ?? {};
+  const memory0 = domain['memory'];
+  if (requests && requests['memory'] === undefined) {
+    const guest = objOf(memory0)?.['guest'];
+    if (guest !== undefined) requests['memory'] = guest;
     else if (limits['memory'] !== undefined) requests['memory'] = limits['memory'];
   }
-  if (domain.memory?.guest === undefined && requests['memory'] !== undefined) {
-    domain.memory ??= {};
-    domain.memory.guest = requests['memory'];
+  if (requests?.['memory'] !== undefined && (memory0 === undefined || isObj(memory0))) {
+    setIfUnset(ensureObj(domain, 'memory'), 'guest', requests['memory']);
   }
 
   // CPU topology: unset topology takes the CPU limit (else request) as sockets; missing parts become 1.
-  const cpu = (domain.cpu ??= {});
-  if (!cpu.sockets && !cpu.cores && !cpu.threads) {
-    const fromRes = tryQty(limits['cpu']) ?? tryQty(requests['cpu']);
-    cpu.sockets = fromRes && fromRes > 0 ? fromRes : 1;
-    cpu.cores = 1;
-    cpu.threads = 1;
-  } else {
-    if (!cpu.sockets) cpu.sockets = 1;
-    if (!cpu.cores) cpu.cores = 1;
-    if (!cpu.threads) cpu.threads = 1;
+  const cpu = ensureObj(domain, 'cpu');
+  if (cpu) {
+    const given = ['sockets', 'cores', 'threads'].some((k) => typeof cpu[k] === 'number' && cpu[k] !== 0);
+    if (!given) {
+      const fromRes = tryQty(limits['cpu']) ?? tryQty(requests?.['cpu']);
+      cpu['sockets'] = fromRes && fromRes > 0 ? fromRes : 1;
+      cpu['cores'] = 1;
+      cpu['threads'] = 1;
+    } else {
+      for (const k of ['sockets', 'cores', 'threads']) if (cpu[k] === undefined || cpu[k] === 0) cpu[k] = 1;
+    }
+    setIfUnset(cpu, 'model', 'host-model');
+    for (const f of listOf(cpu['features'])) setIfUnset(f, 'policy', 'require');
   }
-  if (!cpu.model) cpu.model = 'host-model';
-  for (const f of cpu.features ?? []) f.policy ??= 'require';
 
   // firmware
-  domain.firmware ??= {};
-  if (!domain.firmware.uuid && name) domain.firmware.uuid = firmwareUUID(name);
-  const efi = domain.firmware.bootloader?.efi;
-  if (efi && efi.secureBoot === undefined) efi.secureBoot = true;
+  const firmware = ensureObj(domain, 'firmware');
+  if (name) setIfUnset(firmware, 'uuid', firmwareUUID(name));
+  const efi = objOf(objOf(firmware?.['bootloader'])?.['efi']);
+  if (efi && efi['secureBoot'] === undefined) efi['secureBoot'] = true;
 
   // clock timers: a timer that is given is present unless it says otherwise
-  const timer = domain.clock?.timer;
+  const timer = objOf(objOf(domain['clock'])?.['timer']);
   if (timer) for (const t of Object.values(timer)) if (isObj(t) && t['present'] === undefined) t['present'] = true;
 
   // features: a feature that is given is enabled unless it says otherwise
-  const features = domain.features as Obj | undefined;
+  const features = objOf(domain['features']);
   if (features) {
     for (const k of ['acpi', 'apic', 'smm', 'pvspinlock']) enableIfPresent(features, k);
-    const hv = features['hyperv'] as Obj | undefined;
-    if (isObj(hv)) {
+    const hv = objOf(features['hyperv']);
+    if (hv) {
       for (const k of Object.keys(hv)) enableIfPresent(hv, k);
-      const sl = hv['spinlocks'];
-      if (isObj(sl) && sl['spinlocks'] === undefined) sl['spinlocks'] = 4096;
-      const st = hv['synictimer'];
-      if (isObj(st)) enableIfPresent(st, 'direct');
+      const sl = objOf(hv['spinlocks']);
+      if (sl && sl['spinlocks'] === undefined) sl['spinlocks'] = 4096;
+      const st = objOf(hv['synictimer']);
+      if (st) enableIfPresent(st, 'direct');
     }
   }
 
   // devices
-  const devices = (domain.devices ??= {});
-  const disks: Disk[] = (devices.disks ??= []);
-  // every volume without a disk gets a plain disk (upstream SetDefaultVolumeDisk)
-  const diskNames = new Set(disks.map((d) => d.name));
-  for (const v of spec.volumes ?? []) {
-    if (v.name && !diskNames.has(v.name)) {
-      disks.push({ name: v.name, disk: {} });
-      diskNames.add(v.name);
+  const devices = ensureObj(domain, 'devices');
+  if (!devices) return;
+  if (devices['disks'] === undefined) devices['disks'] = [];
+  if (Array.isArray(devices['disks'])) {
+    const disks = devices['disks'] as unknown[];
+    // every volume without a disk gets a plain disk (upstream SetDefaultVolumeDisk)
+    const diskNames = new Set(listOf(disks).map((d) => d['name']));
+    for (const v of listOf(spec['volumes'])) {
+      if (typeof v['name'] === 'string' && v['name'] && !diskNames.has(v['name'])) {
+        disks.push({ name: v['name'], disk: {} });
+        diskNames.add(v['name']);
+      }
     }
-  }
-  for (const d of disks) {
-    if (!d.disk && !d.cdrom && !d.lun) d.disk = {};
-    if (d.disk && !d.disk.bus) d.disk.bus = 'virtio';
-    if (d.cdrom) {
-      if (!d.cdrom.bus) d.cdrom.bus = 'sata';
-      if (d.cdrom.readonly === undefined) d.cdrom.readonly = true;
-      if (!d.cdrom.tray) d.cdrom.tray = 'closed';
+    for (const d of listOf(disks)) {
+      if (d['disk'] === undefined && d['cdrom'] === undefined && d['lun'] === undefined) d['disk'] = {};
+      setIfUnset(objOf(d['disk']), 'bus', 'virtio');
+      const cdrom = objOf(d['cdrom']);
+      setIfUnset(cdrom, 'bus', 'sata');
+      if (cdrom && cdrom['readonly'] === undefined) cdrom['readonly'] = true;
+      setIfUnset(cdrom, 'tray', 'closed');
+      setIfUnset(objOf(d['lun']), 'bus', 'scsi');
     }
-    if (d.lun && !d.lun.bus) d.lun.bus = 'scsi';
+    if (disks.length === 0) delete devices['disks'];
   }
-  if (devices.disks.length === 0) delete devices.disks;
 
   // pod network: when no interfaces and no networks are given, one masquerade interface on the pod network
-  const interfaces: Interface[] = devices.interfaces ?? [];
-  if (devices.autoattachPodInterface !== false && interfaces.length === 0 && (spec.networks ?? []).length === 0) {
-    devices.interfaces = [{ name: 'default', masquerade: {} }];
-    spec.networks = [{ name: 'default', pod: {} }];
+  const noIfaces = devices['interfaces'] === undefined || (Array.isArray(devices['interfaces']) && devices['interfaces'].length === 0);
+  const noNets = spec['networks'] === undefined || (Array.isArray(spec['networks']) && spec['networks'].length === 0);
+  if (devices['autoattachPodInterface'] !== false && noIfaces && noNets) {
+    devices['interfaces'] = [{ name: 'default', masquerade: {} }];
+    spec['networks'] = [{ name: 'default', pod: {} }];
   }
-  for (const i of devices.interfaces ?? []) {
-    if (!i.model && !i.sriov) i.model = 'virtio';
-    for (const p of i.ports ?? []) p.protocol ??= 'TCP';
+  for (const i of listOf(devices['interfaces'])) {
+    if (i['sriov'] === undefined) setIfUnset(i, 'model', 'virtio');
+    for (const p of listOf(i['ports'])) setIfUnset(p, 'protocol', 'TCP');
   }
-  if (devices.watchdog && !devices.watchdog.i6300esb) devices.watchdog.i6300esb = {};
-  if (devices.watchdog?.i6300esb && !devices.watchdog.i6300esb.action) devices.watchdog.i6300esb.action = 'reset';
-  for (const inp of devices.inputs ?? []) inp.bus ??= 'usb';
+  const wd = objOf(devices['watchdog']);
+  if (wd) setIfUnset(ensureObj(wd, 'i6300esb'), 'action', 'reset');
+  for (const inp of listOf(devices['inputs'])) setIfUnset(inp, 'bus', 'usb');
 
-  if (spec.terminationGracePeriodSeconds === undefined) spec.terminationGracePeriodSeconds = DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS;
+  if (spec['terminationGracePeriodSeconds'] === undefined) spec['terminationGracePeriodSeconds'] = DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS;
 }
 
 /** A defaulted deep copy of a VMI, as the cluster stores it after admission. */
 export function setVirtualMachineInstanceDefaults(vmi: VirtualMachineInstance, opts: DefaultsOptions = {}): VirtualMachineInstance {
-  const out = dropNulls(structuredClone(vmi));
-  out.apiVersion ??= 'kubevirt.io/v1';
-  out.kind ??= 'VirtualMachineInstance';
-  out.metadata ??= {};
-  out.spec ??= { domain: {} };
-  applyVmiSpecDefaults(out.spec, out.metadata.name, opts);
-  return out;
+  if (!isObj(vmi)) throw new Error('setVirtualMachineInstanceDefaults: a VirtualMachineInstance must be an object');
+  const out = dropNulls(structuredClone(vmi)) as unknown as Obj;
+  out['apiVersion'] ??= 'kubevirt.io/v1';
+  out['kind'] ??= 'VirtualMachineInstance';
+  const meta = ensureObj(out, 'metadata');
+  const spec = ensureObj(out, 'spec');
+  if (spec) applyVmiSpecDefaults(spec as unknown as VirtualMachineInstanceSpec, nameOf(meta), opts);
+  return out as unknown as VirtualMachineInstance;
 }
 
 /** The run strategy a VM follows: runStrategy, else running (true: Always, false: Halted), else Halted. */
@@ -187,13 +209,14 @@ export function vmRunStrategy(vm: Pick<VirtualMachine, 'spec'>): RunStrategy {
  * given (use vmRunStrategy() to read the effective strategy).
  */
 export function setVirtualMachineDefaults(vm: VirtualMachine, opts: DefaultsOptions = {}): VirtualMachine {
-  const out = dropNulls(structuredClone(vm));
-  out.apiVersion ??= 'kubevirt.io/v1';
-  out.kind ??= 'VirtualMachine';
-  out.metadata ??= {};
-  out.spec ??= { template: { spec: { domain: {} } } };
-  out.spec.template ??= { spec: { domain: {} } };
-  out.spec.template.spec ??= { domain: {} };
-  applyVmiSpecDefaults(out.spec.template.spec, out.metadata.name, opts);
-  return out;
+  if (!isObj(vm)) throw new Error('setVirtualMachineDefaults: a VirtualMachine must be an object');
+  const out = dropNulls(structuredClone(vm)) as unknown as Obj;
+  out['apiVersion'] ??= 'kubevirt.io/v1';
+  out['kind'] ??= 'VirtualMachine';
+  const meta = ensureObj(out, 'metadata');
+  const spec = ensureObj(out, 'spec');
+  const template = spec ? ensureObj(spec, 'template') : undefined;
+  const tspec = template ? ensureObj(template, 'spec') : undefined;
+  if (tspec) applyVmiSpecDefaults(tspec as unknown as VirtualMachineInstanceSpec, nameOf(meta), opts);
+  return out as unknown as VirtualMachine;
 }

@@ -1,6 +1,6 @@
 // Property tests: validation and defaulting never throw, whatever the input, and errors are well formed.
 import fc from 'fast-check';
-import { setVirtualMachineInstanceDefaults } from './defaults.js';
+import { setVirtualMachineDefaults, setVirtualMachineInstanceDefaults } from './defaults.js';
 import { formatBinaryQuantity, parseQuantity } from './quantity.js';
 import type { VirtualMachineInstance } from './schemas.js';
 import { baseVm, baseVmi, type Any } from './test-fixtures.js';
@@ -77,5 +77,26 @@ test('binary quantities round-trip through formatBinaryQuantity', () => {
       if (!Number.isSafeInteger(bytes)) return;
       expect(parseQuantity(formatBinaryQuantity(bytes))).toBe(bytes);
     }),
+  );
+});
+
+test.each([
+  ['VMI', baseVmi],
+  ['VM', baseVm],
+])('defaulting a %s never throws, whatever a subtree holds (wrong-typed parts are left alone)', (kind, make) => {
+  const paths = allPaths(make());
+  fc.assert(
+    fc.property(fc.constantFrom(...paths), fc.jsonValue({ maxDepth: 3 }), (path, value) => {
+      const v = replaceAt(make(), path, value);
+      const before = JSON.stringify(v);
+      const fn = kind === 'VMI' ? setVirtualMachineInstanceDefaults : setVirtualMachineDefaults;
+      if (typeof v !== 'object' || v === null || Array.isArray(v)) {
+        expect(() => fn(v as never)).toThrow(/must be an object/);
+        return;
+      }
+      fn(v as never);
+      expect(JSON.stringify(v)).toBe(before); // the input is never modified
+    }),
+    { numRuns: 500 },
   );
 });

@@ -265,6 +265,8 @@ export const DevicesSchema = Strict({
   gpus: Opt(Arr(Loose({ name: Str(), deviceName: Str() }))),
   hostDevices: Opt(Arr(Loose({ name: Str(), deviceName: Str() }))),
   clientPassthrough: Opt(Strict({})),
+  downwardMetrics: Opt(Strict({}, 'virtio-serial port exposing host metrics to the guest')),
+  logSerialConsole: Opt(Bool('log the serial console to a file the launcher exposes (default on)')),
   autoattachPodInterface: Opt(Bool('default true')),
   autoattachGraphicsDevice: Opt(Bool('default true')),
   autoattachSerialConsole: Opt(Bool('default true')),
