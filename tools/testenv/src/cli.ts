@@ -48,12 +48,13 @@ async function main(): Promise<number> {
 
   try {
     env = await startTestEnv({ keepDir, log: (msg, fields) => logger.info(msg, fields) });
-    if (signalled) return 128 + 2;
+    if (signalled) return signalled === 'SIGINT' ? 130 : 143;
     logger.info('running command', { command: command[0], kubeconfig: env.kubeconfigPath });
     child = spawn(command[0]!, command.slice(1), {
       stdio: 'inherit',
       env: { ...process.env, KUBECONFIG: env.kubeconfigPath, KVTS_TESTENV_SERVER: env.server },
     });
+    if (signalled) child.kill(signalled); // a signal that came while spawning
     const code = await new Promise<number>((resolve) => {
       child!.on('error', (e) => {
         logger.error('cannot run command', { command: command[0], reason: e.message });

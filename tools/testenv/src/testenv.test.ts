@@ -1,5 +1,5 @@
 // Integration tests against the real etcd + kube-apiserver (no mocks).
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -119,6 +119,34 @@ describe('testenv', () => {
     expect(r.code).toBe(3);
     expect(r.pids.length).toBe(2);
     expect(await waitGone(r.pids)).toBe(true);
+  });
+
+  it('starts with the binaries KUBEBUILDER_ASSETS names', async () => {
+    const real = findBinaries();
+    const dir = mkdtempSync(join(tmpdir(), 'kvts-assets-'));
+    const saved = process.env.KUBEBUILDER_ASSETS;
+    try {
+      symlinkSync(real.kubeApiserver, join(dir, 'kube-apiserver'));
+      symlinkSync(real.etcd, join(dir, 'etcd'));
+      process.env.KUBEBUILDER_ASSETS = dir;
+      await withTestEnv(async (env) => {
+        expect(env.binaries.source).toBe('KUBEBUILDER_ASSETS');
+        const nss = await env.kubeConfig().makeApiClient(CoreV1Api).listNamespace();
+        expect(nss.items.length).toBeGreaterThan(0);
+      });
+    } finally {
+      if (saved === undefined) delete process.env.KUBEBUILDER_ASSETS;
+      else process.env.KUBEBUILDER_ASSETS = saved;
+      rmSync(dir, { recursive: true });
+    }
+  });
+
+  it('tools/testenv.sh runs a command against the control plane (kubectl when installed, else node)', () => {
+    const script = fileURLToPath(new URL('../../testenv.sh', import.meta.url));
+    const hasKubectl = spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' }).status === 0;
+    const cmd = hasKubectl ? ['kubectl', 'get', 'namespace', 'kube-system', '-o', 'name'] : [process.execPath, '-e', 'console.log(process.env.KUBECONFIG ? "namespace/kube-system" : "")'];
+    const r = spawnSync('bash', [script, '--', ...cmd], { encoding: 'utf8', timeout: 120000 });
+    expect({ status: r.status, out: r.stdout.trim() }).toEqual({ status: 0, out: 'namespace/kube-system' });
   });
 
   it('CLI rejects a missing command with usage', async () => {
