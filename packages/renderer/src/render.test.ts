@@ -573,3 +573,12 @@ describe('multus networks', () => {
     expect(e.path).toBe('spec.networks[0].multus.networkName');
   });
 });
+
+describe('container names', () => {
+  it('a containerDisk volume name too long for its container names is named in the error', () => {
+    const name = 'd'.repeat(55); // volume<55> fits in 63, volume<55>-init does not
+    const e = renderError(() => render(vmi({ volumes: [{ name, containerDisk: { image: 'example.com/d:1' } }] })));
+    expect(e.path).toBe('spec.volumes[0].name');
+    expect(e.message).toContain('init container name');
+  });
+});

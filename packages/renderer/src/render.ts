@@ -180,6 +180,7 @@ function containerDiskContainers(vmi: VirtualMachineInstance, config: ResolvedCo
   const HELPER = isDedicatedCpu(vmi) || wantsGuaranteedQos(vmi) ? HELPER_RESOURCES_GUARANTEED : HELPER_RESOURCES;
   const add = (name: string, path: string, image: string, pullPolicy: string | undefined, socket: string): void => {
     label(path, name, 'container name');
+    label(path, `${name}-init`, 'init container name');
     const mountsBin = { name: 'virt-bin-share-dir', mountPath: posix.dirname(POD_DIRS.containerDiskBinary) };
     // init: pulls the image before the launcher starts and checks it runs (`--no-op`), so a bad image fails the Pod early
     init.push({
