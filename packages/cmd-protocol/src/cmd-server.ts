@@ -11,7 +11,7 @@ import {
   type VMIRequest,
   type VirtualMachineOptions,
 } from './gen/kubevirt/cmd/v1/cmd.js';
-import { bindUnix, errorMessage, shutdownServerAndWait, type SocketOwner } from './grpc-util.js';
+import { bindUnix, CallTracker, errorMessage, stopServer, type SocketOwner } from './grpc-util.js';
 import { createLogger, type Logger } from './logger.js';
 import {
   checkSocketPath,
@@ -54,6 +54,7 @@ export class CmdServer {
   private readonly versions: readonly number[];
   private readonly owner: SocketOwner | undefined;
   private server: grpc.Server | undefined;
+  private tracker = new CallTracker();
   private current: string | undefined;
 
   constructor(opts: CmdServerOptions) {
@@ -79,15 +80,17 @@ export class CmdServer {
   async start(): Promise<void> {
     if (this.server) throw new Error('CmdServer: already started');
     const server = new grpc.Server();
-    server.addService(CmdService, this.cmdImpl());
+    const tracker = new CallTracker();
+    server.addService(CmdService, tracker.wrap(this.cmdImpl()));
     const info: CmdInfoServer = {
       info: (_call, cb) => cb(null, { supportedCmdVersions: [...this.versions] }),
     };
-    server.addService(CmdInfoService, info);
+    server.addService(CmdInfoService, tracker.wrap(info));
     const initPath = launcherInitSocketPath(this.socketsDir);
     await prepareSocketPath(launcherSocketPath(this.socketsDir));
     await bindUnix(server, initPath, this.owner);
     this.server = server;
+    this.tracker = tracker;
     this.current = initPath;
     this.log.info('cmd server listening', { socket: initPath });
   }
@@ -109,7 +112,7 @@ export class CmdServer {
     this.server = undefined;
     this.current = undefined;
     if (!server) return;
-    await shutdownServerAndWait(server, graceMs);
+    await stopServer(server, this.tracker, graceMs);
     if (path) await removeSocketFile(path).catch(() => undefined);
     this.log.info('cmd server stopped', { socket: path });
   }

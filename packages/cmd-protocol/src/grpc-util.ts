@@ -33,24 +33,71 @@ export async function bindUnix(server: grpc.Server, socketPath: string, owner?: 
   if (owner) await chown(socketPath, owner.uid, owner.gid);
 }
 
-/** Stops accepting calls, lets running calls finish for up to graceMs, then cancels the rest. */
-export async function shutdownServerAndWait(server: grpc.Server, graceMs: number): Promise<void> {
+/**
+ * Counts the calls a server is running, so that stopping waits for exactly those (grpc-js's own
+ * tryShutdown can miss a session that is closing at that moment and then waits for nothing).
+ */
+export class CallTracker {
+  private inFlight = 0;
+  private stopping = false;
+  private waiters: Array<() => void> = [];
+
+  /** Wraps every unary handler of `impl`: counted while running, refused (UNAVAILABLE) once stopping. */
+  wrap<T extends grpc.UntypedServiceImplementation>(impl: T): T {
+    const out: grpc.UntypedServiceImplementation = {};
+    for (const [name, fn] of Object.entries(impl)) {
+      const handler = fn as grpc.handleUnaryCall<unknown, unknown>;
+      out[name] = ((call, cb) => {
+        if (this.stopping) return cb({ code: grpc.status.UNAVAILABLE, details: 'server is shutting down' });
+        this.inFlight++;
+        let done = false;
+        const finish: grpc.sendUnaryData<unknown> = (err, value) => {
+          if (!done) {
+            done = true;
+            this.inFlight--;
+            if (this.inFlight === 0) for (const w of this.waiters.splice(0)) w();
+          }
+          cb(err, value);
+        };
+        handler(call, finish);
+      }) as grpc.handleUnaryCall<unknown, unknown>;
+    }
+    return out as T;
+  }
+
+  /** Refuses new calls and resolves when running calls are done (true) or after graceMs (false). */
+  drain(graceMs: number): Promise<boolean> {
+    this.stopping = true;
+    if (this.inFlight === 0) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w !== done);
+        resolve(false);
+      }, graceMs);
+      const done = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      this.waiters.push(done);
+    });
+  }
+}
+
+/**
+ * Lets running calls finish for up to graceMs (new ones are refused), closes the connections
+ * gracefully so the last answers get out (bounded: tryShutdown can wait for a session that is
+ * already gone), then closes whatever is left.
+ */
+export async function stopServer(server: grpc.Server, tracker: CallTracker, graceMs: number): Promise<void> {
+  await tracker.drain(graceMs);
   await new Promise<void>((resolve) => {
-    let done = false;
-    const timer = setTimeout(() => {
-      if (done) return;
-      done = true;
-      server.forceShutdown();
-      resolve();
-    }, graceMs);
-    timer.unref();
+    const timer = setTimeout(resolve, Math.min(500, Math.max(graceMs, 10)));
     server.tryShutdown(() => {
-      if (done) return;
-      done = true;
       clearTimeout(timer);
       resolve();
     });
   });
+  server.forceShutdown();
 }
 
 /** The message of anything thrown. */

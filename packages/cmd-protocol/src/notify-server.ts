@@ -4,7 +4,7 @@ import {
   type NotifyServer as GenNotifyServer,
   type Response,
 } from './gen/kubevirt/notify/v1/notify.js';
-import { bindUnix, errorMessage, shutdownServerAndWait, type SocketOwner } from './grpc-util.js';
+import { bindUnix, CallTracker, errorMessage, stopServer, type SocketOwner } from './grpc-util.js';
 import { createLogger, type Logger } from './logger.js';
 import { checkSocketPath, removeSocketFile } from './sockets.js';
 
@@ -42,6 +42,7 @@ export class NotifyServer {
   private readonly opts: NotifyServerOptions;
   private readonly log: Logger;
   private server: grpc.Server | undefined;
+  private tracker = new CallTracker();
 
   constructor(opts: NotifyServerOptions) {
     checkSocketPath(opts.socketPath);
@@ -79,9 +80,11 @@ export class NotifyServer {
         }).then((r) => cb(null, r));
       },
     };
-    server.addService(NotifyService, impl);
+    const tracker = new CallTracker();
+    server.addService(NotifyService, tracker.wrap(impl));
     await bindUnix(server, this.socketPath, this.opts.socketOwner);
     this.server = server;
+    this.tracker = tracker;
     this.log.info('notify server listening', { socket: this.socketPath });
   }
 
@@ -89,7 +92,7 @@ export class NotifyServer {
     const server = this.server;
     this.server = undefined;
     if (!server) return;
-    await shutdownServerAndWait(server, graceMs);
+    await stopServer(server, this.tracker, graceMs);
     await removeSocketFile(this.socketPath).catch(() => undefined);
     this.log.info('notify server stopped', { socket: this.socketPath });
   }
