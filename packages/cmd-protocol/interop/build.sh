@@ -5,6 +5,7 @@
 set -euo pipefail
 src="$(cd "$(dirname "$0")/go" && pwd)"
 cache="${KVTS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubevirt-ts}"
+export PATH="$PATH:/usr/local/go/bin"
 command -v go >/dev/null || { echo "cmd-interop: go is not installed (needed for the upstream interop tests)" >&2; exit 1; }
 key="$( (cat "$src/go.mod" "$src/go.sum" "$src/main.go"; go env GOVERSION) | sha256sum | cut -c1-16)"
 out="$cache/cmd-interop/$key/kvts-cmd-interop"
