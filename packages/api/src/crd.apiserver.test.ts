@@ -1,7 +1,9 @@
 // The generated CRDs against a real etcd + kube-apiserver (tools/testenv): they are accepted as
 // structural, the reference VMIs are stored without any field pruned, strict field validation
 // rejects unknown fields, and status subresource, printer columns, short names and categories work.
+import { readFileSync } from 'node:fs';
 import { request } from 'node:https';
+import { fileURLToPath } from 'node:url';
 import type { RequestOptions } from 'node:https';
 import { startTestEnv, testEnvAvailable, type TestEnv } from '@kubevirt-ts/testenv';
 import { CRD_KINDS, crdFor } from './crd.js';
@@ -97,7 +99,13 @@ test('the API server accepts the CRDs with no structural-schema complaints', asy
 });
 
 test('every reference VMI and the fixtures are stored unchanged (nothing pruned) under strict field validation', async () => {
-  const docs: Any[] = [...referenceYamls().flatMap((r) => parseManifests(r.text)), baseVmi(), baseVm(), baseVmim()];
+  // kubectl get -o yaml output of an upstream VM and VMI, metadata reduced to what a create may carry
+  const upstream = parseManifests(readFileSync(fileURLToPath(new URL('../testdata/upstream-vm-get.yaml', import.meta.url)), 'utf8')).map((d0) => {
+    const d = d0 as Any;
+    const { name, labels, annotations } = d.metadata;
+    return { ...d, metadata: { name: `upstream-${name}`, namespace: 'default', labels, annotations }, status: undefined };
+  });
+  const docs: Any[] = [...referenceYamls().flatMap((r) => parseManifests(r.text)), baseVmi(), baseVm(), baseVmim(), ...upstream];
   for (const doc of docs) {
     const ns = doc.metadata.namespace ?? 'default';
     const r = await kube('POST', `${objPath(doc.kind, ns)}?fieldValidation=Strict`, doc);

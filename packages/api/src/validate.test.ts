@@ -276,6 +276,7 @@ const vmiCases: Case[] = [
   ['invalid namespace', (v) => (v.metadata.namespace = 'Default'), ['metadata.namespace']],
   ['invalid label value', (v) => (v.metadata.labels = { app: 'my app' }), ['metadata.labels.app']],
   ['invalid label key', (v) => (v.metadata.labels = { 'Example.com/x': 'y' }), ['metadata.labels["Example.com/x"]']],
+  ['invalid annotation key', (v) => (v.metadata.annotations = { 'a b': 'c' }), ['metadata.annotations["a b"]']],
   ['invalid hostname', (v) => (v.spec.hostname = 'my_host'), ['spec.hostname']],
   ['unknown field under spec.domain', (v) => (v.spec.domain.devices.disks[0].foo = 1), ['spec.domain.devices.disks[0].foo']],
   ['unknown field at spec', (v) => (v.spec.runStrategy = 'Always'), ['spec.runStrategy']],

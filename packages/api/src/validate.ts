@@ -183,6 +183,7 @@ function validateMetadata(meta: unknown, base: string, e: Errs, opts: { nameRequ
     const bad = checkDns1123Label(ns);
     if (bad) e.add(sub(base, 'namespace'), bad);
   }
+  validateAnnotations(m, base, e);
   if (isObj(m['labels'])) {
     for (const [k, v] of Object.entries(m['labels'])) {
       const p = sub(sub(base, 'labels'), k);
@@ -192,6 +193,14 @@ function validateMetadata(meta: unknown, base: string, e: Errs, opts: { nameRequ
         e.add(p, `label value ${JSON.stringify(v)} must be at most 63 characters of [A-Za-z0-9-_.], starting and ending with a letter or digit`);
       }
     }
+  }
+}
+
+function validateAnnotations(m: Obj, base: string, e: Errs) {
+  if (!isObj(m['annotations'])) return;
+  for (const k of Object.keys(m['annotations'])) {
+    const bad = checkQualifiedName(k);
+    if (bad) e.add(sub(sub(base, 'annotations'), k), `annotation key ${bad}`);
   }
 }
 
