@@ -255,6 +255,28 @@ describe('DomainManager + DomainWatcher on a real session libvirtd', () => {
   );
 
   test(
+    'shutdownVMI destroys a guest that ignores ACPI once the grace period is over',
+    async () => {
+      // acpi=off: the guest kernel never sees the power button
+      const deaf = guestVMI('deaf', 'u-real-deaf', { kernelArgs: 'console=ttyS0 quiet acpi=off' });
+      await mgr.syncVMI(deaf);
+      await waitForLog(pod.serialLog('u-real-deaf'), (t) => lastHeartbeat(t) >= 1, 120_000, 'deaf guest up');
+      const t0 = Date.now();
+      expect(await mgr.shutdownVMI(deaf, { gracePeriodSeconds: 3, wait: true })).toBe('killed');
+      const took = Date.now() - t0;
+      expect(took).toBeGreaterThanOrEqual(3000);
+      expect(took).toBeLessThan(15_000);
+      expect((await mgr.getDomain('default_deaf'))?.status).toEqual({
+        status: 'Shutoff',
+        reason: 'Destroyed',
+      });
+      expect(await readLog(pod.serialLog('u-real-deaf'))).not.toContain('KUBEVIRT-TS-GUEST-POWER-BUTTON');
+      await mgr.deleteVMI(deaf);
+    },
+    T,
+  );
+
+  test(
     'deleteVMI undefines the domain; the watcher reports DELETED',
     async () => {
       await mgr.deleteVMI(vmi);
