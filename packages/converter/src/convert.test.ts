@@ -187,7 +187,7 @@ describe('storage', () => {
     const by = Object.fromEntries(d.devices.disks!.map((x) => [x.alias!.slice(3), x]));
     expect(by.root).toMatchObject({ source: { file: '/var/run/kubevirt-ephemeral-disks/disk-data/root/disk.qcow2' }, driver: { type: 'qcow2', discard: 'unmap' }, backingStore: { type: 'file', format: 'qcow2', source: { file: '/var/run/kubevirt/container-disks/disk_0.img' } } });
     expect(by.iso!.backingStore).toEqual({ type: 'file', format: 'raw', source: { file: '/var/run/kubevirt/container-disks/disk_7.img' } });
-    expect(by.pvcfile).toMatchObject({ type: 'file', source: { file: '/var/run/kubevirt-private/vmi-disks/pvcfile/disk.img' }, driver: { type: 'raw', error_policy: 'report' }, serial: 'PVC-1' });
+    expect(by.pvcfile).toMatchObject({ type: 'file', source: { file: '/var/run/kubevirt-private/vmi-disks/pvcfile/disk.img' }, driver: { type: 'raw', error_policy: 'report' }, serial: 'PVC-1', blockio: { logical_block_size: 512, physical_block_size: 4096 } });
     expect(by.pvcblock).toMatchObject({ type: 'block', source: { dev: '/dev/pvcblock' }, driver: { cache: 'writethrough' } });
     expect(by.dv).toMatchObject({ shareable: true, driver: { cache: 'none' } });
     expect(by.eph).toMatchObject({ readonly: true, driver: { type: 'qcow2' }, backingStore: { type: 'file', format: 'raw', source: { file: '/var/run/kubevirt-private/vmi-disks/eph/disk.img' } } });
@@ -238,7 +238,7 @@ describe('network', () => {
     const d = conv(setVirtualMachineInstanceDefaults(CASES['networks-all-bindings']!));
     expect(d.devices.interfaces).toEqual([
       { type: 'ethernet', mac: '02:00:00:00:00:01', target: { dev: 'tap0', managed: 'no' }, model: 'virtio-non-transitional', driver: { name: 'vhost', queues: 2 }, boot: { order: 1 }, alias: 'ua-default' },
-      { type: 'ethernet', mac: '02:00:00:00:00:02', target: { dev: 'tap1', managed: 'no' }, model: 'e1000e', rom: { enabled: 'no' }, alias: 'ua-blue' },
+      { type: 'ethernet', mac: '02:00:00:00:00:02', target: { dev: 'tap1', managed: 'no' }, model: 'e1000e', rom: { enabled: 'no' }, acpi: { index: 3 }, alias: 'ua-blue' },
       { type: 'ethernet', target: { dev: 'tap2', managed: 'no' }, model: 'rtl8139', rom: { enabled: 'no' }, alias: 'ua-red', address: { type: 'pci', domain: '0x0000', bus: '0x00', slot: '0x0b', function: '0x0' } },
     ]);
     expect(conv(setVirtualMachineInstanceDefaults(CASES['slirp-pod-network']!)).devices.interfaces).toEqual([{ type: 'user', model: 'e1000', rom: { enabled: 'no' }, alias: 'ua-default' }]);

@@ -26,6 +26,7 @@ export function convertDevices(vmi: VmiLike, ctx: ResolvedContext, devices: Devi
   if (dev.hostDevices?.length) notImplemented(`${DEV}.hostDevices`, 'host device passthrough');
   if (dev.clientPassthrough) notImplemented(`${DEV}.clientPassthrough`, 'USB redirection');
   if (dev.autoattachVSOCK) notImplemented(`${DEV}.autoattachVSOCK`, 'VSOCK');
+  if (vmi.spec.domain.launchSecurity !== undefined) notImplemented('spec.domain.launchSecurity', 'launch security (SEV)');
 
   // controllers: USB (off unless a device needs it), virtio-scsi (hotplug target), virtio-serial
   const controllers: Controller[] = [
@@ -68,7 +69,7 @@ export function convertDevices(vmi: VmiLike, ctx: ResolvedContext, devices: Devi
     const bus = inp.bus || 'usb';
     if (bus !== 'usb' && bus !== 'virtio') throw new ConversionError(`${p}.bus`, `must be usb or virtio, got ${JSON.stringify(bus)}`);
     const x: Input = { type: 'tablet', bus };
-    if (bus === 'virtio') x.model = 'virtio';
+    if (bus === 'virtio') x.model = 'virtio'; // libvirt refuses (non-)transitional models for a tablet
     x.alias = `ua-${inp.name}`;
     inputs.push(x);
   });

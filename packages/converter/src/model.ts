@@ -149,6 +149,7 @@ export interface Disk {
   shareable?: true;
   serial?: string;
   boot?: { order: number };
+  blockio?: { logical_block_size: number; physical_block_size: number };
   alias?: string;
   address?: DriveAddress | PciAddress;
 }
@@ -173,6 +174,7 @@ export interface Interface {
   boot?: { order: number };
   rom?: { enabled: YesNo };
   mtu?: number;
+  acpi?: { index: number };
   alias?: string;
   address?: PciAddress;
 }

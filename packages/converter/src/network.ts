@@ -57,6 +57,7 @@ export function convertInterfaces(vmi: VmiLike, ctx: ResolvedContext, vcpus: num
       // no option ROM unless the NIC boots (upstream: saves memory and boot time)
       out1.rom = { enabled: 'no' };
     }
+    if (iface.acpiIndex !== undefined) out1.acpi = { index: iface.acpiIndex };
     out1.alias = `ua-${iface.name}`;
     if (iface.pciAddress) out1.address = pciAddress(iface.pciAddress, `${p}.pciAddress`) as Interface['address'];
     out.push(out1);

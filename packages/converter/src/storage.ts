@@ -116,6 +116,15 @@ export function convertDisks(vmi: VmiLike, ctx: ResolvedContext, vcpus: number):
     if (d.io && d.io !== 'default') disk.driver.io = d.io;
     if ((kind === 'disk' || kind === 'lun') && !ctx.volumesDiscardIgnore.has(d.name)) disk.driver.discard = 'unmap';
     if (multiQueue && bus === 'virtio') disk.driver.queues = vcpus;
+    if (d.blockSize?.custom) {
+      const { logical, physical } = d.blockSize.custom;
+      const pow2 = (x: number) => Number.isInteger(x) && x >= 512 && (x & (x - 1)) === 0;
+      if (!pow2(logical) || !pow2(physical) || physical < logical)
+        throw new ConversionError(`${p}.blockSize.custom`, 'logical and physical must be powers of two >= 512, physical >= logical');
+      disk.blockio = { logical_block_size: logical, physical_block_size: physical };
+    } else if (d.blockSize?.matchVolume && d.blockSize.matchVolume.enabled !== false) {
+      notImplemented(`${p}.blockSize.matchVolume`, 'block size detection from the volume');
+    }
     disk.alias = `ua-${d.name}`;
     if (d.bootOrder !== undefined) {
       if (!Number.isInteger(d.bootOrder) || d.bootOrder < 1) throw new ConversionError(`${p}.bootOrder`, 'must be a positive integer');

@@ -57,7 +57,7 @@ export const CASES: Record<string, VirtualMachineInstance> = {
           autoattachPodInterface: false,
           disks: [
             { name: 'root', disk: { bus: 'virtio' }, bootOrder: 1, dedicatedIOThread: true, cache: 'none', io: 'native' },
-            { name: 'pvcfile', disk: { bus: 'virtio' }, serial: 'PVC-1', errorPolicy: 'report' },
+            { name: 'pvcfile', disk: { bus: 'virtio' }, serial: 'PVC-1', errorPolicy: 'report', blockSize: { custom: { logical: 512, physical: 4096 } } },
             { name: 'pvcblock', disk: { bus: 'scsi' }, cache: 'writethrough' },
             { name: 'dv', disk: { bus: 'sata' }, shareable: true, cache: 'none' },
             { name: 'eph', disk: { bus: 'virtio', readonly: true } },
@@ -103,7 +103,7 @@ export const CASES: Record<string, VirtualMachineInstance> = {
           networkInterfaceMultiqueue: true,
           interfaces: [
             { name: 'default', masquerade: {}, bootOrder: 1, macAddress: '02:00:00:00:00:01' },
-            { name: 'blue', bridge: {}, model: 'e1000e', macAddress: '02-00-00-00-00-02' },
+            { name: 'blue', bridge: {}, model: 'e1000e', macAddress: '02-00-00-00-00-02', acpiIndex: 3 },
             { name: 'red', bridge: {}, model: 'rtl8139', pciAddress: '0000:00:0b.0' },
           ],
         },

@@ -20,6 +20,7 @@ export interface VmiDisk {
   io?: 'native' | 'threads' | 'default';
   shareable?: boolean;
   errorPolicy?: 'stop' | 'ignore' | 'report' | 'enospace';
+  blockSize?: { custom?: { logical: number; physical: number }; matchVolume?: { enabled?: boolean } };
 }
 
 export interface VmiInterface {
@@ -35,6 +36,7 @@ export interface VmiInterface {
   macAddress?: string;
   bootOrder?: number;
   pciAddress?: string;
+  acpiIndex?: number;
   state?: 'absent';
 }
 

@@ -277,6 +277,7 @@ function diskToXml(d: Disk): XNode {
   if (d.shareable) n.shareable = EMPTY();
   if (d.serial !== undefined) n.serial = textEl(d.serial);
   if (d.boot) n.boot = attrs({ order: d.boot.order });
+  if (d.blockio) n.blockio = attrs({ ...d.blockio });
   if (d.alias !== undefined) n.alias = attrs({ name: d.alias });
   if (d.address) n.address = addressToXml(d.address);
   return n;
@@ -291,6 +292,7 @@ function interfaceToXml(i: Interface): XNode {
   if (i.mtu !== undefined) n.mtu = attrs({ size: i.mtu });
   if (i.boot) n.boot = attrs({ order: i.boot.order });
   if (i.rom) n.rom = attrs({ enabled: i.rom.enabled });
+  if (i.acpi) n.acpi = attrs({ index: i.acpi.index });
   if (i.alias !== undefined) n.alias = attrs({ name: i.alias });
   if (i.address) n.address = addressToXml(i.address);
   return n;
@@ -684,6 +686,12 @@ function parseDisk(n: XNode, i: number): Disk {
   put(d, 'serial', text(node(n, 'serial')));
   const boot = node(n, 'boot');
   if (boot) d.boot = { order: reqNum(attr(boot, 'order'), `${p}/boot/@order`) };
+  const blockio = node(n, 'blockio');
+  if (blockio)
+    d.blockio = {
+      logical_block_size: reqNum(attr(blockio, 'logical_block_size'), `${p}/blockio/@logical_block_size`),
+      physical_block_size: reqNum(attr(blockio, 'physical_block_size'), `${p}/blockio/@physical_block_size`),
+    };
   put(d, 'alias', attr(node(n, 'alias'), 'name'));
   put(d, 'address', parseAddress(node(n, 'address')));
   return d;
@@ -705,6 +713,8 @@ function parseInterface(n: XNode, i: number): Interface {
   if (boot) it.boot = { order: reqNum(attr(boot, 'order'), `${p}/boot/@order`) };
   const rom = node(n, 'rom');
   if (rom) it.rom = { enabled: (attr(rom, 'enabled') ?? 'yes') as 'yes' };
+  const acpi = node(n, 'acpi');
+  if (acpi) it.acpi = { index: reqNum(attr(acpi, 'index'), `${p}/acpi/@index`) };
   put(it, 'alias', attr(node(n, 'alias'), 'name'));
   put(it, 'address', parseAddress(node(n, 'address')) as Interface['address']);
   return it;
