@@ -29,8 +29,13 @@ export async function bindUnix(server: grpc.Server, socketPath: string, owner?: 
       err ? reject(new Error(`cannot listen on ${socketPath}: ${err.message}`, { cause: err })) : resolve(),
     );
   });
-  await chmod(socketPath, SOCKET_FILE_MODE);
-  if (owner) await chown(socketPath, owner.uid, owner.gid);
+  try {
+    await chmod(socketPath, SOCKET_FILE_MODE);
+    if (owner) await chown(socketPath, owner.uid, owner.gid);
+  } catch (err) {
+    server.forceShutdown(); // do not leave a listener behind with the wrong mode or owner
+    throw err;
+  }
 }
 
 /**

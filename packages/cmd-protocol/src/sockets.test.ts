@@ -90,3 +90,20 @@ test('servers create their dirs 0700 and sockets 0600, and remove the socket on 
     await cleanup();
   }
 });
+
+test('start() fails with a clear error when the socket directory cannot be made, and can stop()', async () => {
+  const { dir, cleanup } = await tempDir();
+  try {
+    await writeFile(join(dir, 'file'), 'x');
+    const s = new NotifyServer({
+      socketPath: join(dir, 'file', 'sock'), // the parent is a regular file
+      onDomainEvent: () => undefined,
+      onK8sEvent: () => undefined,
+      logger: quietLogger,
+    });
+    await expect(s.start()).rejects.toThrow(/EEXIST|ENOTDIR/);
+    await s.stop();
+  } finally {
+    await cleanup();
+  }
+});
