@@ -184,6 +184,8 @@ describe('rendered launcher Pods on a real kube-apiserver', () => {
       metadata: { name: 'everything', namespace: 'privileged' },
       spec: {
         hostname: 'every-thing',
+        readinessProbe: { httpGet: { port: 8080, path: '/ready' }, periodSeconds: 5 },
+        livenessProbe: { tcpSocket: { port: 22 }, initialDelaySeconds: 30 },
         subdomain: 'vms',
         nodeSelector: { 'node-role.kubernetes.io/worker': '' },
         tolerations: [{ key: 'vms', operator: 'Exists', effect: 'NoSchedule' }],
@@ -227,6 +229,8 @@ describe('rendered launcher Pods on a real kube-apiserver', () => {
     expect(c.volumeDevices).toEqual([{ name: 'dv', devicePath: '/dev/dv' }]);
     expect(got.spec!.containers.map((x) => x.name)).toEqual(['compute', 'volumecd', 'kernel-boot']);
     expect(got.status?.qosClass).toBe('Guaranteed');
+    expect(c.readinessProbe!.httpGet!.port).toBe(8080);
+    expect(c.livenessProbe!.tcpSocket!.port).toBe(22);
   });
 
   it('the restricted Pod Security Standard rejects what it should (the namespace label is enforced)', async () => {

@@ -582,3 +582,22 @@ describe('container names', () => {
     expect(e.message).toContain('init container name');
   });
 });
+
+describe('probes', () => {
+  it('httpGet / tcpSocket probes become the compute container probes with the same timing', () => {
+    const p = render(
+      vmi({
+        readinessProbe: { httpGet: { port: 8080, path: '/healthz' }, initialDelaySeconds: 10, periodSeconds: 5 },
+        livenessProbe: { tcpSocket: { port: 22 }, failureThreshold: 3 },
+      }),
+    );
+    expect(compute(p).readinessProbe).toEqual({ httpGet: { port: 8080, path: '/healthz' }, initialDelaySeconds: 10, periodSeconds: 5 });
+    expect(compute(p).livenessProbe).toEqual({ tcpSocket: { port: 22 }, failureThreshold: 3 });
+  });
+
+  it('guest-agent probes (exec, guestAgentPing) are not put on the Pod', () => {
+    const p = render(vmi({ readinessProbe: { guestAgentPing: {} }, livenessProbe: { exec: { command: ['true'] } } }));
+    expect(compute(p).readinessProbe).toBeUndefined();
+    expect(compute(p).livenessProbe).toBeUndefined();
+  });
+});

@@ -1,7 +1,7 @@
 // VirtualMachineInstance -> virt-launcher Pod (upstream KubeVirt's layout; see README.md for each rule).
 import { createHash } from 'node:crypto';
 import { posix } from 'node:path';
-import type { V1Affinity, V1Container, V1Pod, V1SecurityContext, V1Volume, V1VolumeMount, V1VolumeDevice } from '@kubernetes/client-node';
+import type { V1Affinity, V1Container, V1Probe, V1Pod, V1SecurityContext, V1Volume, V1VolumeMount, V1VolumeDevice } from '@kubernetes/client-node';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import { podLayout } from '@kubevirt-ts/converter';
 import { RenderError, resolveConfig, type RendererConfig, type ResolvedConfig } from './config.js';
@@ -281,6 +281,19 @@ function multusAnnotations(vmi: VirtualMachineInstance): Record<string, string> 
   return out;
 }
 
+type VmiProbe = NonNullable<VirtualMachineInstance['spec']['readinessProbe']>;
+
+/**
+ * A VMI probe kubelet can run against the Pod (httpGet, tcpSocket: the Pod's address reaches the guest
+ * through the pod network binding) becomes the compute container's probe with the same timing. exec and
+ * guestAgentPing run inside the guest through the guest agent; kubevirt-ts does not render those (undefined).
+ */
+export function podProbe(probe: VmiProbe | undefined): V1Probe | undefined {
+  if (!probe || (!probe.httpGet && !probe.tcpSocket)) return undefined;
+  const { exec: _e, guestAgentPing: _g, httpGet, tcpSocket, ...timing } = probe;
+  return { ...timing, ...(httpGet ? { httpGet: httpGet as V1Probe['httpGet'] } : { tcpSocket: tcpSocket as V1Probe['tcpSocket'] }) };
+}
+
 function usesEfi(vmi: VirtualMachineInstance): boolean {
   return vmi.spec.domain.firmware?.bootloader?.efi !== undefined;
 }
@@ -342,6 +355,10 @@ export function renderLaunchPod(vmi: VirtualMachineInstance, rendererConfig: Ren
     volumeMounts: mounts,
     ...(user.devices.length ? { volumeDevices: user.devices } : {}),
   };
+  const readiness = podProbe(vmi.spec.readinessProbe);
+  const liveness = podProbe(vmi.spec.livenessProbe);
+  if (readiness) compute.readinessProbe = readiness;
+  if (liveness) compute.livenessProbe = liveness;
 
   const spec = vmi.spec;
   const pullSecrets = [...new Set([...(config.imagePullSecrets ?? []), ...cd.pullSecrets])];
