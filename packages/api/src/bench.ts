@@ -21,14 +21,22 @@ function bench(name: string, fn: () => void) {
   for (let i = 0; i < iterations; i++) fn();
   const ns = Number(process.hrtime.bigint() - t0);
   const perDoc = ns / iterations / docs.length / 1000;
-  console.log(`${name.padEnd(28)} ${perDoc.toFixed(1).padStart(8)} µs/doc  ${(1e6 / perDoc).toFixed(0).padStart(8)} docs/s`);
+  console.log(
+    `${name.padEnd(28)} ${perDoc.toFixed(1).padStart(8)} µs/doc  ${(1e6 / perDoc).toFixed(0).padStart(8)} docs/s`,
+  );
 }
 
 console.log(`${docs.length} reference VMIs from ${dir}, ${iterations} iterations`);
 const t0 = process.hrtime.bigint();
 validateObject(docs[0]);
-console.log(`${'first call (compile)'.padEnd(28)} ${(Number(process.hrtime.bigint() - t0) / 1e6).toFixed(1).padStart(8)} ms`);
+console.log(
+  `${'first call (compile)'.padEnd(28)} ${(Number(process.hrtime.bigint() - t0) / 1e6).toFixed(1).padStart(8)} ms`,
+);
 bench('validateObject', () => docs.forEach((d) => validateObject(d)));
-bench('setVMIDefaults', () => docs.forEach((d) => setVirtualMachineInstanceDefaults(d as VirtualMachineInstance)));
+bench('setVMIDefaults', () =>
+  docs.forEach((d) => setVirtualMachineInstanceDefaults(d as VirtualMachineInstance)),
+);
 bench('parseManifests (YAML)', () => texts.forEach((t) => parseManifests(t)));
-bench('defaults + validate', () => docs.forEach((d) => validateObject(setVirtualMachineInstanceDefaults(d as VirtualMachineInstance))));
+bench('defaults + validate', () =>
+  docs.forEach((d) => validateObject(setVirtualMachineInstanceDefaults(d as VirtualMachineInstance))),
+);

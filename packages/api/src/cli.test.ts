@@ -1,5 +1,14 @@
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -43,7 +52,9 @@ test('one line per error, FILE: path: reason, exit 1', () => {
   const r = run([f, ok]);
   expect(r.code).toBe(1);
   expect(r.out.split('\n')).toEqual([
-    expect.stringMatching(/^bad\.yaml: spec\.domain\.devices\.interfaces\[0\]\.macAddress: "zz" is not a MAC address/),
+    expect.stringMatching(
+      /^bad\.yaml: spec\.domain\.devices\.interfaces\[0\]\.macAddress: "zz" is not a MAC address/,
+    ),
     'bad.yaml: spec.domain.devices.disks[2].name: no volume named "data" in spec.volumes',
     'ok2.yaml: ok',
     '',
@@ -56,7 +67,9 @@ test('multi-document YAML: errors name the document', () => {
   const f = file('multi.yaml', `${stringify(baseVmi())}---\n${stringify(bad)}`);
   const r = run([f]);
   expect(r.code).toBe(1);
-  expect(r.out).toBe('multi.yaml: spec.running: running and runStrategy are mutually exclusive: set only runStrategy (document 2)\n');
+  expect(r.out).toBe(
+    'multi.yaml: spec.running: running and runStrategy are mutually exclusive: set only runStrategy (document 2)\n',
+  );
 });
 
 test('stdin, syntax errors, unreadable files, empty files, usage', () => {
@@ -67,14 +80,20 @@ test('stdin, syntax errors, unreadable files, empty files, usage', () => {
   const missing = run(['nope.yaml']);
   expect(missing.code).toBe(1);
   expect(missing.out).toMatch(/^nope\.yaml: \(file\): cannot read: ENOENT/);
-  expect(run([file('empty.yaml', '# nothing\n')])).toMatchObject({ code: 1, out: 'empty.yaml: (file): no manifests found\n' });
+  expect(run([file('empty.yaml', '# nothing\n')])).toMatchObject({
+    code: 1,
+    out: 'empty.yaml: (file): no manifests found\n',
+  });
   const usage = run([]);
   expect(usage.code).toBe(2);
   expect(usage.err).toMatch(/usage: kv-validate FILE/);
 });
 
 test('the reference VMIs', () => {
-  const r = spawnSync(process.execPath, [CLI, '01-minimal.yaml', '09-masquerade-ports.yaml'], { cwd: REFERENCE_DIR, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [CLI, '01-minimal.yaml', '09-masquerade-ports.yaml'], {
+    cwd: REFERENCE_DIR,
+    encoding: 'utf8',
+  });
   expect(r.stdout).toBe('01-minimal.yaml: ok\n09-masquerade-ports.yaml: ok\n');
   expect(r.status).toBe(0);
 });

@@ -23,7 +23,12 @@ interface Reply {
   body: Any;
 }
 
-async function kube(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Reply> {
+async function kube(
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<Reply> {
   const url = new URL(path, env.server);
   const opts: RequestOptions = {
     method,
@@ -58,27 +63,37 @@ const objPath = (kind: string, ns: string, name?: string) =>
   `/apis/kubevirt.io/v1/namespaces/${ns}/${plural(kind)}${name ? `/${name}` : ''}`;
 
 async function ensureNamespace(ns: string) {
-  const r = await kube('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
-  if (r.status !== 201 && r.status !== 409) throw new Error(`namespace ${ns}: ${r.status} ${JSON.stringify(r.body)}`);
+  const r = await kube('POST', '/api/v1/namespaces', {
+    apiVersion: 'v1',
+    kind: 'Namespace',
+    metadata: { name: ns },
+  });
+  if (r.status !== 201 && r.status !== 409)
+    throw new Error(`namespace ${ns}: ${r.status} ${JSON.stringify(r.body)}`);
 }
 
 beforeAll(async () => {
   env = await startTestEnv();
   for (const k of CRD_KINDS) {
     const r = await kube('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crdFor(k.kind));
-    if (r.status !== 201) throw new Error(`creating the ${k.kind} CRD: ${r.status} ${JSON.stringify(r.body)}`);
+    if (r.status !== 201)
+      throw new Error(`creating the ${k.kind} CRD: ${r.status} ${JSON.stringify(r.body)}`);
   }
   // wait until every CRD is Established and served
   const deadline = Date.now() + 60_000;
   for (const k of CRD_KINDS) {
     for (;;) {
-      const r = await kube('GET', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${k.plural}.kubevirt.io`);
+      const r = await kube(
+        'GET',
+        `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${k.plural}.kubevirt.io`,
+      );
       const est = (r.body.status?.conditions ?? []).find((c: Any) => c.type === 'Established');
       if (est?.status === 'True') {
         const list = await kube('GET', `/apis/kubevirt.io/v1/${k.plural}`);
         if (list.status === 200) break;
       }
-      if (Date.now() > deadline) throw new Error(`CRD ${k.kind} not established: ${JSON.stringify(r.body.status)}`);
+      if (Date.now() > deadline)
+        throw new Error(`CRD ${k.kind} not established: ${JSON.stringify(r.body.status)}`);
       await new Promise((res) => setTimeout(res, 200));
     }
   }
@@ -91,7 +106,10 @@ afterAll(async () => {
 
 test('the API server accepts the CRDs with no structural-schema complaints', async () => {
   for (const k of CRD_KINDS) {
-    const r = await kube('GET', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${k.plural}.kubevirt.io`);
+    const r = await kube(
+      'GET',
+      `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${k.plural}.kubevirt.io`,
+    );
     const conds: Any[] = r.body.status.conditions;
     expect(conds.find((c) => c.type === 'NonStructuralSchema')).toBeUndefined();
     expect(conds.find((c) => c.type === 'NamesAccepted')?.status).toBe('True');
@@ -100,16 +118,32 @@ test('the API server accepts the CRDs with no structural-schema complaints', asy
 
 test('every reference VMI and the fixtures are stored unchanged (nothing pruned) under strict field validation', async () => {
   // kubectl get -o yaml output of an upstream VM and VMI, metadata reduced to what a create may carry
-  const upstream = parseManifests(readFileSync(fileURLToPath(new URL('../testdata/upstream-vm-get.yaml', import.meta.url)), 'utf8')).map((d0) => {
+  const upstream = parseManifests(
+    readFileSync(fileURLToPath(new URL('../testdata/upstream-vm-get.yaml', import.meta.url)), 'utf8'),
+  ).map((d0) => {
     const d = d0 as Any;
     const { name, labels, annotations } = d.metadata;
-    return { ...d, metadata: { name: `upstream-${name}`, namespace: 'default', labels, annotations }, status: undefined };
+    return {
+      ...d,
+      metadata: { name: `upstream-${name}`, namespace: 'default', labels, annotations },
+      status: undefined,
+    };
   });
-  const docs: Any[] = [...referenceYamls().flatMap((r) => parseManifests(r.text)), baseVmi(), baseVm(), baseVmim(), ...upstream];
+  const docs: Any[] = [
+    ...referenceYamls().flatMap((r) => parseManifests(r.text)),
+    baseVmi(),
+    baseVm(),
+    baseVmim(),
+    ...upstream,
+  ];
   for (const doc of docs) {
     const ns = doc.metadata.namespace ?? 'default';
     const r = await kube('POST', `${objPath(doc.kind, ns)}?fieldValidation=Strict`, doc);
-    expect({ name: doc.metadata.name, status: r.status, msg: r.status === 201 ? '' : r.body.message }).toEqual({
+    expect({
+      name: doc.metadata.name,
+      status: r.status,
+      msg: r.status === 201 ? '' : r.body.message,
+    }).toEqual({
       name: doc.metadata.name,
       status: 201,
       msg: '',

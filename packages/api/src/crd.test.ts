@@ -9,7 +9,11 @@ const CRD_DIR = fileURLToPath(new URL('../../../deploy/crds/', import.meta.url))
 
 test('the committed CRDs in deploy/crds are what the generator writes (run `npm run gen:crds -w @kubevirt-ts/api`)', () => {
   const files = generateCrdFiles();
-  expect(readdirSync(CRD_DIR).filter((f) => f.endsWith('.yaml')).sort()).toEqual([...files.keys()].sort());
+  expect(
+    readdirSync(CRD_DIR)
+      .filter((f) => f.endsWith('.yaml'))
+      .sort(),
+  ).toEqual([...files.keys()].sort());
   for (const [name, text] of files) {
     expect({ name, text: readFileSync(CRD_DIR + name, 'utf8') }).toEqual({ name, text });
   }
@@ -36,20 +40,25 @@ function structuralProblems(s: JSONSchemaProps, path: string, out: string[]) {
   for (const k of Object.keys(s)) if (!ALLOWED.has(k)) out.push(`${path}: keyword ${k} is not allowed`);
   if (s['x-kubernetes-int-or-string']) {
     if (s['type'] !== undefined) out.push(`${path}: int-or-string must not have a type`);
-    if (JSON.stringify(s['anyOf']) !== JSON.stringify([{ type: 'integer' }, { type: 'string' }])) out.push(`${path}: bad anyOf`);
+    if (JSON.stringify(s['anyOf']) !== JSON.stringify([{ type: 'integer' }, { type: 'string' }]))
+      out.push(`${path}: bad anyOf`);
     return;
   }
   if (s['anyOf']) out.push(`${path}: anyOf only allowed for int-or-string`);
   if (typeof s['type'] !== 'string') out.push(`${path}: missing type`);
-  if (s['properties'] && s['additionalProperties'] !== undefined) out.push(`${path}: properties and additionalProperties together`);
+  if (s['properties'] && s['additionalProperties'] !== undefined)
+    out.push(`${path}: properties and additionalProperties together`);
   if (s['type'] === 'array') {
     if (!s['items']) out.push(`${path}: array without items`);
     else structuralProblems(s['items'] as JSONSchemaProps, `${path}[]`, out);
   }
-  for (const [k, v] of Object.entries((s['properties'] ?? {}) as Record<string, JSONSchemaProps>)) structuralProblems(v, `${path}.${k}`, out);
-  if (typeof s['additionalProperties'] === 'object') structuralProblems(s['additionalProperties'] as JSONSchemaProps, `${path}{}`, out);
+  for (const [k, v] of Object.entries((s['properties'] ?? {}) as Record<string, JSONSchemaProps>))
+    structuralProblems(v, `${path}.${k}`, out);
+  if (typeof s['additionalProperties'] === 'object')
+    structuralProblems(s['additionalProperties'] as JSONSchemaProps, `${path}{}`, out);
   for (const r of (s['required'] as string[] | undefined) ?? []) {
-    if (!(s['properties'] as Record<string, unknown> | undefined)?.[r]) out.push(`${path}: required ${r} is not a property`);
+    if (!(s['properties'] as Record<string, unknown> | undefined)?.[r])
+      out.push(`${path}: required ${r} is not a property`);
   }
 }
 
@@ -65,7 +74,8 @@ function prunedFields(s: JSONSchemaProps, v: unknown, path: string, out: string[
   for (const [k, x] of Object.entries(v)) {
     if (path === '' && k === 'metadata') continue; // ObjectMeta is the API server's own
     if (props[k]) prunedFields(props[k]!, x, `${path}.${k}`, out);
-    else if (typeof s['additionalProperties'] === 'object') prunedFields(s['additionalProperties'] as JSONSchemaProps, x, `${path}.${k}`, out);
+    else if (typeof s['additionalProperties'] === 'object')
+      prunedFields(s['additionalProperties'] as JSONSchemaProps, x, `${path}.${k}`, out);
     else if (!s['x-kubernetes-preserve-unknown-fields']) out.push(`${path}.${k}`);
   }
 }
@@ -81,7 +91,9 @@ describe.each(CRD_KINDS.map((k) => [k.kind, k]))('%s CRD', (kind, info) => {
     expect(crd.spec.scope).toBe('Namespaced');
     expect(crd.spec.names.kind).toBe(kind);
     expect(crd.spec.names.categories).toEqual(['all']);
-    expect(crd.spec.names.shortNames[0]).toBe({ VirtualMachine: 'vm', VirtualMachineInstance: 'vmi', VirtualMachineInstanceMigration: 'vmim' }[kind]);
+    expect(crd.spec.names.shortNames[0]).toBe(
+      { VirtualMachine: 'vm', VirtualMachineInstance: 'vmi', VirtualMachineInstanceMigration: 'vmim' }[kind],
+    );
     expect(version).toMatchObject({ name: 'v1', served: true, storage: true, subresources: { status: {} } });
   });
 
@@ -108,16 +120,26 @@ describe.each(CRD_KINDS.map((k) => [k.kind, k]))('%s CRD', (kind, info) => {
 test('quantities are int-or-string and template metadata is kept', () => {
   const vmi: Any = crdFor('VirtualMachineInstance');
   const domain = vmi.spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.domain;
-  expect(domain.properties.resources.properties.requests.additionalProperties['x-kubernetes-int-or-string']).toBe(true);
+  expect(
+    domain.properties.resources.properties.requests.additionalProperties['x-kubernetes-int-or-string'],
+  ).toBe(true);
   expect(domain.properties.memory.properties.guest['x-kubernetes-int-or-string']).toBe(true);
   const vm: Any = crdFor('VirtualMachine');
-  const tmeta = vm.spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.template.properties.metadata;
+  const tmeta =
+    vm.spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.template.properties.metadata;
   expect(tmeta).toMatchObject({ type: 'object', 'x-kubernetes-preserve-unknown-fields': true });
 });
 
 test('the API server would prune no field of the reference VMIs and fixtures', () => {
-  const byKind = Object.fromEntries(CRD_KINDS.map((k) => [k.kind, (crdFor(k.kind) as Any).spec.versions[0].schema.openAPIV3Schema]));
-  const docs: Any[] = [...referenceYamls().flatMap((r) => parseManifests(r.text)), baseVmi(), baseVm(), baseVmim()];
+  const byKind = Object.fromEntries(
+    CRD_KINDS.map((k) => [k.kind, (crdFor(k.kind) as Any).spec.versions[0].schema.openAPIV3Schema]),
+  );
+  const docs: Any[] = [
+    ...referenceYamls().flatMap((r) => parseManifests(r.text)),
+    baseVmi(),
+    baseVm(),
+    baseVmim(),
+  ];
   for (const doc of docs) {
     const out: string[] = [];
     prunedFields(byKind[doc.kind], doc, '', out);

@@ -14,7 +14,8 @@ export type JSONSchemaProps = Record<string, unknown>;
 
 type S = TSchema & Record<string, unknown>;
 
-const QUANTITY_PATTERN = '^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$';
+const QUANTITY_PATTERN =
+  '^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$';
 
 function withDescription(out: JSONSchemaProps, s: S): JSONSchemaProps {
   if (typeof s['description'] === 'string') return { description: s['description'], ...out };
@@ -26,11 +27,17 @@ export function toStructural(schema: TSchema, opts: { root?: boolean } = {}): JS
   const s = schema as S;
   if (s['x-kvts-objectmeta']) {
     // The API server owns metadata at the root; nested (template) metadata is kept as given.
-    return opts.root ? { type: 'object' } : { type: 'object', nullable: true, 'x-kubernetes-preserve-unknown-fields': true };
+    return opts.root
+      ? { type: 'object' }
+      : { type: 'object', nullable: true, 'x-kubernetes-preserve-unknown-fields': true };
   }
   if (s['x-kubernetes-int-or-string']) {
     return withDescription(
-      { anyOf: [{ type: 'integer' }, { type: 'string' }], pattern: QUANTITY_PATTERN, 'x-kubernetes-int-or-string': true },
+      {
+        anyOf: [{ type: 'integer' }, { type: 'string' }],
+        pattern: QUANTITY_PATTERN,
+        'x-kubernetes-int-or-string': true,
+      },
       s,
     );
   }
@@ -57,7 +64,9 @@ export function toStructural(schema: TSchema, opts: { root?: boolean } = {}): JS
       const out: JSONSchemaProps = { type: 'object' };
       const keys = Object.keys(props);
       if (keys.length > 0) {
-        out['properties'] = Object.fromEntries(keys.sort().map((k) => [k, toStructural(props[k]!, { root: false })]));
+        out['properties'] = Object.fromEntries(
+          keys.sort().map((k) => [k, toStructural(props[k]!, { root: false })]),
+        );
       }
       const req = (s['required'] as string[] | undefined) ?? [];
       if (req.length > 0) out['required'] = [...req].sort();

@@ -10,10 +10,13 @@ import type { VirtualMachineInstance } from './schemas.js';
 import { baseVm, baseVmi, referenceYamls, type Any } from './test-fixtures.js';
 import { validateObject } from './validate.js';
 
-const d = (v: Any, opts?: { arch?: string }): Any => setVirtualMachineInstanceDefaults(v as VirtualMachineInstance, opts);
+const d = (v: Any, opts?: { arch?: string }): Any =>
+  setVirtualMachineInstanceDefaults(v as VirtualMachineInstance, opts);
 
 test('uuidV5 matches RFC 4122 / Python uuid.uuid5', () => {
-  expect(uuidV5('6ba7b810-9dad-11d1-80b4-00c04fd430c8', 'www.example.com')).toBe('2ed6657d-e927-568b-95e1-2665a8aea6a2');
+  expect(uuidV5('6ba7b810-9dad-11d1-80b4-00c04fd430c8', 'www.example.com')).toBe(
+    '2ed6657d-e927-568b-95e1-2665a8aea6a2',
+  );
 });
 
 test('firmware UUID is upstream CalculateLegacyUUID(name): UUID v5 of the name', () => {
@@ -90,9 +93,13 @@ test('pod network: one masquerade interface unless autoattachPodInterface is fal
   expect(off.spec.networks).toBeUndefined();
 
   const given = baseVmi();
-  given.spec.domain.devices.interfaces = [{ name: 'default', bridge: {}, model: 'e1000', ports: [{ port: 80 }] }];
+  given.spec.domain.devices.interfaces = [
+    { name: 'default', bridge: {}, model: 'e1000', ports: [{ port: 80 }] },
+  ];
   const g = d(given);
-  expect(g.spec.domain.devices.interfaces).toEqual([{ name: 'default', bridge: {}, model: 'e1000', ports: [{ port: 80, protocol: 'TCP' }] }]);
+  expect(g.spec.domain.devices.interfaces).toEqual([
+    { name: 'default', bridge: {}, model: 'e1000', ports: [{ port: 80, protocol: 'TCP' }] },
+  ]);
   expect(g.spec.networks).toEqual([{ name: 'default', pod: {} }]);
 });
 
@@ -108,14 +115,25 @@ test('interface model virtio, except sriov', () => {
 test.each([
   ['nothing given', undefined, undefined, { sockets: 1, cores: 1, threads: 1 }],
   ['cpu limit 3', undefined, { limits: { cpu: '3' } }, { sockets: 3, cores: 1, threads: 1 }],
-  ['cpu request 1500m (rounded up)', undefined, { requests: { cpu: '1500m' } }, { sockets: 2, cores: 1, threads: 1 }],
-  ['limit wins over request', undefined, { requests: { cpu: '1' }, limits: { cpu: '4' } }, { sockets: 4, cores: 1, threads: 1 }],
+  [
+    'cpu request 1500m (rounded up)',
+    undefined,
+    { requests: { cpu: '1500m' } },
+    { sockets: 2, cores: 1, threads: 1 },
+  ],
+  [
+    'limit wins over request',
+    undefined,
+    { requests: { cpu: '1' }, limits: { cpu: '4' } },
+    { sockets: 4, cores: 1, threads: 1 },
+  ],
   ['only cores given', { cores: 4 }, { requests: { cpu: '8' } }, { sockets: 1, cores: 4, threads: 1 }],
   ['only threads given', { threads: 2 }, undefined, { sockets: 1, cores: 1, threads: 2 }],
 ])('cpu topology: %s', (_n, cpu, resources, want) => {
   const v = baseVmi();
   if (cpu) v.spec.domain.cpu = cpu;
-  if (resources) v.spec.domain.resources = { ...resources, requests: { memory: '128Mi', ...(resources as Any).requests } };
+  if (resources)
+    v.spec.domain.resources = { ...resources, requests: { memory: '128Mi', ...(resources as Any).requests } };
   const out = d(v).spec.domain.cpu;
   expect({ sockets: out.sockets, cores: out.cores, threads: out.threads }).toEqual(want);
   expect(out.model).toBe(cpu && (cpu as Any).model ? (cpu as Any).model : 'host-model');
@@ -138,18 +156,30 @@ test('firmware, clock, features, watchdog, inputs, grace period', () => {
   const v = baseVmi();
   v.spec.domain.firmware = { bootloader: { efi: {} } };
   v.spec.domain.clock = { utc: {}, timer: { hpet: { present: false }, pit: { tickPolicy: 'delay' } } };
-  v.spec.domain.features = { acpi: {}, smm: {}, apic: { enabled: false }, hyperv: { relaxed: {}, spinlocks: {}, synictimer: { direct: {} } } };
+  v.spec.domain.features = {
+    acpi: {},
+    smm: {},
+    apic: { enabled: false },
+    hyperv: { relaxed: {}, spinlocks: {}, synictimer: { direct: {} } },
+  };
   v.spec.domain.devices.watchdog = { name: 'w' };
   v.spec.domain.devices.inputs = [{ name: 't', type: 'tablet' }];
   v.spec.domain.cpu = { features: [{ name: 'pcid' }] };
   const out = d(v);
   expect(out.spec.domain.firmware.bootloader.efi.secureBoot).toBe(true);
-  expect(out.spec.domain.clock.timer).toEqual({ hpet: { present: false }, pit: { tickPolicy: 'delay', present: true } });
+  expect(out.spec.domain.clock.timer).toEqual({
+    hpet: { present: false },
+    pit: { tickPolicy: 'delay', present: true },
+  });
   expect(out.spec.domain.features).toEqual({
     acpi: { enabled: true },
     smm: { enabled: true },
     apic: { enabled: false },
-    hyperv: { relaxed: { enabled: true }, spinlocks: { enabled: true, spinlocks: 4096 }, synictimer: { enabled: true, direct: { enabled: true } } },
+    hyperv: {
+      relaxed: { enabled: true },
+      spinlocks: { enabled: true, spinlocks: 4096 },
+      synictimer: { enabled: true, direct: { enabled: true } },
+    },
   });
   expect(out.spec.domain.devices.watchdog).toEqual({ name: 'w', i6300esb: { action: 'reset' } });
   expect(out.spec.domain.devices.inputs).toEqual([{ name: 't', type: 'tablet', bus: 'usb' }]);

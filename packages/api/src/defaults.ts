@@ -3,7 +3,12 @@
 // Every default here is listed in the package README.
 import { createHash } from 'node:crypto';
 import { quantityValue } from './quantity.js';
-import type { RunStrategy, VirtualMachine, VirtualMachineInstance, VirtualMachineInstanceSpec } from './schemas.js';
+import type {
+  RunStrategy,
+  VirtualMachine,
+  VirtualMachineInstance,
+  VirtualMachineInstanceSpec,
+} from './schemas.js';
 import { dropNulls } from './validate.js';
 
 export interface DefaultsOptions {
@@ -62,7 +67,8 @@ function ensureObj(o: Obj, k: string): Obj | undefined {
   if (o[k] === undefined) o[k] = {};
   return isObj(o[k]) ? (o[k] as Obj) : undefined;
 }
-const nameOf = (meta: Obj | undefined): string | undefined => (typeof meta?.['name'] === 'string' ? meta['name'] : undefined);
+const nameOf = (meta: Obj | undefined): string | undefined =>
+  typeof meta?.['name'] === 'string' ? meta['name'] : undefined;
 const objOf = (v: unknown): Obj | undefined => (isObj(v) ? v : undefined);
 const listOf = (v: unknown): Obj[] => (Array.isArray(v) ? v.filter(isObj) : []);
 const setIfUnset = (o: Obj | undefined, k: string, v: unknown) => {
@@ -74,10 +80,16 @@ const setIfUnset = (o: Obj | undefined, k: string, v: unknown) => {
  * used for the stable firmware UUID. Parts that hold the wrong type are left alone (validation
  * reports them).
  */
-export function applyVmiSpecDefaults(spec0: VirtualMachineInstanceSpec, name: string | undefined, opts: DefaultsOptions = {}): void {
+export function applyVmiSpecDefaults(
+  spec0: VirtualMachineInstanceSpec,
+  name: string | undefined,
+  opts: DefaultsOptions = {},
+): void {
   const spec = spec0 as unknown as Obj;
   if (!isObj(spec)) return;
-  const arch = opts.arch ?? (typeof spec['architecture'] === 'string' && spec['architecture'] ? spec['architecture'] : 'amd64');
+  const arch =
+    opts.arch ??
+    (typeof spec['architecture'] === 'string' && spec['architecture'] ? spec['architecture'] : 'amd64');
   setIfUnset(spec, 'architecture', arch);
   const domain = ensureObj(spec, 'domain');
   if (!domain) return;
@@ -123,7 +135,8 @@ export function applyVmiSpecDefaults(spec0: VirtualMachineInstanceSpec, name: st
 
   // clock timers: a timer that is given is present unless it says otherwise
   const timer = objOf(objOf(domain['clock'])?.['timer']);
-  if (timer) for (const t of Object.values(timer)) if (isObj(t) && t['present'] === undefined) t['present'] = true;
+  if (timer)
+    for (const t of Object.values(timer)) if (isObj(t) && t['present'] === undefined) t['present'] = true;
 
   // features: a feature that is given is enabled unless it says otherwise
   const features = objOf(domain['features']);
@@ -166,8 +179,11 @@ export function applyVmiSpecDefaults(spec0: VirtualMachineInstanceSpec, name: st
   }
 
   // pod network: when no interfaces and no networks are given, one masquerade interface on the pod network
-  const noIfaces = devices['interfaces'] === undefined || (Array.isArray(devices['interfaces']) && devices['interfaces'].length === 0);
-  const noNets = spec['networks'] === undefined || (Array.isArray(spec['networks']) && spec['networks'].length === 0);
+  const noIfaces =
+    devices['interfaces'] === undefined ||
+    (Array.isArray(devices['interfaces']) && devices['interfaces'].length === 0);
+  const noNets =
+    spec['networks'] === undefined || (Array.isArray(spec['networks']) && spec['networks'].length === 0);
   if (devices['autoattachPodInterface'] !== false && noIfaces && noNets) {
     devices['interfaces'] = [{ name: 'default', masquerade: {} }];
     spec['networks'] = [{ name: 'default', pod: {} }];
@@ -180,12 +196,17 @@ export function applyVmiSpecDefaults(spec0: VirtualMachineInstanceSpec, name: st
   if (wd) setIfUnset(ensureObj(wd, 'i6300esb'), 'action', 'reset');
   for (const inp of listOf(devices['inputs'])) setIfUnset(inp, 'bus', 'usb');
 
-  if (spec['terminationGracePeriodSeconds'] === undefined) spec['terminationGracePeriodSeconds'] = DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS;
+  if (spec['terminationGracePeriodSeconds'] === undefined)
+    spec['terminationGracePeriodSeconds'] = DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS;
 }
 
 /** A defaulted deep copy of a VMI, as the cluster stores it after admission. */
-export function setVirtualMachineInstanceDefaults(vmi: VirtualMachineInstance, opts: DefaultsOptions = {}): VirtualMachineInstance {
-  if (!isObj(vmi)) throw new Error('setVirtualMachineInstanceDefaults: a VirtualMachineInstance must be an object');
+export function setVirtualMachineInstanceDefaults(
+  vmi: VirtualMachineInstance,
+  opts: DefaultsOptions = {},
+): VirtualMachineInstance {
+  if (!isObj(vmi))
+    throw new Error('setVirtualMachineInstanceDefaults: a VirtualMachineInstance must be an object');
   const out = dropNulls(structuredClone(vmi)) as unknown as Obj;
   out['apiVersion'] ??= 'kubevirt.io/v1';
   out['kind'] ??= 'VirtualMachineInstance';

@@ -14,7 +14,9 @@ test.each(readdirSync(EXAMPLES).filter((f) => /\.ya?ml$|\.json$/.test(f)))('exam
 
 test('what kubectl get -o yaml prints for an upstream VM and its VMI validates, and survives defaulting unchanged', async () => {
   const { setVirtualMachineDefaults, setVirtualMachineInstanceDefaults } = await import('./defaults.js');
-  const docs = parseManifests(readFileSync(fileURLToPath(new URL('../testdata/upstream-vm-get.yaml', import.meta.url)), 'utf8'));
+  const docs = parseManifests(
+    readFileSync(fileURLToPath(new URL('../testdata/upstream-vm-get.yaml', import.meta.url)), 'utf8'),
+  );
   expect(docs.map((d) => (d as { kind: string }).kind)).toEqual(['VirtualMachine', 'VirtualMachineInstance']);
   for (const d of docs) expect(validateObject(d)).toEqual([]);
   // a cluster-defaulted object is a fixed point of our defaults (our defaults agree with upstream's)

@@ -9,10 +9,15 @@ import { validateObject } from './validate.js';
 const PATH_RE = /^(|[A-Za-z_$][\w$-]*)(\.[A-Za-z_$][\w$-]*|\[\d+\]|\["(?:[^"\\]|\\.)*"\])*$/;
 
 /** All paths (as key lists) into an object tree. */
-function allPaths(v: unknown, prefix: (string | number)[] = [], out: (string | number)[][] = []): (string | number)[][] {
+function allPaths(
+  v: unknown,
+  prefix: (string | number)[] = [],
+  out: (string | number)[][] = [],
+): (string | number)[][] {
   out.push(prefix);
   if (Array.isArray(v)) v.forEach((x, i) => allPaths(x, [...prefix, i], out));
-  else if (typeof v === 'object' && v !== null) for (const [k, x] of Object.entries(v)) allPaths(x, [...prefix, k], out);
+  else if (typeof v === 'object' && v !== null)
+    for (const [k, x] of Object.entries(v)) allPaths(x, [...prefix, k], out);
   return out;
 }
 
@@ -72,31 +77,38 @@ test('defaults of any structurally valid VMI mutation stay valid (or the input w
 
 test('binary quantities round-trip through formatBinaryQuantity', () => {
   fc.assert(
-    fc.property(fc.integer({ min: 0, max: 2 ** 40 }), fc.constantFrom(1, 1024, 2 ** 20, 2 ** 30), (n, unit) => {
-      const bytes = n * unit;
-      if (!Number.isSafeInteger(bytes)) return;
-      expect(parseQuantity(formatBinaryQuantity(bytes))).toBe(bytes);
-    }),
+    fc.property(
+      fc.integer({ min: 0, max: 2 ** 40 }),
+      fc.constantFrom(1, 1024, 2 ** 20, 2 ** 30),
+      (n, unit) => {
+        const bytes = n * unit;
+        if (!Number.isSafeInteger(bytes)) return;
+        expect(parseQuantity(formatBinaryQuantity(bytes))).toBe(bytes);
+      },
+    ),
   );
 });
 
 test.each([
   ['VMI', baseVmi],
   ['VM', baseVm],
-])('defaulting a %s never throws, whatever a subtree holds (wrong-typed parts are left alone)', (kind, make) => {
-  const paths = allPaths(make());
-  fc.assert(
-    fc.property(fc.constantFrom(...paths), fc.jsonValue({ maxDepth: 3 }), (path, value) => {
-      const v = replaceAt(make(), path, value);
-      const before = JSON.stringify(v);
-      const fn = kind === 'VMI' ? setVirtualMachineInstanceDefaults : setVirtualMachineDefaults;
-      if (typeof v !== 'object' || v === null || Array.isArray(v)) {
-        expect(() => fn(v as never)).toThrow(/must be an object/);
-        return;
-      }
-      fn(v as never);
-      expect(JSON.stringify(v)).toBe(before); // the input is never modified
-    }),
-    { numRuns: 500 },
-  );
-});
+])(
+  'defaulting a %s never throws, whatever a subtree holds (wrong-typed parts are left alone)',
+  (kind, make) => {
+    const paths = allPaths(make());
+    fc.assert(
+      fc.property(fc.constantFrom(...paths), fc.jsonValue({ maxDepth: 3 }), (path, value) => {
+        const v = replaceAt(make(), path, value);
+        const before = JSON.stringify(v);
+        const fn = kind === 'VMI' ? setVirtualMachineInstanceDefaults : setVirtualMachineDefaults;
+        if (typeof v !== 'object' || v === null || Array.isArray(v)) {
+          expect(() => fn(v as never)).toThrow(/must be an object/);
+          return;
+        }
+        fn(v as never);
+        expect(JSON.stringify(v)).toBe(before); // the input is never modified
+      }),
+      { numRuns: 500 },
+    );
+  },
+);

@@ -12,7 +12,9 @@ test('multi-document YAML, empty documents skipped', () => {
 test('JSON object, JSON array and a List', () => {
   expect(parseManifests('{"kind":"A"}')).toEqual([{ kind: 'A' }]);
   expect(parseManifests('[{"kind":"A"},{"kind":"B"}]')).toEqual([{ kind: 'A' }, { kind: 'B' }]);
-  expect(parseManifests(JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [{ kind: 'A' }] }))).toEqual([{ kind: 'A' }]);
+  expect(parseManifests(JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [{ kind: 'A' }] }))).toEqual([
+    { kind: 'A' },
+  ]);
 });
 
 test('quantities stay strings, numbers stay numbers', () => {
@@ -38,7 +40,12 @@ test('vmiFromManifest: a VM becomes the VMI of its template', () => {
   const vmi = vmiFromManifest(vm);
   expect(vmi.kind).toBe('VirtualMachineInstance');
   expect(vmi.apiVersion).toBe('kubevirt.io/v1');
-  expect(vmi.metadata).toEqual({ name: 'testvm', namespace: 'default', labels: { app: 'testvm' }, annotations: { a: 'b' } });
+  expect(vmi.metadata).toEqual({
+    name: 'testvm',
+    namespace: 'default',
+    labels: { app: 'testvm' },
+    annotations: { a: 'b' },
+  });
   expect(vmi.spec).toEqual(vm.spec.template.spec);
   expect(vmi.spec).not.toBe(vm.spec.template.spec);
 });

@@ -38,13 +38,15 @@ function isList(v: unknown): boolean {
  * setVirtualMachineInstanceDefaults).
  */
 export function vmiFromManifest(obj: unknown): VirtualMachineInstance {
-  if (typeof obj !== 'object' || obj === null || Array.isArray(obj)) throw new Error('vmiFromManifest: manifest must be an object');
+  if (typeof obj !== 'object' || obj === null || Array.isArray(obj))
+    throw new Error('vmiFromManifest: manifest must be an object');
   const o = obj as Record<string, unknown>;
   if (o['kind'] === 'VirtualMachineInstance') return structuredClone(o) as unknown as VirtualMachineInstance;
   if (o['kind'] === 'VirtualMachine') {
     const vm = o as unknown as VirtualMachine;
     const tmpl = vm.spec?.template;
-    if (!tmpl || typeof tmpl !== 'object') throw new Error('vmiFromManifest: spec.template: required field is missing');
+    if (!tmpl || typeof tmpl !== 'object')
+      throw new Error('vmiFromManifest: spec.template: required field is missing');
     const tmeta = tmpl.metadata ?? {};
     const metadata: VirtualMachineInstance['metadata'] = {};
     if (vm.metadata?.name !== undefined) metadata.name = vm.metadata.name;
@@ -58,5 +60,7 @@ export function vmiFromManifest(obj: unknown): VirtualMachineInstance {
       spec: structuredClone(tmpl.spec),
     };
   }
-  throw new Error(`vmiFromManifest: kind ${JSON.stringify(o['kind'])} is not VirtualMachine or VirtualMachineInstance`);
+  throw new Error(
+    `vmiFromManifest: kind ${JSON.stringify(o['kind'])} is not VirtualMachine or VirtualMachineInstance`,
+  );
 }

@@ -12,7 +12,11 @@ function cleanEnv(): NodeJS.ProcessEnv {
   // don't let the npm that runs jest (workspace, prefix, ...) leak into the nested npm calls
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) {
-    if (k.startsWith('npm_') && !['npm_config_cache', 'npm_config_registry', 'npm_config_userconfig'].includes(k)) continue;
+    if (
+      k.startsWith('npm_') &&
+      !['npm_config_cache', 'npm_config_registry', 'npm_config_userconfig'].includes(k)
+    )
+      continue;
     if (k === 'NODE_OPTIONS' || k.startsWith('JEST')) continue;
     env[k] = v;
   }
@@ -21,7 +25,10 @@ function cleanEnv(): NodeJS.ProcessEnv {
 
 function sh(cmd: string, args: string[], opts: SpawnSyncOptions) {
   const r = spawnSync(cmd, args, { encoding: 'utf8', env: cleanEnv(), timeout: 180_000, ...opts });
-  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed (${r.status}): ${String(r.stderr)}\n${String(r.stdout)}`);
+  if (r.status !== 0)
+    throw new Error(
+      `${cmd} ${args.join(' ')} failed (${r.status}): ${String(r.stderr)}\n${String(r.stdout)}`,
+    );
   return String(r.stdout);
 }
 
@@ -46,8 +53,13 @@ test('npm pack -> npm install from the tarball in an empty folder -> import and 
 
   const app = join(work, 'app');
   sh('mkdir', ['-p', app], {});
-  writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', private: true, type: 'module' }));
-  sh('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--silent', join(work, tgz!)], { cwd: app });
+  writeFileSync(
+    join(app, 'package.json'),
+    JSON.stringify({ name: 'consumer', version: '1.0.0', private: true, type: 'module' }),
+  );
+  sh('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--silent', join(work, tgz!)], {
+    cwd: app,
+  });
 
   writeFileSync(
     join(app, 'main.js'),
@@ -63,8 +75,21 @@ console.log(JSON.stringify({
 `,
   );
   const out = JSON.parse(sh(process.execPath, ['main.js'], { cwd: app }));
-  expect(out).toEqual({ errors: ['spec.domain.devices.disks[0].name'], machine: 'q35', q: 67108864, schema: 'object' });
+  expect(out).toEqual({
+    errors: ['spec.domain.devices.disks[0].name'],
+    machine: 'q35',
+    q: 67108864,
+    schema: 'object',
+  });
 
-  writeFileSync(join(app, 'vmi.json'), JSON.stringify({ apiVersion: 'kubevirt.io/v1', kind: 'VirtualMachineInstance', metadata: { name: 'a' }, spec: { domain: { memory: { guest: '1Gi' } } } }));
+  writeFileSync(
+    join(app, 'vmi.json'),
+    JSON.stringify({
+      apiVersion: 'kubevirt.io/v1',
+      kind: 'VirtualMachineInstance',
+      metadata: { name: 'a' },
+      spec: { domain: { memory: { guest: '1Gi' } } },
+    }),
+  );
   expect(sh(join(app, 'node_modules/.bin/kv-validate'), ['vmi.json'], { cwd: app })).toBe('vmi.json: ok\n');
 }, 240_000);

@@ -27,10 +27,13 @@ test.each([
   expect(isQuantity(q)).toBe(true);
 });
 
-test.each(['', 'Mi', '12xx', '1KB', '1K', '1 Gi', ' 1Gi', '1.2.3', 'abc', '1ii', '--1', '1e', '0x10'])('parseQuantity(%p) throws', (q) => {
-  expect(() => parseQuantity(q)).toThrow(/invalid quantity/);
-  expect(isQuantity(q)).toBe(false);
-});
+test.each(['', 'Mi', '12xx', '1KB', '1K', '1 Gi', ' 1Gi', '1.2.3', 'abc', '1ii', '--1', '1e', '0x10'])(
+  'parseQuantity(%p) throws',
+  (q) => {
+    expect(() => parseQuantity(q)).toThrow(/invalid quantity/);
+    expect(isQuantity(q)).toBe(false);
+  },
+);
 
 test('non-finite numbers and other types are not quantities', () => {
   expect(() => parseQuantity(Number.NaN)).toThrow(/invalid quantity/);

@@ -36,9 +36,13 @@ export function parseQuantity(q: string | number): number {
     if (!Number.isFinite(q)) throw new Error(`invalid quantity ${String(q)}: not a finite number`);
     return q;
   }
-  if (typeof q !== 'string') throw new Error(`invalid quantity ${JSON.stringify(q)}: must be a string or a number`);
+  if (typeof q !== 'string')
+    throw new Error(`invalid quantity ${JSON.stringify(q)}: must be a string or a number`);
   const m = QUANTITY_RE.exec(q);
-  if (!m) throw new Error(`invalid quantity ${JSON.stringify(q)}: expected a number with an optional suffix (e.g. 128Mi, 2Gi, 500m, 1G)`);
+  if (!m)
+    throw new Error(
+      `invalid quantity ${JSON.stringify(q)}: expected a number with an optional suffix (e.g. 128Mi, 2Gi, 500m, 1G)`,
+    );
   const num = Number(m[1]);
   const suffix = m[2] ?? '';
   if (suffix.startsWith('e') || (suffix.startsWith('E') && suffix.length > 1)) {

@@ -2,7 +2,14 @@
 // - Strict objects (spec side) reject unknown fields; Loose objects (status, metadata) keep them.
 // - Enum() is a union of string literals (CRD: `type: string` + `enum`).
 // - Quantity() is a Kubernetes quantity (CRD: `x-kubernetes-int-or-string: true`).
-import { FormatRegistry, Type, type TLiteral, type TProperties, type TSchema, type TUnion } from '@sinclair/typebox';
+import {
+  FormatRegistry,
+  Type,
+  type TLiteral,
+  type TProperties,
+  type TSchema,
+  type TUnion,
+} from '@sinclair/typebox';
 import { isQuantity } from './quantity.js';
 
 if (!FormatRegistry.Has('quantity')) FormatRegistry.Set('quantity', (v) => isQuantity(v));
@@ -19,10 +26,16 @@ export function Loose<T extends TProperties>(props: T, description?: string) {
 
 /** An object whose content is not modelled here and is kept as given (CRD: x-kubernetes-preserve-unknown-fields). */
 export function Opaque(description?: string) {
-  return Type.Object({}, { 'x-kubernetes-preserve-unknown-fields': true, ...(description ? { description } : {}) });
+  return Type.Object(
+    {},
+    { 'x-kubernetes-preserve-unknown-fields': true, ...(description ? { description } : {}) },
+  );
 }
 
-export function Enum<const T extends string[]>(values: [...T], description?: string): TUnion<{ [K in keyof T]: TLiteral<T[K]> }> {
+export function Enum<const T extends string[]>(
+  values: [...T],
+  description?: string,
+): TUnion<{ [K in keyof T]: TLiteral<T[K]> }> {
   return Type.Union(
     values.map((v) => Type.Literal(v)),
     description ? { description } : {},
@@ -46,6 +59,8 @@ export function QuantityMap(description?: string) {
 
 export const Bool = (description?: string) => Type.Boolean(description ? { description } : {});
 export const Str = (description?: string) => Type.String(description ? { description } : {});
-export const UInt = (description?: string) => Type.Integer({ minimum: 0, ...(description ? { description } : {}) });
+export const UInt = (description?: string) =>
+  Type.Integer({ minimum: 0, ...(description ? { description } : {}) });
 export const Int = (description?: string) => Type.Integer(description ? { description } : {});
-export const Arr = <T extends TSchema>(items: T, description?: string) => Type.Array(items, description ? { description } : {});
+export const Arr = <T extends TSchema>(items: T, description?: string) =>
+  Type.Array(items, description ? { description } : {});

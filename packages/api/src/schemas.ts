@@ -2,7 +2,21 @@
 // One TypeBox schema per type: the TS types (Static<>), runtime validation and the CRD
 // OpenAPI v3 schemas (crd.ts) all derive from these.
 import { Type, type Static } from '@sinclair/typebox';
-import { Arr, Bool, Enum, Int, Loose, Opaque, Opt, Quantity, QuantityMap, Str, Strict, StringMap, UInt } from './schema-helpers.js';
+import {
+  Arr,
+  Bool,
+  Enum,
+  Int,
+  Loose,
+  Opaque,
+  Opt,
+  Quantity,
+  QuantityMap,
+  Str,
+  Strict,
+  StringMap,
+  UInt,
+} from './schema-helpers.js';
 
 export const API_GROUP = 'kubevirt.io';
 export const API_VERSION = 'kubevirt.io/v1';
@@ -133,7 +147,9 @@ export const ClockSchema = Strict({
       hpet: Opt(Strict({ tickPolicy: Opt(TickPolicy), present: Opt(Bool()) })),
       kvm: Opt(Strict({ present: Opt(Bool()) })),
       pit: Opt(Strict({ tickPolicy: Opt(TickPolicy), present: Opt(Bool()) })),
-      rtc: Opt(Strict({ tickPolicy: Opt(TickPolicy), present: Opt(Bool()), track: Opt(Enum(['guest', 'wall'])) })),
+      rtc: Opt(
+        Strict({ tickPolicy: Opt(TickPolicy), present: Opt(Bool()), track: Opt(Enum(['guest', 'wall'])) }),
+      ),
       hyperv: Opt(Strict({ present: Opt(Bool()) })),
     }),
   ),
@@ -215,7 +231,15 @@ export const PortSchema = Strict({
   port: Int(),
 });
 
-export const INTERFACE_BINDINGS = ['bridge', 'masquerade', 'sriov', 'slirp', 'macvtap', 'passt', 'binding'] as const;
+export const INTERFACE_BINDINGS = [
+  'bridge',
+  'masquerade',
+  'sriov',
+  'slirp',
+  'macvtap',
+  'passt',
+  'binding',
+] as const;
 export const INTERFACE_MODELS = ['e1000', 'e1000e', 'igb', 'ne2k_pci', 'pcnet', 'rtl8139', 'virtio'] as const;
 
 export const InterfaceSchema = Strict({
@@ -290,7 +314,15 @@ export const DomainSpecSchema = Strict({
   features: Opt(FeaturesSchema),
   devices: Opt(DevicesSchema),
   ioThreadsPolicy: Opt(Enum(['shared', 'auto'])),
-  chassis: Opt(Strict({ manufacturer: Opt(Str()), version: Opt(Str()), serial: Opt(Str()), asset: Opt(Str()), sku: Opt(Str()) })),
+  chassis: Opt(
+    Strict({
+      manufacturer: Opt(Str()),
+      version: Opt(Str()),
+      serial: Opt(Str()),
+      asset: Opt(Str()),
+      sku: Opt(Str()),
+    }),
+  ),
   launchSecurity: Opt(Opaque()),
 });
 export type DomainSpec = Static<typeof DomainSpecSchema>;
@@ -423,7 +455,15 @@ export const VirtualMachineInstanceSpecSchema = Strict({
 });
 export type VirtualMachineInstanceSpec = Static<typeof VirtualMachineInstanceSpecSchema>;
 
-export const VMI_PHASES = ['Pending', 'Scheduling', 'Scheduled', 'Running', 'Succeeded', 'Failed', 'Unknown'] as const;
+export const VMI_PHASES = [
+  'Pending',
+  'Scheduling',
+  'Scheduled',
+  'Running',
+  'Succeeded',
+  'Failed',
+  'Unknown',
+] as const;
 export type VirtualMachineInstancePhase = (typeof VMI_PHASES)[number];
 
 export const MigrationStateSchema = Loose({
@@ -478,10 +518,16 @@ export const VirtualMachineInstanceStatusSchema = Loose({
   evacuationNodeName: Opt(Str()),
   activePods: Opt(StringMap()),
   phaseTransitionTimestamps: Opt(Arr(Loose({ phase: Opt(Str()), phaseTransitionTimestamp: Opt(Str()) }))),
-  volumeStatus: Opt(Arr(Loose({ name: Str(), target: Opt(Str()), phase: Opt(Str()), reason: Opt(Str()), message: Opt(Str()) }))),
+  volumeStatus: Opt(
+    Arr(
+      Loose({ name: Str(), target: Opt(Str()), phase: Opt(Str()), reason: Opt(Str()), message: Opt(Str()) }),
+    ),
+  ),
   machine: Opt(Loose({ type: Opt(Str()) })),
   currentCPUTopology: Opt(Loose({ cores: Opt(Int()), sockets: Opt(Int()), threads: Opt(Int()) })),
-  memory: Opt(Loose({ guestAtBoot: Opt(Quantity()), guestCurrent: Opt(Quantity()), guestRequested: Opt(Quantity()) })),
+  memory: Opt(
+    Loose({ guestAtBoot: Opt(Quantity()), guestCurrent: Opt(Quantity()), guestRequested: Opt(Quantity()) }),
+  ),
   virtualMachineRevisionName: Opt(Str()),
 });
 export type VirtualMachineInstanceStatus = Static<typeof VirtualMachineInstanceStatusSchema>;
@@ -547,7 +593,13 @@ export const VirtualMachineStatusSchema = Loose({
   observedGeneration: Opt(Int()),
   desiredGeneration: Opt(Int()),
   stateChangeRequests: Opt(Arr(Loose({ action: Str(), data: Opt(StringMap()), uid: Opt(Str()) }))),
-  startFailure: Opt(Loose({ consecutiveFailCount: Opt(Int()), retryAfterTimestamp: Opt(Str()), lastFailedVMIUID: Opt(Str()) })),
+  startFailure: Opt(
+    Loose({
+      consecutiveFailCount: Opt(Int()),
+      retryAfterTimestamp: Opt(Str()),
+      lastFailedVMIUID: Opt(Str()),
+    }),
+  ),
   snapshotInProgress: Opt(Str()),
   restoreInProgress: Opt(Str()),
   volumeRequests: Opt(Arr(Opaque())),
@@ -563,7 +615,10 @@ export const VirtualMachineSchema = Type.Object(
     spec: VirtualMachineSpecSchema,
     status: Opt(VirtualMachineStatusSchema),
   },
-  { description: 'VirtualMachine keeps a VirtualMachineInstance running (or not) according to its run strategy.' },
+  {
+    description:
+      'VirtualMachine keeps a VirtualMachineInstance running (or not) according to its run strategy.',
+  },
 );
 export type VirtualMachine = Static<typeof VirtualMachineSchema>;
 
@@ -592,7 +647,9 @@ export const VirtualMachineInstanceMigrationStatusSchema = Loose({
   migrationState: Opt(MigrationStateSchema),
   phaseTransitionTimestamps: Opt(Arr(Loose({ phase: Opt(Str()), phaseTransitionTimestamp: Opt(Str()) }))),
 });
-export type VirtualMachineInstanceMigrationStatus = Static<typeof VirtualMachineInstanceMigrationStatusSchema>;
+export type VirtualMachineInstanceMigrationStatus = Static<
+  typeof VirtualMachineInstanceMigrationStatusSchema
+>;
 
 export const VirtualMachineInstanceMigrationSchema = Type.Object(
   {
@@ -602,6 +659,6 @@ export const VirtualMachineInstanceMigrationSchema = Type.Object(
     spec: VirtualMachineInstanceMigrationSpecSchema,
     status: Opt(VirtualMachineInstanceMigrationStatusSchema),
   },
-  { description: "VirtualMachineInstanceMigration tracks one live migration of a VMI to another node." },
+  { description: 'VirtualMachineInstanceMigration tracks one live migration of a VMI to another node.' },
 );
 export type VirtualMachineInstanceMigration = Static<typeof VirtualMachineInstanceMigrationSchema>;

@@ -51,7 +51,9 @@ describe('valid manifests', () => {
     const vm = baseVm();
     delete vm.spec.runStrategy;
     vm.spec.running = false;
-    vm.spec.dataVolumeTemplates = [{ metadata: { name: 'dv' }, spec: { pvc: { accessModes: ['ReadWriteOnce'] } } }];
+    vm.spec.dataVolumeTemplates = [
+      { metadata: { name: 'dv' }, spec: { pvc: { accessModes: ['ReadWriteOnce'] } } },
+    ];
     vm.spec.template.spec.volumes[0] = { name: 'root', dataVolume: { name: 'dv' } };
     vm.metadata.labels = { 'app.kubernetes.io/name': 'test', 'kubevirt.io/vm': 'testvm', empty: '' };
     vm.status = { printableStatus: 'Stopped', ready: false, created: false, someNewField: 1 };
@@ -76,13 +78,41 @@ type Case = [string, (v: Any) => void, string[]];
 
 // Each case breaks one thing in a valid VMI and names every path that must be reported.
 const vmiCases: Case[] = [
-  ['disk with no volume', (v) => v.spec.domain.devices.disks.push({ name: 'data', disk: {} }), ['spec.domain.devices.disks[2].name']],
-  ['duplicate disk names', (v) => v.spec.domain.devices.disks.push({ name: 'root', cdrom: {} }), ['spec.domain.devices.disks[2].name']],
-  ['duplicate volume names', (v) => v.spec.volumes.push({ name: 'root', emptyDisk: { capacity: '1Gi' } }), ['spec.volumes[2].name']],
-  ['unknown disk bus', (v) => (v.spec.domain.devices.disks[0].disk.bus = 'floppy'), ['spec.domain.devices.disks[0].disk.bus']],
-  ['ide bus', (v) => (v.spec.domain.devices.disks[1].disk.bus = 'ide'), ['spec.domain.devices.disks[1].disk.bus']],
-  ['cdrom on virtio', (v) => (v.spec.domain.devices.disks[1] = { name: 'cloudinit', cdrom: { bus: 'virtio' } }), ['spec.domain.devices.disks[1].cdrom.bus']],
-  ['disk with two targets', (v) => (v.spec.domain.devices.disks[1].cdrom = {}), ['spec.domain.devices.disks[1]']],
+  [
+    'disk with no volume',
+    (v) => v.spec.domain.devices.disks.push({ name: 'data', disk: {} }),
+    ['spec.domain.devices.disks[2].name'],
+  ],
+  [
+    'duplicate disk names',
+    (v) => v.spec.domain.devices.disks.push({ name: 'root', cdrom: {} }),
+    ['spec.domain.devices.disks[2].name'],
+  ],
+  [
+    'duplicate volume names',
+    (v) => v.spec.volumes.push({ name: 'root', emptyDisk: { capacity: '1Gi' } }),
+    ['spec.volumes[2].name'],
+  ],
+  [
+    'unknown disk bus',
+    (v) => (v.spec.domain.devices.disks[0].disk.bus = 'floppy'),
+    ['spec.domain.devices.disks[0].disk.bus'],
+  ],
+  [
+    'ide bus',
+    (v) => (v.spec.domain.devices.disks[1].disk.bus = 'ide'),
+    ['spec.domain.devices.disks[1].disk.bus'],
+  ],
+  [
+    'cdrom on virtio',
+    (v) => (v.spec.domain.devices.disks[1] = { name: 'cloudinit', cdrom: { bus: 'virtio' } }),
+    ['spec.domain.devices.disks[1].cdrom.bus'],
+  ],
+  [
+    'disk with two targets',
+    (v) => (v.spec.domain.devices.disks[1].cdrom = {}),
+    ['spec.domain.devices.disks[1]'],
+  ],
   [
     'duplicate boot orders on disks',
     (v) => {
@@ -99,24 +129,56 @@ const vmiCases: Case[] = [
     },
     ['spec.domain.devices.disks[1].bootOrder'],
   ],
-  ['boot order zero', (v) => (v.spec.domain.devices.disks[0].bootOrder = 0), ['spec.domain.devices.disks[0].bootOrder']],
+  [
+    'boot order zero',
+    (v) => (v.spec.domain.devices.disks[0].bootOrder = 0),
+    ['spec.domain.devices.disks[0].bootOrder'],
+  ],
   [
     'interface with no network',
     (v) => (v.spec.domain.devices.interfaces[0].name = 'other'),
     ['spec.domain.devices.interfaces[0].name', 'spec.networks[0].name'],
   ],
-  ['interface with two bindings', (v) => (v.spec.domain.devices.interfaces[0].bridge = {}), ['spec.domain.devices.interfaces[0]']],
-  ['interface with no binding', (v) => delete v.spec.domain.devices.interfaces[0].masquerade, ['spec.domain.devices.interfaces[0]']],
-  ['bad MAC', (v) => (v.spec.domain.devices.interfaces[0].macAddress = '02:00:00:zz:bb:cc'), ['spec.domain.devices.interfaces[0].macAddress']],
-  ['short MAC', (v) => (v.spec.domain.devices.interfaces[0].macAddress = '02:00:00:aa:bb'), ['spec.domain.devices.interfaces[0].macAddress']],
-  ['multicast MAC', (v) => (v.spec.domain.devices.interfaces[0].macAddress = '01:00:5e:aa:bb:cc'), ['spec.domain.devices.interfaces[0].macAddress']],
-  ['unknown interface model', (v) => (v.spec.domain.devices.interfaces[0].model = 'virtio-net'), ['spec.domain.devices.interfaces[0].model']],
+  [
+    'interface with two bindings',
+    (v) => (v.spec.domain.devices.interfaces[0].bridge = {}),
+    ['spec.domain.devices.interfaces[0]'],
+  ],
+  [
+    'interface with no binding',
+    (v) => delete v.spec.domain.devices.interfaces[0].masquerade,
+    ['spec.domain.devices.interfaces[0]'],
+  ],
+  [
+    'bad MAC',
+    (v) => (v.spec.domain.devices.interfaces[0].macAddress = '02:00:00:zz:bb:cc'),
+    ['spec.domain.devices.interfaces[0].macAddress'],
+  ],
+  [
+    'short MAC',
+    (v) => (v.spec.domain.devices.interfaces[0].macAddress = '02:00:00:aa:bb'),
+    ['spec.domain.devices.interfaces[0].macAddress'],
+  ],
+  [
+    'multicast MAC',
+    (v) => (v.spec.domain.devices.interfaces[0].macAddress = '01:00:5e:aa:bb:cc'),
+    ['spec.domain.devices.interfaces[0].macAddress'],
+  ],
+  [
+    'unknown interface model',
+    (v) => (v.spec.domain.devices.interfaces[0].model = 'virtio-net'),
+    ['spec.domain.devices.interfaces[0].model'],
+  ],
   [
     'masquerade on a multus network',
     (v) => (v.spec.networks[0] = { name: 'default', multus: { networkName: 'br1' } }),
     ['spec.domain.devices.interfaces[0].masquerade'],
   ],
-  ['port out of range', (v) => (v.spec.domain.devices.interfaces[0].ports = [{ port: 70000 }]), ['spec.domain.devices.interfaces[0].ports[0].port']],
+  [
+    'port out of range',
+    (v) => (v.spec.domain.devices.interfaces[0].ports = [{ port: 70000 }]),
+    ['spec.domain.devices.interfaces[0].ports[0].port'],
+  ],
   [
     'two pod networks',
     (v) => {
@@ -125,11 +187,31 @@ const vmiCases: Case[] = [
     },
     ['spec.networks[1].pod'],
   ],
-  ['bad memory quantity', (v) => (v.spec.domain.resources.requests.memory = '12xx'), ['spec.domain.resources.requests.memory']],
-  ['bad cpu quantity in limits', (v) => (v.spec.domain.resources.limits = { cpu: 'two' }), ['spec.domain.resources.limits.cpu']],
-  ['negative memory', (v) => (v.spec.domain.resources.requests.memory = '-128Mi'), ['spec.domain.resources.requests.memory']],
-  ['missing memory', (v) => delete v.spec.domain.resources.requests.memory, ['spec.domain.resources.requests.memory']],
-  ['memory below 1M', (v) => (v.spec.domain.resources.requests.memory = '900k'), ['spec.domain.resources.requests.memory']],
+  [
+    'bad memory quantity',
+    (v) => (v.spec.domain.resources.requests.memory = '12xx'),
+    ['spec.domain.resources.requests.memory'],
+  ],
+  [
+    'bad cpu quantity in limits',
+    (v) => (v.spec.domain.resources.limits = { cpu: 'two' }),
+    ['spec.domain.resources.limits.cpu'],
+  ],
+  [
+    'negative memory',
+    (v) => (v.spec.domain.resources.requests.memory = '-128Mi'),
+    ['spec.domain.resources.requests.memory'],
+  ],
+  [
+    'missing memory',
+    (v) => delete v.spec.domain.resources.requests.memory,
+    ['spec.domain.resources.requests.memory'],
+  ],
+  [
+    'memory below 1M',
+    (v) => (v.spec.domain.resources.requests.memory = '900k'),
+    ['spec.domain.resources.requests.memory'],
+  ],
   [
     'memory request above limit',
     (v) => (v.spec.domain.resources.limits = { memory: '64Mi' }),
@@ -137,8 +219,16 @@ const vmiCases: Case[] = [
   ],
   ['negative cores', (v) => (v.spec.domain.cpu = { cores: -1 }), ['spec.domain.cpu.cores']],
   ['non-integer sockets', (v) => (v.spec.domain.cpu = { sockets: 1.5 }), ['spec.domain.cpu.sockets']],
-  ['sockets above maxSockets', (v) => (v.spec.domain.cpu = { sockets: 4, maxSockets: 2 }), ['spec.domain.cpu.sockets']],
-  ['topology above 512 vCPUs', (v) => (v.spec.domain.cpu = { sockets: 16, cores: 16, threads: 4 }), ['spec.domain.cpu']],
+  [
+    'sockets above maxSockets',
+    (v) => (v.spec.domain.cpu = { sockets: 4, maxSockets: 2 }),
+    ['spec.domain.cpu.sockets'],
+  ],
+  [
+    'topology above 512 vCPUs',
+    (v) => (v.spec.domain.cpu = { sockets: 16, cores: 16, threads: 4 }),
+    ['spec.domain.cpu'],
+  ],
   [
     'dedicated CPUs not matching the topology',
     (v) => {
@@ -151,7 +241,10 @@ const vmiCases: Case[] = [
     'dedicated CPUs with unequal request and limit',
     (v) => {
       v.spec.domain.cpu = { dedicatedCpuPlacement: true };
-      v.spec.domain.resources = { requests: { cpu: '2', memory: '1Gi' }, limits: { cpu: '4', memory: '1Gi' } };
+      v.spec.domain.resources = {
+        requests: { cpu: '2', memory: '1Gi' },
+        limits: { cpu: '4', memory: '1Gi' },
+      };
     },
     ['spec.domain.cpu.dedicatedCpuPlacement'],
   ],
@@ -163,8 +256,16 @@ const vmiCases: Case[] = [
     },
     ['spec.domain.resources.requests.cpu'],
   ],
-  ['dedicated CPUs with nothing to size them', (v) => (v.spec.domain.cpu = { dedicatedCpuPlacement: true }), ['spec.domain.cpu.dedicatedCpuPlacement']],
-  ['isolateEmulatorThread without dedicated CPUs', (v) => (v.spec.domain.cpu = { isolateEmulatorThread: true }), ['spec.domain.cpu.isolateEmulatorThread']],
+  [
+    'dedicated CPUs with nothing to size them',
+    (v) => (v.spec.domain.cpu = { dedicatedCpuPlacement: true }),
+    ['spec.domain.cpu.dedicatedCpuPlacement'],
+  ],
+  [
+    'isolateEmulatorThread without dedicated CPUs',
+    (v) => (v.spec.domain.cpu = { isolateEmulatorThread: true }),
+    ['spec.domain.cpu.isolateEmulatorThread'],
+  ],
   [
     'NUMA passthrough without dedicated CPUs and hugepages',
     (v) => (v.spec.domain.cpu = { numa: { guestMappingPassthrough: {} } }),
@@ -178,7 +279,11 @@ const vmiCases: Case[] = [
     },
     ['spec.domain.memory.guest'],
   ],
-  ['hugepages larger than memory', (v) => (v.spec.domain.memory = { hugepages: { pageSize: '1Gi' } }), ['spec.domain.resources.requests.memory']],
+  [
+    'hugepages larger than memory',
+    (v) => (v.spec.domain.memory = { hugepages: { pageSize: '1Gi' } }),
+    ['spec.domain.resources.requests.memory'],
+  ],
   [
     'hugepages larger than the guest memory',
     (v) => {
@@ -187,7 +292,11 @@ const vmiCases: Case[] = [
     },
     ['spec.domain.memory.guest'],
   ],
-  ['invalid hugepage size', (v) => (v.spec.domain.memory = { hugepages: { pageSize: 'huge' } }), ['spec.domain.memory.hugepages.pageSize']],
+  [
+    'invalid hugepage size',
+    (v) => (v.spec.domain.memory = { hugepages: { pageSize: 'huge' } }),
+    ['spec.domain.memory.hugepages.pageSize'],
+  ],
   [
     'memory not a multiple of the hugepage size',
     (v) => {
@@ -196,61 +305,194 @@ const vmiCases: Case[] = [
     },
     ['spec.domain.resources.requests.memory'],
   ],
-  ['volume with two sources', (v) => (v.spec.volumes[0].emptyDisk = { capacity: '1Gi' }), ['spec.volumes[0]']],
+  [
+    'volume with two sources',
+    (v) => (v.spec.volumes[0].emptyDisk = { capacity: '1Gi' }),
+    ['spec.volumes[0]'],
+  ],
   ['volume with no source', (v) => delete v.spec.volumes[0].containerDisk, ['spec.volumes[0]']],
-  ['volume name not a DNS label', (v) => (v.spec.volumes.push({ name: 'Data_1', emptyDisk: { capacity: '1Gi' } })), ['spec.volumes[2].name']],
-  ['hostDisk with a relative path', (v) => v.spec.volumes.push({ name: 'h', hostDisk: { path: 'disk.img', type: 'Disk' } }), ['spec.volumes[2].hostDisk.path']],
-  ['hostDisk DiskOrCreate without capacity', (v) => v.spec.volumes.push({ name: 'h', hostDisk: { path: '/d.img', type: 'DiskOrCreate' } }), ['spec.volumes[2].hostDisk.capacity']],
-  ['hostDisk unknown type', (v) => v.spec.volumes.push({ name: 'h', hostDisk: { path: '/d.img', type: 'File' } }), ['spec.volumes[2].hostDisk.type']],
-  ['cloud-init with two user data sources', (v) => (v.spec.volumes[1].cloudInitNoCloud.userDataBase64 = 'I2Nsb3VkLWNvbmZpZwo='), ['spec.volumes[1].cloudInitNoCloud']],
-  ['firmware serial with bad characters', (v) => (v.spec.domain.firmware = { serial: 'SN 42' }), ['spec.domain.firmware.serial']],
-  ['disk name not a DNS label', (v) => {
-    v.spec.domain.devices.disks[0].name = 'Root';
-    v.spec.volumes[0].name = 'Root';
-  }, ['spec.domain.devices.disks[0].name', 'spec.volumes[0].name']],
-  ['readonly sata disk', (v) => (v.spec.domain.devices.disks[0].disk = { bus: 'sata', readonly: true }), ['spec.domain.devices.disks[0].disk.bus']],
-  ['lun on a container disk', (v) => (v.spec.domain.devices.disks[0] = { name: 'root', lun: {} }), ['spec.domain.devices.disks[0].lun']],
-  ['custom block size not a power of 2', (v) => (v.spec.domain.devices.disks[0].blockSize = { custom: { logical: 512, physical: 3000 } }), ['spec.domain.devices.disks[0].blockSize.custom.physical']],
-  ['logical block size above physical', (v) => (v.spec.domain.devices.disks[0].blockSize = { custom: { logical: 4096, physical: 512 } }), ['spec.domain.devices.disks[0].blockSize.custom.logical']],
-  ['container disk path with ..', (v) => (v.spec.volumes[0].containerDisk.path = '/disk/../etc/passwd'), ['spec.volumes[0].containerDisk.path']],
-  ['secret volume without a secret name', (v) => v.spec.volumes.push({ name: 's', secret: {} }), ['spec.volumes[2].secret.secretName']],
-  ['two service account volumes', (v) => v.spec.volumes.push({ name: 'sa1', serviceAccount: { serviceAccountName: 'a' } }, { name: 'sa2', serviceAccount: { serviceAccountName: 'b' } }), ['spec.volumes']],
-  ['cloud-init user data above 2048 bytes', (v) => (v.spec.volumes[1].cloudInitNoCloud.userData = '#cloud-config\n' + 'x'.repeat(2100)), ['spec.volumes[1].cloudInitNoCloud']],
-  ['cloud-init bad base64', (v) => (v.spec.volumes[1].cloudInitNoCloud = { userDataBase64: 'not base64!' }), ['spec.volumes[1].cloudInitNoCloud.userDataBase64']],
-  ['cloud-init with nothing', (v) => (v.spec.volumes[1].cloudInitNoCloud = {}), ['spec.volumes[1].cloudInitNoCloud']],
-  ['kernel path with relative parts', (v) => (v.spec.domain.firmware = { kernelBoot: { container: { image: 'k', kernelPath: 'boot/vmlinuz' } } }), ['spec.domain.firmware.kernelBoot.container.kernelPath']],
-  ['probe with two handlers', (v) => (v.spec.readinessProbe = { tcpSocket: { port: 22 }, guestAgentPing: {} }), ['spec.readinessProbe']],
+  [
+    'volume name not a DNS label',
+    (v) => v.spec.volumes.push({ name: 'Data_1', emptyDisk: { capacity: '1Gi' } }),
+    ['spec.volumes[2].name'],
+  ],
+  [
+    'hostDisk with a relative path',
+    (v) => v.spec.volumes.push({ name: 'h', hostDisk: { path: 'disk.img', type: 'Disk' } }),
+    ['spec.volumes[2].hostDisk.path'],
+  ],
+  [
+    'hostDisk DiskOrCreate without capacity',
+    (v) => v.spec.volumes.push({ name: 'h', hostDisk: { path: '/d.img', type: 'DiskOrCreate' } }),
+    ['spec.volumes[2].hostDisk.capacity'],
+  ],
+  [
+    'hostDisk unknown type',
+    (v) => v.spec.volumes.push({ name: 'h', hostDisk: { path: '/d.img', type: 'File' } }),
+    ['spec.volumes[2].hostDisk.type'],
+  ],
+  [
+    'cloud-init with two user data sources',
+    (v) => (v.spec.volumes[1].cloudInitNoCloud.userDataBase64 = 'I2Nsb3VkLWNvbmZpZwo='),
+    ['spec.volumes[1].cloudInitNoCloud'],
+  ],
+  [
+    'firmware serial with bad characters',
+    (v) => (v.spec.domain.firmware = { serial: 'SN 42' }),
+    ['spec.domain.firmware.serial'],
+  ],
+  [
+    'disk name not a DNS label',
+    (v) => {
+      v.spec.domain.devices.disks[0].name = 'Root';
+      v.spec.volumes[0].name = 'Root';
+    },
+    ['spec.domain.devices.disks[0].name', 'spec.volumes[0].name'],
+  ],
+  [
+    'readonly sata disk',
+    (v) => (v.spec.domain.devices.disks[0].disk = { bus: 'sata', readonly: true }),
+    ['spec.domain.devices.disks[0].disk.bus'],
+  ],
+  [
+    'lun on a container disk',
+    (v) => (v.spec.domain.devices.disks[0] = { name: 'root', lun: {} }),
+    ['spec.domain.devices.disks[0].lun'],
+  ],
+  [
+    'custom block size not a power of 2',
+    (v) => (v.spec.domain.devices.disks[0].blockSize = { custom: { logical: 512, physical: 3000 } }),
+    ['spec.domain.devices.disks[0].blockSize.custom.physical'],
+  ],
+  [
+    'logical block size above physical',
+    (v) => (v.spec.domain.devices.disks[0].blockSize = { custom: { logical: 4096, physical: 512 } }),
+    ['spec.domain.devices.disks[0].blockSize.custom.logical'],
+  ],
+  [
+    'container disk path with ..',
+    (v) => (v.spec.volumes[0].containerDisk.path = '/disk/../etc/passwd'),
+    ['spec.volumes[0].containerDisk.path'],
+  ],
+  [
+    'secret volume without a secret name',
+    (v) => v.spec.volumes.push({ name: 's', secret: {} }),
+    ['spec.volumes[2].secret.secretName'],
+  ],
+  [
+    'two service account volumes',
+    (v) =>
+      v.spec.volumes.push(
+        { name: 'sa1', serviceAccount: { serviceAccountName: 'a' } },
+        { name: 'sa2', serviceAccount: { serviceAccountName: 'b' } },
+      ),
+    ['spec.volumes'],
+  ],
+  [
+    'cloud-init user data above 2048 bytes',
+    (v) => (v.spec.volumes[1].cloudInitNoCloud.userData = '#cloud-config\n' + 'x'.repeat(2100)),
+    ['spec.volumes[1].cloudInitNoCloud'],
+  ],
+  [
+    'cloud-init bad base64',
+    (v) => (v.spec.volumes[1].cloudInitNoCloud = { userDataBase64: 'not base64!' }),
+    ['spec.volumes[1].cloudInitNoCloud.userDataBase64'],
+  ],
+  [
+    'cloud-init with nothing',
+    (v) => (v.spec.volumes[1].cloudInitNoCloud = {}),
+    ['spec.volumes[1].cloudInitNoCloud'],
+  ],
+  [
+    'kernel path with relative parts',
+    (v) =>
+      (v.spec.domain.firmware = { kernelBoot: { container: { image: 'k', kernelPath: 'boot/vmlinuz' } } }),
+    ['spec.domain.firmware.kernelBoot.container.kernelPath'],
+  ],
+  [
+    'probe with two handlers',
+    (v) => (v.spec.readinessProbe = { tcpSocket: { port: 22 }, guestAgentPing: {} }),
+    ['spec.readinessProbe'],
+  ],
   ['probe with no handler', (v) => (v.spec.livenessProbe = { periodSeconds: 5 }), ['spec.livenessProbe']],
-  ['http probe without the pod network', (v) => {
-    v.spec.networks = [{ name: 'default', multus: { networkName: 'br1' } }];
-    v.spec.domain.devices.interfaces = [{ name: 'default', bridge: {} }];
-    v.spec.readinessProbe = { httpGet: { port: 80 } };
-  }, ['spec.readinessProbe.httpGet']],
-  ['paused start with a liveness probe', (v) => {
-    v.spec.startStrategy = 'Paused';
-    v.spec.livenessProbe = { guestAgentPing: {} };
-  }, ['spec.startStrategy']],
+  [
+    'http probe without the pod network',
+    (v) => {
+      v.spec.networks = [{ name: 'default', multus: { networkName: 'br1' } }];
+      v.spec.domain.devices.interfaces = [{ name: 'default', bridge: {} }];
+      v.spec.readinessProbe = { httpGet: { port: 80 } };
+    },
+    ['spec.readinessProbe.httpGet'],
+  ],
+  [
+    'paused start with a liveness probe',
+    (v) => {
+      v.spec.startStrategy = 'Paused';
+      v.spec.livenessProbe = { guestAgentPing: {} };
+    },
+    ['spec.startStrategy'],
+  ],
   ['dnsPolicy None without dnsConfig', (v) => (v.spec.dnsPolicy = 'None'), ['spec.dnsConfig']],
-  ['dnsConfig nameserver not an IP', (v) => (v.spec.dnsConfig = { nameservers: ['dns.example.com'] }), ['spec.dnsConfig.nameservers[0]']],
+  [
+    'dnsConfig nameserver not an IP',
+    (v) => (v.spec.dnsConfig = { nameservers: ['dns.example.com'] }),
+    ['spec.dnsConfig.nameservers[0]'],
+  ],
   ['unknown dnsPolicy', (v) => (v.spec.dnsPolicy = 'Google'), ['spec.dnsPolicy']],
   ['subdomain not a DNS subdomain', (v) => (v.spec.subdomain = 'my_sub'), ['spec.subdomain']],
-  ['two default multus networks', (v) => {
-    v.spec.networks = [{ name: 'a', multus: { networkName: 'n1', default: true } }, { name: 'b', multus: { networkName: 'n2', default: true } }];
-    v.spec.domain.devices.interfaces = [{ name: 'a', bridge: {} }, { name: 'b', bridge: {} }];
-  }, ['spec.networks[1].multus.default']],
-  ['default multus network next to the pod network', (v) => {
-    v.spec.networks.push({ name: 'b', multus: { networkName: 'n2', default: true } });
-    v.spec.domain.devices.interfaces.push({ name: 'b', bridge: {} });
-  }, ['spec.networks[1].multus.default']],
-  ['access credential without the cloud-init volume it needs', (v) => {
-    v.spec.volumes.pop();
-    v.spec.domain.devices.disks.pop();
-    v.spec.accessCredentials = [{ sshPublicKey: { source: { secret: { secretName: 'keys' } }, propagationMethod: { noCloud: {} } } }];
-  }, ['spec.accessCredentials[0].sshPublicKey.propagationMethod']],
-  ['disk serial with bad characters', (v) => (v.spec.domain.devices.disks[0].serial = 'disk 1/2'), ['spec.domain.devices.disks[0].serial']],
-  ['unknown cache mode', (v) => (v.spec.domain.devices.disks[0].cache = 'fast'), ['spec.domain.devices.disks[0].cache']],
-  ['dedicated IO thread on sata', (v) => Object.assign(v.spec.domain.devices.disks[0], { disk: { bus: 'sata' }, dedicatedIOThread: true }), ['spec.domain.devices.disks[0].dedicatedIOThread']],
-  ['bad PCI address', (v) => (v.spec.domain.devices.disks[0].disk.pciAddress = '0000:81:01'), ['spec.domain.devices.disks[0].disk.pciAddress']],
+  [
+    'two default multus networks',
+    (v) => {
+      v.spec.networks = [
+        { name: 'a', multus: { networkName: 'n1', default: true } },
+        { name: 'b', multus: { networkName: 'n2', default: true } },
+      ];
+      v.spec.domain.devices.interfaces = [
+        { name: 'a', bridge: {} },
+        { name: 'b', bridge: {} },
+      ];
+    },
+    ['spec.networks[1].multus.default'],
+  ],
+  [
+    'default multus network next to the pod network',
+    (v) => {
+      v.spec.networks.push({ name: 'b', multus: { networkName: 'n2', default: true } });
+      v.spec.domain.devices.interfaces.push({ name: 'b', bridge: {} });
+    },
+    ['spec.networks[1].multus.default'],
+  ],
+  [
+    'access credential without the cloud-init volume it needs',
+    (v) => {
+      v.spec.volumes.pop();
+      v.spec.domain.devices.disks.pop();
+      v.spec.accessCredentials = [
+        { sshPublicKey: { source: { secret: { secretName: 'keys' } }, propagationMethod: { noCloud: {} } } },
+      ];
+    },
+    ['spec.accessCredentials[0].sshPublicKey.propagationMethod'],
+  ],
+  [
+    'disk serial with bad characters',
+    (v) => (v.spec.domain.devices.disks[0].serial = 'disk 1/2'),
+    ['spec.domain.devices.disks[0].serial'],
+  ],
+  [
+    'unknown cache mode',
+    (v) => (v.spec.domain.devices.disks[0].cache = 'fast'),
+    ['spec.domain.devices.disks[0].cache'],
+  ],
+  [
+    'dedicated IO thread on sata',
+    (v) => Object.assign(v.spec.domain.devices.disks[0], { disk: { bus: 'sata' }, dedicatedIOThread: true }),
+    ['spec.domain.devices.disks[0].dedicatedIOThread'],
+  ],
+  [
+    'bad PCI address',
+    (v) => (v.spec.domain.devices.disks[0].disk.pciAddress = '0000:81:01'),
+    ['spec.domain.devices.disks[0].disk.pciAddress'],
+  ],
   [
     'EFI secure boot without SMM',
     (v) => (v.spec.domain.firmware = { bootloader: { efi: {} } }),
@@ -264,31 +506,91 @@ const vmiCases: Case[] = [
     },
     ['spec.domain.firmware.bootloader.efi.secureBoot'],
   ],
-  ['bios and efi together', (v) => (v.spec.domain.firmware = { bootloader: { bios: {}, efi: { secureBoot: false } } }), ['spec.domain.firmware.bootloader']],
-  ['bad firmware uuid', (v) => (v.spec.domain.firmware = { uuid: 'not-a-uuid' }), ['spec.domain.firmware.uuid']],
-  ['kernel args without a kernel', (v) => (v.spec.domain.firmware = { kernelBoot: { kernelArgs: 'console=ttyS0' } }), ['spec.domain.firmware.kernelBoot.kernelArgs']],
-  ['utc and timezone together', (v) => (v.spec.domain.clock = { utc: {}, timezone: 'UTC' }), ['spec.domain.clock']],
-  ['unknown time zone', (v) => (v.spec.domain.clock = { timezone: 'Mars/Olympus_Mons' }), ['spec.domain.clock.timezone']],
-  ['unknown tick policy', (v) => (v.spec.domain.clock = { timer: { rtc: { tickPolicy: 'sometimes' } } }), ['spec.domain.clock.timer.rtc.tickPolicy']],
-  ['too few hyperv spinlocks', (v) => (v.spec.domain.features = { hyperv: { spinlocks: { spinlocks: 100 } } }), ['spec.domain.features.hyperv.spinlocks.spinlocks']],
+  [
+    'bios and efi together',
+    (v) => (v.spec.domain.firmware = { bootloader: { bios: {}, efi: { secureBoot: false } } }),
+    ['spec.domain.firmware.bootloader'],
+  ],
+  [
+    'bad firmware uuid',
+    (v) => (v.spec.domain.firmware = { uuid: 'not-a-uuid' }),
+    ['spec.domain.firmware.uuid'],
+  ],
+  [
+    'kernel args without a kernel',
+    (v) => (v.spec.domain.firmware = { kernelBoot: { kernelArgs: 'console=ttyS0' } }),
+    ['spec.domain.firmware.kernelBoot.kernelArgs'],
+  ],
+  [
+    'utc and timezone together',
+    (v) => (v.spec.domain.clock = { utc: {}, timezone: 'UTC' }),
+    ['spec.domain.clock'],
+  ],
+  [
+    'unknown time zone',
+    (v) => (v.spec.domain.clock = { timezone: 'Mars/Olympus_Mons' }),
+    ['spec.domain.clock.timezone'],
+  ],
+  [
+    'unknown tick policy',
+    (v) => (v.spec.domain.clock = { timer: { rtc: { tickPolicy: 'sometimes' } } }),
+    ['spec.domain.clock.timer.rtc.tickPolicy'],
+  ],
+  [
+    'too few hyperv spinlocks',
+    (v) => (v.spec.domain.features = { hyperv: { spinlocks: { spinlocks: 100 } } }),
+    ['spec.domain.features.hyperv.spinlocks.spinlocks'],
+  ],
   ['invalid name', (v) => (v.metadata.name = 'Test_VMI'), ['metadata.name']],
   ['missing name', (v) => delete v.metadata.name, ['metadata.name']],
   ['invalid namespace', (v) => (v.metadata.namespace = 'Default'), ['metadata.namespace']],
   ['invalid label value', (v) => (v.metadata.labels = { app: 'my app' }), ['metadata.labels.app']],
-  ['invalid label key', (v) => (v.metadata.labels = { 'Example.com/x': 'y' }), ['metadata.labels["Example.com/x"]']],
-  ['invalid annotation key', (v) => (v.metadata.annotations = { 'a b': 'c' }), ['metadata.annotations["a b"]']],
+  [
+    'invalid label key',
+    (v) => (v.metadata.labels = { 'Example.com/x': 'y' }),
+    ['metadata.labels["Example.com/x"]'],
+  ],
+  [
+    'invalid annotation key',
+    (v) => (v.metadata.annotations = { 'a b': 'c' }),
+    ['metadata.annotations["a b"]'],
+  ],
   ['invalid hostname', (v) => (v.spec.hostname = 'my_host'), ['spec.hostname']],
-  ['unknown field under spec.domain', (v) => (v.spec.domain.devices.disks[0].foo = 1), ['spec.domain.devices.disks[0].foo']],
+  [
+    'unknown field under spec.domain',
+    (v) => (v.spec.domain.devices.disks[0].foo = 1),
+    ['spec.domain.devices.disks[0].foo'],
+  ],
   ['unknown field at spec', (v) => (v.spec.runStrategy = 'Always'), ['spec.runStrategy']],
-  ['wrong type for a boolean', (v) => (v.spec.domain.devices.autoattachPodInterface = 'no'), ['spec.domain.devices.autoattachPodInterface']],
+  [
+    'wrong type for a boolean',
+    (v) => (v.spec.domain.devices.autoattachPodInterface = 'no'),
+    ['spec.domain.devices.autoattachPodInterface'],
+  ],
   ['wrong type for a list', (v) => (v.spec.volumes = { name: 'root' }), ['spec.volumes']],
-  ['negative grace period', (v) => (v.spec.terminationGracePeriodSeconds = -1), ['spec.terminationGracePeriodSeconds']],
+  [
+    'negative grace period',
+    (v) => (v.spec.terminationGracePeriodSeconds = -1),
+    ['spec.terminationGracePeriodSeconds'],
+  ],
   ['unknown eviction strategy', (v) => (v.spec.evictionStrategy = 'Sometimes'), ['spec.evictionStrategy']],
   ['missing domain', (v) => delete v.spec.domain, ['spec.domain']],
   ['missing spec', (v) => delete v.spec, ['spec']],
-  ['unknown input type', (v) => (v.spec.domain.devices.inputs = [{ name: 'kbd', type: 'keyboard' }]), ['spec.domain.devices.inputs[0].type']],
-  ['watchdog action unknown', (v) => (v.spec.domain.devices.watchdog = { name: 'w', i6300esb: { action: 'explode' } }), ['spec.domain.devices.watchdog.i6300esb.action']],
-  ['toleration with Exists and a value', (v) => (v.spec.tolerations = [{ key: 'k', operator: 'Exists', value: 'v' }]), ['spec.tolerations[0].value']],
+  [
+    'unknown input type',
+    (v) => (v.spec.domain.devices.inputs = [{ name: 'kbd', type: 'keyboard' }]),
+    ['spec.domain.devices.inputs[0].type'],
+  ],
+  [
+    'watchdog action unknown',
+    (v) => (v.spec.domain.devices.watchdog = { name: 'w', i6300esb: { action: 'explode' } }),
+    ['spec.domain.devices.watchdog.i6300esb.action'],
+  ],
+  [
+    'toleration with Exists and a value',
+    (v) => (v.spec.tolerations = [{ key: 'k', operator: 'Exists', value: 'v' }]),
+    ['spec.tolerations[0].value'],
+  ],
   ['wrong apiVersion', (v) => (v.apiVersion = 'kubevirt.io/v1alpha3'), ['apiVersion']],
 ];
 
@@ -312,7 +614,14 @@ describe('invalid VMIs: each error at its path', () => {
   test('all errors are returned at once', () => {
     const v = baseVmi();
     for (const [, mutate] of vmiCases.filter(([n]) =>
-      ['disk with no volume', 'bad MAC', 'invalid name', 'volume with two sources', 'unknown cache mode', 'negative cores'].includes(n),
+      [
+        'disk with no volume',
+        'bad MAC',
+        'invalid name',
+        'volume with two sources',
+        'unknown cache mode',
+        'negative cores',
+      ].includes(n),
     )) {
       mutate(v);
     }
@@ -335,10 +644,14 @@ describe('invalid VMIs: each error at its path', () => {
     v.spec.domain.resources.requests.memory = '12xx';
     v.spec.evictionStrategy = 'Sometimes';
     const byPath = Object.fromEntries(validateObject(v).map((e) => [e.path, e.reason]));
-    expect(byPath['spec.domain.devices.disks[0].disk.bus']).toMatch(/unknown bus "floppy": must be one of virtio, sata, scsi, usb/);
+    expect(byPath['spec.domain.devices.disks[0].disk.bus']).toMatch(
+      /unknown bus "floppy": must be one of virtio, sata, scsi, usb/,
+    );
     expect(byPath['spec.domain.devices.disks[2].name']).toMatch(/no volume named "data"/);
     expect(byPath['spec.domain.resources.requests.memory']).toMatch(/invalid quantity "12xx"/);
-    expect(byPath['spec.evictionStrategy']).toMatch(/must be one of None, LiveMigrate, LiveMigrateIfPossible, External/);
+    expect(byPath['spec.evictionStrategy']).toMatch(
+      /must be one of None, LiveMigrate, LiveMigrateIfPossible, External/,
+    );
   });
 });
 
@@ -351,11 +664,27 @@ const vmCases: Case[] = [
     (vm) => vm.spec.template.spec.domain.devices.disks.push({ name: 'data', disk: {} }),
     ['spec.template.spec.domain.devices.disks[2].name'],
   ],
-  ['bad quantity in the template', (vm) => (vm.spec.template.spec.domain.resources.requests.memory = '1 Gi'), ['spec.template.spec.domain.resources.requests.memory']],
-  ['unknown field in the template', (vm) => (vm.spec.template.spec.domain.cpu = { cores: 1, coress: 2 }), ['spec.template.spec.domain.cpu.coress']],
-  ['invalid template label value type', (vm) => (vm.spec.template.metadata.labels = { app: 1 }), ['spec.template.metadata.labels.app']],
+  [
+    'bad quantity in the template',
+    (vm) => (vm.spec.template.spec.domain.resources.requests.memory = '1 Gi'),
+    ['spec.template.spec.domain.resources.requests.memory'],
+  ],
+  [
+    'unknown field in the template',
+    (vm) => (vm.spec.template.spec.domain.cpu = { cores: 1, coress: 2 }),
+    ['spec.template.spec.domain.cpu.coress'],
+  ],
+  [
+    'invalid template label value type',
+    (vm) => (vm.spec.template.metadata.labels = { app: 1 }),
+    ['spec.template.metadata.labels.app'],
+  ],
   ['invalid VM name', (vm) => (vm.metadata.name = 'vm.'), ['metadata.name']],
-  ['invalid template label', (vm) => (vm.spec.template.metadata.labels = { 'kubevirt.io/': 'x' }), ['spec.template.metadata.labels["kubevirt.io/"]']],
+  [
+    'invalid template label',
+    (vm) => (vm.spec.template.metadata.labels = { 'kubevirt.io/': 'x' }),
+    ['spec.template.metadata.labels["kubevirt.io/"]'],
+  ],
   [
     'data volume template not used by a volume',
     (vm) => (vm.spec.dataVolumeTemplates = [{ metadata: { name: 'rootdv' }, spec: { storage: {} } }]),
@@ -389,7 +718,9 @@ describe('invalid migrations and documents', () => {
     ]);
   });
   test('not an object', () => {
-    expect(validateObject('hello')).toEqual([{ path: '', reason: expect.stringMatching(/must be an object/) }]);
+    expect(validateObject('hello')).toEqual([
+      { path: '', reason: expect.stringMatching(/must be an object/) },
+    ]);
     expect(validateObject([1])).toEqual([{ path: '', reason: expect.stringMatching(/must be an object/) }]);
   });
 });

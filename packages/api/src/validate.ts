@@ -68,7 +68,10 @@ function checkAbsolutePath(p: string | undefined): string | undefined {
   if (p === undefined || p === '') return undefined;
   if (p === '/') return 'must not point to the root directory';
   const parts = p.split('/');
-  if (!p.startsWith('/') || parts.some((x, i) => x === '.' || x === '..' || (x === '' && i > 0 && i < parts.length - 1))) {
+  if (
+    !p.startsWith('/') ||
+    parts.some((x, i) => x === '.' || x === '..' || (x === '' && i > 0 && i < parts.length - 1))
+  ) {
     return `${JSON.stringify(p)} must be an absolute path to a file without relative components`;
   }
   return undefined;
@@ -76,13 +79,15 @@ function checkAbsolutePath(p: string | undefined): string | undefined {
 
 export function checkDns1123Label(v: string): string | undefined {
   if (v.length > 63) return `must be no more than 63 characters (is ${v.length})`;
-  if (!DNS1123_LABEL.test(v)) return `"${v}" is not a valid DNS-1123 label: lower case letters, digits and '-', starting and ending with a letter or digit`;
+  if (!DNS1123_LABEL.test(v))
+    return `"${v}" is not a valid DNS-1123 label: lower case letters, digits and '-', starting and ending with a letter or digit`;
   return undefined;
 }
 
 export function checkDns1123Subdomain(v: string): string | undefined {
   if (v.length > 253) return `must be no more than 253 characters (is ${v.length})`;
-  if (!DNS1123_SUBDOMAIN.test(v)) return `"${v}" is not a valid DNS-1123 subdomain: lower case letters, digits, '-' and '.', starting and ending with a letter or digit`;
+  if (!DNS1123_SUBDOMAIN.test(v))
+    return `"${v}" is not a valid DNS-1123 subdomain: lower case letters, digits, '-' and '.', starting and ending with a letter or digit`;
   return undefined;
 }
 
@@ -137,7 +142,10 @@ function reasonFor(e: ValueError): string {
       }
       const anyOf = (s['anyOf'] as Record<string, unknown>[] | undefined) ?? [];
       if (anyOf.length > 0 && anyOf.every((x) => 'const' in x)) {
-        return `unsupported value ${describe(e.value)}: must be one of ${anyOf.map((x) => String(x['const'])).filter((x) => x !== '').join(', ')}`;
+        return `unsupported value ${describe(e.value)}: must be one of ${anyOf
+          .map((x) => String(x['const']))
+          .filter((x) => x !== '')
+          .join(', ')}`;
       }
       return e.message;
     }
@@ -169,11 +177,17 @@ class Errs {
   }
 }
 
-function validateMetadata(meta: unknown, base: string, e: Errs, opts: { nameRequired: boolean; label?: boolean }) {
+function validateMetadata(
+  meta: unknown,
+  base: string,
+  e: Errs,
+  opts: { nameRequired: boolean; label?: boolean },
+) {
   const m = obj(meta);
   const name = str(m['name']);
   if (name === undefined || name === '') {
-    if (opts.nameRequired && !str(m['generateName'])) e.add(sub(base, 'name'), 'required: a name (or generateName) must be given');
+    if (opts.nameRequired && !str(m['generateName']))
+      e.add(sub(base, 'name'), 'required: a name (or generateName) must be given');
   } else {
     const bad = opts.label ? checkDns1123Label(name) : checkDns1123Subdomain(name);
     if (bad) e.add(sub(base, 'name'), bad);
@@ -190,7 +204,10 @@ function validateMetadata(meta: unknown, base: string, e: Errs, opts: { nameRequ
       const badKey = checkQualifiedName(k);
       if (badKey) e.add(p, `label key ${badKey}`);
       if (typeof v === 'string' && v !== '' && (v.length > 63 || !LABEL_VALUE_RE.test(v))) {
-        e.add(p, `label value ${JSON.stringify(v)} must be at most 63 characters of [A-Za-z0-9-_.], starting and ending with a letter or digit`);
+        e.add(
+          p,
+          `label value ${JSON.stringify(v)} must be at most 63 characters of [A-Za-z0-9-_.], starting and ending with a letter or digit`,
+        );
       }
     }
   }
@@ -213,7 +230,8 @@ export function checkQualifiedName(k: string): string | undefined {
   const name = parts[parts.length - 1]!;
   if (parts.length === 2) {
     const bad = checkDns1123Subdomain(parts[0]!);
-    if (parts[0] === '' || bad) return `${JSON.stringify(k)} has an invalid prefix: must be a DNS-1123 subdomain`;
+    if (parts[0] === '' || bad)
+      return `${JSON.stringify(k)} has an invalid prefix: must be a DNS-1123 subdomain`;
   }
   if (name === '' || name.length > 63 || !LABEL_VALUE_RE.test(name)) {
     return `${JSON.stringify(k)}: the name part must be 1-63 characters of [A-Za-z0-9-_.], starting and ending with a letter or digit`;
@@ -232,7 +250,8 @@ function uniqueNames(list: unknown[], base: string, e: Errs, what: string): Map<
       return;
     }
     const first = names.get(n);
-    if (first !== undefined) e.add(sub(sub(base, i), 'name'), `duplicate ${what} name "${n}" (also ${sub(base, first)})`);
+    if (first !== undefined)
+      e.add(sub(sub(base, i), 'name'), `duplicate ${what} name "${n}" (also ${sub(base, first)})`);
     else names.set(n, i);
   });
   return names;
@@ -251,7 +270,8 @@ function validateResourcesAndMemory(domain: Obj, base: string, e: Errs) {
   ] as const) {
     for (const [k, v] of Object.entries(map)) {
       const n = qty(v);
-      if (n !== undefined && n < 0) e.add(sub(sub(resPath, kind), k), `must not be negative, got ${describe(v)}`);
+      if (n !== undefined && n < 0)
+        e.add(sub(sub(resPath, kind), k), `must not be negative, got ${describe(v)}`);
     }
   }
 
@@ -268,15 +288,25 @@ function validateResourcesAndMemory(domain: Obj, base: string, e: Errs) {
     );
   }
   if (reqMem !== undefined && reqMem > 0 && reqMem < 1e6) {
-    e.add(sub(sub(resPath, 'requests'), 'memory'), `must be at least 1M, got ${describe(requests['memory'])}`);
+    e.add(
+      sub(sub(resPath, 'requests'), 'memory'),
+      `must be at least 1M, got ${describe(requests['memory'])}`,
+    );
   }
   if (reqMem !== undefined && limMem !== undefined && reqMem > limMem) {
-    e.add(sub(sub(resPath, 'requests'), 'memory'), `request ${describe(requests['memory'])} is greater than limit ${describe(limits['memory'])}`);
+    e.add(
+      sub(sub(resPath, 'requests'), 'memory'),
+      `request ${describe(requests['memory'])} is greater than limit ${describe(limits['memory'])}`,
+    );
   }
   if (guest !== undefined) {
-    if (guest <= 0) e.add(sub(sub(base, 'memory'), 'guest'), `must be positive, got ${describe(memory['guest'])}`);
+    if (guest <= 0)
+      e.add(sub(sub(base, 'memory'), 'guest'), `must be positive, got ${describe(memory['guest'])}`);
     if (limMem !== undefined && guest > limMem) {
-      e.add(sub(sub(base, 'memory'), 'guest'), `guest memory ${describe(memory['guest'])} is greater than the memory limit ${describe(limits['memory'])}`);
+      e.add(
+        sub(sub(base, 'memory'), 'guest'),
+        `guest memory ${describe(memory['guest'])} is greater than the memory limit ${describe(limits['memory'])}`,
+      );
     }
   }
   const maxGuest = qty(memory['maxGuest']);
@@ -287,7 +317,8 @@ function validateResourcesAndMemory(domain: Obj, base: string, e: Errs) {
   if (pageSizeRaw !== undefined) {
     const pPath = sub(sub(sub(base, 'memory'), 'hugepages'), 'pageSize');
     const page = qty(pageSizeRaw);
-    if (page === undefined || page <= 0) e.add(pPath, `invalid page size ${describe(pageSizeRaw)}: expected a quantity like 2Mi or 1Gi`);
+    if (page === undefined || page <= 0)
+      e.add(pPath, `invalid page size ${describe(pageSizeRaw)}: expected a quantity like 2Mi or 1Gi`);
     else {
       // upstream checks the memory request (the guest memory when no request is given: it becomes the request)
       const [vmMem, memPath, memRaw] =
@@ -297,8 +328,16 @@ function validateResourcesAndMemory(domain: Obj, base: string, e: Errs) {
             ? [guest, sub(sub(base, 'memory'), 'guest'), memory['guest']]
             : [undefined, '', undefined];
       if (vmMem !== undefined) {
-        if (page > vmMem) e.add(memPath, `${describe(memRaw)} is smaller than the hugepage size ${describe(pageSizeRaw)} (spec.domain.memory.hugepages.pageSize)`);
-        else if (vmMem % page !== 0) e.add(memPath, `${describe(memRaw)} is not a multiple of the hugepage size ${describe(pageSizeRaw)} (spec.domain.memory.hugepages.pageSize)`);
+        if (page > vmMem)
+          e.add(
+            memPath,
+            `${describe(memRaw)} is smaller than the hugepage size ${describe(pageSizeRaw)} (spec.domain.memory.hugepages.pageSize)`,
+          );
+        else if (vmMem % page !== 0)
+          e.add(
+            memPath,
+            `${describe(memRaw)} is not a multiple of the hugepage size ${describe(pageSizeRaw)} (spec.domain.memory.hugepages.pageSize)`,
+          );
       }
     }
   }
@@ -306,7 +345,10 @@ function validateResourcesAndMemory(domain: Obj, base: string, e: Errs) {
   const reqCpu = qty(requests['cpu']);
   const limCpu = qty(limits['cpu']);
   if (reqCpu !== undefined && limCpu !== undefined && reqCpu > limCpu) {
-    e.add(sub(sub(resPath, 'requests'), 'cpu'), `request ${describe(requests['cpu'])} is greater than limit ${describe(limits['cpu'])}`);
+    e.add(
+      sub(sub(resPath, 'requests'), 'cpu'),
+      `request ${describe(requests['cpu'])} is greater than limit ${describe(limits['cpu'])}`,
+    );
   }
 }
 
@@ -327,7 +369,8 @@ function validateCpu(domain: Obj, base: string, e: Errs) {
     if (v !== undefined && v > 512) e.add(sub(path, k), `must be at most 512, got ${v}`);
   }
   const vcpus = (sockets || 1) * (cores || 1) * (threads || 1);
-  if (vcpus > 512) e.add(path, `topology gives ${vcpus} vCPUs (sockets*cores*threads), more than the maximum of 512`);
+  if (vcpus > 512)
+    e.add(path, `topology gives ${vcpus} vCPUs (sockets*cores*threads), more than the maximum of 512`);
   if (maxSockets !== undefined && maxSockets > 0 && sockets !== undefined && sockets > maxSockets) {
     e.add(sub(path, 'sockets'), `${sockets} sockets is more than maxSockets ${maxSockets}`);
   }
@@ -342,27 +385,53 @@ function validateCpu(domain: Obj, base: string, e: Errs) {
     const req = reqCpu !== undefined ? Math.ceil(reqCpu) : 0;
     const lim = limCpu !== undefined ? Math.ceil(limCpu) : 0;
     if (req === 0 && lim === 0 && topologyVcpus === 0) {
-      e.add(dPath, 'dedicatedCpuPlacement needs resources.requests.cpu, resources.limits.cpu or a CPU topology (cores/sockets/threads)');
+      e.add(
+        dPath,
+        'dedicatedCpuPlacement needs resources.requests.cpu, resources.limits.cpu or a CPU topology (cores/sockets/threads)',
+      );
     }
     for (const [k, v] of [
       ['requests', reqCpu],
       ['limits', limCpu],
     ] as const) {
       if (v !== undefined && v > 0 && !Number.isInteger(v)) {
-        e.add(sub(sub(sub(base, 'resources'), k), 'cpu'), `dedicatedCpuPlacement needs a whole number of CPUs, got ${v}`);
+        e.add(
+          sub(sub(sub(base, 'resources'), k), 'cpu'),
+          `dedicatedCpuPlacement needs a whole number of CPUs, got ${v}`,
+        );
       }
     }
-    if (req > 0 && lim > 0 && req !== lim) e.add(dPath, `resources.requests.cpu (${req}) and resources.limits.cpu (${lim}) must be equal with dedicatedCpuPlacement`);
+    if (req > 0 && lim > 0 && req !== lim)
+      e.add(
+        dPath,
+        `resources.requests.cpu (${req}) and resources.limits.cpu (${lim}) must be equal with dedicatedCpuPlacement`,
+      );
     if ((req > 0 || lim > 0) && topologyVcpus > 0 && req !== topologyVcpus && lim !== topologyVcpus) {
-      e.add(dPath, `the CPU topology gives ${topologyVcpus} vCPUs but the CPU ${req > 0 ? `request is ${req}` : `limit is ${lim}`}; with dedicatedCpuPlacement they must match`);
+      e.add(
+        dPath,
+        `the CPU topology gives ${topologyVcpus} vCPUs but the CPU ${req > 0 ? `request is ${req}` : `limit is ${lim}`}; with dedicatedCpuPlacement they must match`,
+      );
     }
-    if (threads !== undefined && threads > 2) e.add(dPath, `at most 2 threads per core with dedicatedCpuPlacement, got ${threads}`);
+    if (threads !== undefined && threads > 2)
+      e.add(dPath, `at most 2 threads per core with dedicatedCpuPlacement, got ${threads}`);
     const memReq = qty(obj(res['requests'])['memory']);
     const memLim = qty(obj(res['limits'])['memory']);
     if (memReq === undefined && memLim === undefined) {
-      e.add(sub(sub(sub(base, 'resources'), 'limits'), 'memory'), 'dedicatedCpuPlacement needs resources.requests.memory or resources.limits.memory');
-    } else if (memReq !== undefined && memLim !== undefined && memReq > 0 && memLim > 0 && memReq !== memLim) {
-      e.add(sub(sub(sub(base, 'resources'), 'requests'), 'memory'), 'must equal resources.limits.memory with dedicatedCpuPlacement (guaranteed QoS)');
+      e.add(
+        sub(sub(sub(base, 'resources'), 'limits'), 'memory'),
+        'dedicatedCpuPlacement needs resources.requests.memory or resources.limits.memory',
+      );
+    } else if (
+      memReq !== undefined &&
+      memLim !== undefined &&
+      memReq > 0 &&
+      memLim > 0 &&
+      memReq !== memLim
+    ) {
+      e.add(
+        sub(sub(sub(base, 'resources'), 'requests'), 'memory'),
+        'must equal resources.limits.memory with dedicatedCpuPlacement (guaranteed QoS)',
+      );
     }
   } else if (cpu['isolateEmulatorThread'] === true) {
     e.add(sub(path, 'isolateEmulatorThread'), 'only allowed together with dedicatedCpuPlacement');
@@ -371,7 +440,8 @@ function validateCpu(domain: Obj, base: string, e: Errs) {
   const gmpPath = sub(sub(path, 'numa'), 'guestMappingPassthrough');
   if (numaPassthrough) {
     if (!dedicated) e.add(gmpPath, 'NUMA guestMappingPassthrough needs dedicatedCpuPlacement: true');
-    if (obj(domain['memory'])['hugepages'] === undefined) e.add(gmpPath, 'NUMA guestMappingPassthrough needs spec.domain.memory.hugepages');
+    if (obj(domain['memory'])['hugepages'] === undefined)
+      e.add(gmpPath, 'NUMA guestMappingPassthrough needs spec.domain.memory.hugepages');
   }
   if (cpu['realtime'] !== undefined) {
     if (!dedicated) e.add(dPath, 'realtime needs dedicatedCpuPlacement: true');
@@ -388,14 +458,17 @@ function validateFirmware(domain: Obj, base: string, e: Errs) {
   const fw = obj(domain['firmware']);
   const path = sub(base, 'firmware');
   const uuid = str(fw['uuid']);
-  if (uuid !== undefined && uuid !== '' && !UUID_RE.test(uuid)) e.add(sub(path, 'uuid'), `"${uuid}" is not a UUID (expected 8-4-4-4-12 hex digits)`);
+  if (uuid !== undefined && uuid !== '' && !UUID_RE.test(uuid))
+    e.add(sub(path, 'uuid'), `"${uuid}" is not a UUID (expected 8-4-4-4-12 hex digits)`);
   const serial = str(fw['serial']);
   if (serial !== undefined && serial !== '') {
-    if (!SERIAL_RE.test(serial)) e.add(sub(path, 'serial'), `${describe(serial)} must be made of the characters [A-Za-z0-9_.+-]`);
+    if (!SERIAL_RE.test(serial))
+      e.add(sub(path, 'serial'), `${describe(serial)} must be made of the characters [A-Za-z0-9_.+-]`);
     if (serial.length > 256) e.add(sub(path, 'serial'), 'must be at most 256 characters');
   }
   const bl = obj(fw['bootloader']);
-  if (bl['bios'] !== undefined && bl['efi'] !== undefined) e.add(sub(path, 'bootloader'), 'bios and efi are mutually exclusive: choose one');
+  if (bl['bios'] !== undefined && bl['efi'] !== undefined)
+    e.add(sub(path, 'bootloader'), 'bios and efi are mutually exclusive: choose one');
   if (bl['efi'] !== undefined) {
     const efi = obj(bl['efi']);
     const secureBoot = efi['secureBoot'] !== false; // upstream default: true
@@ -412,10 +485,12 @@ function validateFirmware(domain: Obj, base: string, e: Errs) {
     const kb = obj(fw['kernelBoot']);
     const kbPath = sub(path, 'kernelBoot');
     if (kb['container'] === undefined) {
-      if (kb['kernelArgs'] !== undefined) e.add(sub(kbPath, 'kernelArgs'), 'kernelArgs need kernelBoot.container (a kernel to boot)');
+      if (kb['kernelArgs'] !== undefined)
+        e.add(sub(kbPath, 'kernelArgs'), 'kernelArgs need kernelBoot.container (a kernel to boot)');
     } else {
       const c = obj(kb['container']);
-      if (!str(c['kernelPath']) && !str(c['initrdPath'])) e.add(sub(kbPath, 'container'), 'at least one of kernelPath and initrdPath must be set');
+      if (!str(c['kernelPath']) && !str(c['initrdPath']))
+        e.add(sub(kbPath, 'container'), 'at least one of kernelPath and initrdPath must be set');
       if (c['image'] === '') e.add(sub(sub(kbPath, 'container'), 'image'), 'must not be empty');
       for (const k of ['kernelPath', 'initrdPath']) {
         const bad = checkAbsolutePath(str(c[k]));
@@ -432,7 +507,8 @@ function validateClockAndFeatures(domain: Obj, base: string, e: Errs) {
   if (domain['clock'] !== undefined) {
     const clock = obj(domain['clock']);
     const path = sub(base, 'clock');
-    if (clock['utc'] !== undefined && clock['timezone'] !== undefined) e.add(path, 'utc and timezone are mutually exclusive: choose one');
+    if (clock['utc'] !== undefined && clock['timezone'] !== undefined)
+      e.add(path, 'utc and timezone are mutually exclusive: choose one');
     const tz = str(clock['timezone']);
     if (tz !== undefined) {
       let ok = tz !== '';
@@ -441,16 +517,24 @@ function validateClockAndFeatures(domain: Obj, base: string, e: Errs) {
       } catch {
         ok = false;
       }
-      if (!ok) e.add(sub(path, 'timezone'), `unknown time zone "${tz}" (expected an IANA name like Europe/Berlin)`);
+      if (!ok)
+        e.add(sub(path, 'timezone'), `unknown time zone "${tz}" (expected an IANA name like Europe/Berlin)`);
     }
   }
   const hv = obj(obj(domain['features'])['hyperv']);
   const sl = obj(hv['spinlocks']);
   const n = num(sl['spinlocks']);
-  if (n !== undefined && n < 4096) e.add(sub(sub(sub(sub(base, 'features'), 'hyperv'), 'spinlocks'), 'spinlocks'), `must be at least 4096, got ${n}`);
+  if (n !== undefined && n < 4096)
+    e.add(
+      sub(sub(sub(sub(base, 'features'), 'hyperv'), 'spinlocks'), 'spinlocks'),
+      `must be at least 4096, got ${n}`,
+    );
   const vid = str(obj(hv['vendorid'])['vendorid']);
   if (vid !== undefined && (vid.length === 0 || vid.length > 12)) {
-    e.add(sub(sub(sub(sub(base, 'features'), 'hyperv'), 'vendorid'), 'vendorid'), 'must be 1 to 12 characters');
+    e.add(
+      sub(sub(sub(sub(base, 'features'), 'hyperv'), 'vendorid'), 'vendorid'),
+      'must be 1 to 12 characters',
+    );
   }
 }
 
@@ -459,7 +543,14 @@ interface BootOrderUse {
   order: number;
 }
 
-function validateDisks(devices: Obj, dpath: string, volumes: Map<string, number> | undefined, volList: unknown[], boot: BootOrderUse[], e: Errs) {
+function validateDisks(
+  devices: Obj,
+  dpath: string,
+  volumes: Map<string, number> | undefined,
+  volList: unknown[],
+  boot: BootOrderUse[],
+  e: Errs,
+) {
   const disks = arr(devices['disks']);
   const base = sub(dpath, 'disks');
   uniqueNames(disks, base, e, 'disk');
@@ -482,15 +573,19 @@ function validateDisks(devices: Obj, dpath: string, volumes: Map<string, number>
       }
     }
     const targets = (['disk', 'cdrom', 'lun'] as const).filter((t) => d[t] !== undefined);
-    if (targets.length > 1) e.add(p, `a disk can be only one of disk, cdrom or lun; got ${targets.join(' and ')}`);
+    if (targets.length > 1)
+      e.add(p, `a disk can be only one of disk, cdrom or lun; got ${targets.join(' and ')}`);
     for (const t of targets) {
       const bus = str(obj(d[t])['bus']);
       if (bus === undefined) continue;
       const bPath = sub(sub(p, t), 'bus');
       if (bus === 'ide') e.add(bPath, 'IDE bus is not supported');
-      else if (!(DISK_BUSES as readonly string[]).includes(bus)) e.add(bPath, `unknown bus "${bus}": must be one of ${DISK_BUSES.join(', ')}`);
-      else if (t === 'cdrom' && bus === 'virtio') e.add(bPath, 'bus virtio is not valid for a cdrom: use sata or scsi');
-      else if (t === 'disk' && bus === 'sata' && obj(d['disk'])['readonly'] === true) e.add(bPath, 'sata hard disks do not support readonly');
+      else if (!(DISK_BUSES as readonly string[]).includes(bus))
+        e.add(bPath, `unknown bus "${bus}": must be one of ${DISK_BUSES.join(', ')}`);
+      else if (t === 'cdrom' && bus === 'virtio')
+        e.add(bPath, 'bus virtio is not valid for a cdrom: use sata or scsi');
+      else if (t === 'disk' && bus === 'sata' && obj(d['disk'])['readonly'] === true)
+        e.add(bPath, 'sata hard disks do not support readonly');
     }
     const bo = num(d['bootOrder']);
     if (bo !== undefined) {
@@ -499,7 +594,8 @@ function validateDisks(devices: Obj, dpath: string, volumes: Map<string, number>
     }
     const serial = str(d['serial']);
     if (serial !== undefined) {
-      if (!SERIAL_RE.test(serial)) e.add(sub(p, 'serial'), `"${serial}" must be made of the characters [A-Za-z0-9_.+-]`);
+      if (!SERIAL_RE.test(serial))
+        e.add(sub(p, 'serial'), `"${serial}" must be made of the characters [A-Za-z0-9_.+-]`);
       else if (serial.length > 256) e.add(sub(p, 'serial'), 'must be at most 256 characters');
     }
     if (d['dedicatedIOThread'] === true) {
@@ -513,27 +609,37 @@ function validateDisks(devices: Obj, dpath: string, volumes: Map<string, number>
     if (bs['custom'] !== undefined) {
       const bsPath = sub(p, 'blockSize');
       const mv = bs['matchVolume'];
-      if (mv !== undefined && obj(mv)['enabled'] !== false) e.add(bsPath, 'custom block sizes and matchVolume are mutually exclusive');
+      if (mv !== undefined && obj(mv)['enabled'] !== false)
+        e.add(bsPath, 'custom block sizes and matchVolume are mutually exclusive');
       else {
         const c = obj(bs['custom']);
         const logical = num(c['logical']);
         const physical = num(c['physical']);
         if (logical !== undefined && physical !== undefined && logical > physical) {
-          e.add(sub(sub(bsPath, 'custom'), 'logical'), `logical size ${logical} must not exceed the physical size ${physical}`);
+          e.add(
+            sub(sub(bsPath, 'custom'), 'logical'),
+            `logical size ${logical} must not exceed the physical size ${physical}`,
+          );
         } else {
           for (const [k, v] of [
             ['logical', logical],
             ['physical', physical],
           ] as const) {
             if (v === undefined) continue;
-            if (v < 512 || v > 2097152 || (v & (v - 1)) !== 0) e.add(sub(sub(bsPath, 'custom'), k), `must be a power of 2 from 512 to 2097152, got ${v}`);
+            if (v < 512 || v > 2097152 || (v & (v - 1)) !== 0)
+              e.add(sub(sub(bsPath, 'custom'), k), `must be a power of 2 from 512 to 2097152, got ${v}`);
           }
         }
       }
     }
     const pci = str(obj(d['disk'])['pciAddress']);
-    if (pci !== undefined && !PCI_RE.test(pci)) e.add(sub(sub(p, 'disk'), 'pciAddress'), `"${pci}" is not a PCI address (expected dddd:bb:ss.f)`);
-    if (pci !== undefined && str(obj(d['disk'])['bus']) !== undefined && str(obj(d['disk'])['bus']) !== 'virtio') {
+    if (pci !== undefined && !PCI_RE.test(pci))
+      e.add(sub(sub(p, 'disk'), 'pciAddress'), `"${pci}" is not a PCI address (expected dddd:bb:ss.f)`);
+    if (
+      pci !== undefined &&
+      str(obj(d['disk'])['bus']) !== undefined &&
+      str(obj(d['disk'])['bus']) !== 'virtio'
+    ) {
       e.add(sub(sub(p, 'disk'), 'pciAddress'), 'pciAddress is only supported on the virtio bus');
     }
   });
@@ -548,7 +654,8 @@ function validateVolumes(spec: Obj, base: string, e: Errs): Map<string, number> 
     const p = sub(vpath, i);
     const sources = VOLUME_SOURCES.filter((s) => v[s] !== undefined);
     if (sources.length === 0) e.add(p, `volume has no source: set one of ${VOLUME_SOURCES.join(', ')}`);
-    else if (sources.length > 1) e.add(p, `volume has ${sources.length} sources (${sources.join(', ')}); exactly one is allowed`);
+    else if (sources.length > 1)
+      e.add(p, `volume has ${sources.length} sources (${sources.join(', ')}); exactly one is allowed`);
     const name = str(v['name']);
     if (name) {
       const bad = checkDns1123Label(name);
@@ -557,15 +664,18 @@ function validateVolumes(spec: Obj, base: string, e: Errs): Map<string, number> 
     const ed = obj(v['emptyDisk']);
     if (v['emptyDisk'] !== undefined) {
       const c = qty(ed['capacity']);
-      if (c !== undefined && c <= 0) e.add(sub(sub(p, 'emptyDisk'), 'capacity'), `must be positive, got ${describe(ed['capacity'])}`);
+      if (c !== undefined && c <= 0)
+        e.add(sub(sub(p, 'emptyDisk'), 'capacity'), `must be positive, got ${describe(ed['capacity'])}`);
     }
     if (v['hostDisk'] !== undefined) {
       const hd = obj(v['hostDisk']);
       const hp = sub(p, 'hostDisk');
       const path = str(hd['path']);
       if (path !== undefined && !path.startsWith('/')) e.add(sub(hp, 'path'), 'must be an absolute path');
-      if (hd['type'] === 'DiskOrCreate' && hd['capacity'] === undefined) e.add(sub(hp, 'capacity'), 'required when type is DiskOrCreate');
-      if (hd['type'] === 'Disk' && hd['capacity'] !== undefined) e.add(sub(hp, 'capacity'), 'only allowed when type is DiskOrCreate');
+      if (hd['type'] === 'DiskOrCreate' && hd['capacity'] === undefined)
+        e.add(sub(hp, 'capacity'), 'required when type is DiskOrCreate');
+      if (hd['type'] === 'Disk' && hd['capacity'] !== undefined)
+        e.add(sub(hp, 'capacity'), 'only allowed when type is DiskOrCreate');
     }
     if (v['containerDisk'] !== undefined) {
       const cd = obj(v['containerDisk']);
@@ -580,20 +690,30 @@ function validateVolumes(spec: Obj, base: string, e: Errs): Map<string, number> 
       ['dataVolume', 'name'],
       ['persistentVolumeClaim', 'claimName'],
     ] as const) {
-      if (v[src] !== undefined && !str(obj(v[src])[field])) e.add(sub(sub(p, src), field), 'required: must not be empty');
+      if (v[src] !== undefined && !str(obj(v[src])[field]))
+        e.add(sub(sub(p, src), field), 'required: must not be empty');
     }
     for (const ci of ['cloudInitNoCloud', 'cloudInitConfigDrive'] as const) {
       if (v[ci] === undefined) continue;
       const c = obj(v[ci]);
       const cp = sub(p, ci);
       // upstream's JSON name of the user-data secret is `secretRef`
-      const userSources = ['userData', 'userDataBase64', 'secretRef'].filter((k) => c[k] !== undefined && c[k] !== '');
-      const netSources = ['networkData', 'networkDataBase64', 'networkDataSecretRef'].filter((k) => c[k] !== undefined && c[k] !== '');
+      const userSources = ['userData', 'userDataBase64', 'secretRef'].filter(
+        (k) => c[k] !== undefined && c[k] !== '',
+      );
+      const netSources = ['networkData', 'networkDataBase64', 'networkDataSecretRef'].filter(
+        (k) => c[k] !== undefined && c[k] !== '',
+      );
       if (userSources.length === 0 && netSources.length === 0) {
-        e.add(cp, 'needs user data or network data: set userData, userDataBase64, secretRef, networkData, networkDataBase64 or networkDataSecretRef');
+        e.add(
+          cp,
+          'needs user data or network data: set userData, userDataBase64, secretRef, networkData, networkDataBase64 or networkDataSecretRef',
+        );
       }
-      if (userSources.length > 1) e.add(cp, `only one user data source allowed, got ${userSources.join(', ')}`);
-      if (netSources.length > 1) e.add(cp, `only one network data source allowed, got ${netSources.join(', ')}`);
+      if (userSources.length > 1)
+        e.add(cp, `only one user data source allowed, got ${userSources.join(', ')}`);
+      if (netSources.length > 1)
+        e.add(cp, `only one network data source allowed, got ${netSources.join(', ')}`);
       for (const [plain, b64, what] of [
         ['userData', 'userDataBase64', 'user data'],
         ['networkData', 'networkDataBase64', 'network data'],
@@ -601,10 +721,18 @@ function validateVolumes(spec: Obj, base: string, e: Errs): Map<string, number> 
         const enc = str(c[b64]);
         let len = Buffer.byteLength(str(c[plain]) ?? '');
         if (enc !== undefined) {
-          if (!/^[A-Za-z0-9+/]*={0,2}$/.test(enc.replace(/\s/g, '')) || enc.replace(/\s/g, '').length % 4 !== 0) e.add(sub(cp, b64), 'is not valid base64');
+          if (
+            !/^[A-Za-z0-9+/]*={0,2}$/.test(enc.replace(/\s/g, '')) ||
+            enc.replace(/\s/g, '').length % 4 !== 0
+          )
+            e.add(sub(cp, b64), 'is not valid base64');
           else len = Math.max(len, Buffer.from(enc, 'base64').length);
         }
-        if (len > 2048) e.add(cp, `${what} is ${len} bytes, more than the 2048-byte limit: use ${plain}SecretRef for larger data`);
+        if (len > 2048)
+          e.add(
+            cp,
+            `${what} is ${len} bytes, more than the 2048-byte limit: use ${plain}SecretRef for larger data`,
+          );
       }
     }
   });
@@ -633,12 +761,22 @@ function validateNetworks(spec: Obj, base: string, boot: BootOrderUse[], e: Errs
       podNets++;
       if (podNets > 1) e.add(sub(p, 'pod'), 'only one pod network is allowed');
     }
-    if (n['multus'] !== undefined && str(obj(n['multus'])['networkName']) === '') e.add(sub(sub(p, 'multus'), 'networkName'), 'must not be empty');
+    if (n['multus'] !== undefined && str(obj(n['multus'])['networkName']) === '')
+      e.add(sub(sub(p, 'multus'), 'networkName'), 'must not be empty');
   });
-  const multusDefaults = nets.map((n, i) => [obj(obj(n)['multus'])['default'] === true, i] as const).filter(([d]) => d);
-  if (multusDefaults.length > 1) e.add(sub(sub(sub(npath, multusDefaults[1]![1]), 'multus'), 'default'), 'only one multus network can be the default');
+  const multusDefaults = nets
+    .map((n, i) => [obj(obj(n)['multus'])['default'] === true, i] as const)
+    .filter(([d]) => d);
+  if (multusDefaults.length > 1)
+    e.add(
+      sub(sub(sub(npath, multusDefaults[1]![1]), 'multus'), 'default'),
+      'only one multus network can be the default',
+    );
   if (multusDefaults.length > 0 && podNets > 0) {
-    e.add(sub(sub(sub(npath, multusDefaults[0]![1]), 'multus'), 'default'), 'a default multus network replaces the pod network: remove the pod network');
+    e.add(
+      sub(sub(sub(npath, multusDefaults[0]![1]), 'multus'), 'default'),
+      'a default multus network replaces the pod network: remove the pod network',
+    );
   }
 
   const ifaces = arr(devices['interfaces']);
@@ -656,40 +794,62 @@ function validateNetworks(spec: Obj, base: string, boot: BootOrderUse[], e: Errs
       else net = obj(nets[ni]);
     }
     const bindings = INTERFACE_BINDINGS.filter((b) => f[b] !== undefined);
-    if (bindings.length === 0) e.add(p, `interface has no binding: set one of ${INTERFACE_BINDINGS.join(', ')}`);
-    else if (bindings.length > 1) e.add(p, `interface has ${bindings.length} bindings (${bindings.join(', ')}); exactly one is allowed`);
+    if (bindings.length === 0)
+      e.add(p, `interface has no binding: set one of ${INTERFACE_BINDINGS.join(', ')}`);
+    else if (bindings.length > 1)
+      e.add(p, `interface has ${bindings.length} bindings (${bindings.join(', ')}); exactly one is allowed`);
     if (net && bindings.length === 1) {
       const b = bindings[0]!;
-      if (b === 'masquerade' && net['pod'] === undefined) e.add(sub(p, 'masquerade'), 'masquerade is only allowed on the pod network');
-      if ((b === 'slirp' || b === 'passt') && net['pod'] === undefined) e.add(sub(p, b), `${b} is only allowed on the pod network`);
-      if (b === 'sriov' && net['pod'] !== undefined) e.add(sub(p, 'sriov'), 'sriov is only allowed on a multus network');
-      if (b === 'macvtap' && net['pod'] !== undefined) e.add(sub(p, 'macvtap'), 'macvtap is only allowed on a multus network');
+      if (b === 'masquerade' && net['pod'] === undefined)
+        e.add(sub(p, 'masquerade'), 'masquerade is only allowed on the pod network');
+      if ((b === 'slirp' || b === 'passt') && net['pod'] === undefined)
+        e.add(sub(p, b), `${b} is only allowed on the pod network`);
+      if (b === 'sriov' && net['pod'] !== undefined)
+        e.add(sub(p, 'sriov'), 'sriov is only allowed on a multus network');
+      if (b === 'macvtap' && net['pod'] !== undefined)
+        e.add(sub(p, 'macvtap'), 'macvtap is only allowed on a multus network');
     }
     const model = str(f['model']);
     if (model !== undefined && !(INTERFACE_MODELS as readonly string[]).includes(model)) {
-      e.add(sub(p, 'model'), `unknown interface model "${model}": must be one of ${INTERFACE_MODELS.join(', ')}`);
+      e.add(
+        sub(p, 'model'),
+        `unknown interface model "${model}": must be one of ${INTERFACE_MODELS.join(', ')}`,
+      );
     }
-    if (model !== undefined && f['sriov'] !== undefined) e.add(sub(p, 'model'), 'a model cannot be set for an sriov interface');
+    if (model !== undefined && f['sriov'] !== undefined)
+      e.add(sub(p, 'model'), 'a model cannot be set for an sriov interface');
     const mac = str(f['macAddress']);
     if (mac !== undefined) {
-      if (!MAC_RE.test(mac)) e.add(sub(p, 'macAddress'), `"${mac}" is not a MAC address (expected six hex pairs like 02:00:00:aa:bb:cc)`);
+      if (!MAC_RE.test(mac))
+        e.add(
+          sub(p, 'macAddress'),
+          `"${mac}" is not a MAC address (expected six hex pairs like 02:00:00:aa:bb:cc)`,
+        );
       else {
         const norm = mac.toLowerCase().replace(/-/g, ':');
-        if (parseInt(norm.slice(0, 2), 16) & 1) e.add(sub(p, 'macAddress'), `"${mac}" is a multicast address; a NIC needs a unicast address`);
+        if (parseInt(norm.slice(0, 2), 16) & 1)
+          e.add(sub(p, 'macAddress'), `"${mac}" is a multicast address; a NIC needs a unicast address`);
         const first = macs.get(norm);
-        if (first !== undefined) e.add(sub(p, 'macAddress'), `duplicate MAC address (also ${sub(ipath, first)}.macAddress)`);
+        if (first !== undefined)
+          e.add(sub(p, 'macAddress'), `duplicate MAC address (also ${sub(ipath, first)}.macAddress)`);
         else macs.set(norm, i);
       }
     }
     const pci = str(f['pciAddress']);
-    if (pci !== undefined && !PCI_RE.test(pci)) e.add(sub(p, 'pciAddress'), `"${pci}" is not a PCI address (expected dddd:bb:ss.f)`);
+    if (pci !== undefined && !PCI_RE.test(pci))
+      e.add(sub(p, 'pciAddress'), `"${pci}" is not a PCI address (expected dddd:bb:ss.f)`);
     const bo = num(f['bootOrder']);
     if (bo !== undefined) {
       if (bo < 1) e.add(sub(p, 'bootOrder'), `must be 1 or more, got ${bo}`);
       else boot.push({ path: sub(p, 'bootOrder'), order: bo });
     }
     const ports = arr(f['ports']);
-    if (ports.length > 0 && f['masquerade'] === undefined && f['slirp'] === undefined && f['passt'] === undefined) {
+    if (
+      ports.length > 0 &&
+      f['masquerade'] === undefined &&
+      f['slirp'] === undefined &&
+      f['passt'] === undefined
+    ) {
       e.add(sub(p, 'ports'), 'port forwarding is only supported with masquerade, slirp or passt');
     }
     const portNames = new Set<string>();
@@ -697,12 +857,17 @@ function validateNetworks(spec: Obj, base: string, boot: BootOrderUse[], e: Errs
       const pt = obj(pt0);
       const pp = sub(sub(p, 'ports'), j);
       const port = num(pt['port']);
-      if (port !== undefined && (port < 1 || port > 65535)) e.add(sub(pp, 'port'), `must be between 1 and 65535, got ${port}`);
+      if (port !== undefined && (port < 1 || port > 65535))
+        e.add(sub(pp, 'port'), `must be between 1 and 65535, got ${port}`);
       const pn = str(pt['name']);
       if (pn) {
         if (portNames.has(pn)) e.add(sub(pp, 'name'), `duplicate port name "${pn}"`);
         portNames.add(pn);
-        if (pn.length > 15 || !DNS1123_LABEL.test(pn)) e.add(sub(pp, 'name'), `"${pn}" is not a valid port name (DNS-1123 label of at most 15 characters)`);
+        if (pn.length > 15 || !DNS1123_LABEL.test(pn))
+          e.add(
+            sub(pp, 'name'),
+            `"${pn}" is not a valid port name (DNS-1123 label of at most 15 characters)`,
+          );
       }
     });
   });
@@ -711,11 +876,21 @@ function validateNetworks(spec: Obj, base: string, boot: BootOrderUse[], e: Errs
   const ifacesKnown = devices['interfaces'] === undefined || Array.isArray(devices['interfaces']);
   nets.forEach((n0, i) => {
     const name = str(obj(n0)['name']);
-    if (ifacesKnown && name && !ifNames.has(name)) e.add(sub(sub(npath, i), 'name'), `no interface in spec.domain.devices.interfaces uses network "${name}"`);
+    if (ifacesKnown && name && !ifNames.has(name))
+      e.add(
+        sub(sub(npath, i), 'name'),
+        `no interface in spec.domain.devices.interfaces uses network "${name}"`,
+      );
   });
 }
 
-function validateDevices(spec: Obj, base: string, volumes: Map<string, number> | undefined, boot: BootOrderUse[], e: Errs) {
+function validateDevices(
+  spec: Obj,
+  base: string,
+  volumes: Map<string, number> | undefined,
+  boot: BootOrderUse[],
+  e: Errs,
+) {
   const domain = obj(spec['domain']);
   const devices = obj(domain['devices']);
   const dpath = sub(sub(base, 'domain'), 'devices');
@@ -727,9 +902,11 @@ function validateDevices(spec: Obj, base: string, volumes: Map<string, number> |
     const inp = obj(in0);
     const p = sub(sub(dpath, 'inputs'), i);
     const t = str(inp['type']);
-    if (t !== undefined && t !== 'tablet') e.add(sub(p, 'type'), `unsupported input type "${t}": only tablet is supported`);
+    if (t !== undefined && t !== 'tablet')
+      e.add(sub(p, 'type'), `unsupported input type "${t}": only tablet is supported`);
     const bus = str(inp['bus']);
-    if (bus !== undefined && bus !== 'usb' && bus !== 'virtio') e.add(sub(p, 'bus'), `unsupported input bus "${bus}": must be usb or virtio`);
+    if (bus !== undefined && bus !== 'usb' && bus !== 'virtio')
+      e.add(sub(p, 'bus'), `unsupported input bus "${bus}": must be usb or virtio`);
   });
 
   const seen = new Map<number, string>();
@@ -750,7 +927,8 @@ function validateProbesAndDns(spec: Obj, base: string, e: Errs) {
     if (handlers.length === 0) e.add(p, 'a probe needs one of httpGet, tcpSocket, exec or guestAgentPing');
     if (handlers.length > 1) e.add(p, `a probe can have only one handler, got ${handlers.join(', ')}`);
     if (!hasPodNetwork) {
-      for (const h of ['httpGet', 'tcpSocket']) if (probe[h] !== undefined) e.add(sub(p, h), `${h} probes need the pod network`);
+      for (const h of ['httpGet', 'tcpSocket'])
+        if (probe[h] !== undefined) e.add(sub(p, h), `${h} probes need the pod network`);
     }
   }
   if (spec['startStrategy'] === 'Paused' && spec['livenessProbe'] !== undefined) {
@@ -758,14 +936,17 @@ function validateProbesAndDns(spec: Obj, base: string, e: Errs) {
   }
   const dnsPolicy = str(spec['dnsPolicy']);
   const dnsConfig = spec['dnsConfig'];
-  if (dnsPolicy === 'None' && dnsConfig === undefined) e.add(sub(base, 'dnsConfig'), 'required when dnsPolicy is None');
+  if (dnsPolicy === 'None' && dnsConfig === undefined)
+    e.add(sub(base, 'dnsConfig'), 'required when dnsPolicy is None');
   if (isObj(dnsConfig)) {
     const dp = sub(base, 'dnsConfig');
     const ns = arr(dnsConfig['nameservers']);
-    if (dnsPolicy === 'None' && ns.length === 0) e.add(sub(dp, 'nameservers'), 'at least one nameserver is required when dnsPolicy is None');
+    if (dnsPolicy === 'None' && ns.length === 0)
+      e.add(sub(dp, 'nameservers'), 'at least one nameserver is required when dnsPolicy is None');
     if (ns.length > 3) e.add(sub(dp, 'nameservers'), `at most 3 nameservers, got ${ns.length}`);
     ns.forEach((x, i) => {
-      if (typeof x !== 'string' || !isIP(x)) e.add(sub(sub(dp, 'nameservers'), i), `${describe(x)} is not an IP address`);
+      if (typeof x !== 'string' || !isIP(x))
+        e.add(sub(sub(dp, 'nameservers'), i), `${describe(x)} is not an IP address`);
     });
     const searches = arr(dnsConfig['searches']);
     if (searches.length > 6) e.add(sub(dp, 'searches'), `at most 6 search domains, got ${searches.length}`);
@@ -791,15 +972,30 @@ function validateAccessCredentials(spec: Obj, base: string, e: Errs) {
     }
     const k = kinds[0]!;
     const cred = obj(c[k]);
-    if (obj(obj(cred['source'])['secret'])['secretName'] === undefined) e.add(sub(sub(p, k), 'source'), 'needs source.secret.secretName');
+    if (obj(obj(cred['source'])['secret'])['secretName'] === undefined)
+      e.add(sub(sub(p, k), 'source'), 'needs source.secret.secretName');
     const pm = obj(cred['propagationMethod']);
     const methods = Object.keys(pm);
-    if (methods.length !== 1) e.add(sub(sub(p, k), 'propagationMethod'), 'exactly one propagation method must be set');
-    if (pm['noCloud'] !== undefined && !hasNoCloud) e.add(sub(sub(p, k), 'propagationMethod'), 'noCloud propagation needs a cloudInitNoCloud volume');
-    if (pm['configDrive'] !== undefined && !hasConfigDrive) e.add(sub(sub(p, k), 'propagationMethod'), 'configDrive propagation needs a cloudInitConfigDrive volume');
-    if (k === 'userPassword' && methods.some((m) => m !== 'qemuGuestAgent')) e.add(sub(sub(p, k), 'propagationMethod'), 'userPassword only supports qemuGuestAgent');
-    if (pm['qemuGuestAgent'] !== undefined && k === 'sshPublicKey' && arr(obj(pm['qemuGuestAgent'])['users']).length === 0) {
-      e.add(sub(sub(sub(sub(p, k), 'propagationMethod'), 'qemuGuestAgent'), 'users'), 'at least one user is required');
+    if (methods.length !== 1)
+      e.add(sub(sub(p, k), 'propagationMethod'), 'exactly one propagation method must be set');
+    if (pm['noCloud'] !== undefined && !hasNoCloud)
+      e.add(sub(sub(p, k), 'propagationMethod'), 'noCloud propagation needs a cloudInitNoCloud volume');
+    if (pm['configDrive'] !== undefined && !hasConfigDrive)
+      e.add(
+        sub(sub(p, k), 'propagationMethod'),
+        'configDrive propagation needs a cloudInitConfigDrive volume',
+      );
+    if (k === 'userPassword' && methods.some((m) => m !== 'qemuGuestAgent'))
+      e.add(sub(sub(p, k), 'propagationMethod'), 'userPassword only supports qemuGuestAgent');
+    if (
+      pm['qemuGuestAgent'] !== undefined &&
+      k === 'sshPublicKey' &&
+      arr(obj(pm['qemuGuestAgent'])['users']).length === 0
+    ) {
+      e.add(
+        sub(sub(sub(sub(p, k), 'propagationMethod'), 'qemuGuestAgent'), 'users'),
+        'at least one user is required',
+      );
     }
   });
 }
@@ -839,7 +1035,10 @@ function validateVmiSpec(spec0: unknown, base: string, e: Errs) {
   validateAccessCredentials(spec, base, e);
   const arch = str(spec['architecture']);
   if (arch !== undefined && arch !== '' && !['amd64', 'arm64', 's390x', 'ppc64le'].includes(arch)) {
-    e.add(sub(base, 'architecture'), `unsupported architecture "${arch}": must be amd64, arm64, s390x or ppc64le`);
+    e.add(
+      sub(base, 'architecture'),
+      `unsupported architecture "${arch}": must be amd64, arm64, s390x or ppc64le`,
+    );
   }
   arr(spec['tolerations']).forEach((t0, i) => {
     const t = obj(t0);
@@ -902,7 +1101,11 @@ export function validateVirtualMachine(o: unknown): FieldError[] {
     const p = sub('spec.dataVolumeTemplates', i);
     const name = str(obj(obj(t)['metadata'])['name']);
     if (!name) e.add(sub(sub(p, 'metadata'), 'name'), 'required: a data volume template needs a name');
-    else if (!dvNames.has(name)) e.add(p, `data volume template "${name}" is not used by any dataVolume volume in spec.template.spec.volumes`);
+    else if (!dvNames.has(name))
+      e.add(
+        p,
+        `data volume template "${name}" is not used by any dataVolume volume in spec.template.spec.volumes`,
+      );
   });
   return merge(schemaErrors(VirtualMachineSchema, v), e.list);
 }
@@ -924,7 +1127,8 @@ export function validateVirtualMachineInstanceMigration(o: unknown): FieldError[
 
 /** Validate any of the three kinds, dispatching on `kind`. */
 export function validateObject(o: unknown): FieldError[] {
-  if (!isObj(o)) return [{ path: '', reason: `must be an object (a Kubernetes manifest), got ${describe(o)}` }];
+  if (!isObj(o))
+    return [{ path: '', reason: `must be an object (a Kubernetes manifest), got ${describe(o)}` }];
   const kind = o['kind'];
   const errs: FieldError[] = [];
   if (o['apiVersion'] !== API_VERSION) {

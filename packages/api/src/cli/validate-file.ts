@@ -16,7 +16,8 @@ export function validateFile(file: string, text: string): string[] {
   const lines: string[] = [];
   docs.forEach((doc, i) => {
     const suffix = docs.length > 1 ? ` (document ${i + 1})` : '';
-    for (const e of validateObject(doc)) lines.push(`${file}: ${e.path === '' ? '(root)' : e.path}: ${e.reason}${suffix}`);
+    for (const e of validateObject(doc))
+      lines.push(`${file}: ${e.path === '' ? '(root)' : e.path}: ${e.reason}${suffix}`);
   });
   return lines;
 }
