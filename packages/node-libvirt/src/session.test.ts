@@ -12,6 +12,8 @@ import {
   DomainStatsTypes,
   DomainXMLFlags,
   LibvirtError,
+  type AgentLifecycleEvent,
+  AgentLifecycleState,
   type DeviceEvent,
   type LifecycleEvent,
   type RebootEvent,
@@ -36,6 +38,7 @@ describe('session libvirtd (uid 107) with the test guest', () => {
   const lifecycle: LifecycleEvent[] = [];
   const reboots: RebootEvent[] = [];
   const removed: DeviceEvent[] = [];
+  const agents: AgentLifecycleEvent[] = [];
 
   beforeAll(async () => {
     env = await startTestEnv();
@@ -43,6 +46,7 @@ describe('session libvirtd (uid 107) with the test guest', () => {
     conn.on('lifecycle', (e) => lifecycle.push(e));
     conn.on('reboot', (e) => reboots.push(e));
     conn.on('deviceRemoved', (e) => removed.push(e));
+    conn.on('agentLifecycle', (e) => agents.push(e));
   }, T);
 
   afterAll(async () => {
@@ -82,6 +86,7 @@ describe('session libvirtd (uid 107) with the test guest', () => {
         `<controller type='scsi' model='virtio-scsi' index='0'/>
     <disk type='file' device='disk'><driver name='qemu' type='raw'/><source file='${diskPath}'/>
       <target dev='sda' bus='scsi'/><alias name='ua-scratch'/></disk>
+    <channel type='unix'><source mode='bind'/><target type='virtio' name='org.qemu.guest_agent.0'/></channel>
   </devices>`,
       );
       const dom = await conn.defineXML(xml);
@@ -111,12 +116,25 @@ describe('session libvirtd (uid 107) with the test guest', () => {
       expect(live).toMatch(/<domain type='qemu' id='\d+'/);
       expect(await dom.getXMLDesc(DomainXMLFlags.INACTIVE)).toMatch(/<domain type='qemu'>/);
 
-      // guest agent: not configured on this guest, the error says so
-      const agentErr = (await dom
-        .qemuAgentCommand('{"execute":"guest-ping"}', 2)
-        .catch((e: unknown) => e)) as LibvirtError;
-      expect(agentErr).toBeInstanceOf(LibvirtError);
-      expect(agentErr.libvirtMessage).toMatch(/agent/i);
+      // guest agent channel present, but this guest runs no agent: libvirt reports the agent state
+      // at start (disconnected, reason DOMAIN_STARTED) and agent calls fail with AGENT_UNRESPONSIVE
+      await waitFor(() => agents.some((e) => e.domain.uuid === dom.uuid), 10_000, 'agentLifecycle event');
+      expect(agents.find((e) => e.domain.uuid === dom.uuid)).toMatchObject({
+        state: AgentLifecycleState.DISCONNECTED,
+        connected: false,
+        reasonName: 'DOMAIN_STARTED',
+      });
+      for (const call of [
+        () => dom.qemuAgentCommand('{"execute":"guest-ping"}', 2),
+        () => dom.fsFreeze(),
+        () => dom.setTime(),
+        () => dom.getGuestInfo(),
+        () => dom.shutdown(DomainShutdownFlags.GUEST_AGENT),
+      ]) {
+        const agentErr = (await call().catch((e: unknown) => e)) as LibvirtError;
+        expect(agentErr).toBeInstanceOf(LibvirtError);
+        expect(agentErr.codeName).toBe('AGENT_UNRESPONSIVE');
+      }
 
       // hot-unplug the SCSI disk: completes with a deviceRemoved event
       await dom.detachDevice(
