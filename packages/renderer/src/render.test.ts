@@ -441,6 +441,11 @@ describe('placement', () => {
     expect(p.spec!.schedulerName).toBe('sched');
     expect(p.spec!.priorityClassName).toBe('high');
   });
+
+  it('spec.architecture selects nodes of that architecture', () => {
+    expect(render(vmi({ architecture: 'arm64' })).spec!.nodeSelector).toEqual({ 'kubernetes.io/arch': 'arm64', 'kubevirt.io/schedulable': 'true' });
+    expect(render(vmi()).spec!.nodeSelector!['kubernetes.io/arch']).toBeUndefined();
+  });
 });
 
 describe('identity: labels, annotations, owner', () => {

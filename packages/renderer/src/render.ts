@@ -399,7 +399,12 @@ export function renderLaunchPod(vmi: VirtualMachineInstance, rendererConfig: Ren
       },
       automountServiceAccountToken: user.serviceAccountName !== undefined,
       ...(user.serviceAccountName !== undefined ? { serviceAccountName: user.serviceAccountName } : {}),
-      nodeSelector: { ...(spec.nodeSelector ?? {}), [NODE_SCHEDULABLE_LABEL]: 'true' },
+      nodeSelector: {
+        ...(spec.nodeSelector ?? {}),
+        // spec.architecture (amd64, arm64, s390x): only nodes of that CPU architecture
+        ...(spec.architecture ? { 'kubernetes.io/arch': spec.architecture } : {}),
+        [NODE_SCHEDULABLE_LABEL]: 'true',
+      },
       ...(spec.affinity ? { affinity: spec.affinity as V1Affinity } : {}),
       ...(spec.tolerations ? { tolerations: spec.tolerations } : {}),
       ...(spec.topologySpreadConstraints ? { topologySpreadConstraints: spec.topologySpreadConstraints as never } : {}),
