@@ -204,3 +204,35 @@ test('one handler serves many launchers at once', async () => {
   }
   expect(h.events.length).toBe(20);
 }, 30_000);
+
+test('a flapping handler still ends with the last word', async () => {
+  const c = client({ initialBackoffMs: 10, maxBackoffMs: 100 });
+  let gen = 0;
+  const sender = setInterval(
+    () => c.sendDomainEvent({ eventType: 'MODIFIED', domain: dom('vm', ++gen) }),
+    15,
+  );
+  const seen: number[] = [];
+  try {
+    for (let round = 0; round < 5; round++) {
+      const h = await handler();
+      await sleep(100 + round * 20);
+      seen.push(...h.domains.map((e) => (e.domain as ReturnType<typeof dom>).status.gen));
+      await h.server.stop();
+      await sleep(60);
+    }
+  } finally {
+    clearInterval(sender);
+  }
+  const last = await handler();
+  expect(await c.flush(10_000)).toBe(true);
+  await waitFor(() => last.domains.length > 0, 'final state');
+  const finalGen = (last.domains.at(-1)!.domain as ReturnType<typeof dom>).status.gen;
+  expect(finalGen).toBe(gen);
+  // Each handler instance saw increasing generations (no stale state after a newer one).
+  expect(seen.length).toBeGreaterThan(0);
+  for (let i = 1; i < last.domains.length; i++) {
+    const g = (e: DomainEvent) => (e.domain as ReturnType<typeof dom>).status.gen;
+    expect(g(last.domains[i]!)).toBeGreaterThanOrEqual(g(last.domains[i - 1]!));
+  }
+});
