@@ -35,6 +35,11 @@ test.each(['', 'Mi', '12xx', '1KB', '1K', '1 Gi', ' 1Gi', '1.2.3', 'abc', '1ii',
   },
 );
 
+test('out-of-range exponents are rejected', () => {
+  expect(() => parseQuantity('1e400')).toThrow(/out of range/);
+  expect(isQuantity('1e400')).toBe(false);
+});
+
 test('non-finite numbers and other types are not quantities', () => {
   expect(() => parseQuantity(Number.NaN)).toThrow(/invalid quantity/);
   expect(() => parseQuantity(Infinity)).toThrow(/invalid quantity/);

@@ -24,7 +24,13 @@ const SUFFIX: Record<string, number> = {
 /** True when `q` is a valid Kubernetes quantity (string form) or a finite number. */
 export function isQuantity(q: unknown): q is string | number {
   if (typeof q === 'number') return Number.isFinite(q);
-  return typeof q === 'string' && QUANTITY_RE.test(q.trim()) && q.trim() === q;
+  if (typeof q !== 'string' || !QUANTITY_RE.test(q)) return false;
+  try {
+    parseQuantity(q);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -46,7 +52,9 @@ export function parseQuantity(q: string | number): number {
   const num = Number(m[1]);
   const suffix = m[2] ?? '';
   if (suffix.startsWith('e') || (suffix.startsWith('E') && suffix.length > 1)) {
-    return num * 10 ** Number(suffix.slice(1));
+    const v = num * 10 ** Number(suffix.slice(1));
+    if (!Number.isFinite(v)) throw new Error(`invalid quantity ${JSON.stringify(q)}: out of range`);
+    return v;
   }
   const mult = SUFFIX[suffix];
   if (mult === undefined) throw new Error(`invalid quantity ${JSON.stringify(q)}: unknown suffix ${suffix}`);
