@@ -278,7 +278,8 @@ async function waitReady(p: Proc, url: string, deadline: number, tls?: Parameter
   }
 }
 
-function baseDir(): string {
+/** Where data dirs are created: $KVTS_TESTENV_DIR, else /dev/shm when writable, else the temp dir. */
+export function baseDir(): string {
   // etcd fsyncs a lot: keep its data on tmpfs when there is one.
   if (process.env.KVTS_TESTENV_DIR) return process.env.KVTS_TESTENV_DIR;
   try {

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api } from '@kubernetes/client-node';
-import { findBinaries, startTestEnv, withTestEnv, pinnedKubeVersion } from './index.js';
+import { baseDir, findBinaries, startTestEnv, withTestEnv, pinnedKubeVersion } from './index.js';
 
 const cli = fileURLToPath(new URL('./cli.js', import.meta.url));
 
@@ -170,11 +170,11 @@ describe('testenv', () => {
       expect(r.signal).toBe('SIGKILL');
       expect(await waitGone(r.pids)).toBe(true);
       // its data dir is left behind; the next start removes it
-      const left = readdirSync('/dev/shm').filter((n) => n.startsWith('kvts-testenv-') && existsSync(join('/dev/shm', n, 'owner.pid')) && readFileSync(join('/dev/shm', n, 'owner.pid'), 'utf8') === String(r.childPid));
+      const left = readdirSync(baseDir()).filter((n) => n.startsWith('kvts-testenv-') && existsSync(join(baseDir(), n, 'owner.pid')) && readFileSync(join(baseDir(), n, 'owner.pid'), 'utf8') === String(r.childPid));
       expect(left.length).toBe(1);
       const env = await startTestEnv();
       await env.stop();
-      expect(existsSync(join('/dev/shm', left[0]!))).toBe(false);
+      expect(existsSync(join(baseDir(), left[0]!))).toBe(false);
     } finally {
       if (sleepPid > 0 && alive(sleepPid)) process.kill(sleepPid, 'SIGKILL'); // the user's command is not ours to reap
     }
