@@ -556,7 +556,7 @@ export const VirtualMachineInstanceTemplateSpecSchema = Strict({
 export type VirtualMachineInstanceTemplateSpec = Static<typeof VirtualMachineInstanceTemplateSpecSchema>;
 
 export const VirtualMachineSpecSchema = Strict({
-  running: Opt(Bool('deprecated upstream: use runStrategy; mutually exclusive with it')),
+  running: Opt(Bool('true: keep a VMI running (Always), false: Halted; mutually exclusive with runStrategy')),
   runStrategy: Opt(Enum([...RUN_STRATEGIES])),
   template: VirtualMachineInstanceTemplateSpecSchema,
   dataVolumeTemplates: Opt(Arr(Opaque())),
