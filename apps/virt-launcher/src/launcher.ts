@@ -11,6 +11,7 @@ import type winston from 'winston';
 import { CmdServer, NotifyClient, notifySocketPath, type CmdBackend } from '@kubevirt-ts/cmd-protocol';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import { ExitCode, LauncherError } from './errors.js';
+import { leftovers } from './monitor.js';
 import { fromPodLayout, prepareVolumes, type PodPaths } from './prepare/index.js';
 import { createLayout, openDomainLayer, type DomainEventLike, type DomainLayer, type SessionDaemon } from './wiring.js';
 
@@ -115,6 +116,7 @@ export class Launcher extends EventEmitter {
         logger: this.log,
       });
       this.stage('libvirtd', 'libvirtd (session mode) and virtlogd answer', { pid: s.pid, uri: s.uri });
+      this.watchDaemon(s.pid);
       return s;
     });
     this.layer = await this.runStage('connect', async () => {
@@ -210,6 +212,20 @@ export class Launcher extends EventEmitter {
     };
     // only offer what the DomainManager has, so missing ones answer "<Rpc> is not supported"
     return backend;
+  }
+
+  /** libvirtd dying under the launcher is fatal (its QEMU would be unmanaged): poll its pid. */
+  private daemonTimer: NodeJS.Timeout | undefined;
+  private watchDaemon(pid: number): void {
+    this.daemonTimer = setInterval(() => {
+      try {
+        process.kill(pid, 0);
+      } catch {
+        clearInterval(this.daemonTimer);
+        if (!this.finishing) void this.fail(ExitCode.FAILURE, 'LibvirtdExited', `libvirtd (pid ${pid}) exited unexpectedly`);
+      }
+    }, 1000);
+    this.daemonTimer.unref?.();
   }
 
   private armQemuTimeout(): void {
@@ -321,6 +337,7 @@ export class Launcher extends EventEmitter {
   private finish(result: LauncherResult): Promise<LauncherResult> {
     this.finishing ??= (async () => {
       if (this.qemuTimer) clearTimeout(this.qemuTimer);
+      if (this.daemonTimer) clearInterval(this.daemonTimer);
       // let the handler get the last domain state
       if (this.notify) {
         await this.notify.flush(3000).catch(() => false);
@@ -340,6 +357,16 @@ export class Launcher extends EventEmitter {
     await this.cmd?.stop(1000).catch(() => undefined);
     await this.layer?.close().catch(() => undefined);
     await this.session?.stop().catch((e: Error) => this.log.warn(`stopping libvirtd: ${e.message}`));
+    // QEMU outlives libvirtd; when libvirtd could not destroy it (e.g. it died), do it here
+    const left = await leftovers(this.config.libvirtBaseDir).catch(() => ({ qemu: [] as number[], daemons: [] as number[] }));
+    for (const pid of [...left.qemu, ...left.daemons]) {
+      this.log.warn(`killing leftover process ${pid}`, { reason: 'Leftover', pid });
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    }
   }
 
   /** Stops everything after a failed start-up (no domain left behind). */

@@ -117,18 +117,10 @@ export async function processesMentioning(needle: string): Promise<Array<{ pid: 
   return out;
 }
 
-/** QEMU pid of a launcher whose libvirtd base dir is `libvirtBase` (from libvirt's pid file). */
-export async function qemuPid(libvirtBase: string): Promise<number | undefined> {
-  const dir = path.join(libvirtBase, 'run/libvirt/qemu/run');
-  let files: string[] = [];
-  try {
-    files = (await readdir(dir)).filter((f) => f.endsWith('.pid'));
-  } catch {
-    return undefined;
-  }
-  for (const f of files) {
-    const pid = Number((await readText(path.join(dir, f))).trim());
-    if (pid > 1) return pid;
-  }
-  return undefined;
+/** QEMU pid of a domain run by the session libvirtd whose base dir is `libvirtBase` (libvirt's <domain>.pid). */
+export async function qemuPid(libvirtBase: string, domainName: string): Promise<number | undefined> {
+  const pid = Number((await readText(path.join(libvirtBase, 'run/libvirt/qemu/run', `${domainName}.pid`))).trim());
+  if (!(pid > 1)) return undefined;
+  const cmd = await readText(`/proc/${pid}/cmdline`);
+  return cmd.includes('qemu-system') ? pid : undefined;
 }

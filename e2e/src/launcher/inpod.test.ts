@@ -25,6 +25,12 @@ import {
 
 beforeAll(() => requireGuest());
 
+// pods still up when a test failed or timed out (its finally did not run)
+const live = new Set<Pod>();
+afterAll(async () => {
+  for (const p of live) await p.cleanup();
+});
+
 interface Pod {
   root: string;
   share: string;
@@ -74,6 +80,7 @@ async function startPod(name: string, opts: { grace?: number; extraArgs?: string
     serialLog: layout.serialLogFile(vmi.metadata!.uid!),
     libvirtBase: path.join(root, 'lv'),
     async cleanup() {
+      live.delete(pod);
       client.close();
       if (proc.child.exitCode === null && proc.child.signalCode === null) {
         proc.child.kill('SIGKILL');
@@ -90,6 +97,7 @@ async function startPod(name: string, opts: { grace?: number; extraArgs?: string
       await rm(root, { recursive: true, force: true });
     },
   };
+  live.add(pod);
   return pod;
 }
 
@@ -189,7 +197,7 @@ describe('in-Pod launcher over its cmd socket', () => {
     try {
       await pod.client.syncVMI(pod.vmi);
       await waitFor('ready line', async () => (await readText(pod.serialLog)).includes(READY), 120_000);
-      const pid = await waitFor('QEMU pid', () => qemuPid(pod.libvirtBase), 10_000);
+      const pid = await waitFor('QEMU pid', () => qemuPid(pod.libvirtBase, 'e2e_pod-crash'), 10_000);
       process.kill(pid, 'SIGKILL');
       const res = await pod.proc.exited;
       expect(res.code).not.toBe(0);
@@ -210,7 +218,7 @@ describe('in-Pod launcher over its cmd socket', () => {
       bad.spec.domain.devices.disks = [{ name: 'missing-volume', disk: { bus: 'virtio' } }];
       await expect(pod.client.syncVMI(bad as never)).rejects.toThrow(/spec\.domain\.devices\.disks\[0\]/);
       expect(await pod.client.getDomain()).toBeUndefined();
-      expect(await qemuPid(pod.libvirtBase)).toBeUndefined();
+      expect(await qemuPid(pod.libvirtBase, 'e2e_pod-invalid')).toBeUndefined();
       expect((await processesMentioning(pod.root)).filter((p) => /qemu-system/.test(p.cmd))).toEqual([]);
       // a VMI for another launcher is refused too
       const other = tinyVmi('someone-else');

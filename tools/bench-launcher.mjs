@@ -1,0 +1,172 @@
+#!/usr/bin/env node
+// npm run bench:launcher — prints:
+//   1. launcher start -> guest ready line: `virt-launcher standalone` spawned until KUBEVIRT-TS-GUEST-READY
+//      appears on its console (includes its own libvirtd start-up, disk preparation, sync over the cmd socket);
+//   2. the same domain XML (converter output for the same VMI and layout) started with `virsh create` on an
+//      already-running session libvirtd, until the ready line appears in the serial log; and the ratio 1/2;
+//   3. the launcher's own RSS (the Node process only; libvirtd and QEMU are separate processes): VmRSS at the
+//      ready line and VmHWM (peak) at exit.
+// Usage: node tools/bench-launcher.mjs [--runs N]    (needs the test guest: bash tools/guest/build.sh)
+import { spawn } from 'node:child_process';
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { setVirtualMachineInstanceDefaults } from '@kubevirt-ts/api';
+import { toDomain, toDomainXml } from '@kubevirt-ts/converter';
+import { startSessionLibvirtd } from '@kubevirt-ts/node-libvirt';
+import { createLayout, prepare } from '@kubevirt-ts/virt-launcher';
+
+const repo = path.resolve(fileURLToPath(new URL('..', import.meta.url)));
+const main = path.join(repo, 'apps/virt-launcher/dist/main.js');
+const cache = process.env.KVTS_CACHE ?? path.join(process.env.XDG_CACHE_HOME ?? path.join(process.env.HOME ?? '/root', '.cache'), 'kubevirt-ts');
+const guest = path.join(cache, 'guest');
+const IMAGE = 'kubevirt-ts/test-guest:latest';
+const READY = 'KUBEVIRT-TS-GUEST-READY';
+const runsArg = process.argv.indexOf('--runs');
+const RUNS = runsArg > 0 ? Number(process.argv[runsArg + 1]) : 3;
+const QEMU = { uid: 107, gid: 107 };
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const median = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
+
+function vmi(name, poweroff) {
+  return setVirtualMachineInstanceDefaults({
+    apiVersion: 'kubevirt.io/v1',
+    kind: 'VirtualMachineInstance',
+    metadata: { name, namespace: 'bench', uid: `uid-${name}` },
+    spec: {
+      terminationGracePeriodSeconds: 30,
+      domain: {
+        resources: { requests: { memory: '128Mi' } },
+        firmware: {
+          kernelBoot: {
+            kernelArgs: `console=ttyS0 quiet${poweroff ? ' kvts.poweroff' : ''}`,
+            container: { image: IMAGE, kernelPath: '/vmlinuz', initrdPath: '/initramfs.img' },
+          },
+        },
+        devices: { autoattachGraphicsDevice: false, autoattachMemBalloon: false, autoattachPodInterface: false, disks: [] },
+      },
+      networks: [],
+      volumes: [],
+    },
+  });
+}
+
+async function tmp() {
+  const d = await mkdtemp('/tmp/kv-');
+  await chmod(d, 0o755);
+  return d;
+}
+
+function rssKiB(pid, field) {
+  return readFile(`/proc/${pid}/status`, 'utf8')
+    .then((s) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(s)?.[1] ?? NaN))
+    .catch(() => NaN);
+}
+
+async function launcherRun(i) {
+  const dir = await tmp();
+  const file = path.join(dir, 'vmi.json');
+  await writeFile(file, JSON.stringify(vmi(`l${i}`, false)));
+  const t0 = performance.now();
+  const child = spawn(process.execPath, [main, 'standalone', '--vmi', file, '--image', `${IMAGE}=${guest}`, '--console', '--allow-emulation', '--work-dir', path.join(dir, 'w')], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  let readyMs;
+  let rssAtReady;
+  const exited = new Promise((r) => child.on('exit', (code) => r(code)));
+  let hwm = NaN;
+  const ready = new Promise((resolve) => {
+    child.stdout.setEncoding('utf8').on('data', async (d) => {
+      out += d;
+      if (readyMs === undefined && out.includes(READY)) {
+        readyMs = performance.now() - t0;
+        rssAtReady = await rssKiB(child.pid, 'VmRSS');
+        resolve();
+      }
+    });
+  });
+  child.stderr.setEncoding('utf8').on('data', (d) => (err += d));
+  const timeout = sleep(180_000).then(() => 'timeout');
+  if ((await Promise.race([ready, exited, timeout])) !== undefined || readyMs === undefined) {
+    child.kill('SIGKILL');
+    throw new Error(`launcher run ${i}: no ready line\n${err}`);
+  }
+  await sleep(500);
+  hwm = await rssKiB(child.pid, 'VmHWM');
+  child.kill('SIGINT');
+  const code = await exited;
+  await rm(dir, { recursive: true, force: true });
+  if (code !== 0) throw new Error(`launcher run ${i} exited ${code}\n${err}`);
+  return { readyMs, rssAtReady, hwm };
+}
+
+async function virshRuns() {
+  const dir = await tmp();
+  const base = path.join(dir, 'lv');
+  const daemon = await startSessionLibvirtd({ baseDir: base, uid: QEMU.uid, gid: QEMU.gid, virtlogd: true });
+  const results = [];
+  try {
+    for (let i = 0; i < RUNS; i++) {
+      const v = vmi(`v${i}`, false);
+      const root = path.join(dir, `r${i}`);
+      const layout = createLayout(root);
+      const paths = prepare.fromPodLayout(layout);
+      await mkdir(layout.vmiPrivateDir(v.metadata.uid), { recursive: true });
+      await chmod(path.join(root), 0o755);
+      await prepare.stageLocalImages(v, new Map([[IMAGE, guest]]), paths, { owner: QEMU });
+      const { chown } = await import('node:fs/promises');
+      await chown(layout.vmiPrivateDir(v.metadata.uid), QEMU.uid, QEMU.gid);
+      const xml = toDomainXml(toDomain(v, { allowEmulation: true, kvmAvailable: false, layout, serialConsoleLog: true }));
+      const xmlFile = path.join(dir, `d${i}.xml`);
+      await writeFile(xmlFile, xml);
+      const log = layout.serialLogFile(v.metadata.uid);
+      const t0 = performance.now();
+      const virsh = spawn('virsh', ['-q', '-c', daemon.uri, 'create', xmlFile], { stdio: ['ignore', 'ignore', 'pipe'] });
+      let verr = '';
+      virsh.stderr.setEncoding('utf8').on('data', (d) => (verr += d));
+      const vcode = new Promise((r) => virsh.on('exit', r));
+      let ms;
+      const deadline = Date.now() + 180_000;
+      while (ms === undefined) {
+        const text = existsSync(log) ? await readFile(log, 'utf8') : '';
+        if (text.includes(READY)) ms = performance.now() - t0;
+        else if (Date.now() > deadline) throw new Error(`virsh run ${i}: no ready line (${verr})`);
+        else await sleep(20);
+      }
+      if ((await vcode) !== 0) throw new Error(`virsh create failed: ${verr}`);
+      results.push(ms);
+      await new Promise((r) => spawn('virsh', ['-q', '-c', daemon.uri, 'destroy', `bench_v${i}`], { stdio: 'ignore' }).on('exit', r));
+    }
+  } finally {
+    await daemon.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+  return results;
+}
+
+async function benchMain() {
+  for (const f of ['vmlinuz', 'initramfs.img']) {
+    if (!existsSync(path.join(guest, f))) throw new Error(`test guest missing (${path.join(guest, f)}): bash tools/guest/build.sh`);
+  }
+  const launcher = [];
+  for (let i = 0; i < RUNS; i++) launcher.push(await launcherRun(i));
+  const virsh = await virshRuns();
+  const lMs = median(launcher.map((r) => r.readyMs));
+  const vMs = median(virsh);
+  const fmt = (x) => `${(x / 1000).toFixed(2)} s`;
+  console.log(`runs: ${RUNS} (medians; TCG emulation)`);
+  console.log(`launcher start -> guest ready line:   ${fmt(lMs)}   [${launcher.map((r) => fmt(r.readyMs)).join(', ')}]`);
+  console.log(`virsh create -> guest ready line:      ${fmt(vMs)}   [${virsh.map(fmt).join(', ')}]  (libvirtd already running)`);
+  console.log(`ratio launcher / virsh:               ${(lMs / vMs).toFixed(2)}`);
+  console.log(`launcher RSS at ready (Node only):     ${(median(launcher.map((r) => r.rssAtReady)) / 1024).toFixed(1)} MiB`);
+  console.log(`launcher peak RSS (VmHWM, Node only):  ${(median(launcher.map((r) => r.hwm)) / 1024).toFixed(1)} MiB`);
+}
+
+benchMain().catch((e) => {
+  console.error(e instanceof Error ? e.message : e);
+  process.exit(1);
+});
