@@ -5,7 +5,7 @@
 import { CmdClient } from './cmd-client.js';
 import { CmdServer } from './cmd-server.js';
 import { launcherSocketPath } from './sockets.js';
-import { quietLogger, tempDir } from './test-util.js';
+import { quietLogger, sampleVmi, tempDir } from './test-util.js';
 
 function arg(name: string, dflt: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -24,7 +24,11 @@ async function main(): Promise<void> {
   const seconds = arg('seconds', 3);
   const concurrency = arg('concurrency', 64);
   const { dir, cleanup } = await tempDir('kvts-bench-');
-  const server = new CmdServer({ socketsDir: dir, backend: {}, logger: quietLogger });
+  const server = new CmdServer({
+    socketsDir: dir,
+    backend: { syncVMI: async () => undefined },
+    logger: quietLogger,
+  });
   await server.start();
   await server.ready();
   const client = await CmdClient.connect(launcherSocketPath(dir));
@@ -52,12 +56,28 @@ async function main(): Promise<void> {
     );
     const elapsed = Number(process.hrtime.bigint() - t0) / 1e9;
 
+    // SyncVirtualMachine with a small VMI and a no-op backend: JSON + validation on the server.
+    const vmi = sampleVmi('bench') as never;
+    const syncCalls = Math.max(1, Math.floor(calls / 5));
+    for (let i = 0; i < 100; i++) await client.syncVMI(vmi);
+    const syncLat: number[] = [];
+    for (let i = 0; i < syncCalls; i++) {
+      const s0 = process.hrtime.bigint();
+      await client.syncVMI(vmi);
+      syncLat.push(Number(process.hrtime.bigint() - s0) / 1e6);
+    }
+    syncLat.sort((a, b) => a - b);
+
     console.log(`cmd-protocol Ping over a unix socket (node ${process.version}, ${calls} sequential calls)`);
     console.log(`  latency p50: ${percentile(lat, 50).toFixed(3)} ms`);
     console.log(`  latency p99: ${percentile(lat, 99).toFixed(3)} ms`);
     console.log(`  sequential:  ${(calls / (lat.reduce((a, b) => a + b, 0) / 1000)).toFixed(0)} calls/s`);
     console.log(
       `  concurrent:  ${(done / elapsed).toFixed(0)} calls/s (${concurrency} in flight, ${seconds} s)`,
+    );
+    console.log(
+      `SyncVirtualMachine (VMI decoded + validated, no-op backend, ${syncCalls} calls): ` +
+        `p50 ${percentile(syncLat, 50).toFixed(3)} ms, p99 ${percentile(syncLat, 99).toFixed(3)} ms`,
     );
   } finally {
     client.close();
