@@ -92,6 +92,25 @@ export const HANDLER_HOST_PATHS = [
     why: "virt-handler's own node state (its sockets, per-VMI bookkeeping); survives handler restarts" },
 ];
 
+/** ClusterRoles for people: aggregated into the built-in view / edit / admin roles, or bound directly. */
+export const USER_ROLES = {
+  'kubevirt-ts:view': {
+    aggregateTo: ['view', 'edit', 'admin'],
+    rules: [
+      { apiGroups: ['kubevirt.io'], resources: ['virtualmachines', 'virtualmachineinstances', 'virtualmachineinstancemigrations'], verbs: ['get', 'list', 'watch'],
+        why: 'get/list/watch: see VMs, VMIs and migrations and their status' },
+    ],
+  },
+  'kubevirt-ts:edit': {
+    aggregateTo: ['edit', 'admin'],
+    rules: [
+      { apiGroups: ['kubevirt.io'], resources: ['virtualmachines', 'virtualmachineinstances', 'virtualmachineinstancemigrations'],
+        verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete', 'deletecollection'],
+        why: 'get/list/watch/create/update/patch/delete/deletecollection: manage the VMs, VMIs and migrations of the namespace (their status stays with the components)' },
+    ],
+  },
+};
+
 function rules(list) {
   return list.map(({ why: _why, ...r }) => r);
 }
@@ -149,6 +168,15 @@ export function deployObjects({ registry = DEFAULT_REGISTRY, tag = DEFAULT_TAG }
     })),
     '20-rbac-controller.yaml': rbacDocs(CONTROLLER, CONTROLLER_CLUSTER_RULES, CONTROLLER_NAMESPACE_RULES),
     '21-rbac-handler.yaml': rbacDocs(HANDLER, HANDLER_CLUSTER_RULES, HANDLER_NAMESPACE_RULES),
+    '22-rbac-users.yaml': Object.entries(USER_ROLES).map(([name, r]) => ({
+      apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole',
+      metadata: {
+        name,
+        labels: { ...labels('user-roles'), ...Object.fromEntries(r.aggregateTo.map((to) => [`rbac.authorization.k8s.io/aggregate-to-${to}`, 'true'])) },
+      },
+      rules: rules(r.rules),
+      _why: r.rules,
+    })),
     '30-config.yaml': [
       {
         apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: CONFIG_NAME, namespace: NAMESPACE, labels: labels('config') },
@@ -243,6 +271,7 @@ const COMMENTS = {
   '10-service-accounts.yaml': 'One ServiceAccount per component.',
   '20-rbac-controller.yaml': 'virt-controller: least privilege. Each rule says why each verb is needed; anything else is denied.',
   '21-rbac-handler.yaml': 'virt-handler: least privilege. Each rule says why each verb is needed; anything else is denied.',
+  '22-rbac-users.yaml': 'Roles for people: kubevirt-ts:view and kubevirt-ts:edit, aggregated into the built-in view, edit and admin ClusterRoles.',
   '30-config.yaml': 'The kubevirt-ts config object (RendererConfig of @kubevirt-ts/renderer, one key per field).',
   '40-virt-controller.yaml': 'virt-controller: 2 replicas, one active at a time through leader election on a Lease.',
   '41-virt-handler.yaml': 'virt-handler: one per node; host paths listed with the reason each is needed.',

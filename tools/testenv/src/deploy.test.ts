@@ -48,6 +48,7 @@ describe('deploy/ is generated', () => {
       `ClusterRole/${gen.CONTROLLER}`, `ClusterRoleBinding/${gen.CONTROLLER}`, `Role/${gen.CONTROLLER}`, `RoleBinding/${gen.CONTROLLER}`,
       `ClusterRole/${gen.HANDLER}`, `ClusterRoleBinding/${gen.HANDLER}`, `Role/${gen.HANDLER}`, `RoleBinding/${gen.HANDLER}`,
       `ConfigMap/${gen.CONFIG_NAME}`, 'Deployment/virt-controller', 'DaemonSet/virt-handler',
+      'ClusterRole/kubevirt-ts:view', 'ClusterRole/kubevirt-ts:edit',
       'CustomResourceDefinition/virtualmachines.kubevirt.io', 'CustomResourceDefinition/virtualmachineinstances.kubevirt.io',
       'CustomResourceDefinition/virtualmachineinstancemigrations.kubevirt.io',
     ]) {
@@ -218,6 +219,32 @@ describe('deploy/ on a real kube-apiserver', () => {
     expect(await req(gen.HANDLER, 'DELETE', '/api/v1/nodes/any-node')).toBe(403);
     expect(await req(gen.HANDLER, 'GET', '/api/v1/nodes/any-node')).toBe(404); // allowed, just no such node
     expect(await req(gen.HANDLER, 'POST', '/api/v1/namespaces/default/pods', { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'x' }, spec: { containers: [{ name: 'c', image: 'x' }] } })).toBe(403);
+  });
+
+  it('people bound to kubevirt-ts:view / kubevirt-ts:edit in a namespace can do just that there', async () => {
+    for (const [user, role] of [['alice', 'kubevirt-ts:view'], ['bob', 'kubevirt-ts:edit']]) {
+      await kubeRequest(kc, 'POST', '/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings', {
+        apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: `${user}-vms` },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
+      });
+    }
+    const authz = kc.makeApiClient(AuthorizationV1Api);
+    const can = async (user: string, verb: string, resource: string, namespace = 'default', subresource?: string): Promise<boolean> =>
+      (await authz.createSubjectAccessReview({
+        body: { spec: { user, groups: ['system:authenticated'], resourceAttributes: { group: 'kubevirt.io', resource, subresource, verb, namespace } } },
+      })).status?.allowed === true;
+    for (const r of ['virtualmachines', 'virtualmachineinstances', 'virtualmachineinstancemigrations']) {
+      expect(await can('alice', 'list', r)).toBe(true);
+      expect(await can('alice', 'create', r)).toBe(false);
+      expect(await can('bob', 'create', r)).toBe(true);
+      expect(await can('bob', 'delete', r)).toBe(true);
+      expect(await can('bob', 'create', r, 'other-namespace')).toBe(false);
+    }
+    expect(await can('bob', 'update', 'virtualmachineinstances', 'default', 'status')).toBe(false);
+    // the aggregation labels put them into the built-in roles (kube-controller-manager aggregates; not running here)
+    const view = readObjects('22-rbac-users.yaml').find((o) => o.metadata.name === 'kubevirt-ts:view')!;
+    expect((view.metadata as { labels: Record<string, string> }).labels['rbac.authorization.k8s.io/aggregate-to-view']).toBe('true');
   });
 
   it('the virt-controller Pod passes the "restricted" Pod Security Standard', async () => {
