@@ -55,6 +55,21 @@ test('machine type by architecture', () => {
   expect(d(v).spec.domain.machine.type).toBe('pc-q35-7.2');
 });
 
+test('arm64: EFI without secure boot, host-passthrough, cdroms on scsi', () => {
+  const v = baseVmi();
+  v.spec.domain.devices.disks[1] = { name: 'cloudinit', cdrom: {} };
+  const out = d(v, { arch: 'arm64' });
+  expect(out.spec.architecture).toBe('arm64');
+  expect(out.spec.domain.firmware.bootloader).toEqual({ efi: { secureBoot: false } });
+  expect(out.spec.domain.cpu.model).toBe('host-passthrough');
+  expect(out.spec.domain.devices.disks[1].cdrom.bus).toBe('scsi');
+  expect(validateObject(out)).toEqual([]);
+  // amd64 gets none of that
+  const a = d(v);
+  expect(a.spec.domain.firmware.bootloader).toBeUndefined();
+  expect(a.spec.domain.devices.disks[1].cdrom.bus).toBe('sata');
+});
+
 test('disks: type, bus, cdrom readonly and tray, lun bus, a disk for every volume', () => {
   const v = baseVmi();
   v.spec.domain.devices.disks = [

@@ -123,13 +123,17 @@ export function applyVmiSpecDefaults(
     } else {
       for (const k of ['sockets', 'cores', 'threads']) if (cpu[k] === undefined || cpu[k] === 0) cpu[k] = 1;
     }
-    setIfUnset(cpu, 'model', 'host-model');
+    // arm64 has no host-model: upstream's arm64 defaults use host-passthrough
+    setIfUnset(cpu, 'model', arch === 'arm64' ? 'host-passthrough' : 'host-model');
     for (const f of listOf(cpu['features'])) setIfUnset(f, 'policy', 'require');
   }
 
   // firmware
   const firmware = ensureObj(domain, 'firmware');
   if (name) setIfUnset(firmware, 'uuid', firmwareUUID(name));
+  // arm64 boots UEFI only: upstream's arm64 defaults give it EFI without secure boot
+  if (arch === 'arm64' && firmware && firmware['bootloader'] === undefined)
+    firmware['bootloader'] = { efi: { secureBoot: false } };
   const efi = objOf(objOf(firmware?.['bootloader'])?.['efi']);
   if (efi && efi['secureBoot'] === undefined) efi['secureBoot'] = true;
 
@@ -170,7 +174,7 @@ export function applyVmiSpecDefaults(
       if (d['disk'] === undefined && d['cdrom'] === undefined && d['lun'] === undefined) d['disk'] = {};
       setIfUnset(objOf(d['disk']), 'bus', 'virtio');
       const cdrom = objOf(d['cdrom']);
-      setIfUnset(cdrom, 'bus', 'sata');
+      setIfUnset(cdrom, 'bus', arch === 'amd64' ? 'sata' : 'scsi'); // no SATA controller off amd64
       if (cdrom && cdrom['readonly'] === undefined) cdrom['readonly'] = true;
       setIfUnset(cdrom, 'tray', 'closed');
       setIfUnset(objOf(d['lun']), 'bus', 'scsi');
