@@ -576,14 +576,8 @@ class Conn : public Napi::ObjectWrap<Conn> {
     Napi::Object self = info.This().As<Napi::Object>();
     auto* w = new Work(self, nullptr, [this, uri, readOnly, ctx, kaInterval, kaCount](virConnectPtr) -> Builder {
       virConnectPtr c = readOnly ? virConnectOpenReadOnly(uri.c_str()) : virConnectOpen(uri.c_str());
-      if (!c) {
-        try {
-          fail("virConnectOpen");
-        } catch (...) {
-          // ctx is shut down on the JS thread by the OnError path (see below via opened == nullptr)
-          throw;
-        }
-      }
+      // On failure the promise rejects and the JS layer calls close(), which shuts ctx down.
+      if (!c) fail("virConnectOpen");
       std::vector<int> ids;
       for (const auto& r : eventRegs()) {
         ctx->ref();
@@ -616,7 +610,6 @@ class Conn : public Napi::ObjectWrap<Conn> {
     });
     ctx_ = ctx;
     Napi::Promise p = w->Promise();
-    // On failure, the promise rejects; JS must then call close() which shuts the ctx down.
     w->Queue();
     return p;
   }

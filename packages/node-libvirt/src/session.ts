@@ -74,6 +74,17 @@ export function confText(settings: Record<string, ConfValue>): string {
 
 const SOCKET_PATH_MAX = 107;
 
+// libvirtd's log line format: "<timestamp>: <thread>: <level> : <message>"
+const LIBVIRT_LINE = /^\S+ \S+: \d+: (debug|info|warning|error) : (.*)$/;
+// Messages every session libvirtd prints in a container or CI machine, harmless for the qemu driver.
+const KNOWN_NOISE = [
+  /dnsmasq/,
+  /D-Bus|system bus|session bus/,
+  /udevGetDMIData/,
+  /\/dev\/kvm/,
+  /GLib-GObject-CRITICAL|g_object_(un)?ref/,
+];
+
 function forward(child: ChildProcess, name: string, logger: SessionLogger | undefined, tail: string[]): void {
   const onData = (buf: Buffer) => {
     for (const line of buf.toString('utf8').split('\n')) {
@@ -82,8 +93,12 @@ function forward(child: ChildProcess, name: string, logger: SessionLogger | unde
       if (tail.length > 40) tail.shift();
       if (!logger) continue;
       const meta = { component: name, pid: child.pid };
-      if (/\berror\b/.test(line)) logger.warn(line, meta);
-      else logger.debug?.(line, meta);
+      const m = LIBVIRT_LINE.exec(line);
+      const level = m?.[1];
+      const msg = m?.[2] ?? line;
+      if (KNOWN_NOISE.some((re) => re.test(line)) || level === 'debug') logger.debug?.(msg, meta);
+      else if (level === 'info') logger.info(msg, meta);
+      else logger.warn(msg, meta);
     }
   };
   child.stdout?.on('data', onData);
