@@ -165,6 +165,8 @@ describe('DomainManager + DomainWatcher on a real session libvirtd', () => {
       expect(await mgr.getQemuVersion()).toMatch(/^\d+\.\d+\.\d+$/);
       await expect(mgr.guestPing(name, 1)).rejects.toThrow(/agent/i);
       await expect(mgr.getGuestInfo()).rejects.toThrow(/agent/i);
+      await expect(mgr.freezeVMI(vmi, 0)).rejects.toThrow(/agent/i);
+      await expect(mgr.exec(name, '/bin/true', [], 1)).rejects.toThrow(/agent/i);
     },
     T,
   );
