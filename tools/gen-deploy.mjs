@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Generates deploy/*.yaml: namespace, CRDs (copied from deploy/crds, which @kubevirt-ts/api generates),
+// Generates deploy/*.yaml: namespace, CRDs (symlinks to deploy/crds, which @kubevirt-ts/api generates),
 // service accounts, least-privilege RBAC for virt-controller and virt-handler, the config object, the
 // virt-controller Deployment and the virt-handler DaemonSet. File name prefixes give the order
 // `kubectl apply -f deploy/` applies them in.
@@ -7,7 +7,7 @@
 //   node tools/gen-deploy.mjs            write deploy/*.yaml
 //   node tools/gen-deploy.mjs --check    exit 1 when the committed files differ from what would be generated
 //   --registry R --tag T                 image registry and tag (defaults below; the committed files use them)
-import { readFileSync, readdirSync, writeFileSync, existsSync, unlinkSync } from 'node:fs';
+import { existsSync, lstatSync, readFileSync, readdirSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -267,7 +267,6 @@ export function deployObjects({ registry = DEFAULT_REGISTRY, tag = DEFAULT_TAG }
 
 const COMMENTS = {
   '00-namespace.yaml': 'Namespace of virt-controller and virt-handler.',
-  '01-crds.yaml': 'CustomResourceDefinitions, copied from deploy/crds/ (generated from packages/api/src/schemas.ts).',
   '10-service-accounts.yaml': 'One ServiceAccount per component.',
   '20-rbac-controller.yaml': 'virt-controller: least privilege. Each rule says why each verb is needed; anything else is denied.',
   '21-rbac-handler.yaml': 'virt-handler: least privilege. Each rule says why each verb is needed; anything else is denied.',
@@ -302,27 +301,53 @@ function toYaml(obj) {
   return doc.toString({ lineWidth: 0 });
 }
 
-/** file name -> content, for the whole deploy/ folder (except deploy/crds, README.md). */
+/**
+ * The whole deploy/ folder (except crds/ and README.md): `files` (name -> content) and `links`
+ * (name -> symlink target). The CRDs are symlinks `01-crd-<plural>.yaml -> crds/<file>`: kubectl follows
+ * them, and they never go stale when @kubevirt-ts/api regenerates crds/ (only when its file set changes).
+ */
 export function generateDeploy(repoRoot, opts = {}) {
   const files = {};
+  const links = {};
   const objs = deployObjects(opts);
+  for (const name of Object.keys(objs).sort()) {
+    files[name] = `${HEADER}# ${COMMENTS[name]}\n${objs[name].map(toYaml).join('---\n')}`;
+  }
   const crdDir = join(repoRoot, 'deploy', 'crds');
   const crds = existsSync(crdDir) ? readdirSync(crdDir).filter((f) => f.endsWith('.yaml')).sort() : [];
-  const withCrds = { ...objs };
-  if (crds.length) {
-    // strip each file's own header comment; keep the documents as they are
-    const docs = crds.map((f) => readFileSync(join(crdDir, f), 'utf8').replace(/^(#[^\n]*\n)+/, '').replace(/^---\n/, '').trimEnd() + '\n');
-    withCrds['01-crds.yaml'] = docs;
-  }
-  for (const name of Object.keys(withCrds).sort()) {
-    const body = name === '01-crds.yaml' ? withCrds[name].join('---\n') : withCrds[name].map(toYaml).join('---\n');
-    files[name] = `${HEADER}# ${COMMENTS[name]}\n${body}`;
-  }
-  return files;
+  for (const f of crds) links[`01-crd-${f.replace(/^kubevirt\.io_/, '')}`] = `crds/${f}`;
+  return { files, links };
 }
 
-/** true when `text` is one of our generated files (we only ever delete those) */
-const isGenerated = (text) => text.startsWith(HEADER);
+/** true when `name` in deploy/ is one of ours (we only ever delete those) */
+function isOurs(deployDir, name) {
+  const p = join(deployDir, name);
+  if (lstatSync(p).isSymbolicLink()) return readlinkSync(p).startsWith('crds/');
+  return readFileSync(p, 'utf8').startsWith(HEADER);
+}
+
+/** names in deploy/ that are not what the generator writes; [] when current */
+export function checkDeploy(repoRoot, generated) {
+  const deployDir = join(repoRoot, 'deploy');
+  const { files, links } = generated;
+  const diff = [];
+  for (const [f, c] of Object.entries(files)) {
+    const p = join(deployDir, f);
+    if (!existsSync(p) || lstatSync(p).isSymbolicLink() || readFileSync(p, 'utf8') !== c) diff.push(f);
+  }
+  for (const [f, target] of Object.entries(links)) {
+    const p = join(deployDir, f);
+    let ok = false;
+    try {
+      ok = lstatSync(p).isSymbolicLink() && readlinkSync(p) === target;
+    } catch {
+      ok = false;
+    }
+    if (!ok) diff.push(f);
+  }
+  const stale = readdirSync(deployDir).filter((f) => f.endsWith('.yaml') && !(f in files) && !(f in links) && isOurs(deployDir, f));
+  return [...diff, ...stale];
+}
 
 function main() {
   const { values } = parseArgs({
@@ -330,20 +355,20 @@ function main() {
   });
   const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
   const deployDir = join(repoRoot, 'deploy');
-  const files = generateDeploy(repoRoot, { registry: values.registry, tag: values.tag });
-  const stale = readdirSync(deployDir).filter((f) => f.endsWith('.yaml') && !(f in files) && isGenerated(readFileSync(join(deployDir, f), 'utf8')));
+  const generated = generateDeploy(repoRoot, { registry: values.registry, tag: values.tag });
+  const wrong = checkDeploy(repoRoot, generated);
   if (values.check) {
-    const diff = Object.entries(files).filter(([f, c]) => !existsSync(join(deployDir, f)) || readFileSync(join(deployDir, f), 'utf8') !== c).map(([f]) => f);
-    if (diff.length || stale.length) {
-      console.error(`deploy/ is not current (${[...diff, ...stale].join(', ')}): run node tools/gen-deploy.mjs`);
+    if (wrong.length) {
+      console.error(`deploy/ is not current (${wrong.join(', ')}): run node tools/gen-deploy.mjs`);
       process.exit(1);
     }
     console.error('deploy/ is current');
     return;
   }
-  for (const [f, c] of Object.entries(files)) writeFileSync(join(deployDir, f), c);
-  for (const f of stale) unlinkSync(join(deployDir, f));
-  console.error(`wrote ${Object.keys(files).length} files to deploy/`);
+  for (const f of wrong) rmSync(join(deployDir, f), { force: true });
+  for (const [f, c] of Object.entries(generated.files)) writeFileSync(join(deployDir, f), c);
+  for (const [f, target] of Object.entries(generated.links)) if (!existsSync(join(deployDir, f))) symlinkSync(target, join(deployDir, f));
+  console.error(`wrote ${Object.keys(generated.files).length} files and ${Object.keys(generated.links).length} CRD links to deploy/`);
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) main();

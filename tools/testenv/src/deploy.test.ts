@@ -2,7 +2,7 @@
 // all of them apply (server-side, in file-name order), and SubjectAccessReview shows each service account
 // can do exactly what its component needs: the full verb x resource matrix is compared, not samples.
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
@@ -14,7 +14,8 @@ const deployDir = join(repoRoot, 'deploy');
 const genDeployUrl = new URL('../../gen-deploy.mjs', import.meta.url).href;
 
 interface GenDeploy {
-  generateDeploy(root: string, opts?: object): Record<string, string>;
+  generateDeploy(root: string, opts?: object): { files: Record<string, string>; links: Record<string, string> };
+  checkDeploy(root: string, generated: { files: Record<string, string>; links: Record<string, string> }): string[];
   NAMESPACE: string;
   CONTROLLER: string;
   HANDLER: string;
@@ -32,10 +33,14 @@ const readObjects = (file: string): KubeObject[] =>
 describe('deploy/ is generated', () => {
   it('the committed files are exactly what tools/gen-deploy.mjs generates (run `node tools/gen-deploy.mjs` after a change)', () => {
     const expected = gen.generateDeploy(repoRoot);
-    expect(deployFiles).toEqual(Object.keys(expected).sort());
-    for (const [f, content] of Object.entries(expected)) {
+    expect(deployFiles).toEqual([...Object.keys(expected.files), ...Object.keys(expected.links)].sort());
+    for (const [f, content] of Object.entries(expected.files)) {
       expect({ file: f, content: readFileSync(join(deployDir, f), 'utf8') }).toEqual({ file: f, content });
     }
+    // the CRDs are symlinks into crds/ (kubectl follows them; they cannot go stale)
+    for (const [f, target] of Object.entries(expected.links)) expect({ file: f, target: readlinkSync(join(deployDir, f)) }).toEqual({ file: f, target });
+    expect(Object.keys(expected.links).length).toBeGreaterThanOrEqual(3);
+    expect(gen.checkDeploy(repoRoot, expected)).toEqual([]);
   });
 
   it('has the parts an operator applies, in an order that works (namespace and CRDs first)', () => {
@@ -309,6 +314,8 @@ describeKubectl('kubectl apply -f deploy/ (the operator path)', () => {
         expect({ status: r.status, stderr: r.stderr }).toEqual({ status: 0, stderr: '' });
         expect(r.stdout).toMatch(/deployment\.apps\/virt-controller (created|serverside-applied|unchanged|configured)/);
         expect(r.stdout).toMatch(/daemonset\.apps\/virt-handler/);
+        // the CRD symlinks were followed
+        expect(r.stdout).toMatch(/customresourcedefinition\.apiextensions\.k8s\.io\/virtualmachineinstances\.kubevirt\.io/);
       }
     });
   }, 120000);
