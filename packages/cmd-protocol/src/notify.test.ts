@@ -1,10 +1,11 @@
 // NotifyClient (launcher side) -> NotifyServer (handler side) over real unix sockets.
 import * as grpc from '@grpc/grpc-js';
+import { createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { NotifyClient, type NotifyClientOptions } from './notify-client.js';
 import { NotifyServer, type DomainEvent } from './notify-server.js';
 import { NotifyClient as GenNotifyClient } from './gen/kubevirt/notify/v1/notify.js';
-import { notifySocketPath, unixTarget } from './sockets.js';
+import { ensureSocketDir, notifySocketPath, unixTarget } from './sockets.js';
 import { quietLogger, sleep, tempDir, waitFor } from './test-util.js';
 
 let dir: string;
@@ -235,4 +236,23 @@ test('a flapping handler still ends with the last word', async () => {
     const g = (e: DomainEvent) => (e.domain as ReturnType<typeof dom>).status.gen;
     expect(g(last.domains[i]!)).toBeGreaterThanOrEqual(g(last.domains[i - 1]!));
   }
+});
+
+test('a handler that accepts but never answers: calls time out and are retried until a real one is there', async () => {
+  await ensureSocketDir(join(dir, 'handler'));
+  const held: Socket[] = [];
+  const mute = createServer((s) => void held.push(s));
+  await new Promise<void>((r) => mute.listen(path, r));
+  const c = client({ callTimeoutMs: 200, initialBackoffMs: 20, maxBackoffMs: 50 });
+  c.sendDomainEvent({ eventType: 'ADDED', domain: dom('a', 1) });
+  try {
+    await waitFor(() => c.stats().failedAttempts >= 2, 'timed-out attempts');
+    expect(c.stats().pendingDomains).toBe(1);
+  } finally {
+    for (const s of held) s.destroy();
+    await new Promise<void>((r) => mute.close(() => r()));
+  }
+  const h = await handler();
+  expect(await c.flush(10_000)).toBe(true);
+  expect(h.domains).toEqual([{ eventType: 'ADDED', domain: dom('a', 1) }]);
 });

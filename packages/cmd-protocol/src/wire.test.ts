@@ -537,6 +537,27 @@ describe('over a unix socket with hand-made bytes', () => {
       identity,
       'unary',
     );
+    // A DomainResponse without its Response field, and one with a domain that is not JSON.
+    server.register(
+      '/kubevirt.cmd.v1.Cmd/GetDomain',
+      handler('GetDomain', new Uint8Array()),
+      identity,
+      identity,
+      'unary',
+    );
+    server.register(
+      '/kubevirt.cmd.v1.Cmd/GetDomainStats',
+      handler(
+        'GetDomainStats',
+        encodeRaw([
+          { no: 1, message: [{ no: 1, varint: true }] },
+          { no: 2, bytes: '{not json' },
+        ]),
+      ),
+      identity,
+      identity,
+      'unary',
+    );
     const path = launcherSocketPath(dir);
     await new Promise<void>((res, rej) =>
       server.bindAsync(unixTarget(path), grpc.ServerCredentials.createInsecure(), (e) =>
@@ -546,6 +567,19 @@ describe('over a unix socket with hand-made bytes', () => {
     const client = await CmdClient.connect(path);
     try {
       expect(await client.getQemuVersion()).toBe('8.0.0');
+      await expect(client.getDomain()).rejects.toMatchObject({
+        name: 'RpcFailedError',
+        launcherMessage: 'launcher sent no response status',
+      });
+      await expect(client.getDomainStats()).rejects.toMatchObject({
+        name: 'RpcFailedError',
+        launcherMessage: expect.stringMatching(/^domainStats: not valid JSON/),
+      });
+      // An rpc this launcher does not serve at all: gRPC UNIMPLEMENTED surfaces as RpcFailedError.
+      await expect(client.ping()).rejects.toMatchObject({
+        name: 'RpcFailedError',
+        grpcCode: grpc.status.UNIMPLEMENTED,
+      });
       await expect(client.migrateVMI(sampleVmi('m') as never, { bandwidth: '1Mi' })).rejects.toMatchObject({
         name: 'RpcFailedError',
         launcherMessage: 'migration refused',
