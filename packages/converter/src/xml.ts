@@ -34,6 +34,8 @@ import type {
 const A = '@_';
 type XNode = Record<string, unknown>;
 
+const XML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', "'": '&apos;', '"': '&quot;' };
+
 // Ordered form (about 3x faster to build than the keyed one), no attribute prefix, and jPath: false
 // (spares a path string per node; not in the typings of this version).
 const builderOptions = {
@@ -46,6 +48,8 @@ const builderOptions = {
   suppressBooleanAttributes: false,
   preserveOrder: true,
   jPath: false,
+  // the library's default entity table (& first, then > < ' "), applied in one pass instead of five
+  entities: [{ regex: /[&<>'"]/g, val: (ch: string) => XML_ESCAPES[ch]! }],
 };
 const builder = new XMLBuilder(builderOptions);
 
