@@ -14,7 +14,9 @@ cache="${KVTS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubevirt-ts}"
 out="$cache/guest"
 log() { printf '[guest] %s\n' "$*" >&2; }
 
-if [ "${1:-}" != "--force" ] && [ -s "$out/vmlinuz" ] && [ -s "$out/initramfs.img" ] && [ "$out/initramfs.img" -nt "$here/init" ]; then
+# rebuilt when the guest's sources change (content hash, not mtimes: CI runs in a fresh clone)
+inputs="$(cat "$here/init" "$here/build.sh" | sha256sum | cut -d' ' -f1)"
+if [ "${1:-}" != "--force" ] && [ -s "$out/vmlinuz" ] && [ -s "$out/initramfs.img" ] && [ "$(cat "$out/inputs.sha256" 2>/dev/null)" = "$inputs" ]; then
   log "up to date: $out"
   exit 0
 fi
@@ -82,4 +84,5 @@ chmod 0644 "$work/vmlinuz" "$work/initramfs.img"
 mv -f "$work/vmlinuz" "$out/vmlinuz"
 mv -f "$work/initramfs.img" "$out/initramfs.img"
 printf '%s\n' "$kpkg" >"$out/kernel-package"
+printf '%s\n' "$inputs" >"$out/inputs.sha256"
 log "built $out/vmlinuz ($kver) and $out/initramfs.img ($(du -k "$out/initramfs.img" | cut -f1) KiB)"
