@@ -241,6 +241,54 @@ test('an invalid VMI is refused with the field paths, and the backend is not cal
   expect(calls).toEqual([]);
 });
 
+test('a VMI as a cluster stores it (metadata, status, fields newer than ours) is accepted', async () => {
+  const seen: unknown[] = [];
+  await serve({ syncVMI: async (v) => void seen.push(v) });
+  const c = await connect();
+  const v = sampleVmi() as any;
+  v.metadata = {
+    ...v.metadata,
+    resourceVersion: '12345',
+    generation: 2,
+    creationTimestamp: '2025-01-01T00:00:00Z',
+    labels: { 'kubevirt.io/nodeName': 'node01' },
+    annotations: { 'kubevirt.io/latest-observed-api-version': 'v1' },
+    finalizers: ['kubevirt.io/virtualMachineControllerFinalize', 'foregroundDeleteVirtualMachine'],
+    ownerReferences: [
+      {
+        apiVersion: 'kubevirt.io/v1',
+        kind: 'VirtualMachine',
+        name: 'vm',
+        uid: 'u1',
+        controller: true,
+        blockOwnerDeletion: true,
+      },
+    ],
+    managedFields: [
+      {
+        manager: 'virt-controller',
+        operation: 'Update',
+        apiVersion: 'kubevirt.io/v1',
+        fieldsType: 'FieldsV1',
+        fieldsV1: { 'f:status': {} },
+      },
+    ],
+  };
+  v.spec.domain.firmware = { uuid: '5d307ca9-b3ef-428c-8861-06e72d69f223' };
+  v.spec.domain.machine = { type: 'q35' };
+  v.status = {
+    phase: 'Scheduled',
+    nodeName: 'node01',
+    activePods: { abc: 'node01' },
+    conditions: [{ type: 'Ready', status: 'False', lastProbeTime: null, reason: 'PodNotReady' }],
+    currentCPUTopology: { cores: 1, sockets: 1, threads: 1 },
+    runtimeUser: 107,
+    aFieldFromANewerKubeVirt: { x: 1 },
+  };
+  await c.syncVMI(v);
+  expect(seen).toEqual([v]);
+});
+
 test('malformed or missing vmiJson gets Response{success:false}, never a crash', async () => {
   const calls: unknown[][] = [];
   await serve(recordingBackend(calls));
