@@ -289,6 +289,22 @@ test('a VMI as a cluster stores it (metadata, status, fields newer than ours) is
   expect(seen).toEqual([v]);
 });
 
+test('large VMIs: 1 MiB goes through, beyond the 4 MiB gRPC message limit is refused cleanly', async () => {
+  const seen: number[] = [];
+  await serve({ syncVMI: async (v) => void seen.push(JSON.stringify(v).length) });
+  const c = await connect();
+  const big = sampleVmi() as any;
+  big.metadata.annotations = { 'example.com/blob': 'x'.repeat(1 << 20) };
+  await c.syncVMI(big);
+  expect(seen[0]).toBeGreaterThan(1 << 20);
+  big.metadata.annotations['example.com/blob'] = 'x'.repeat(5 << 20);
+  const err = await c.syncVMI(big).catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(RpcFailedError);
+  expect(err).toMatchObject({ grpcCode: grpc.status.RESOURCE_EXHAUSTED });
+  expect(seen.length).toBe(1);
+  await c.ping();
+});
+
 test('malformed or missing vmiJson gets Response{success:false}, never a crash', async () => {
   const calls: unknown[][] = [];
   await serve(recordingBackend(calls));
