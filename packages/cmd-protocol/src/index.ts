@@ -26,6 +26,8 @@ export {
   type NotifyClientOptions,
   type NotifyClientStats,
 } from './notify-client.js';
+/** The options CmdBackend methods receive (generated type). */
+export type { VirtualMachineOptions } from './gen/kubevirt/cmd/v1/cmd.js';
 /** Generated messages and service definitions (ts-proto). */
 export * as cmdv1 from './gen/kubevirt/cmd/v1/cmd.js';
 export * as cmdinfo from './gen/kubevirt/cmd/info/info.js';
