@@ -222,11 +222,20 @@ export function deployObjects({ registry = DEFAULT_REGISTRY, tag = DEFAULT_TAG }
                   env: [...envCommon, { name: 'POD_NAME', valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.name' } } }],
                   resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '512Mi' } },
                   securityContext: restrictedContainer,
+                  // the root filesystem is read-only: scratch space for Node.js and libraries
+                  volumeMounts: [{ name: 'tmp', mountPath: '/tmp' }],
                 },
               ],
+              volumes: [{ name: 'tmp', emptyDir: { sizeLimit: '64Mi' } }],
             },
           },
         },
+      },
+      {
+        // voluntary disruptions (node drains) keep one replica, so a leader can always take over
+        apiVersion: 'policy/v1', kind: 'PodDisruptionBudget',
+        metadata: { name: 'virt-controller', namespace: NAMESPACE, labels: labels('virt-controller') },
+        spec: { minAvailable: 1, selector: { matchLabels: { 'kubevirt.io': 'virt-controller' } } },
       },
     ],
     '41-virt-handler.yaml': [
@@ -272,7 +281,7 @@ const COMMENTS = {
   '21-rbac-handler.yaml': 'virt-handler: least privilege. Each rule says why each verb is needed; anything else is denied.',
   '22-rbac-users.yaml': 'Roles for people: kubevirt-ts:view and kubevirt-ts:edit, aggregated into the built-in view, edit and admin ClusterRoles.',
   '30-config.yaml': 'The kubevirt-ts config object (RendererConfig of @kubevirt-ts/renderer, one key per field).',
-  '40-virt-controller.yaml': 'virt-controller: 2 replicas, one active at a time through leader election on a Lease.',
+  '40-virt-controller.yaml': 'virt-controller: 2 replicas, one active at a time through leader election on a Lease; a PodDisruptionBudget keeps one.',
   '41-virt-handler.yaml': 'virt-handler: one per node; host paths listed with the reason each is needed.',
 };
 

@@ -52,7 +52,7 @@ describe('deploy/ is generated', () => {
       `ServiceAccount/${gen.CONTROLLER}`, `ServiceAccount/${gen.HANDLER}`,
       `ClusterRole/${gen.CONTROLLER}`, `ClusterRoleBinding/${gen.CONTROLLER}`, `Role/${gen.CONTROLLER}`, `RoleBinding/${gen.CONTROLLER}`,
       `ClusterRole/${gen.HANDLER}`, `ClusterRoleBinding/${gen.HANDLER}`, `Role/${gen.HANDLER}`, `RoleBinding/${gen.HANDLER}`,
-      `ConfigMap/${gen.CONFIG_NAME}`, 'Deployment/virt-controller', 'DaemonSet/virt-handler',
+      `ConfigMap/${gen.CONFIG_NAME}`, 'Deployment/virt-controller', 'PodDisruptionBudget/virt-controller', 'DaemonSet/virt-handler',
       'ClusterRole/kubevirt-ts:view', 'ClusterRole/kubevirt-ts:edit',
       'CustomResourceDefinition/virtualmachines.kubevirt.io', 'CustomResourceDefinition/virtualmachineinstances.kubevirt.io',
       'CustomResourceDefinition/virtualmachineinstancemigrations.kubevirt.io',
