@@ -180,3 +180,28 @@ describe('testenv', () => {
     }
   });
 });
+
+describe('jest global setup/teardown', () => {
+  it('exports KUBECONFIG for the run and stops the control plane afterwards', async () => {
+    const { default: setup } = await import('@kubevirt-ts/testenv/jest-global-setup');
+    const { default: teardown } = await import('@kubevirt-ts/testenv/jest-global-teardown');
+    const saved = { k: process.env.KUBECONFIG, s: process.env.KVTS_TESTENV_SERVER };
+    try {
+      await setup();
+      expect(process.env.KUBECONFIG).toMatch(/kvts-testenv-.*\/kubeconfig$/);
+      const { KubeConfig } = await import('@kubernetes/client-node');
+      const kc = new KubeConfig();
+      kc.loadFromFile(process.env.KUBECONFIG!);
+      const nss = await kc.makeApiClient(CoreV1Api).listNamespace();
+      expect(nss.items.length).toBeGreaterThan(0);
+      const dir = process.env.KUBECONFIG!.replace(/\/kubeconfig$/, '');
+      await teardown();
+      expect(existsSync(dir)).toBe(false);
+    } finally {
+      process.env.KUBECONFIG = saved.k;
+      process.env.KVTS_TESTENV_SERVER = saved.s;
+      if (saved.k === undefined) delete process.env.KUBECONFIG;
+      if (saved.s === undefined) delete process.env.KVTS_TESTENV_SERVER;
+    }
+  });
+});

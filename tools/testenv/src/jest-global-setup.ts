@@ -1,0 +1,2 @@
+import { globalSetup } from './jest-global.js';
+export default globalSetup;

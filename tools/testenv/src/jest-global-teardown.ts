@@ -1,0 +1,2 @@
+import { globalTeardown } from './jest-global.js';
+export default globalTeardown;
