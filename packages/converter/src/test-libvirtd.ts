@@ -8,6 +8,11 @@ import path from 'node:path';
 
 export interface SessionDaemon {
   uri: string;
+  /** uid/gid the daemon (and QEMU) run as; undefined: the current user */
+  uid?: number;
+  gid?: number;
+  /** runs virsh against the daemon */
+  virsh(args: string[]): { status: number | null; stdout: string; stderr: string };
   define(xml: string): { ok: boolean; output: string };
   /** defines, returns libvirt's own XML of the domain (virsh dumpxml --inactive), undefines */
   defineAndDump(xml: string): string;
@@ -72,6 +77,12 @@ export async function startSessionDaemon(): Promise<SessionDaemon> {
   };
   return {
     uri,
+    uid,
+    gid,
+    virsh: (args: string[]) => {
+      const r = virsh(args);
+      return { status: r.status, stdout: r.stdout ?? '', stderr: r.stderr ?? '' };
+    },
     define(xml: string) {
       return defineThen(xml, () => undefined).result;
     },
