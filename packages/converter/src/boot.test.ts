@@ -3,16 +3,31 @@
 // QEMU emulation (TCG); the guest's serial console (logged by libvirt) shows the ready line.
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import { spawnSync } from 'node:child_process';
-import { chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chownSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { setVirtualMachineInstanceDefaults, validateVirtualMachineInstance, type VirtualMachineInstance } from '@kubevirt-ts/api';
+import {
+  setVirtualMachineInstanceDefaults,
+  validateVirtualMachineInstance,
+  type VirtualMachineInstance,
+} from '@kubevirt-ts/api';
 import { toDomain } from './convert.js';
 import { toDomainXml } from './xml.js';
 import { createPodLayout } from './layout.js';
 import { startSessionDaemon, type SessionDaemon } from './test-libvirtd.js';
 
-const CACHE = process.env.KVTS_CACHE ?? path.join(process.env.XDG_CACHE_HOME ?? path.join(process.env.HOME ?? '/root', '.cache'), 'kubevirt-ts');
+const CACHE =
+  process.env.KVTS_CACHE ??
+  path.join(process.env.XDG_CACHE_HOME ?? path.join(process.env.HOME ?? '/root', '.cache'), 'kubevirt-ts');
 const GUEST = path.join(CACHE, 'guest');
 
 let daemon: SessionDaemon;
@@ -27,7 +42,11 @@ afterAll(async () => {
 });
 
 test('a converted VMI boots the test guest under TCG (kernel boot + containerDisk overlay, serial console log)', async () => {
-  expect([existsSync(path.join(GUEST, 'vmlinuz')), existsSync(path.join(GUEST, 'initramfs.img')), 'build it: bash tools/guest/build.sh']).toEqual([true, true, 'build it: bash tools/guest/build.sh']);
+  expect([
+    existsSync(path.join(GUEST, 'vmlinuz')),
+    existsSync(path.join(GUEST, 'initramfs.img')),
+    'build it: bash tools/guest/build.sh',
+  ]).toEqual([true, true, 'build it: bash tools/guest/build.sh']);
   const uid = '3c1f6a4e-0b7a-4c55-9a51-6f0c0d1e2f3a';
   const vmi: VirtualMachineInstance = {
     apiVersion: 'kubevirt.io/v1',
@@ -36,15 +55,33 @@ test('a converted VMI boots the test guest under TCG (kernel boot + containerDis
     spec: {
       domain: {
         resources: { requests: { memory: '256Mi' } },
-        firmware: { kernelBoot: { kernelArgs: 'console=ttyS0 kvts.poweroff', container: { image: 'example.com/guest:1', kernelPath: '/boot/vmlinuz', initrdPath: '/boot/initramfs.img' } } },
-        devices: { autoattachPodInterface: false, autoattachGraphicsDevice: false, disks: [{ name: 'root', disk: { bus: 'virtio' } }] },
+        firmware: {
+          kernelBoot: {
+            kernelArgs: 'console=ttyS0 kvts.poweroff',
+            container: {
+              image: 'example.com/guest:1',
+              kernelPath: '/boot/vmlinuz',
+              initrdPath: '/boot/initramfs.img',
+            },
+          },
+        },
+        devices: {
+          autoattachPodInterface: false,
+          autoattachGraphicsDevice: false,
+          disks: [{ name: 'root', disk: { bus: 'virtio' } }],
+        },
       },
       volumes: [{ name: 'root', containerDisk: { image: 'example.com/disk:1' } }],
     },
   };
   expect(validateVirtualMachineInstance(vmi)).toEqual([]);
   const layout = createPodLayout(root);
-  const domain = toDomain(setVirtualMachineInstanceDefaults(vmi), { allowEmulation: true, kvmAvailable: false, layout, serialConsoleLog: true });
+  const domain = toDomain(setVirtualMachineInstanceDefaults(vmi), {
+    allowEmulation: true,
+    kvmAvailable: false,
+    layout,
+    serialConsoleLog: true,
+  });
   expect(domain.type).toBe('qemu');
 
   // what the launcher prepares: kernel artifacts, the container disk image and its overlay, private dirs

@@ -35,7 +35,9 @@ describe('virt-convert (process)', () => {
     expect(r.status).toBe(0);
     expect(r.stderr).toBe('');
     expect(parseDomainXml(r.stdout).name).toBe('default_net-masq');
-    expect(factDiff(readFileSync(path.join(REFERENCE_DIR, '09-masquerade-ports.xml'), 'utf8'), r.stdout).diffs).toEqual({});
+    expect(
+      factDiff(readFileSync(path.join(REFERENCE_DIR, '09-masquerade-ports.xml'), 'utf8'), r.stdout).diffs,
+    ).toEqual({});
   });
   test('invalid input exits 1 with the validation errors and no XML', () => {
     const r = run([path.join(REFERENCE_DIR, '15-xml-metachars.yaml')]);
@@ -93,7 +95,13 @@ spec:
     const cases: [string, RegExp][] = [
       ['a: [', /vm.yaml/],
       ['kind: ConfigMap\napiVersion: v1\n', /no VirtualMachineInstance or VirtualMachine/],
-      [vm.replace('disks: [ { name: root, disk: {} } ]', 'disks: [ { name: root, disk: {} } ], gpus: [ { name: g, deviceName: x/y } ]'), /gpus.*not implemented/],
+      [
+        vm.replace(
+          'disks: [ { name: root, disk: {} } ]',
+          'disks: [ { name: root, disk: {} } ], gpus: [ { name: g, deviceName: x/y } ]',
+        ),
+        /gpus.*not implemented/,
+      ],
     ];
     for (const [text, re] of cases) {
       const o = io({ 'vm.yaml': text });

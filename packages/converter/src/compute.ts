@@ -1,5 +1,15 @@
 // Compute: memory, vCPUs and topology, CPU model, OS/firmware, SMBIOS, hypervisor features, clock.
-import type { Clock, CPU, Domain, DomainOS, Features, Hyperv, SysInfo, SysInfoEntry, Timer } from './model.js';
+import type {
+  Clock,
+  CPU,
+  Domain,
+  DomainOS,
+  Features,
+  Hyperv,
+  SysInfo,
+  SysInfoEntry,
+  Timer,
+} from './model.js';
 import type { ResolvedContext } from './context.js';
 import type { VmiDomainSpec, VmiLike, Quantity } from './vmi.js';
 import { ConversionError, notImplemented } from './errors.js';
@@ -13,10 +23,15 @@ export function guestMemoryBytes(vmi: VmiLike): number {
   let q: Quantity | undefined;
   let path = '';
   if (d.memory?.guest !== undefined) [q, path] = [d.memory.guest, `${D}.memory.guest`];
-  else if (d.resources?.requests?.memory !== undefined) [q, path] = [d.resources.requests.memory, `${D}.resources.requests.memory`];
-  else if (d.resources?.limits?.memory !== undefined) [q, path] = [d.resources.limits.memory, `${D}.resources.limits.memory`];
+  else if (d.resources?.requests?.memory !== undefined)
+    [q, path] = [d.resources.requests.memory, `${D}.resources.requests.memory`];
+  else if (d.resources?.limits?.memory !== undefined)
+    [q, path] = [d.resources.limits.memory, `${D}.resources.limits.memory`];
   if (q === undefined)
-    throw new ConversionError(`${D}.memory.guest`, 'no guest memory: set it or spec.domain.resources.requests.memory');
+    throw new ConversionError(
+      `${D}.memory.guest`,
+      'no guest memory: set it or spec.domain.resources.requests.memory',
+    );
   const bytes = Math.ceil(quantity(q, path));
   if (bytes <= 0) throw new ConversionError(path, 'guest memory must be positive');
   return bytes;
@@ -32,7 +47,8 @@ export function cpuTopology(vmi: VmiLike): { sockets: number; cores: number; thr
   if (!cpu || (!cpu.cores && !cpu.sockets && !cpu.threads)) {
     const res = vmi.spec.domain.resources;
     if (res?.limits?.cpu !== undefined) sockets = quantityValue(res.limits.cpu, `${D}.resources.limits.cpu`);
-    else if (res?.requests?.cpu !== undefined) sockets = quantityValue(res.requests.cpu, `${D}.resources.requests.cpu`);
+    else if (res?.requests?.cpu !== undefined)
+      sockets = quantityValue(res.requests.cpu, `${D}.resources.requests.cpu`);
     if (sockets < 1) sockets = 1;
   }
   return { sockets, cores, threads };
@@ -40,7 +56,8 @@ export function cpuTopology(vmi: VmiLike): { sockets: number; cores: number; thr
 
 export function convertCPU(vmi: VmiLike, topology: CPU['topology']): CPU {
   const spec = vmi.spec.domain.cpu;
-  if (spec?.dedicatedCpuPlacement) notImplemented(`${D}.cpu.dedicatedCpuPlacement`, 'dedicated CPU placement (vCPU pinning)');
+  if (spec?.dedicatedCpuPlacement)
+    notImplemented(`${D}.cpu.dedicatedCpuPlacement`, 'dedicated CPU placement (vCPU pinning)');
   const cpu: CPU = { mode: 'host-model' };
   const model = spec?.model ?? '';
   if (model === 'host-model' || model === 'host-passthrough') cpu.mode = model;
@@ -52,7 +69,10 @@ export function convertCPU(vmi: VmiLike, topology: CPU['topology']): CPU {
   if (spec?.features?.length)
     cpu.features = spec.features.map((f, i) => {
       if (!/^[a-zA-Z0-9\-_.]+$/.test(f.name))
-        throw new ConversionError(`${D}.cpu.features[${i}].name`, `not a CPU feature name: ${JSON.stringify(f.name)}`);
+        throw new ConversionError(
+          `${D}.cpu.features[${i}].name`,
+          `not a CPU feature name: ${JSON.stringify(f.name)}`,
+        );
       return { name: f.name, policy: f.policy ?? 'require' };
     });
   return cpu;
@@ -69,7 +89,8 @@ function onOff(v: boolean | undefined, dflt: boolean): 'on' | 'off' {
 export function convertOS(vmi: VmiLike, ctx: ResolvedContext, domainName: string): DomainOS {
   const d = vmi.spec.domain;
   const machine = d.machine?.type || 'q35';
-  if (!/^[a-zA-Z0-9_.-]+$/.test(machine)) throw new ConversionError(`${D}.machine.type`, `not a machine type: ${JSON.stringify(machine)}`);
+  if (!/^[a-zA-Z0-9_.-]+$/.test(machine))
+    throw new ConversionError(`${D}.machine.type`, `not a machine type: ${JSON.stringify(machine)}`);
   const os: DomainOS = {
     type: { arch: 'x86_64', machine, value: 'hvm' },
     smbios: { mode: 'sysinfo' },
@@ -78,7 +99,10 @@ export function convertOS(vmi: VmiLike, ctx: ResolvedContext, domainName: string
   if (bl?.efi && d.features?.acpi?.enabled === false)
     throw new ConversionError(`${D}.features.acpi.enabled`, 'EFI firmware requires ACPI on x86_64');
   if (bl?.bios?.useSerial && d.devices?.autoattachSerialConsole === false)
-    throw new ConversionError(`${D}.firmware.bootloader.bios.useSerial`, 'BIOS serial output needs the serial console (devices.autoattachSerialConsole is false)');
+    throw new ConversionError(
+      `${D}.firmware.bootloader.bios.useSerial`,
+      'BIOS serial output needs the serial console (devices.autoattachSerialConsole is false)',
+    );
   if (bl?.efi) {
     const secure = bl.efi.secureBoot ?? true;
     os.loader = {
@@ -88,7 +112,10 @@ export function convertOS(vmi: VmiLike, ctx: ResolvedContext, domainName: string
       type: 'pflash',
     };
     // upstream names the variable store after the VMI name
-    os.nvram = { path: ctx.layout.nvramFile(vmi.metadata?.name ?? domainName), template: secure ? ctx.efi.secureVars : ctx.efi.vars };
+    os.nvram = {
+      path: ctx.layout.nvramFile(vmi.metadata?.name ?? domainName),
+      template: secure ? ctx.efi.secureVars : ctx.efi.vars,
+    };
   } else if (bl?.bios?.useSerial) {
     os.bios = { useserial: 'yes' };
   }
@@ -104,7 +131,9 @@ export function convertOS(vmi: VmiLike, ctx: ResolvedContext, domainName: string
 
 function entries(pairs: [string, string | undefined][]): SysInfoEntry[] | undefined {
   // empty SMBIOS entries are left out (libvirt's schema rejects them; the guest sees no difference)
-  const out = pairs.filter((p): p is [string, string] => p[1] !== undefined && p[1] !== '').map(([name, value]) => ({ name, value }));
+  const out = pairs
+    .filter((p): p is [string, string] => p[1] !== undefined && p[1] !== '')
+    .map(([name, value]) => ({ name, value }));
   return out.length ? out : undefined;
 }
 
@@ -169,7 +198,8 @@ export function convertFeatures(vmi: VmiLike): Features {
       h.spinlocks = { state: on ? 'on' : 'off' };
       if (on) {
         const retries = hv.spinlocks.spinlocks ?? 4096;
-        if (retries < 4095) throw new ConversionError(`${D}.features.hyperv.spinlocks.spinlocks`, 'must be at least 4095');
+        if (retries < 4095)
+          throw new ConversionError(`${D}.features.hyperv.spinlocks.spinlocks`, 'must be at least 4095');
         h.spinlocks.retries = retries;
       }
     }
@@ -183,20 +213,40 @@ export function convertFeatures(vmi: VmiLike): Features {
       if (on) {
         const v = hv.vendorid.vendorid ?? '';
         if (v.length < 1 || v.length > 12 || v.includes(','))
-          throw new ConversionError(`${D}.features.hyperv.vendorid.vendorid`, 'must be 1 to 12 characters, no comma');
+          throw new ConversionError(
+            `${D}.features.hyperv.vendorid.vendorid`,
+            'must be 1 to 12 characters, no comma',
+          );
         h.vendor_id.value = v;
       }
     }
     // keep libvirt's element order (the HV table order above + spinlocks/stimer/vendor_id)
     const ordered: Hyperv = {};
-    for (const k of ['relaxed', 'vapic', 'spinlocks', 'vpindex', 'runtime', 'synic', 'stimer', 'reset', 'vendor_id', 'frequencies', 'reenlightenment', 'tlbflush', 'ipi', 'evmcs'] as const) {
+    for (const k of [
+      'relaxed',
+      'vapic',
+      'spinlocks',
+      'vpindex',
+      'runtime',
+      'synic',
+      'stimer',
+      'reset',
+      'vendor_id',
+      'frequencies',
+      'reenlightenment',
+      'tlbflush',
+      'ipi',
+      'evmcs',
+    ] as const) {
       if (h[k]) (ordered as Record<string, unknown>)[k] = h[k];
     }
     out.hyperv = ordered;
   }
   if (f?.kvm) out.kvm = { hidden: { state: f.kvm.hidden ? 'on' : 'off' } };
   if (f?.pvspinlock) out.pvspinlock = { state: onOff(f.pvspinlock.enabled, true) };
-  const secureBoot = vmi.spec.domain.firmware?.bootloader?.efi ? (vmi.spec.domain.firmware.bootloader.efi.secureBoot ?? true) : false;
+  const secureBoot = vmi.spec.domain.firmware?.bootloader?.efi
+    ? (vmi.spec.domain.firmware.bootloader.efi.secureBoot ?? true)
+    : false;
   if ((f?.smm && (f.smm.enabled ?? true)) || secureBoot) out.smm = true;
   return out;
 }
@@ -221,7 +271,8 @@ export function convertClock(vmi: VmiLike): Clock | undefined {
     const timers: Timer[] = [];
     const tick = (v: string | undefined, path: string): Timer['tickpolicy'] => {
       if (v === undefined || v === '') return undefined;
-      if (!['delay', 'catchup', 'merge', 'discard'].includes(v)) throw new ConversionError(path, `unknown tick policy ${JSON.stringify(v)}`);
+      if (!['delay', 'catchup', 'merge', 'discard'].includes(v))
+        throw new ConversionError(path, `unknown tick policy ${JSON.stringify(v)}`);
       return v as Timer['tickpolicy'];
     };
     const add = (timer: Timer) => {
@@ -229,10 +280,25 @@ export function convertClock(vmi: VmiLike): Clock | undefined {
       timers.push(timer);
     };
     if (t.rtc)
-      add({ name: 'rtc', tickpolicy: tick(t.rtc.tickPolicy, `${P}.timer.rtc.tickPolicy`), present: yesNo(t.rtc.present, true), track: t.rtc.track });
-    if (t.pit) add({ name: 'pit', tickpolicy: tick(t.pit.tickPolicy, `${P}.timer.pit.tickPolicy`), present: yesNo(t.pit.present, true) });
+      add({
+        name: 'rtc',
+        tickpolicy: tick(t.rtc.tickPolicy, `${P}.timer.rtc.tickPolicy`),
+        present: yesNo(t.rtc.present, true),
+        track: t.rtc.track,
+      });
+    if (t.pit)
+      add({
+        name: 'pit',
+        tickpolicy: tick(t.pit.tickPolicy, `${P}.timer.pit.tickPolicy`),
+        present: yesNo(t.pit.present, true),
+      });
     if (t.kvm) add({ name: 'kvmclock', present: yesNo(t.kvm.present, true) });
-    if (t.hpet) add({ name: 'hpet', tickpolicy: tick(t.hpet.tickPolicy, `${P}.timer.hpet.tickPolicy`), present: yesNo(t.hpet.present, true) });
+    if (t.hpet)
+      add({
+        name: 'hpet',
+        tickpolicy: tick(t.hpet.tickPolicy, `${P}.timer.hpet.tickPolicy`),
+        present: yesNo(t.hpet.present, true),
+      });
     if (t.hyperv) add({ name: 'hypervclock', present: yesNo(t.hyperv.present, true) });
     if (timers.length) clock.timers = timers;
   }
@@ -248,7 +314,14 @@ export function convertMemoryBacking(vmi: VmiLike, domain: Domain): void {
     domain.memoryBacking.source = { type: 'memfd' };
     if (domain.cpu && !domain.cpu.numa)
       domain.cpu.numa = {
-        cells: [{ id: 0, cpus: `0-${domain.vcpu.count - 1}`, memory: Math.floor(domain.memory / 1024), unit: 'KiB' }],
+        cells: [
+          {
+            id: 0,
+            cpus: `0-${domain.vcpu.count - 1}`,
+            memory: Math.floor(domain.memory / 1024),
+            unit: 'KiB',
+          },
+        ],
       };
   }
 }
@@ -261,8 +334,10 @@ export function ioThreadPlan(vmi: VmiLike): { count: number; auto: number; use: 
   let limit = 1;
   if (d.ioThreadsPolicy === 'auto') {
     let n = 1;
-    if (d.resources?.requests?.cpu !== undefined) n = quantityValue(d.resources.requests.cpu, `${D}.resources.requests.cpu`);
-    else if (d.resources?.limits?.cpu !== undefined) n = quantityValue(d.resources.limits.cpu, `${D}.resources.limits.cpu`);
+    if (d.resources?.requests?.cpu !== undefined)
+      n = quantityValue(d.resources.requests.cpu, `${D}.resources.requests.cpu`);
+    else if (d.resources?.limits?.cpu !== undefined)
+      n = quantityValue(d.resources.limits.cpu, `${D}.resources.limits.cpu`);
     limit = Math.max(1, n) * 2;
   }
   let dedicated = 0;

@@ -9,7 +9,11 @@ import { ConversionError } from './errors.js';
 import { CASES } from './test-cases.js';
 
 type Spec = VirtualMachineInstance['spec'];
-const vmi = (domain: Partial<Spec['domain']>, rest: Partial<Spec> = {}, name = 'vm'): VirtualMachineInstance => ({
+const vmi = (
+  domain: Partial<Spec['domain']>,
+  rest: Partial<Spec> = {},
+  name = 'vm',
+): VirtualMachineInstance => ({
   apiVersion: 'kubevirt.io/v1',
   kind: 'VirtualMachineInstance',
   metadata: { name, namespace: 'ns', uid: 'u-1' },
@@ -45,31 +49,62 @@ describe('identity, memory, CPU', () => {
     expect(conv(vmi({})).sysinfo?.system).toBeUndefined();
   });
   test('memory: guest, else requests, else limits', () => {
-    expect(conv(vmi({ memory: { guest: '1Gi' }, resources: { requests: { memory: '2Gi' } } })).memory).toBe(2 ** 30);
+    expect(conv(vmi({ memory: { guest: '1Gi' }, resources: { requests: { memory: '2Gi' } } })).memory).toBe(
+      2 ** 30,
+    );
     expect(conv(vmi({ resources: { requests: { memory: '100M' } } })).memory).toBe(100e6);
     expect(conv(vmi({ resources: { limits: { memory: '3Gi' } } })).memory).toBe(3 * 2 ** 30);
     expect(err(() => conv(vmi({ resources: {} }))).path).toBe('spec.domain.memory.guest');
-    expect(err(() => conv(vmi({ resources: { requests: { memory: '12Qi' } } }))).path).toBe('spec.domain.resources.requests.memory');
+    expect(err(() => conv(vmi({ resources: { requests: { memory: '12Qi' } } }))).path).toBe(
+      'spec.domain.resources.requests.memory',
+    );
   });
   test('topology: explicit values, else sockets from CPU limit, else request (rounded up)', () => {
     expect(conv(vmi({ cpu: { cores: 3 } })).cpu?.topology).toEqual({ sockets: 1, cores: 3, threads: 1 });
     expect(conv(vmi({ cpu: { cores: 3 } })).vcpu).toEqual({ placement: 'static', count: 3 });
-    expect(conv(vmi({ resources: { requests: { memory: '1Gi', cpu: '1500m' } } })).cpu?.topology).toEqual({ sockets: 2, cores: 1, threads: 1 });
-    expect(conv(vmi({ resources: { requests: { memory: '1Gi', cpu: '2' }, limits: { cpu: '3' } } })).vcpu.count).toBe(3);
+    expect(conv(vmi({ resources: { requests: { memory: '1Gi', cpu: '1500m' } } })).cpu?.topology).toEqual({
+      sockets: 2,
+      cores: 1,
+      threads: 1,
+    });
+    expect(
+      conv(vmi({ resources: { requests: { memory: '1Gi', cpu: '2' }, limits: { cpu: '3' } } })).vcpu.count,
+    ).toBe(3);
   });
   test('CPU model: host-model default, host-passthrough, named model is custom; features keep policy', () => {
     expect(conv(vmi({})).cpu?.mode).toBe('host-model');
     expect(conv(vmi({ cpu: { model: 'host-passthrough' } })).cpu).toMatchObject({ mode: 'host-passthrough' });
-    const d = conv(vmi({ cpu: { model: 'Skylake-Client', features: [{ name: 'pcid' }, { name: 'vmx', policy: 'disable' }] } }));
-    expect(d.cpu).toMatchObject({ mode: 'custom', model: 'Skylake-Client', features: [{ name: 'pcid', policy: 'require' }, { name: 'vmx', policy: 'disable' }] });
-    expect(err(() => conv(vmi({ cpu: { features: [{ name: 'a b' }] } }))).path).toBe('spec.domain.cpu.features[0].name');
+    const d = conv(
+      vmi({
+        cpu: { model: 'Skylake-Client', features: [{ name: 'pcid' }, { name: 'vmx', policy: 'disable' }] },
+      }),
+    );
+    expect(d.cpu).toMatchObject({
+      mode: 'custom',
+      model: 'Skylake-Client',
+      features: [
+        { name: 'pcid', policy: 'require' },
+        { name: 'vmx', policy: 'disable' },
+      ],
+    });
+    expect(err(() => conv(vmi({ cpu: { features: [{ name: 'a b' }] } }))).path).toBe(
+      'spec.domain.cpu.features[0].name',
+    );
   });
   test('dedicated CPU placement says it is not implemented', () => {
     const e = err(() => conv(vmi({ cpu: { dedicatedCpuPlacement: true } })));
-    expect(e.message).toBe('spec.domain.cpu.dedicatedCpuPlacement: dedicated CPU placement (vCPU pinning) is not implemented by kubevirt-ts');
+    expect(e.message).toBe(
+      'spec.domain.cpu.dedicatedCpuPlacement: dedicated CPU placement (vCPU pinning) is not implemented by kubevirt-ts',
+    );
   });
   test('hugepages: memoryBacking hugepages + memfd and one NUMA cell', () => {
-    const d = conv(vmi({ cpu: { cores: 2 }, memory: { hugepages: { pageSize: '2Mi' } }, resources: { requests: { memory: '1Gi' } } }));
+    const d = conv(
+      vmi({
+        cpu: { cores: 2 },
+        memory: { hugepages: { pageSize: '2Mi' } },
+        resources: { requests: { memory: '1Gi' } },
+      }),
+    );
     expect(d.memoryBacking).toEqual({ hugepages: {}, source: { type: 'memfd' } });
     expect(d.cpu?.numa).toEqual({ cells: [{ id: 0, cpus: '0-1', memory: 1048576, unit: 'KiB' }] });
     const noMemfd = vmi({ memory: { hugepages: {} } });
@@ -100,20 +135,45 @@ describe('firmware and OS', () => {
   });
   test('EFI secure boot (default): secure loader, nvram from template, SMM on', () => {
     const d = conv(vmi({ firmware: { bootloader: { efi: {} } } }, {}, 'efi-vm'));
-    expect(d.os.loader).toEqual({ path: '/usr/share/OVMF/OVMF_CODE.secboot.fd', readonly: 'yes', secure: 'yes', type: 'pflash' });
-    expect(d.os.nvram).toEqual({ path: '/var/lib/libvirt/qemu/nvram/efi-vm_VARS.fd', template: '/usr/share/OVMF/OVMF_VARS.secboot.fd' });
+    expect(d.os.loader).toEqual({
+      path: '/usr/share/OVMF/OVMF_CODE.secboot.fd',
+      readonly: 'yes',
+      secure: 'yes',
+      type: 'pflash',
+    });
+    expect(d.os.nvram).toEqual({
+      path: '/var/lib/libvirt/qemu/nvram/efi-vm_VARS.fd',
+      template: '/usr/share/OVMF/OVMF_VARS.secboot.fd',
+    });
     expect(d.features?.smm).toBe(true);
   });
   test('EFI without secure boot; firmware paths and layout from the context', () => {
     const efi = { code: '/fw/CODE.fd', vars: '/fw/VARS.fd', secureCode: '/fw/S.fd', secureVars: '/fw/SV.fd' };
-    const d = conv(vmi({ firmware: { bootloader: { efi: { secureBoot: false } } } }), { efi, layout: createPodLayout('/tmp/pod') });
+    const d = conv(vmi({ firmware: { bootloader: { efi: { secureBoot: false } } } }), {
+      efi,
+      layout: createPodLayout('/tmp/pod'),
+    });
     expect(d.os.loader).toEqual({ path: '/fw/CODE.fd', readonly: 'yes', secure: 'no', type: 'pflash' });
-    expect(d.os.nvram).toEqual({ path: '/tmp/pod/var/lib/libvirt/qemu/nvram/vm_VARS.fd', template: '/fw/VARS.fd' });
+    expect(d.os.nvram).toEqual({
+      path: '/tmp/pod/var/lib/libvirt/qemu/nvram/vm_VARS.fd',
+      template: '/fw/VARS.fd',
+    });
     expect(d.features?.smm).toBeUndefined();
   });
   test('BIOS useSerial; kernel boot paths, initrd, cmdline', () => {
-    expect(conv(vmi({ firmware: { bootloader: { bios: { useSerial: true } } } })).os.bios).toEqual({ useserial: 'yes' });
-    const d = conv(vmi({ firmware: { kernelBoot: { kernelArgs: 'console=ttyS0', container: { image: 'i', kernelPath: '/boot/vmlinuz-6', initrdPath: '/x/initrd.img' } } } }));
+    expect(conv(vmi({ firmware: { bootloader: { bios: { useSerial: true } } } })).os.bios).toEqual({
+      useserial: 'yes',
+    });
+    const d = conv(
+      vmi({
+        firmware: {
+          kernelBoot: {
+            kernelArgs: 'console=ttyS0',
+            container: { image: 'i', kernelPath: '/boot/vmlinuz-6', initrdPath: '/x/initrd.img' },
+          },
+        },
+      }),
+    );
     expect([d.os.kernel, d.os.initrd, d.os.cmdline]).toEqual([
       '/var/run/kubevirt/container-disks/kernel-boot/vmlinuz-6',
       '/var/run/kubevirt/container-disks/kernel-boot/initrd.img',
@@ -121,15 +181,37 @@ describe('firmware and OS', () => {
     ]);
   });
   test('combinations libvirt refuses are errors naming the field', () => {
-    expect(err(() => conv(vmi({ firmware: { bootloader: { efi: {} } }, features: { acpi: { enabled: false } } }))).path).toBe('spec.domain.features.acpi.enabled');
-    expect(err(() => conv(vmi({ firmware: { bootloader: { bios: { useSerial: true } } }, devices: { autoattachSerialConsole: false } }))).path).toBe('spec.domain.firmware.bootloader.bios.useSerial');
+    expect(
+      err(() => conv(vmi({ firmware: { bootloader: { efi: {} } }, features: { acpi: { enabled: false } } })))
+        .path,
+    ).toBe('spec.domain.features.acpi.enabled');
+    expect(
+      err(() =>
+        conv(
+          vmi({
+            firmware: { bootloader: { bios: { useSerial: true } } },
+            devices: { autoattachSerialConsole: false },
+          }),
+        ),
+      ).path,
+    ).toBe('spec.domain.firmware.bootloader.bios.useSerial');
   });
 });
 
 describe('clock and features', () => {
   test('utc with offset, timezone, timers in libvirt names', () => {
-    expect(conv(vmi({ clock: { utc: { offsetSeconds: -60 } } })).clock).toEqual({ offset: 'utc', adjustment: '-60' });
-    const d = conv(vmi({ clock: { timezone: 'Europe/Berlin', timer: { kvm: { present: false }, hyperv: {}, rtc: { track: 'wall' } } } }));
+    expect(conv(vmi({ clock: { utc: { offsetSeconds: -60 } } })).clock).toEqual({
+      offset: 'utc',
+      adjustment: '-60',
+    });
+    const d = conv(
+      vmi({
+        clock: {
+          timezone: 'Europe/Berlin',
+          timer: { kvm: { present: false }, hyperv: {}, rtc: { track: 'wall' } },
+        },
+      }),
+    );
     expect(d.clock).toEqual({
       offset: 'timezone',
       timezone: 'Europe/Berlin',
@@ -172,46 +254,152 @@ describe('clock and features', () => {
 
 describe('storage', () => {
   test('device names per prefix (Linux sd naming), scsi drive address = unit', () => {
-    expect([0, 25, 26, 27, 701, 702].map((i) => formatDeviceName('sd', i))).toEqual(['sda', 'sdz', 'sdaa', 'sdab', 'sdzz', 'sdaaa']);
-    const d = conv(setVirtualMachineInstanceDefaults(CASES['storage-all-kinds']!), { isBlockPVC: { pvcblock: true, lunblock: true } });
+    expect([0, 25, 26, 27, 701, 702].map((i) => formatDeviceName('sd', i))).toEqual([
+      'sda',
+      'sdz',
+      'sdaa',
+      'sdab',
+      'sdzz',
+      'sdaaa',
+    ]);
+    const d = conv(setVirtualMachineInstanceDefaults(CASES['storage-all-kinds']!), {
+      isBlockPVC: { pvcblock: true, lunblock: true },
+    });
     const t = Object.fromEntries(d.devices.disks!.map((x) => [x.alias, `${x.target.bus}:${x.target.dev}`]));
     expect(t).toEqual({
-      'ua-root': 'virtio:vda', 'ua-pvcfile': 'virtio:vdb', 'ua-pvcblock': 'scsi:sda', 'ua-dv': 'sata:sdb', 'ua-eph': 'virtio:vdc',
-      'ua-host': 'usb:sdc', 'ua-lunblock': 'scsi:sdd', 'ua-iso': 'scsi:sde', 'ua-cfg': 'virtio:vdd', 'ua-sec': 'sata:sdf',
-      'ua-sa': 'virtio:vde', 'ua-dapi': 'virtio:vdf', 'ua-configdrive': 'virtio:vdg', 'ua-cd': 'virtio:vdh',
+      'ua-root': 'virtio:vda',
+      'ua-pvcfile': 'virtio:vdb',
+      'ua-pvcblock': 'scsi:sda',
+      'ua-dv': 'sata:sdb',
+      'ua-eph': 'virtio:vdc',
+      'ua-host': 'usb:sdc',
+      'ua-lunblock': 'scsi:sdd',
+      'ua-iso': 'scsi:sde',
+      'ua-cfg': 'virtio:vdd',
+      'ua-sec': 'sata:sdf',
+      'ua-sa': 'virtio:vde',
+      'ua-dapi': 'virtio:vdf',
+      'ua-configdrive': 'virtio:vdg',
+      'ua-cd': 'virtio:vdh',
     });
-    expect(d.devices.disks!.find((x) => x.alias === 'ua-lunblock')).toMatchObject({ type: 'block', device: 'lun', address: { type: 'drive', controller: 0, bus: 0, unit: 3 }, source: { dev: '/dev/lunblock' } });
+    expect(d.devices.disks!.find((x) => x.alias === 'ua-lunblock')).toMatchObject({
+      type: 'block',
+      device: 'lun',
+      address: { type: 'drive', controller: 0, bus: 0, unit: 3 },
+      source: { dev: '/dev/lunblock' },
+    });
   });
   test('volume kinds: sources, formats, backing stores (standard layout)', () => {
-    const d = conv(setVirtualMachineInstanceDefaults(CASES['storage-all-kinds']!), { isBlockPVC: { pvcblock: true, lunblock: true }, disksInfo: { iso: { format: 'raw' } } });
+    const d = conv(setVirtualMachineInstanceDefaults(CASES['storage-all-kinds']!), {
+      isBlockPVC: { pvcblock: true, lunblock: true },
+      disksInfo: { iso: { format: 'raw' } },
+    });
     const by = Object.fromEntries(d.devices.disks!.map((x) => [x.alias!.slice(3), x]));
-    expect(by.root).toMatchObject({ source: { file: '/var/run/kubevirt-ephemeral-disks/disk-data/root/disk.qcow2' }, driver: { type: 'qcow2', discard: 'unmap' }, backingStore: { type: 'file', format: 'qcow2', source: { file: '/var/run/kubevirt/container-disks/disk_0.img' } } });
-    expect(by.iso!.backingStore).toEqual({ type: 'file', format: 'raw', source: { file: '/var/run/kubevirt/container-disks/disk_7.img' } });
-    expect(by.pvcfile).toMatchObject({ type: 'file', source: { file: '/var/run/kubevirt-private/vmi-disks/pvcfile/disk.img' }, driver: { type: 'raw', error_policy: 'report' }, serial: 'PVC-1', blockio: { logical_block_size: 512, physical_block_size: 4096 } });
-    expect(by.pvcblock).toMatchObject({ type: 'block', source: { dev: '/dev/pvcblock' }, driver: { cache: 'writethrough' } });
+    expect(by.root).toMatchObject({
+      source: { file: '/var/run/kubevirt-ephemeral-disks/disk-data/root/disk.qcow2' },
+      driver: { type: 'qcow2', discard: 'unmap' },
+      backingStore: {
+        type: 'file',
+        format: 'qcow2',
+        source: { file: '/var/run/kubevirt/container-disks/disk_0.img' },
+      },
+    });
+    expect(by.iso!.backingStore).toEqual({
+      type: 'file',
+      format: 'raw',
+      source: { file: '/var/run/kubevirt/container-disks/disk_7.img' },
+    });
+    expect(by.pvcfile).toMatchObject({
+      type: 'file',
+      source: { file: '/var/run/kubevirt-private/vmi-disks/pvcfile/disk.img' },
+      driver: { type: 'raw', error_policy: 'report' },
+      serial: 'PVC-1',
+      blockio: { logical_block_size: 512, physical_block_size: 4096 },
+    });
+    expect(by.pvcblock).toMatchObject({
+      type: 'block',
+      source: { dev: '/dev/pvcblock' },
+      driver: { cache: 'writethrough' },
+    });
     expect(by.dv).toMatchObject({ shareable: true, driver: { cache: 'none' } });
-    expect(by.eph).toMatchObject({ readonly: true, driver: { type: 'qcow2' }, backingStore: { type: 'file', format: 'raw', source: { file: '/var/run/kubevirt-private/vmi-disks/eph/disk.img' } } });
+    expect(by.eph).toMatchObject({
+      readonly: true,
+      driver: { type: 'qcow2' },
+      backingStore: {
+        type: 'file',
+        format: 'raw',
+        source: { file: '/var/run/kubevirt-private/vmi-disks/eph/disk.img' },
+      },
+    });
     expect(by.host!.source).toEqual({ file: '/var/run/kubevirt-private/vmi-disks/host/host.img' });
     expect(by.cfg!.source).toEqual({ file: '/var/run/kubevirt-private/config-map-disks/cfg.iso' });
-    expect(by.sec).toMatchObject({ device: 'cdrom', readonly: true, target: { tray: 'closed' }, source: { file: '/var/run/kubevirt-private/secret-disks/sec.iso' } });
+    expect(by.sec).toMatchObject({
+      device: 'cdrom',
+      readonly: true,
+      target: { tray: 'closed' },
+      source: { file: '/var/run/kubevirt-private/secret-disks/sec.iso' },
+    });
     expect(by.sec!.driver.discard).toBeUndefined();
-    expect(by.sa!.source).toEqual({ file: '/var/run/kubevirt-private/service-account-disk/service-account.iso' });
+    expect(by.sa!.source).toEqual({
+      file: '/var/run/kubevirt-private/service-account-disk/service-account.iso',
+    });
     expect(by.dapi!.source).toEqual({ file: '/var/run/kubevirt-private/downwardapi-disks/dapi.iso' });
-    expect(by.configdrive!.source).toEqual({ file: '/var/run/libvirt/cloud-init-dir/tests/storage/configdrive.iso' });
-    expect(by.cd).toMatchObject({ source: { file: '/var/run/libvirt/empty-disks/cd.qcow2' }, address: { type: 'pci', domain: '0x0000', bus: '0x00', slot: '0x0a', function: '0x0' } });
+    expect(by.configdrive!.source).toEqual({
+      file: '/var/run/libvirt/cloud-init-dir/tests/storage/configdrive.iso',
+    });
+    expect(by.cd).toMatchObject({
+      source: { file: '/var/run/libvirt/empty-disks/cd.qcow2' },
+      address: { type: 'pci', domain: '0x0000', bus: '0x00', slot: '0x0a', function: '0x0' },
+    });
     expect(by.root!.boot).toEqual({ order: 1 });
   });
   test('iothreads: pool size and assignment (auto policy, dedicated threads); multiqueue queues = vCPUs', () => {
-    const d = conv(setVirtualMachineInstanceDefaults(CASES['storage-all-kinds']!), { isBlockPVC: { pvcblock: true, lunblock: true } });
+    const d = conv(setVirtualMachineInstanceDefaults(CASES['storage-all-kinds']!), {
+      isBlockPVC: { pvcblock: true, lunblock: true },
+    });
     // auto: pool 2 x 2 CPUs = 4; 1 dedicated + 3 shared
     expect(d.iothreads).toBe(4);
-    const io = Object.fromEntries(d.devices.disks!.filter((x) => x.target.bus === 'virtio').map((x) => [x.alias, x.driver.iothread]));
-    expect(io).toEqual({ 'ua-root': 4, 'ua-pvcfile': 1, 'ua-eph': 2, 'ua-cfg': 3, 'ua-sa': 1, 'ua-dapi': 2, 'ua-configdrive': 3, 'ua-cd': 1 });
-    expect(d.devices.disks!.filter((x) => x.target.bus === 'virtio').every((x) => x.driver.queues === 2)).toBe(true);
-    expect(d.devices.disks!.filter((x) => x.target.bus !== 'virtio').every((x) => x.driver.queues === undefined && x.driver.iothread === undefined)).toBe(true);
+    const io = Object.fromEntries(
+      d.devices.disks!.filter((x) => x.target.bus === 'virtio').map((x) => [x.alias, x.driver.iothread]),
+    );
+    expect(io).toEqual({
+      'ua-root': 4,
+      'ua-pvcfile': 1,
+      'ua-eph': 2,
+      'ua-cfg': 3,
+      'ua-sa': 1,
+      'ua-dapi': 2,
+      'ua-configdrive': 3,
+      'ua-cd': 1,
+    });
+    expect(
+      d.devices.disks!.filter((x) => x.target.bus === 'virtio').every((x) => x.driver.queues === 2),
+    ).toBe(true);
+    expect(
+      d.devices
+        .disks!.filter((x) => x.target.bus !== 'virtio')
+        .every((x) => x.driver.queues === undefined && x.driver.iothread === undefined),
+    ).toBe(true);
   });
   test('no policy and no dedicated thread: a pool of one, disks without iothread', () => {
-    const d = conv(vmi({ devices: { disks: [{ name: 'a', disk: { bus: 'virtio' } }, { name: 'b', disk: { bus: 'virtio' } }] } }, { volumes: [{ name: 'a', emptyDisk: { capacity: '1Gi' } }, { name: 'b', emptyDisk: { capacity: '1Gi' } }] }));
+    const d = conv(
+      vmi(
+        {
+          devices: {
+            disks: [
+              { name: 'a', disk: { bus: 'virtio' } },
+              { name: 'b', disk: { bus: 'virtio' } },
+            ],
+          },
+        },
+        {
+          volumes: [
+            { name: 'a', emptyDisk: { capacity: '1Gi' } },
+            { name: 'b', emptyDisk: { capacity: '1Gi' } },
+          ],
+        },
+      ),
+    );
     expect(d.iothreads).toBe(1);
     expect(d.devices.disks!.map((x) => x.driver.iothread)).toEqual([undefined, undefined]);
     expect(d.devices.controllers!.find((c) => c.type === 'scsi')!.driver).toBeUndefined();
@@ -220,16 +408,62 @@ describe('storage', () => {
     const d = conv(vmi({ devices: { disks: [{ name: 'empty', cdrom: { bus: 'sata' } }] } }));
     expect(d.devices.disks![0]).toMatchObject({ type: 'block', device: 'cdrom', driver: { type: 'raw' } });
     expect(d.devices.disks![0]!.source).toBeUndefined();
-    expect(err(() => conv(vmi({ devices: { disks: [{ name: 'x', disk: {} }] } }))).path).toBe('spec.domain.devices.disks[0].name');
-    expect(err(() => conv(vmi({ devices: { disks: [{ name: 'x', lun: {} }] } }, { volumes: [{ name: 'x', persistentVolumeClaim: { claimName: 'c' } }] }))).path).toBe('spec.volumes[0]');
-    expect(err(() => conv(vmi({ devices: { disks: [{ name: 'x', disk: {}, serial: 'a<b' }] } }, { volumes: [{ name: 'x', emptyDisk: { capacity: '1Gi' } }] }))).path).toBe('spec.domain.devices.disks[0].serial');
-    expect(err(() => conv(vmi({ devices: { disks: [{ name: 'x', disk: { bus: 'ide' } }] } }, { volumes: [{ name: 'x', emptyDisk: { capacity: '1Gi' } }] }))).path).toBe('spec.domain.devices.disks[0].disk.bus');
-    const dup = vmi({ devices: { disks: [{ name: 'x', disk: {}, bootOrder: 1 }], interfaces: [{ name: 'default', masquerade: {}, bootOrder: 1 }] } }, { volumes: [{ name: 'x', emptyDisk: { capacity: '1Gi' } }], networks: [{ name: 'default', pod: {} }] });
+    expect(err(() => conv(vmi({ devices: { disks: [{ name: 'x', disk: {} }] } }))).path).toBe(
+      'spec.domain.devices.disks[0].name',
+    );
+    expect(
+      err(() =>
+        conv(
+          vmi(
+            { devices: { disks: [{ name: 'x', lun: {} }] } },
+            { volumes: [{ name: 'x', persistentVolumeClaim: { claimName: 'c' } }] },
+          ),
+        ),
+      ).path,
+    ).toBe('spec.volumes[0]');
+    expect(
+      err(() =>
+        conv(
+          vmi(
+            { devices: { disks: [{ name: 'x', disk: {}, serial: 'a<b' }] } },
+            { volumes: [{ name: 'x', emptyDisk: { capacity: '1Gi' } }] },
+          ),
+        ),
+      ).path,
+    ).toBe('spec.domain.devices.disks[0].serial');
+    expect(
+      err(() =>
+        conv(
+          vmi(
+            { devices: { disks: [{ name: 'x', disk: { bus: 'ide' } }] } },
+            { volumes: [{ name: 'x', emptyDisk: { capacity: '1Gi' } }] },
+          ),
+        ),
+      ).path,
+    ).toBe('spec.domain.devices.disks[0].disk.bus');
+    const dup = vmi(
+      {
+        devices: {
+          disks: [{ name: 'x', disk: {}, bootOrder: 1 }],
+          interfaces: [{ name: 'default', masquerade: {}, bootOrder: 1 }],
+        },
+      },
+      { volumes: [{ name: 'x', emptyDisk: { capacity: '1Gi' } }], networks: [{ name: 'default', pod: {} }] },
+    );
     expect(err(() => conv(dup)).path).toBe('spec.domain.devices.interfaces[0].bootOrder');
   });
   test('volumes not implemented say so', () => {
-    const e = err(() => conv(vmi({ devices: { disks: [{ name: 'm', disk: { bus: 'virtio' } }] } }, { volumes: [{ name: 'm', downwardMetrics: {} }] })));
-    expect(e.message).toBe('spec.volumes[0].downwardMetrics: the downwardMetrics volume is not implemented by kubevirt-ts');
+    const e = err(() =>
+      conv(
+        vmi(
+          { devices: { disks: [{ name: 'm', disk: { bus: 'virtio' } }] } },
+          { volumes: [{ name: 'm', downwardMetrics: {} }] },
+        ),
+      ),
+    );
+    expect(e.message).toBe(
+      'spec.volumes[0].downwardMetrics: the downwardMetrics volume is not implemented by kubevirt-ts',
+    );
   });
 });
 
@@ -237,18 +471,50 @@ describe('network', () => {
   test('bindings, models, MAC, multiqueue, boot order vs ROM, tap devices from the layout', () => {
     const d = conv(setVirtualMachineInstanceDefaults(CASES['networks-all-bindings']!));
     expect(d.devices.interfaces).toEqual([
-      { type: 'ethernet', mac: '02:00:00:00:00:01', target: { dev: 'tap0', managed: 'no' }, model: 'virtio-non-transitional', driver: { name: 'vhost', queues: 2 }, boot: { order: 1 }, alias: 'ua-default' },
-      { type: 'ethernet', mac: '02:00:00:00:00:02', target: { dev: 'tap1', managed: 'no' }, model: 'e1000e', rom: { enabled: 'no' }, acpi: { index: 3 }, alias: 'ua-blue' },
-      { type: 'ethernet', target: { dev: 'tap2', managed: 'no' }, model: 'rtl8139', rom: { enabled: 'no' }, alias: 'ua-red', address: { type: 'pci', domain: '0x0000', bus: '0x00', slot: '0x0b', function: '0x0' } },
+      {
+        type: 'ethernet',
+        mac: '02:00:00:00:00:01',
+        target: { dev: 'tap0', managed: 'no' },
+        model: 'virtio-non-transitional',
+        driver: { name: 'vhost', queues: 2 },
+        boot: { order: 1 },
+        alias: 'ua-default',
+      },
+      {
+        type: 'ethernet',
+        mac: '02:00:00:00:00:02',
+        target: { dev: 'tap1', managed: 'no' },
+        model: 'e1000e',
+        rom: { enabled: 'no' },
+        acpi: { index: 3 },
+        alias: 'ua-blue',
+      },
+      {
+        type: 'ethernet',
+        target: { dev: 'tap2', managed: 'no' },
+        model: 'rtl8139',
+        rom: { enabled: 'no' },
+        alias: 'ua-red',
+        address: { type: 'pci', domain: '0x0000', bus: '0x00', slot: '0x0b', function: '0x0' },
+      },
     ]);
-    expect(conv(setVirtualMachineInstanceDefaults(CASES['slirp-pod-network']!)).devices.interfaces).toEqual([{ type: 'user', model: 'e1000', rom: { enabled: 'no' }, alias: 'ua-default' }]);
+    expect(conv(setVirtualMachineInstanceDefaults(CASES['slirp-pod-network']!)).devices.interfaces).toEqual([
+      { type: 'user', model: 'e1000', rom: { enabled: 'no' }, alias: 'ua-default' },
+    ]);
   });
   test('absent interfaces are skipped; unknown network and unimplemented bindings are errors', () => {
-    const base = (iface: object) => vmi({ devices: { interfaces: [iface as never] } }, { networks: [{ name: 'default', pod: {} }] });
+    const base = (iface: object) =>
+      vmi({ devices: { interfaces: [iface as never] } }, { networks: [{ name: 'default', pod: {} }] });
     expect(conv(base({ name: 'default', bridge: {}, state: 'absent' })).devices.interfaces).toBeUndefined();
-    expect(err(() => conv(base({ name: 'other', bridge: {} }))).path).toBe('spec.domain.devices.interfaces[0].name');
-    expect(err(() => conv(base({ name: 'default', sriov: {} }))).message).toMatch(/sriov interface binding is not implemented/);
-    expect(err(() => conv(base({ name: 'default', bridge: {}, macAddress: 'zz' }))).path).toBe('spec.domain.devices.interfaces[0].macAddress');
+    expect(err(() => conv(base({ name: 'other', bridge: {} }))).path).toBe(
+      'spec.domain.devices.interfaces[0].name',
+    );
+    expect(err(() => conv(base({ name: 'default', sriov: {} }))).message).toMatch(
+      /sriov interface binding is not implemented/,
+    );
+    expect(err(() => conv(base({ name: 'default', bridge: {}, macAddress: 'zz' }))).path).toBe(
+      'spec.domain.devices.interfaces[0].macAddress',
+    );
   });
 });
 
@@ -260,26 +526,50 @@ describe('devices', () => {
       { type: 'scsi', index: 0, model: 'virtio-non-transitional' },
       { type: 'virtio-serial', index: 0, model: 'virtio-non-transitional' },
     ]);
-    expect(d.devices.channels).toEqual([{ type: 'unix', target: { type: 'virtio', name: 'org.qemu.guest_agent.0' } }]);
-    expect(d.devices.serials).toEqual([{ type: 'unix', source: { mode: 'bind', path: '/var/run/kubevirt-private/u-1/virt-serial0' }, target: { port: 0 } }]);
+    expect(d.devices.channels).toEqual([
+      { type: 'unix', target: { type: 'virtio', name: 'org.qemu.guest_agent.0' } },
+    ]);
+    expect(d.devices.serials).toEqual([
+      {
+        type: 'unix',
+        source: { mode: 'bind', path: '/var/run/kubevirt-private/u-1/virt-serial0' },
+        target: { port: 0 },
+      },
+    ]);
     expect(d.devices.consoles).toEqual([{ type: 'pty', target: { type: 'serial', port: 0 } }]);
-    expect(d.devices.graphics).toEqual([{ type: 'vnc', listen: { type: 'socket', socket: '/var/run/kubevirt-private/u-1/virt-vnc' } }]);
+    expect(d.devices.graphics).toEqual([
+      { type: 'vnc', listen: { type: 'socket', socket: '/var/run/kubevirt-private/u-1/virt-vnc' } },
+    ]);
     expect(d.devices.video).toEqual([{ model: { type: 'vga', heads: 1, vram: 16384 } }]);
     expect(d.devices.memballoon).toEqual({ model: 'virtio-non-transitional', freePageReporting: 'off' });
   });
   test('context: balloon stats and free page reporting, serial console log', () => {
     const d = conv(vmi({}), { memBalloonStatsPeriod: 10, freePageReporting: true, serialConsoleLog: true });
-    expect(d.devices.memballoon).toEqual({ model: 'virtio-non-transitional', freePageReporting: 'on', stats: { period: 10 } });
-    expect(d.devices.serials![0]!.log).toEqual({ file: '/var/run/kubevirt-private/u-1/virt-serial0-log', append: 'on' });
+    expect(d.devices.memballoon).toEqual({
+      model: 'virtio-non-transitional',
+      freePageReporting: 'on',
+      stats: { period: 10 },
+    });
+    expect(d.devices.serials![0]!.log).toEqual({
+      file: '/var/run/kubevirt-private/u-1/virt-serial0-log',
+      append: 'on',
+    });
   });
   test('misc devices and transitional virtio; usb controller when a device needs it', () => {
     const d = conv(setVirtualMachineInstanceDefaults(CASES['devices-misc']!));
     expect(d.devices.controllers![0]).toEqual({ type: 'usb', index: 0, model: 'qemu-xhci' });
-    expect(d.devices.rng).toEqual([{ model: 'virtio-transitional', backend: { model: 'random', path: '/dev/urandom' } }]);
-    expect(d.devices.tpm).toEqual([{ model: 'tpm-tis', backend: { type: 'emulator', version: '2.0', persistent_state: 'yes' } }]);
+    expect(d.devices.rng).toEqual([
+      { model: 'virtio-transitional', backend: { model: 'random', path: '/dev/urandom' } },
+    ]);
+    expect(d.devices.tpm).toEqual([
+      { model: 'tpm-tis', backend: { type: 'emulator', version: '2.0', persistent_state: 'yes' } },
+    ]);
     expect(d.devices.sound).toEqual([{ model: 'ac97', alias: 'ua-audio' }]);
     expect(d.devices.watchdog).toEqual([{ model: 'i6300esb', action: 'shutdown', alias: 'ua-wd' }]);
-    expect(d.devices.inputs).toEqual([{ type: 'tablet', bus: 'virtio', model: 'virtio', alias: 'ua-tab' }, { type: 'tablet', bus: 'usb', alias: 'ua-tab2' }]);
+    expect(d.devices.inputs).toEqual([
+      { type: 'tablet', bus: 'virtio', model: 'virtio', alias: 'ua-tab' },
+      { type: 'tablet', bus: 'usb', alias: 'ua-tab2' },
+    ]);
     expect(d.devices.disks![0]!.model).toBe('virtio-transitional');
   });
   test('autoattach off: no graphics, balloon none; disableHotplug drops the scsi controller', () => {
@@ -300,14 +590,26 @@ describe('devices', () => {
     expect(d.devices.channels).toHaveLength(1);
   });
   test('device kinds not implemented say so', () => {
-    expect(err(() => conv(vmi({ devices: { gpus: [{ name: 'g', deviceName: 'nvidia.com/x' }] } }))).message).toBe('spec.domain.devices.gpus: GPU passthrough is not implemented by kubevirt-ts');
+    expect(
+      err(() => conv(vmi({ devices: { gpus: [{ name: 'g', deviceName: 'nvidia.com/x' }] } }))).message,
+    ).toBe('spec.domain.devices.gpus: GPU passthrough is not implemented by kubevirt-ts');
   });
 });
 
 describe('input checks', () => {
   test('strings XML cannot carry are rejected with their field path', () => {
-    expect(err(() => conv(vmi({ chassis: { manufacturer: 'a\u0001b' } }))).path).toBe('spec.domain.chassis.manufacturer');
-    expect(err(() => conv(vmi({ firmware: { kernelBoot: { kernelArgs: 'a\rb', container: { image: 'i', kernelPath: '/k' } } } }))).path).toBe('spec.domain.firmware.kernelBoot.kernelArgs');
+    expect(err(() => conv(vmi({ chassis: { manufacturer: 'a\u0001b' } }))).path).toBe(
+      'spec.domain.chassis.manufacturer',
+    );
+    expect(
+      err(() =>
+        conv(
+          vmi({
+            firmware: { kernelBoot: { kernelArgs: 'a\rb', container: { image: 'i', kernelPath: '/k' } } },
+          }),
+        ),
+      ).path,
+    ).toBe('spec.domain.firmware.kernelBoot.kernelArgs');
   });
   test('metadata.name is required', () => {
     const v = vmi({});

@@ -24,10 +24,16 @@ import { convertDevices } from './devices.js';
 export function resolveContext(vmi: VmiLike, c: ConverterContext = {}): ResolvedContext {
   const arch = vmi.spec.architecture || c.architecture || 'amd64';
   if (arch !== 'amd64')
-    throw new ConversionError(vmi.spec.architecture ? 'spec.architecture' : 'context.architecture', `architecture ${JSON.stringify(arch)} is not implemented by kubevirt-ts (only amd64)`);
+    throw new ConversionError(
+      vmi.spec.architecture ? 'spec.architecture' : 'context.architecture',
+      `architecture ${JSON.stringify(arch)} is not implemented by kubevirt-ts (only amd64)`,
+    );
   const kvm = c.kvmAvailable ?? true;
   if (!kvm && !c.allowEmulation)
-    throw new ConversionError('context.kvmAvailable', 'hardware virtualization (/dev/kvm) is not available and emulation is not allowed');
+    throw new ConversionError(
+      'context.kvmAvailable',
+      'hardware virtualization (/dev/kvm) is not available and emulation is not allowed',
+    );
   return {
     arch: 'amd64',
     domainType: kvm ? 'kvm' : 'qemu',
@@ -85,7 +91,8 @@ function checkUserStrings(vmi: VmiLike): void {
 export function toDomain(vmi: VmiLike, context: ConverterContext = {}): Domain {
   if (!vmi || typeof vmi !== 'object' || !vmi.spec || typeof vmi.spec !== 'object')
     throw new ConversionError('spec', 'required');
-  if (!vmi.spec.domain || typeof vmi.spec.domain !== 'object') throw new ConversionError('spec.domain', 'required');
+  if (!vmi.spec.domain || typeof vmi.spec.domain !== 'object')
+    throw new ConversionError('spec.domain', 'required');
   const name = vmi.metadata?.name;
   if (!name) throw new ConversionError('metadata.name', 'required');
   const namespace = vmi.metadata?.namespace || 'default';
@@ -138,7 +145,9 @@ function checkBootOrder(vmi: VmiLike): void {
     if (prev) throw new ConversionError(path, `boot order ${order} is already used by ${prev}`);
     seen.set(order, path);
   };
-  (vmi.spec.domain.devices?.disks ?? []).forEach((d, i) => note(d.bootOrder, `spec.domain.devices.disks[${i}].bootOrder`));
+  (vmi.spec.domain.devices?.disks ?? []).forEach((d, i) =>
+    note(d.bootOrder, `spec.domain.devices.disks[${i}].bootOrder`),
+  );
   (vmi.spec.domain.devices?.interfaces ?? []).forEach((x, i) => {
     if (x.state !== 'absent') note(x.bootOrder, `spec.domain.devices.interfaces[${i}].bootOrder`);
   });

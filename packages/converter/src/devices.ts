@@ -15,7 +15,13 @@ function usbNeeded(vmi: VmiLike, disks: Disk[]): boolean {
   return disks.some((d) => d.target.bus === 'usb');
 }
 
-export function convertDevices(vmi: VmiLike, ctx: ResolvedContext, devices: Devices, vcpus: number, scsiIOThread: number | undefined): void {
+export function convertDevices(
+  vmi: VmiLike,
+  ctx: ResolvedContext,
+  devices: Devices,
+  vcpus: number,
+  scsiIOThread: number | undefined,
+): void {
   const dev = vmi.spec.domain.devices ?? {};
   const uid = vmi.metadata?.uid ?? '';
   const vmodel = virtioModel(vmi);
@@ -26,7 +32,8 @@ export function convertDevices(vmi: VmiLike, ctx: ResolvedContext, devices: Devi
   if (dev.hostDevices?.length) notImplemented(`${DEV}.hostDevices`, 'host device passthrough');
   if (dev.clientPassthrough) notImplemented(`${DEV}.clientPassthrough`, 'USB redirection');
   if (dev.autoattachVSOCK) notImplemented(`${DEV}.autoattachVSOCK`, 'VSOCK');
-  if (vmi.spec.domain.launchSecurity !== undefined) notImplemented('spec.domain.launchSecurity', 'launch security (SEV)');
+  if (vmi.spec.domain.launchSecurity !== undefined)
+    notImplemented('spec.domain.launchSecurity', 'launch security (SEV)');
 
   // controllers: USB (off unless a device needs it), virtio-scsi (hotplug target), virtio-serial
   const controllers: Controller[] = [
@@ -65,9 +72,11 @@ export function convertDevices(vmi: VmiLike, ctx: ResolvedContext, devices: Devi
   const inputs: Input[] = [];
   (dev.inputs ?? []).forEach((inp, i) => {
     const p = `${DEV}.inputs[${i}]`;
-    if (inp.type !== 'tablet') throw new ConversionError(`${p}.type`, `only tablet is supported, got ${JSON.stringify(inp.type)}`);
+    if (inp.type !== 'tablet')
+      throw new ConversionError(`${p}.type`, `only tablet is supported, got ${JSON.stringify(inp.type)}`);
     const bus = inp.bus || 'usb';
-    if (bus !== 'usb' && bus !== 'virtio') throw new ConversionError(`${p}.bus`, `must be usb or virtio, got ${JSON.stringify(bus)}`);
+    if (bus !== 'usb' && bus !== 'virtio')
+      throw new ConversionError(`${p}.bus`, `must be usb or virtio, got ${JSON.stringify(bus)}`);
     const x: Input = { type: 'tablet', bus };
     if (bus === 'virtio') x.model = 'virtio'; // libvirt refuses (non-)transitional models for a tablet
     x.alias = `ua-${inp.name}`;
@@ -85,9 +94,14 @@ export function convertDevices(vmi: VmiLike, ctx: ResolvedContext, devices: Devi
   if (dev.rng) devices.rng = [{ model: vmodel, backend: { model: 'random', path: '/dev/urandom' } }];
 
   if (dev.watchdog) {
-    if (!dev.watchdog.i6300esb) throw new ConversionError(`${DEV}.watchdog`, 'a watchdog model (i6300esb) is required');
+    if (!dev.watchdog.i6300esb)
+      throw new ConversionError(`${DEV}.watchdog`, 'a watchdog model (i6300esb) is required');
     devices.watchdog = [
-      { model: 'i6300esb', action: dev.watchdog.i6300esb.action ?? 'reset', alias: `ua-${dev.watchdog.name}` },
+      {
+        model: 'i6300esb',
+        action: dev.watchdog.i6300esb.action ?? 'reset',
+        alias: `ua-${dev.watchdog.name}`,
+      },
     ];
   }
 
@@ -97,7 +111,11 @@ export function convertDevices(vmi: VmiLike, ctx: ResolvedContext, devices: Devi
     devices.tpm = [
       {
         model: 'tpm-tis',
-        backend: { type: 'emulator', version: '2.0', ...(dev.tpm.persistent ? { persistent_state: 'yes' as const } : {}) },
+        backend: {
+          type: 'emulator',
+          version: '2.0',
+          ...(dev.tpm.persistent ? { persistent_state: 'yes' as const } : {}),
+        },
       },
     ];
   }

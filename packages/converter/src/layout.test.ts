@@ -12,12 +12,18 @@ describe('pod layout', () => {
     expect(L.kernelBootFile('/boot/vmlinuz')).toBe('/var/run/kubevirt/container-disks/kernel-boot/vmlinuz');
     expect(L.ephemeralOverlay('root')).toBe('/var/run/kubevirt-ephemeral-disks/disk-data/root/disk.qcow2');
     expect(L.emptyDiskImage('scratch')).toBe('/var/run/libvirt/empty-disks/scratch.qcow2');
-    expect(L.cloudInitIso('noCloud', 'default', 'vm')).toBe('/var/run/libvirt/cloud-init-dir/default/vm/noCloud.iso');
-    expect(L.cloudInitIso('configDrive', 'default', 'vm')).toBe('/var/run/libvirt/cloud-init-dir/default/vm/configdrive.iso');
+    expect(L.cloudInitIso('noCloud', 'default', 'vm')).toBe(
+      '/var/run/libvirt/cloud-init-dir/default/vm/noCloud.iso',
+    );
+    expect(L.cloudInitIso('configDrive', 'default', 'vm')).toBe(
+      '/var/run/libvirt/cloud-init-dir/default/vm/configdrive.iso',
+    );
     expect(L.configIso('configMap', 'c')).toBe('/var/run/kubevirt-private/config-map-disks/c.iso');
     expect(L.configIso('secret', 's')).toBe('/var/run/kubevirt-private/secret-disks/s.iso');
     expect(L.configIso('downwardAPI', 'd')).toBe('/var/run/kubevirt-private/downwardapi-disks/d.iso');
-    expect(L.configIso('serviceAccount', 'x')).toBe('/var/run/kubevirt-private/service-account-disk/service-account.iso');
+    expect(L.configIso('serviceAccount', 'x')).toBe(
+      '/var/run/kubevirt-private/service-account-disk/service-account.iso',
+    );
     expect(L.filesystemVolumeImage('pvc')).toBe('/var/run/kubevirt-private/vmi-disks/pvc/disk.img');
     expect(L.blockVolumeDevice('pvc')).toBe('/dev/pvc');
     expect(L.hostDiskImage('h', '/data/x.img')).toBe('/var/run/kubevirt-private/vmi-disks/h/x.img');

@@ -71,7 +71,8 @@ export function createPodLayout(root = ''): PodLayout {
     vncSocket: (uid) => `${vmiDir(uid)}/virt-vnc`,
     containerDisksDir,
     containerDiskImage: (i) => `${containerDisksDir}/disk_${i}.img`,
-    kernelBootFile: (p) => `${containerDisksDir}/kernel-boot/${component('kernel boot artifact', path.posix.basename(p))}`,
+    kernelBootFile: (p) =>
+      `${containerDisksDir}/kernel-boot/${component('kernel boot artifact', path.posix.basename(p))}`,
     ephemeralDisksDir,
     ephemeralOverlay: (v) => `${ephemeralDisksDir}/disk-data/${component('volume', v)}/disk.qcow2`,
     emptyDiskImage: (v) => `${r}/var/run/libvirt/empty-disks/${component('volume', v)}.qcow2`,

@@ -11,7 +11,14 @@ import { CASES } from './test-cases.js';
 import type { ConverterContext } from './context.js';
 
 // the daemon runs unprivileged, where /dev/kvm is not usable: the emulation path (domain type qemu)
-const CTX: ConverterContext = { allowEmulation: true, kvmAvailable: false, memBalloonStatsPeriod: 10, serialConsoleLog: true, isBlockPVC: { pvcblock: true, lunblock: true }, isBlockDV: {} };
+const CTX: ConverterContext = {
+  allowEmulation: true,
+  kvmAvailable: false,
+  memBalloonStatsPeriod: 10,
+  serialConsoleLog: true,
+  isBlockPVC: { pvcblock: true, lunblock: true },
+  isBlockDV: {},
+};
 
 let daemon: SessionDaemon;
 beforeAll(async () => {
@@ -41,36 +48,60 @@ describe('libvirt accepts every output', () => {
     expect([name, d.ok ? 'defined' : d.output]).toEqual([name, 'defined']);
   });
 
-  test.each(inputs.filter(([n]) => !n.includes('15-')).map(([n, v]) => [n, v] as const))("%s: parseDomainXml reads libvirt's own XML back to the same devices", (_n, vmi) => {
-    const ours = toDomain(setVirtualMachineInstanceDefaults(vmi), CTX);
-    const back = parseDomainXml(daemon.defineAndDump(toDomainXml(ours)));
-    expect(back.name).toBe(ours.name);
-    expect(back.type).toBe(ours.type);
-    expect(back.memory).toBe(ours.memory);
-    expect(back.vcpu.count).toBe(ours.vcpu.count);
-    expect(back.cpu?.topology).toEqual(ours.cpu?.topology);
-    const disk = (d: NonNullable<typeof ours.devices.disks>[number]) => [d.alias, d.device, d.target.dev, d.target.bus, d.source, d.serial, d.boot?.order, d.readonly ?? false];
-    // libvirt lists disks ordered by bus and target; compare by alias
-    const byAlias = (a: unknown[], b: unknown[]) => String(a[0]).localeCompare(String(b[0]));
-    expect((back.devices.disks ?? []).map(disk).sort(byAlias)).toEqual((ours.devices.disks ?? []).map(disk).sort(byAlias));
-    const nic = (i: NonNullable<typeof ours.devices.interfaces>[number]) => [i.alias, i.type, i.model, i.boot?.order];
-    expect((back.devices.interfaces ?? []).map(nic)).toEqual((ours.devices.interfaces ?? []).map(nic));
-    for (const [i, iface] of (ours.devices.interfaces ?? []).entries()) if (iface.mac) expect(back.devices.interfaces![i]!.mac).toBe(iface.mac);
-    expect(back.devices.serials?.map((x) => x.source?.path)).toEqual(ours.devices.serials?.map((x) => x.source?.path));
-    expect(back.devices.graphics).toEqual(ours.devices.graphics);
-  });
+  test.each(inputs.filter(([n]) => !n.includes('15-')).map(([n, v]) => [n, v] as const))(
+    "%s: parseDomainXml reads libvirt's own XML back to the same devices",
+    (_n, vmi) => {
+      const ours = toDomain(setVirtualMachineInstanceDefaults(vmi), CTX);
+      const back = parseDomainXml(daemon.defineAndDump(toDomainXml(ours)));
+      expect(back.name).toBe(ours.name);
+      expect(back.type).toBe(ours.type);
+      expect(back.memory).toBe(ours.memory);
+      expect(back.vcpu.count).toBe(ours.vcpu.count);
+      expect(back.cpu?.topology).toEqual(ours.cpu?.topology);
+      const disk = (d: NonNullable<typeof ours.devices.disks>[number]) => [
+        d.alias,
+        d.device,
+        d.target.dev,
+        d.target.bus,
+        d.source,
+        d.serial,
+        d.boot?.order,
+        d.readonly ?? false,
+      ];
+      // libvirt lists disks ordered by bus and target; compare by alias
+      const byAlias = (a: unknown[], b: unknown[]) => String(a[0]).localeCompare(String(b[0]));
+      expect((back.devices.disks ?? []).map(disk).sort(byAlias)).toEqual(
+        (ours.devices.disks ?? []).map(disk).sort(byAlias),
+      );
+      const nic = (i: NonNullable<typeof ours.devices.interfaces>[number]) => [
+        i.alias,
+        i.type,
+        i.model,
+        i.boot?.order,
+      ];
+      expect((back.devices.interfaces ?? []).map(nic)).toEqual((ours.devices.interfaces ?? []).map(nic));
+      for (const [i, iface] of (ours.devices.interfaces ?? []).entries())
+        if (iface.mac) expect(back.devices.interfaces![i]!.mac).toBe(iface.mac);
+      expect(back.devices.serials?.map((x) => x.source?.path)).toEqual(
+        ours.devices.serials?.map((x) => x.source?.path),
+      );
+      expect(back.devices.graphics).toEqual(ours.devices.graphics);
+    },
+  );
 
   test('libvirt reads back the serials and SMBIOS strings with metacharacters exactly', () => {
     const vec = vectors().find((v) => v.name === '15-xml-metachars')!;
     const vmi = structuredClone(vec.vmi);
     vmi.spec.domain.devices!.disks![0]!.serial = 'x_.+- 1';
-    vmi.spec.domain.chassis = { manufacturer: "</chassis><qemu:commandline>&amp;'\"" };
+    vmi.spec.domain.chassis = { manufacturer: '</chassis><qemu:commandline>&amp;\'"' };
     const xml = toDomainXml(toDomain(setVirtualMachineInstanceDefaults(vmi), CTX));
     const back = daemon.defineAndDump(xml);
     const d = parseDomainXml(back);
     expect(d.devices.disks?.[0]?.serial).toBe('x_.+- 1');
     expect(d.sysinfo?.system?.find((e) => e.name === 'serial')?.value).toBe('a<b>&\'"c');
-    expect(d.sysinfo?.chassis?.find((e) => e.name === 'manufacturer')?.value).toBe("</chassis><qemu:commandline>&amp;'\"");
+    expect(d.sysinfo?.chassis?.find((e) => e.name === 'manufacturer')?.value).toBe(
+      '</chassis><qemu:commandline>&amp;\'"',
+    );
     expect(back).not.toContain('<qemu:commandline');
   });
 });

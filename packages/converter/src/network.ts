@@ -19,21 +19,28 @@ export function convertInterfaces(vmi: VmiLike, ctx: ResolvedContext, vcpus: num
   ifaces.forEach((iface, i) => {
     const p = `${IFACES}[${i}]`;
     if (iface.state === 'absent') return;
-    if (seen.has(iface.name)) throw new ConversionError(`${p}.name`, `duplicate interface name ${JSON.stringify(iface.name)}`);
+    if (seen.has(iface.name))
+      throw new ConversionError(`${p}.name`, `duplicate interface name ${JSON.stringify(iface.name)}`);
     seen.add(iface.name);
     const net = networks.get(iface.name);
-    if (!net) throw new ConversionError(`${p}.name`, `no network named ${JSON.stringify(iface.name)} in spec.networks`);
-    const bindings = (['bridge', 'masquerade', 'slirp', 'passt', 'sriov', 'macvtap', 'binding'] as const).filter(
-      (b) => iface[b] !== undefined,
-    );
-    if (bindings.length > 1) throw new ConversionError(p, `only one binding may be set (got ${bindings.join(', ')})`);
+    if (!net)
+      throw new ConversionError(
+        `${p}.name`,
+        `no network named ${JSON.stringify(iface.name)} in spec.networks`,
+      );
+    const bindings = (
+      ['bridge', 'masquerade', 'slirp', 'passt', 'sriov', 'macvtap', 'binding'] as const
+    ).filter((b) => iface[b] !== undefined);
+    if (bindings.length > 1)
+      throw new ConversionError(p, `only one binding may be set (got ${bindings.join(', ')})`);
     const binding = bindings[0] ?? 'bridge';
     if (binding === 'sriov' || binding === 'macvtap' || binding === 'passt' || binding === 'binding')
       notImplemented(`${p}.${binding}`, `the ${binding} interface binding`);
     if (binding === 'masquerade' && !net.pod)
       throw new ConversionError(`${p}.masquerade`, 'masquerade is only allowed on the pod network');
     const model = iface.model || 'virtio';
-    if (!MODELS.has(model)) throw new ConversionError(`${p}.model`, `unknown interface model ${JSON.stringify(model)}`);
+    if (!MODELS.has(model))
+      throw new ConversionError(`${p}.model`, `unknown interface model ${JSON.stringify(model)}`);
 
     const out1: Interface =
       binding === 'slirp'
@@ -45,7 +52,11 @@ export function convertInterfaces(vmi: VmiLike, ctx: ResolvedContext, vcpus: num
             model: model === 'virtio' ? vmodel : model,
           };
     if (iface.macAddress !== undefined && iface.macAddress !== '') {
-      if (!MAC_RE.test(iface.macAddress)) throw new ConversionError(`${p}.macAddress`, `not a MAC address: ${JSON.stringify(iface.macAddress)}`);
+      if (!MAC_RE.test(iface.macAddress))
+        throw new ConversionError(
+          `${p}.macAddress`,
+          `not a MAC address: ${JSON.stringify(iface.macAddress)}`,
+        );
       out1.mac = iface.macAddress.replace(/-/g, ':').toLowerCase();
     }
     if (multiQueue && model === 'virtio') out1.driver = { name: 'vhost', queues: vcpus };
@@ -59,7 +70,8 @@ export function convertInterfaces(vmi: VmiLike, ctx: ResolvedContext, vcpus: num
     }
     if (iface.acpiIndex !== undefined) out1.acpi = { index: iface.acpiIndex };
     out1.alias = `ua-${iface.name}`;
-    if (iface.pciAddress) out1.address = pciAddress(iface.pciAddress, `${p}.pciAddress`) as Interface['address'];
+    if (iface.pciAddress)
+      out1.address = pciAddress(iface.pciAddress, `${p}.pciAddress`) as Interface['address'];
     out.push(out1);
   });
   return out;

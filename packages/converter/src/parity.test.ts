@@ -13,14 +13,18 @@ const hasBuslessDisk = (v: Vector) =>
   (v.vmi.spec.domain.devices?.disks ?? []).some((d) => {
     const t = d.disk ?? d.cdrom ?? d.lun;
     return !t || !t.bus;
-  }) || (v.vmi.spec.volumes ?? []).some((vol) => !(v.vmi.spec.domain.devices?.disks ?? []).some((d) => d.name === vol.name));
+  }) ||
+  (v.vmi.spec.volumes ?? []).some(
+    (vol) => !(v.vmi.spec.domain.devices?.disks ?? []).some((d) => d.name === vol.name),
+  );
 
 const SAFE_SERIAL = /^[A-Za-z0-9_.+\- ]+$/;
 
 /** The vector's VMI as given, except disk serials libvirt refuses (see rule disk-serial-unsafe). */
 function prepared(v: Vector): Vector['vmi'] {
   const vmi = structuredClone(v.vmi);
-  for (const d of vmi.spec.domain.devices?.disks ?? []) if (d.serial !== undefined && !SAFE_SERIAL.test(d.serial)) delete d.serial;
+  for (const d of vmi.spec.domain.devices?.disks ?? [])
+    if (d.serial !== undefined && !SAFE_SERIAL.test(d.serial)) delete d.serial;
   return vmi;
 }
 
@@ -32,7 +36,13 @@ const RULES: Rule[] = [
     explains: (fact, expected, got, v) => {
       const m = /^disk\[ua-(.+)\]\.serial$/.exec(fact);
       const disk = m && (v.vmi.spec.domain.devices?.disks ?? []).find((d) => d.name === m[1]);
-      return !!disk && disk.serial !== undefined && !SAFE_SERIAL.test(disk.serial) && got === '-' && expected !== '-';
+      return (
+        !!disk &&
+        disk.serial !== undefined &&
+        !SAFE_SERIAL.test(disk.serial) &&
+        got === '-' &&
+        expected !== '-'
+      );
     },
   },
   {
@@ -65,12 +75,17 @@ const RULES: Rule[] = [
 ];
 
 describe('parity with upstream v1.1.0 reference vectors (domain-facts.py)', () => {
-  test.each(all.map((v) => [v.name, v] as const))('%s: every fact matches except deliberate differences', (_n, v) => {
-    const { diffs, score } = factDiff(v.xml, convertWithDefaults(prepared(v)));
-    const unexplained = Object.entries(diffs).filter(([f, [e, g]]) => !RULES.some((r) => r.explains(f, e, g, v)));
-    expect(unexplained).toEqual([]);
-    expect(score).toMatch(/^facts: \d+\/\d+ matched/);
-  });
+  test.each(all.map((v) => [v.name, v] as const))(
+    '%s: every fact matches except deliberate differences',
+    (_n, v) => {
+      const { diffs, score } = factDiff(v.xml, convertWithDefaults(prepared(v)));
+      const unexplained = Object.entries(diffs).filter(
+        ([f, [e, g]]) => !RULES.some((r) => r.explains(f, e, g, v)),
+      );
+      expect(unexplained).toEqual([]);
+      expect(score).toMatch(/^facts: \d+\/\d+ matched/);
+    },
+  );
 
   test('vectors without deliberate differences match 100%', () => {
     for (const n of ['09-masquerade-ports', '13-no-autoattach']) {
@@ -108,7 +123,19 @@ describe('deliberate differences, by fact', () => {
 
   test('disk[ua-root].target and disk[ua-root].model: busless disk gets virtio (14-memory-hugepages)', () => {
     const v = byName('14-memory-hugepages');
-    const { diffs } = factDiff(v.xml, convertWithDefaults({ ...v.vmi, spec: { ...v.vmi.spec, domain: { ...v.vmi.spec.domain, devices: { ...v.vmi.spec.domain.devices, autoattachPodInterface: false } } } }));
+    const { diffs } = factDiff(
+      v.xml,
+      convertWithDefaults({
+        ...v.vmi,
+        spec: {
+          ...v.vmi.spec,
+          domain: {
+            ...v.vmi.spec.domain,
+            devices: { ...v.vmi.spec.domain.devices, autoattachPodInterface: false },
+          },
+        },
+      }),
+    );
     expect(diffs).toEqual({
       'disk[ua-root].target': ["(('dev', 'a'),)", "(('bus', 'virtio'), ('dev', 'vda'))"],
       'disk[ua-root].model': ['-', 'virtio-non-transitional'],

@@ -29,10 +29,14 @@ test(`${RUNS} random valid VMIs: XML parses and re-parses to the same model; a s
     fc.property(vmiArb, (vmi) => {
       const errors = validateVirtualMachineInstance(vmi);
       if (errors.length) throw new Error(`generator made an invalid VMI: ${JSON.stringify(errors)}`);
-      const domain = toDomain(setVirtualMachineInstanceDefaults(vmi), contextFor(vmi, { allowEmulation: true, kvmAvailable: false }));
+      const domain = toDomain(
+        setVirtualMachineInstanceDefaults(vmi),
+        contextFor(vmi, { allowEmulation: true, kvmAvailable: false }),
+      );
       const xml = toDomainXml(domain);
       const back = parseDomainXml(xml);
-      if (!isDeepStrictEqual(normalize(back), normalize(domain))) expect(normalize(back)).toEqual(normalize(domain));
+      if (!isDeepStrictEqual(normalize(back), normalize(domain)))
+        expect(normalize(back)).toEqual(normalize(domain));
       if (n++ % SAMPLE_EVERY === 0) {
         // serializing the parsed model gives the same document
         expect(toDomainXml(back)).toBe(xml);
@@ -45,7 +49,14 @@ test(`${RUNS} random valid VMIs: XML parses and re-parses to the same model; a s
   const failures: unknown[] = [];
   for (const s of sample) {
     const v = xmlValidate(s.xml);
-    if (!v.ok) failures.push({ schema: v.output.split('\n').filter((l) => /error/i.test(l)).join('\n'), vmi: JSON.stringify(s.vmi) });
+    if (!v.ok)
+      failures.push({
+        schema: v.output
+          .split('\n')
+          .filter((l) => /error/i.test(l))
+          .join('\n'),
+        vmi: JSON.stringify(s.vmi),
+      });
     const d = daemon.define(s.xml);
     if (!d.ok) failures.push({ define: d.output.trim(), vmi: JSON.stringify(s.vmi) });
   }

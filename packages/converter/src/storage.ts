@@ -34,7 +34,8 @@ export function virtioModel(vmi: VmiLike): 'virtio-transitional' | 'virtio-non-t
 
 function diskKind(d: VmiDisk, path: string): 'disk' | 'cdrom' | 'lun' {
   const kinds = (['disk', 'cdrom', 'lun'] as const).filter((k) => d[k] !== undefined);
-  if (kinds.length > 1) throw new ConversionError(path, `only one of disk, cdrom, lun may be set (got ${kinds.join(', ')})`);
+  if (kinds.length > 1)
+    throw new ConversionError(path, `only one of disk, cdrom, lun may be set (got ${kinds.join(', ')})`);
   return kinds[0] ?? 'disk';
 }
 
@@ -46,7 +47,10 @@ function busOf(value: string | undefined, kind: 'disk' | 'cdrom' | 'lun', path: 
     lun: ['scsi'],
   };
   if (!allowed[kind]!.includes(value as Bus))
-    throw new ConversionError(path, `bus ${JSON.stringify(value)} is not supported for a ${kind} (use ${allowed[kind]!.join(', ')})`);
+    throw new ConversionError(
+      path,
+      `bus ${JSON.stringify(value)} is not supported for a ${kind} (use ${allowed[kind]!.join(', ')})`,
+    );
   return value as Bus;
 }
 
@@ -70,7 +74,8 @@ export function convertDisks(vmi: VmiLike, ctx: ResolvedContext, vcpus: number):
 
   disks.forEach((d, i) => {
     const p = `${DISKS}[${i}]`;
-    if (seen.has(d.name)) throw new ConversionError(`${p}.name`, `duplicate disk name ${JSON.stringify(d.name)}`);
+    if (seen.has(d.name))
+      throw new ConversionError(`${p}.name`, `duplicate disk name ${JSON.stringify(d.name)}`);
     seen.add(d.name);
     const kind = diskKind(d, p);
     const target = kind === 'disk' ? d.disk : kind === 'cdrom' ? d.cdrom : d.lun;
@@ -88,7 +93,8 @@ export function convertDisks(vmi: VmiLike, ctx: ResolvedContext, vcpus: number):
     if (bus === 'virtio' && kind === 'disk') disk.model = model;
     if (bus === 'scsi') disk.address = { type: 'drive', controller: 0, bus: 0, unit };
     if (kind === 'disk' && d.disk?.pciAddress) {
-      if (bus !== 'virtio') throw new ConversionError(`${p}.disk.pciAddress`, 'a PCI address needs bus virtio');
+      if (bus !== 'virtio')
+        throw new ConversionError(`${p}.disk.pciAddress`, 'a PCI address needs bus virtio');
       disk.address = pciAddress(d.disk.pciAddress, `${p}.disk.pciAddress`);
     }
     if (kind === 'cdrom') {
@@ -96,44 +102,60 @@ export function convertDisks(vmi: VmiLike, ctx: ResolvedContext, vcpus: number):
       else disk.target.tray = 'closed';
       if (d.cdrom?.readonly ?? true) disk.readonly = true;
     } else if (target?.readonly) {
-      if (bus === 'sata') throw new ConversionError(`${p}.${kind}.readonly`, 'a read-only disk is not supported on bus sata (libvirt/QEMU); use virtio or scsi, or a cdrom');
+      if (bus === 'sata')
+        throw new ConversionError(
+          `${p}.${kind}.readonly`,
+          'a read-only disk is not supported on bus sata (libvirt/QEMU); use virtio or scsi, or a cdrom',
+        );
       disk.readonly = true;
     }
-    if (kind === 'lun' && d.lun?.reservation) notImplemented(`${p}.lun.reservation`, 'SCSI persistent reservation');
+    if (kind === 'lun' && d.lun?.reservation)
+      notImplemented(`${p}.lun.reservation`, 'SCSI persistent reservation');
     if (d.serial !== undefined && d.serial !== '') {
-      if (kind === 'lun') throw new ConversionError(`${p}.serial`, 'a lun passes the device through and cannot have a serial');
+      if (kind === 'lun')
+        throw new ConversionError(`${p}.serial`, 'a lun passes the device through and cannot have a serial');
       // libvirt's schema (diskSerial) and QEMU accept only these characters; so does API validation
       if (!/^[A-Za-z0-9_.+\- ]+$/.test(d.serial))
-        throw new ConversionError(`${p}.serial`, `${JSON.stringify(d.serial)} must be made of the characters [A-Za-z0-9_.+-] and space`);
+        throw new ConversionError(
+          `${p}.serial`,
+          `${JSON.stringify(d.serial)} must be made of the characters [A-Za-z0-9_.+-] and space`,
+        );
       disk.serial = d.serial;
     }
     if (d.shareable) {
-      if ((d.cache ?? 'none') !== 'none') throw new ConversionError(`${p}.cache`, 'a shareable disk requires cache none');
+      if ((d.cache ?? 'none') !== 'none')
+        throw new ConversionError(`${p}.cache`, 'a shareable disk requires cache none');
       disk.shareable = true;
       disk.driver.cache = 'none';
     }
     if (d.cache) disk.driver.cache = d.cache;
     if (d.io && d.io !== 'default') disk.driver.io = d.io;
-    if ((kind === 'disk' || kind === 'lun') && !ctx.volumesDiscardIgnore.has(d.name)) disk.driver.discard = 'unmap';
+    if ((kind === 'disk' || kind === 'lun') && !ctx.volumesDiscardIgnore.has(d.name))
+      disk.driver.discard = 'unmap';
     if (multiQueue && bus === 'virtio') disk.driver.queues = vcpus;
     if (d.blockSize?.custom) {
       const { logical, physical } = d.blockSize.custom;
       const pow2 = (x: number) => Number.isInteger(x) && x >= 512 && (x & (x - 1)) === 0;
       if (!pow2(logical) || !pow2(physical) || physical < logical)
-        throw new ConversionError(`${p}.blockSize.custom`, 'logical and physical must be powers of two >= 512, physical >= logical');
+        throw new ConversionError(
+          `${p}.blockSize.custom`,
+          'logical and physical must be powers of two >= 512, physical >= logical',
+        );
       disk.blockio = { logical_block_size: logical, physical_block_size: physical };
     } else if (d.blockSize?.matchVolume && d.blockSize.matchVolume.enabled !== false) {
       notImplemented(`${p}.blockSize.matchVolume`, 'block size detection from the volume');
     }
     disk.alias = `ua-${d.name}`;
     if (d.bootOrder !== undefined) {
-      if (!Number.isInteger(d.bootOrder) || d.bootOrder < 1) throw new ConversionError(`${p}.bootOrder`, 'must be a positive integer');
+      if (!Number.isInteger(d.bootOrder) || d.bootOrder < 1)
+        throw new ConversionError(`${p}.bootOrder`, 'must be a positive integer');
       disk.boot = { order: d.bootOrder };
     }
 
     const vol = volumes.get(d.name);
     if (!vol) {
-      if (kind !== 'cdrom') throw new ConversionError(`${p}.name`, `no volume named ${JSON.stringify(d.name)} in spec.volumes`);
+      if (kind !== 'cdrom')
+        throw new ConversionError(`${p}.name`, `no volume named ${JSON.stringify(d.name)} in spec.volumes`);
       // an empty cdrom drive
       disk.type = 'block';
       disk.driver.type = 'raw';
@@ -175,7 +197,8 @@ function convertVolume(v: VmiVolume, index: number, disk: Disk, ctx: ResolvedCon
     };
     disk.driver.discard = 'unmap';
   } else if (v.ephemeral) {
-    if (!v.ephemeral.persistentVolumeClaim) throw new ConversionError(`${vp}.ephemeral.persistentVolumeClaim`, 'required');
+    if (!v.ephemeral.persistentVolumeClaim)
+      throw new ConversionError(`${vp}.ephemeral.persistentVolumeClaim`, 'required');
     const isBlock = ctx.isBlockPVC[v.name] === true;
     disk.driver.type = 'qcow2';
     disk.source = { file: L.ephemeralOverlay(v.name) };
@@ -195,13 +218,20 @@ function convertVolume(v: VmiVolume, index: number, disk: Disk, ctx: ResolvedCon
     disk.driver.type = 'raw';
     disk.source = { file: L.hostDiskImage(v.name, v.hostDisk.path) };
   } else if (v.cloudInitNoCloud || v.cloudInitConfigDrive) {
-    if (disk.device === 'lun') throw new ConversionError(vp, 'a cloud-init volume cannot be attached as a lun');
+    if (disk.device === 'lun')
+      throw new ConversionError(vp, 'a cloud-init volume cannot be attached as a lun');
     const ns = vmi.metadata?.namespace || 'default';
     const name = vmi.metadata?.name ?? '';
     disk.driver.type = 'raw';
     disk.source = { file: L.cloudInitIso(v.cloudInitNoCloud ? 'noCloud' : 'configDrive', ns, name) };
   } else if (v.configMap || v.secret || v.downwardAPI || v.serviceAccount) {
-    const kind = v.configMap ? 'configMap' : v.secret ? 'secret' : v.downwardAPI ? 'downwardAPI' : 'serviceAccount';
+    const kind = v.configMap
+      ? 'configMap'
+      : v.secret
+        ? 'secret'
+        : v.downwardAPI
+          ? 'downwardAPI'
+          : 'serviceAccount';
     disk.driver.type = 'raw';
     disk.source = { file: L.configIso(kind, v.name) };
   } else if (v.downwardMetrics) {
@@ -214,7 +244,10 @@ function convertVolume(v: VmiVolume, index: number, disk: Disk, ctx: ResolvedCon
     throw new ConversionError(vp, 'volume has no supported source');
   }
   if (disk.device === 'lun' && disk.type === 'file')
-    throw new ConversionError(vp, `disk ${JSON.stringify(v.name)} is of type lun, which needs a block volume`);
+    throw new ConversionError(
+      vp,
+      `disk ${JSON.stringify(v.name)} is of type lun, which needs a block volume`,
+    );
 }
 
 /** Applies upstream's iothread assignment to converted disks (virtio disks only). */

@@ -5,23 +5,47 @@ import fc from 'fast-check';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import type { ConverterContext } from './context.js';
 
-const META_CHARS = ['<', '>', '&', "'", '"', ']]>', '<!--', '&amp;', '&#60;', '</entry>', '<qemu:commandline/>', ' ', '\n', '\t', 'é', '☃', '\u{1F600}'];
+const META_CHARS = [
+  '<',
+  '>',
+  '&',
+  "'",
+  '"',
+  ']]>',
+  '<!--',
+  '&amp;',
+  '&#60;',
+  '</entry>',
+  '<qemu:commandline/>',
+  ' ',
+  '\n',
+  '\t',
+  'é',
+  '☃',
+  '\u{1F600}',
+];
 /** A string made of letters and XML metacharacters. */
 export const metaString = (maxLength = 24): fc.Arbitrary<string> =>
   fc
-    .array(fc.oneof(fc.constantFrom(...META_CHARS), fc.string({ minLength: 1, maxLength: 3, unit: 'grapheme-ascii' })), {
-      minLength: 1,
-      maxLength: Math.max(1, Math.floor(maxLength / 3)),
-    })
+    .array(
+      fc.oneof(
+        fc.constantFrom(...META_CHARS),
+        fc.string({ minLength: 1, maxLength: 3, unit: 'grapheme-ascii' }),
+      ),
+      {
+        minLength: 1,
+        maxLength: Math.max(1, Math.floor(maxLength / 3)),
+      },
+    )
     .map((parts) => parts.join(''))
     // XML cannot carry \r (normalized to \n by parsers); the API value space used here avoids it
     .map((s) => s.replace(/\r/g, ' '));
 
 const label = fc.stringMatching(/^[a-z]([a-z0-9-]{0,14}[a-z0-9])?$/);
 const safeSerial = fc.stringMatching(/^[A-Za-z0-9_.+-]{1,20}$/);
-const mac = fc.array(fc.integer({ min: 0, max: 255 }), { minLength: 5, maxLength: 5 }).map(
-  (b) => ['02', ...b.map((x) => x.toString(16).padStart(2, '0'))].join(':'),
-);
+const mac = fc
+  .array(fc.integer({ min: 0, max: 255 }), { minLength: 5, maxLength: 5 })
+  .map((b) => ['02', ...b.map((x) => x.toString(16).padStart(2, '0'))].join(':'));
 const opt = <T>(a: fc.Arbitrary<T>) => fc.option(a, { nil: undefined });
 const maybe = <T extends object>(a: fc.Arbitrary<T>) => fc.oneof(fc.constant(undefined), a);
 
@@ -56,7 +80,11 @@ const diskArb = fc
     cdromBus: opt(fc.constantFrom('sata', 'scsi')),
     readonly: opt(fc.boolean()),
     serial: opt(safeSerial),
-    cache: opt(fc.constantFrom('none', 'writethrough', 'writeback') as fc.Arbitrary<'none' | 'writethrough' | 'writeback'>),
+    cache: opt(
+      fc.constantFrom('none', 'writethrough', 'writeback') as fc.Arbitrary<
+        'none' | 'writethrough' | 'writeback'
+      >,
+    ),
     io: opt(fc.constantFrom('native', 'threads') as fc.Arbitrary<'native' | 'threads'>),
     errorPolicy: opt(fc.constantFrom('stop', 'ignore', 'report', 'enospace') as fc.Arbitrary<'stop'>),
     dedicatedIOThread: opt(fc.boolean()),
@@ -79,11 +107,29 @@ export const vmiArb: fc.Arbitrary<Vmi> = fc
     memMi: fc.integer({ min: 32, max: 4096 }).map((n) => n * 2),
     guestMi: opt(fc.integer({ min: 32, max: 4096 }).map((n) => n * 2)),
     cpuReq: opt(fc.constantFrom('1', '2', '500m', '1500m', '4')),
-    topo: opt(fc.record({ sockets: opt(fc.integer({ min: 1, max: 4 })), cores: opt(fc.integer({ min: 1, max: 4 })), threads: opt(fc.integer({ min: 1, max: 2 })) })),
-    cpuModel: opt(fc.constantFrom('host-model', 'host-passthrough', 'qemu64', 'Haswell-noTSX', 'Skylake-Client')),
-    cpuFeatures: opt(fc.uniqueArray(fc.constantFrom('pcid', 'x2apic', 'ssse3', 'vmx', 'avx2'), { maxLength: 3 }).chain((ns) =>
-      fc.tuple(...ns.map((n) => fc.constantFrom('require', 'disable', 'optional', 'force', 'forbid').map((p) => ({ name: n, policy: p as 'require' })))),
-    )),
+    topo: opt(
+      fc.record({
+        sockets: opt(fc.integer({ min: 1, max: 4 })),
+        cores: opt(fc.integer({ min: 1, max: 4 })),
+        threads: opt(fc.integer({ min: 1, max: 2 })),
+      }),
+    ),
+    cpuModel: opt(
+      fc.constantFrom('host-model', 'host-passthrough', 'qemu64', 'Haswell-noTSX', 'Skylake-Client'),
+    ),
+    cpuFeatures: opt(
+      fc
+        .uniqueArray(fc.constantFrom('pcid', 'x2apic', 'ssse3', 'vmx', 'avx2'), { maxLength: 3 })
+        .chain((ns) =>
+          fc.tuple(
+            ...ns.map((n) =>
+              fc
+                .constantFrom('require', 'disable', 'optional', 'force', 'forbid')
+                .map((p) => ({ name: n, policy: p as 'require' })),
+            ),
+          ),
+        ),
+    ),
     machine: opt(fc.constantFrom('q35', 'pc-q35-7.2', 'pc-q35-7.1')),
     uuid: opt(fc.uuid()),
     fwSerial: opt(safeSerial),
@@ -94,8 +140,19 @@ export const vmiArb: fc.Arbitrary<Vmi> = fc
       fc.record({
         tz: fc.oneof(fc.constant(undefined), fc.constantFrom('Europe/Berlin', 'America/New_York', 'UTC')),
         offset: opt(fc.integer({ min: -86400, max: 86400 })),
-        rtc: opt(fc.record({ tickPolicy: opt(fc.constantFrom('delay', 'catchup')), present: opt(fc.boolean()), track: opt(fc.constantFrom('guest', 'wall') as fc.Arbitrary<'guest' | 'wall'>) })),
-        pit: opt(fc.record({ tickPolicy: opt(fc.constantFrom('delay', 'catchup', 'discard')), present: opt(fc.boolean()) })),
+        rtc: opt(
+          fc.record({
+            tickPolicy: opt(fc.constantFrom('delay', 'catchup')),
+            present: opt(fc.boolean()),
+            track: opt(fc.constantFrom('guest', 'wall') as fc.Arbitrary<'guest' | 'wall'>),
+          }),
+        ),
+        pit: opt(
+          fc.record({
+            tickPolicy: opt(fc.constantFrom('delay', 'catchup', 'discard')),
+            present: opt(fc.boolean()),
+          }),
+        ),
         hpet: opt(fc.record({ present: opt(fc.boolean()) })),
         kvm: opt(fc.record({ present: opt(fc.boolean()) })),
         hyperv: opt(fc.record({ present: opt(fc.boolean()) })),
@@ -120,7 +177,15 @@ export const vmiArb: fc.Arbitrary<Vmi> = fc
       }),
     ),
     hugepages: fc.boolean(),
-    chassis: opt(fc.record({ manufacturer: opt(metaString()), version: opt(metaString()), serial: opt(metaString()), asset: opt(metaString()), sku: opt(metaString()) })),
+    chassis: opt(
+      fc.record({
+        manufacturer: opt(metaString()),
+        version: opt(metaString()),
+        serial: opt(metaString()),
+        asset: opt(metaString()),
+        sku: opt(metaString()),
+      }),
+    ),
     disks: fc.array(diskArb, { maxLength: 8 }),
     ifaces: fc.array(ifaceArb, { maxLength: 4 }),
     firstBinding: fc.constantFrom('masquerade', 'bridge', 'slirp'),
@@ -160,7 +225,11 @@ export const vmiArb: fc.Arbitrary<Vmi> = fc
     if (r.boot === 'bios') fw.bootloader = { bios: {} };
     if (r.boot === 'efi') fw.bootloader = { efi: { secureBoot: true } };
     if (r.boot === 'efi-insecure') fw.bootloader = { efi: { secureBoot: false } };
-    if (r.kernel) fw.kernelBoot = { container: { image: 'example.com/k:1', kernelPath: '/boot/vmlinuz', initrdPath: '/boot/initrd' }, ...(r.kernelArgs ? { kernelArgs: r.kernelArgs } : {}) };
+    if (r.kernel)
+      fw.kernelBoot = {
+        container: { image: 'example.com/k:1', kernelPath: '/boot/vmlinuz', initrdPath: '/boot/initrd' },
+        ...(r.kernelArgs ? { kernelArgs: r.kernelArgs } : {}),
+      };
     if (Object.keys(fw).length) domain.firmware = fw;
     if (r.clock) {
       const c: NonNullable<Spec['domain']['clock']> = {};
@@ -203,14 +272,20 @@ export const vmiArb: fc.Arbitrary<Vmi> = fc
       const src = src0.serviceAccount && serviceAccounts++ > 0 ? { configMap: { name: 'cm' } } : src0;
       const name = `disk${i}`;
       const disk: DiskT = { name };
-      if (d.kind === 'disk') disk.disk = { ...(d.diskBus ? { bus: d.diskBus } : {}), ...(d.readonly !== undefined && d.diskBus !== 'sata' ? { readonly: d.readonly } : {}) };
-      if (d.kind === 'cdrom') disk.cdrom = { ...(d.cdromBus ? { bus: d.cdromBus } : {}), ...(d.tray ? { tray: d.tray } : {}) };
+      if (d.kind === 'disk')
+        disk.disk = {
+          ...(d.diskBus ? { bus: d.diskBus } : {}),
+          ...(d.readonly !== undefined && d.diskBus !== 'sata' ? { readonly: d.readonly } : {}),
+        };
+      if (d.kind === 'cdrom')
+        disk.cdrom = { ...(d.cdromBus ? { bus: d.cdromBus } : {}), ...(d.tray ? { tray: d.tray } : {}) };
       if (d.kind === 'lun') disk.lun = { bus: 'scsi' };
       if (d.serial && d.kind === 'disk') disk.serial = d.serial;
       if (d.cache) disk.cache = d.cache;
       if (d.io && d.cache === 'none') disk.io = d.io;
       if (d.errorPolicy) disk.errorPolicy = d.errorPolicy;
-      if (d.dedicatedIOThread && d.kind === 'disk' && (d.diskBus ?? 'virtio') === 'virtio') disk.dedicatedIOThread = true;
+      if (d.dedicatedIOThread && d.kind === 'disk' && (d.diskBus ?? 'virtio') === 'virtio')
+        disk.dedicatedIOThread = true;
       if (d.boot) disk.bootOrder = bootOrder++;
       disks.push(disk);
       volumes.push({ name, ...src } as VolumeT);
@@ -236,7 +311,8 @@ export const vmiArb: fc.Arbitrary<Vmi> = fc
     if (interfaces.length) devices.interfaces = interfaces;
     if (r.autoPod !== undefined) devices.autoattachPodInterface = r.autoPod;
     if (r.autoGraphics !== undefined) devices.autoattachGraphicsDevice = r.autoGraphics;
-    if (r.autoSerial !== undefined) devices.autoattachSerialConsole = r.autoSerial || r.boot === 'bios-serial';
+    if (r.autoSerial !== undefined)
+      devices.autoattachSerialConsole = r.autoSerial || r.boot === 'bios-serial';
     if (r.autoBalloon !== undefined) devices.autoattachMemBalloon = r.autoBalloon;
     if (r.netMQ !== undefined) devices.networkInterfaceMultiqueue = r.netMQ;
     if (r.blockMQ !== undefined) devices.blockMultiQueue = r.blockMQ;

@@ -1,7 +1,11 @@
 // Hand-written VMIs beyond the reference vectors: together they use every field the converter maps.
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 
-const meta = (name: string) => ({ name, namespace: 'tests', uid: `0b5e${name.length.toString(16).padStart(4, '0')}-1111-4222-8333-444455556666` });
+const meta = (name: string) => ({
+  name,
+  namespace: 'tests',
+  uid: `0b5e${name.length.toString(16).padStart(4, '0')}-1111-4222-8333-444455556666`,
+});
 
 export const CASES: Record<string, VirtualMachineInstance> = {
   'efi-secure-boot': {
@@ -23,10 +27,28 @@ export const CASES: Record<string, VirtualMachineInstance> = {
     metadata: meta('hyperv'),
     spec: {
       domain: {
-        cpu: { sockets: 1, cores: 2, threads: 2, model: 'host-passthrough', features: [{ name: 'pcid', policy: 'require' }, { name: 'x2apic', policy: 'disable' }] },
+        cpu: {
+          sockets: 1,
+          cores: 2,
+          threads: 2,
+          model: 'host-passthrough',
+          features: [
+            { name: 'pcid', policy: 'require' },
+            { name: 'x2apic', policy: 'disable' },
+          ],
+        },
         memory: { guest: '512Mi' },
         resources: { requests: { memory: '600Mi' } },
-        clock: { utc: { offsetSeconds: 3600 }, timer: { hpet: { present: false }, kvm: {}, hyperv: {}, pit: { tickPolicy: 'discard' }, rtc: { tickPolicy: 'catchup', track: 'guest' } } },
+        clock: {
+          utc: { offsetSeconds: 3600 },
+          timer: {
+            hpet: { present: false },
+            kvm: {},
+            hyperv: {},
+            pit: { tickPolicy: 'discard' },
+            rtc: { tickPolicy: 'catchup', track: 'guest' },
+          },
+        },
         features: {
           acpi: {},
           apic: { endOfInterrupt: true },
@@ -34,9 +56,20 @@ export const CASES: Record<string, VirtualMachineInstance> = {
           kvm: { hidden: true },
           pvspinlock: { enabled: false },
           hyperv: {
-            relaxed: {}, vapic: {}, vpindex: {}, runtime: {}, synic: {}, reset: { enabled: false },
-            synictimer: { direct: {} }, spinlocks: { spinlocks: 8191 }, vendorid: { vendorid: 'KubeVirt<&>' },
-            frequencies: {}, reenlightenment: {}, tlbflush: {}, ipi: {}, evmcs: { enabled: false },
+            relaxed: {},
+            vapic: {},
+            vpindex: {},
+            runtime: {},
+            synic: {},
+            reset: { enabled: false },
+            synictimer: { direct: {} },
+            spinlocks: { spinlocks: 8191 },
+            vendorid: { vendorid: 'KubeVirt<&>' },
+            frequencies: {},
+            reenlightenment: {},
+            tlbflush: {},
+            ipi: {},
+            evmcs: { enabled: false },
           },
         },
         chassis: { manufacturer: 'ACME "Co" <x>', version: '1', serial: 'c&1', asset: "a'b", sku: 'sku' },
@@ -56,8 +89,21 @@ export const CASES: Record<string, VirtualMachineInstance> = {
           blockMultiQueue: true,
           autoattachPodInterface: false,
           disks: [
-            { name: 'root', disk: { bus: 'virtio' }, bootOrder: 1, dedicatedIOThread: true, cache: 'none', io: 'native' },
-            { name: 'pvcfile', disk: { bus: 'virtio' }, serial: 'PVC-1', errorPolicy: 'report', blockSize: { custom: { logical: 512, physical: 4096 } } },
+            {
+              name: 'root',
+              disk: { bus: 'virtio' },
+              bootOrder: 1,
+              dedicatedIOThread: true,
+              cache: 'none',
+              io: 'native',
+            },
+            {
+              name: 'pvcfile',
+              disk: { bus: 'virtio' },
+              serial: 'PVC-1',
+              errorPolicy: 'report',
+              blockSize: { custom: { logical: 512, physical: 4096 } },
+            },
             { name: 'pvcblock', disk: { bus: 'scsi' }, cache: 'writethrough' },
             { name: 'dv', disk: { bus: 'sata' }, shareable: true, cache: 'none' },
             { name: 'eph', disk: { bus: 'virtio', readonly: true } },
@@ -143,7 +189,10 @@ export const CASES: Record<string, VirtualMachineInstance> = {
           tpm: { persistent: true },
           sound: { name: 'audio', model: 'ac97' },
           watchdog: { name: 'wd', i6300esb: { action: 'shutdown' } },
-          inputs: [{ name: 'tab', type: 'tablet', bus: 'virtio' }, { name: 'tab2', type: 'tablet', bus: 'usb' }],
+          inputs: [
+            { name: 'tab', type: 'tablet', bus: 'virtio' },
+            { name: 'tab2', type: 'tablet', bus: 'usb' },
+          ],
           disks: [{ name: 'root', disk: { bus: 'virtio' } }],
         },
       },
@@ -156,10 +205,24 @@ export const CASES: Record<string, VirtualMachineInstance> = {
     metadata: meta('kernel'),
     spec: {
       domain: {
-        firmware: { kernelBoot: { kernelArgs: 'console=ttyS0 kvts.poweroff x="<&>"', container: { image: 'example.com/k:1', kernelPath: '/boot/vmlinuz', initrdPath: '/boot/initramfs.img' } } },
+        firmware: {
+          kernelBoot: {
+            kernelArgs: 'console=ttyS0 kvts.poweroff x="<&>"',
+            container: {
+              image: 'example.com/k:1',
+              kernelPath: '/boot/vmlinuz',
+              initrdPath: '/boot/initramfs.img',
+            },
+          },
+        },
         resources: { requests: { memory: '128Mi' }, limits: { cpu: '1500m' } },
         cpu: { model: 'qemu64' },
-        devices: { autoattachGraphicsDevice: false, autoattachMemBalloon: false, autoattachPodInterface: false, disableHotplug: true },
+        devices: {
+          autoattachGraphicsDevice: false,
+          autoattachMemBalloon: false,
+          autoattachPodInterface: false,
+          disableHotplug: true,
+        },
       },
     },
   },

@@ -44,7 +44,12 @@ export async function startSessionDaemon(): Promise<SessionDaemon> {
   const conf = path.join(dirs.config!, 'libvirtd.conf');
   writeFileSync(conf, 'log_outputs = "3:stderr"\n');
   if (uid !== undefined) chownSync(conf, uid, gid!);
-  const child = spawn('/usr/sbin/libvirtd', ['-f', conf], { env, stdio: ['ignore', 'ignore', 'pipe'], uid, gid });
+  const child = spawn('/usr/sbin/libvirtd', ['-f', conf], {
+    env,
+    stdio: ['ignore', 'ignore', 'pipe'],
+    uid,
+    gid,
+  });
   let stderr = '';
   child.stderr!.on('data', (b: Buffer) => (stderr = (stderr + b.toString()).slice(-4000)));
   const sock = path.join(dirs.runtime!, 'libvirt', 'libvirt-sock');
@@ -62,7 +67,10 @@ export async function startSessionDaemon(): Promise<SessionDaemon> {
     await new Promise((r) => setTimeout(r, 100));
   }
   let n = 0;
-  const defineThen = <T>(xml: string, then: (uuid: string) => T): { result: { ok: boolean; output: string }; value?: T } => {
+  const defineThen = <T>(
+    xml: string,
+    then: (uuid: string) => T,
+  ): { result: { ok: boolean; output: string }; value?: T } => {
     const file = path.join(dirs.xml!, `d${n++}.xml`);
     writeFileSync(file, xml);
     if (uid !== undefined) chownSync(file, uid, gid!);
@@ -70,7 +78,10 @@ export async function startSessionDaemon(): Promise<SessionDaemon> {
     const output = `${r.stdout ?? ''}${r.stderr ?? ''}`;
     if (r.status !== 0) return { result: { ok: false, output } };
     // every domain this daemon knows is ours: undefine them all (by UUID, names may hold any character)
-    const uuids = (virsh(['list', '--all', '--uuid']).stdout ?? '').split('\n').map((s) => s.trim()).filter(Boolean);
+    const uuids = (virsh(['list', '--all', '--uuid']).stdout ?? '')
+      .split('\n')
+      .map((s) => s.trim())
+      .filter(Boolean);
     const value = uuids.length === 1 ? then(uuids[0]!) : undefined;
     for (const u of uuids) virsh(['undefine', '--nvram', u]);
     return { result: { ok: true, output }, value };
@@ -87,7 +98,10 @@ export async function startSessionDaemon(): Promise<SessionDaemon> {
       return defineThen(xml, () => undefined).result;
     },
     defineAndDump(xml: string) {
-      const { result, value } = defineThen(xml, (uuid) => virsh(['dumpxml', '--inactive', uuid]).stdout ?? '');
+      const { result, value } = defineThen(
+        xml,
+        (uuid) => virsh(['dumpxml', '--inactive', uuid]).stdout ?? '',
+      );
       if (!result.ok || value === undefined) throw new Error(`define failed: ${result.output}`);
       return value;
     },

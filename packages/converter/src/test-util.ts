@@ -4,7 +4,12 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseManifests, setVirtualMachineInstanceDefaults, vmiFromManifest, type VirtualMachineInstance } from '@kubevirt-ts/api';
+import {
+  parseManifests,
+  setVirtualMachineInstanceDefaults,
+  vmiFromManifest,
+  type VirtualMachineInstance,
+} from '@kubevirt-ts/api';
 import { toDomain } from './convert.js';
 import { toDomainXml } from './xml.js';
 import type { ConverterContext } from './context.js';
@@ -42,7 +47,10 @@ export function convertWithDefaults(vmi: VirtualMachineInstance, ctx: ConverterC
 }
 
 /** Runs domain-facts.py on two XML documents: the facts that differ, as { fact: [expected, got] }. */
-export function factDiff(expectedXml: string, actualXml: string): { diffs: Record<string, [string, string]>; score: string } {
+export function factDiff(
+  expectedXml: string,
+  actualXml: string,
+): { diffs: Record<string, [string, string]>; score: string } {
   const dir = mkdtempSync(path.join(tmpdir(), 'kvts-facts-'));
   try {
     const a = path.join(dir, 'expected.xml');

@@ -48,11 +48,19 @@ function domainWith(s: (field: string) => string): Domain {
     },
     sysinfo: {
       type: 'smbios',
-      system: [{ name: 'serial', value: s('sysinfo-serial') }, { name: 'uuid', value: s('sysinfo-uuid') }],
+      system: [
+        { name: 'serial', value: s('sysinfo-serial') },
+        { name: 'uuid', value: s('sysinfo-uuid') },
+      ],
       chassis: [{ name: 'manufacturer', value: s('chassis') }],
     },
     features: { acpi: true, hyperv: { vendor_id: { state: 'on', value: s('vendor') } } },
-    cpu: { mode: 'custom', model: s('cpu-model'), topology: { sockets: 1, cores: 2, threads: 1 }, features: [{ name: s('feature'), policy: 'require' }] },
+    cpu: {
+      mode: 'custom',
+      model: s('cpu-model'),
+      topology: { sockets: 1, cores: 2, threads: 1 },
+      features: [{ name: s('feature'), policy: 'require' }],
+    },
     clock: { offset: 'timezone', timezone: s('tz'), adjustment: s('adj') },
     devices: {
       disks: [
@@ -67,9 +75,30 @@ function domainWith(s: (field: string) => string): Domain {
           alias: s('disk-alias'),
         },
       ],
-      interfaces: [{ type: 'ethernet', mac: s('mac'), target: { dev: s('tap'), managed: 'no' }, model: s('nic-model'), alias: s('nic-alias') }],
-      serials: [{ type: 'unix', source: { mode: 'bind', path: s('serial-path') }, target: { port: 0 }, log: { file: s('log'), append: 'on' } }],
-      channels: [{ type: 'unix', source: { mode: 'bind', path: s('chan') }, target: { type: 'virtio', name: s('chan-name') } }],
+      interfaces: [
+        {
+          type: 'ethernet',
+          mac: s('mac'),
+          target: { dev: s('tap'), managed: 'no' },
+          model: s('nic-model'),
+          alias: s('nic-alias'),
+        },
+      ],
+      serials: [
+        {
+          type: 'unix',
+          source: { mode: 'bind', path: s('serial-path') },
+          target: { port: 0 },
+          log: { file: s('log'), append: 'on' },
+        },
+      ],
+      channels: [
+        {
+          type: 'unix',
+          source: { mode: 'bind', path: s('chan') },
+          target: { type: 'virtio', name: s('chan-name') },
+        },
+      ],
       graphics: [{ type: 'vnc', listen: { type: 'socket', socket: s('vnc') } }],
       inputs: [{ type: 'tablet', bus: 'usb', alias: s('input-alias') }],
       watchdog: [{ model: 'i6300esb', action: 'reset', alias: s('wd-alias') }],
@@ -134,7 +163,8 @@ describe('parseDomainXml', () => {
     expect(d.devices.disks![1]!.address).toEqual({ type: 'drive', controller: 0, bus: 0, unit: 1 });
   });
   test('memory units', () => {
-    const xml = (unit: string) => `<domain type="kvm"><name>a</name><memory unit="${unit}">2</memory><os><type>hvm</type></os></domain>`;
+    const xml = (unit: string) =>
+      `<domain type="kvm"><name>a</name><memory unit="${unit}">2</memory><os><type>hvm</type></os></domain>`;
     expect(parseDomainXml(xml('KiB')).memory).toBe(2048);
     expect(parseDomainXml(xml('GiB')).memory).toBe(2 * 1024 ** 3);
     expect(parseDomainXml(xml('b')).memory).toBe(2);
@@ -144,11 +174,15 @@ describe('parseDomainXml', () => {
     expect(() => parseDomainXml('<domain><name>a</name>')).toThrow(/domain XML/);
     expect(() => parseDomainXml('<!DOCTYPE d [<!ENTITY x "y">]><domain/>')).toThrow(/DOCTYPE/);
     expect(() => parseDomainXml('<notdomain/>')).toThrow(/no <domain>/);
-    expect(() => parseDomainXml('<domain><name>a</name><os><type>hvm</type></os></domain>')).toThrow(/memory: missing/);
+    expect(() => parseDomainXml('<domain><name>a</name><os><type>hvm</type></os></domain>')).toThrow(
+      /memory: missing/,
+    );
   });
   test('hand-written cases round-trip through the model', () => {
     for (const vmi of Object.values(CASES)) {
-      const d = toDomain(setVirtualMachineInstanceDefaults(vmi), { isBlockPVC: { pvcblock: true, lunblock: true } });
+      const d = toDomain(setVirtualMachineInstanceDefaults(vmi), {
+        isBlockPVC: { pvcblock: true, lunblock: true },
+      });
       const xml = toDomainXml(d);
       expect(normalize(parseDomainXml(xml))).toEqual(normalize(d));
       expect(toDomainXml(parseDomainXml(xml))).toBe(xml);

@@ -34,7 +34,13 @@ import type {
 const A = '@_';
 type XNode = Record<string, unknown>;
 
-const XML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', "'": '&apos;', '"': '&quot;' };
+const XML_ESCAPES: Record<string, string> = {
+  '&': '&amp;',
+  '<': '&lt;',
+  '>': '&gt;',
+  "'": '&apos;',
+  '"': '&quot;',
+};
 
 // Ordered form (about 3x faster to build than the keyed one), no attribute prefix, and jPath: false
 // (spares a path string per node; not in the typings of this version).
@@ -95,7 +101,8 @@ const parser = new XMLParser({
 
 /** XML 1.0 cannot carry these characters at all (not even escaped). */
 // eslint-disable-next-line no-control-regex
-const NON_XML_CHARS = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+const NON_XML_CHARS =
+  /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** Throws when `value` holds a character that XML 1.0 cannot represent, or a carriage return
  * (XML parsers normalize it to a newline, so it would not read back as given). */
@@ -129,12 +136,26 @@ function txt(tag: string, text: string, a?: Attrs): ONode {
 }
 
 function entries(tag: string, list: SysInfoEntry[] | undefined, out: ONode[]): void {
-  if (list && list.length) out.push(el(tag, undefined, list.map((e) => txt('entry', e.value, { name: e.name }))));
+  if (list && list.length)
+    out.push(
+      el(
+        tag,
+        undefined,
+        list.map((e) => txt('entry', e.value, { name: e.name })),
+      ),
+    );
 }
 
 function osToXml(os: DomainOS): ONode {
   const c: ONode[] = [txt('type', os.type.value, { arch: os.type.arch, machine: os.type.machine })];
-  if (os.loader) c.push(txt('loader', os.loader.path, { readonly: os.loader.readonly, secure: os.loader.secure, type: os.loader.type }));
+  if (os.loader)
+    c.push(
+      txt('loader', os.loader.path, {
+        readonly: os.loader.readonly,
+        secure: os.loader.secure,
+        type: os.loader.type,
+      }),
+    );
   if (os.nvram) c.push(txt('nvram', os.nvram.path, { template: os.nvram.template }));
   if (os.kernel !== undefined) c.push(txt('kernel', os.kernel));
   if (os.initrd !== undefined) c.push(txt('initrd', os.initrd));
@@ -209,23 +230,53 @@ function featuresToXml(f: Features): ONode {
 function cpuToXml(cpu: CPU): ONode {
   const c: ONode[] = [];
   if (cpu.model !== undefined) c.push(txt('model', cpu.model));
-  if (cpu.topology) c.push(el('topology', { sockets: cpu.topology.sockets, cores: cpu.topology.cores, threads: cpu.topology.threads }));
+  if (cpu.topology)
+    c.push(
+      el('topology', {
+        sockets: cpu.topology.sockets,
+        cores: cpu.topology.cores,
+        threads: cpu.topology.threads,
+      }),
+    );
   if (cpu.features) for (const f of cpu.features) c.push(el('feature', { policy: f.policy, name: f.name }));
   if (cpu.numa)
-    c.push(el('numa', undefined, cpu.numa.cells.map((x) => el('cell', { id: x.id, cpus: x.cpus, memory: x.memory, unit: x.unit }))));
+    c.push(
+      el(
+        'numa',
+        undefined,
+        cpu.numa.cells.map((x) => el('cell', { id: x.id, cpus: x.cpus, memory: x.memory, unit: x.unit })),
+      ),
+    );
   return el('cpu', { mode: cpu.mode }, c);
 }
 
 function clockToXml(c: Clock): ONode {
   const timers = (c.timers ?? []).map((t: Timer) =>
-    el('timer', { name: t.name, tickpolicy: t.tickpolicy, present: t.present, track: t.track, frequency: t.frequency }),
+    el('timer', {
+      name: t.name,
+      tickpolicy: t.tickpolicy,
+      present: t.present,
+      track: t.track,
+      frequency: t.frequency,
+    }),
   );
-  return el('clock', { offset: c.offset, timezone: c.timezone, adjustment: c.adjustment, basis: c.basis }, timers);
+  return el(
+    'clock',
+    { offset: c.offset, timezone: c.timezone, adjustment: c.adjustment, basis: c.basis },
+    timers,
+  );
 }
 
 function memoryBackingToXml(m: MemoryBacking): ONode {
   const c: ONode[] = [];
-  if (m.hugepages) c.push(el('hugepages', undefined, (m.hugepages.pages ?? []).map((p) => el('page', { size: p.size, unit: p.unit }))));
+  if (m.hugepages)
+    c.push(
+      el(
+        'hugepages',
+        undefined,
+        (m.hugepages.pages ?? []).map((p) => el('page', { size: p.size, unit: p.unit })),
+      ),
+    );
   if (m.source) c.push(el('source', { type: m.source.type }));
   if (m.access) c.push(el('access', { mode: m.access.mode }));
   return el('memoryBacking', undefined, c);
@@ -240,7 +291,16 @@ function addressToXml(a: NonNullable<Disk['address']>): ONode {
 function diskToXml(d: Disk): ONode {
   const v = d.driver;
   const c: ONode[] = [
-    el('driver', { name: v.name, type: v.type, cache: v.cache, io: v.io, discard: v.discard, error_policy: v.error_policy, iothread: v.iothread, queues: v.queues }),
+    el('driver', {
+      name: v.name,
+      type: v.type,
+      cache: v.cache,
+      io: v.io,
+      discard: v.discard,
+      error_policy: v.error_policy,
+      iothread: v.iothread,
+      queues: v.queues,
+    }),
   ];
   if (d.source) c.push(el('source', { file: d.source.file, dev: d.source.dev }));
   if (d.backingStore)
@@ -255,7 +315,13 @@ function diskToXml(d: Disk): ONode {
   if (d.shareable) c.push(el('shareable'));
   if (d.serial !== undefined) c.push(txt('serial', d.serial));
   if (d.boot) c.push(el('boot', { order: d.boot.order }));
-  if (d.blockio) c.push(el('blockio', { logical_block_size: d.blockio.logical_block_size, physical_block_size: d.blockio.physical_block_size }));
+  if (d.blockio)
+    c.push(
+      el('blockio', {
+        logical_block_size: d.blockio.logical_block_size,
+        physical_block_size: d.blockio.physical_block_size,
+      }),
+    );
   if (d.alias !== undefined) c.push(el('alias', { name: d.alias }));
   if (d.address) c.push(addressToXml(d.address));
   return el('disk', { type: d.type, device: d.device, model: d.model }, c);
@@ -283,7 +349,13 @@ function devicesToXml(d: Devices): ONode {
   if (d.emulator !== undefined) c.push(txt('emulator', d.emulator));
   for (const x of d.disks ?? []) c.push(diskToXml(x));
   for (const x of d.controllers ?? [])
-    c.push(el('controller', { type: x.type, index: x.index, model: x.model }, x.driver ? [el('driver', { iothread: x.driver.iothread, queues: x.driver.queues })] : []));
+    c.push(
+      el(
+        'controller',
+        { type: x.type, index: x.index, model: x.model },
+        x.driver ? [el('driver', { iothread: x.driver.iothread, queues: x.driver.queues })] : [],
+      ),
+    );
   for (const x of d.interfaces ?? []) c.push(interfaceToXml(x));
   for (const s of d.serials ?? []) {
     const sc: ONode[] = [];
@@ -292,25 +364,49 @@ function devicesToXml(d: Devices): ONode {
     if (s.log) sc.push(el('log', { file: s.log.file, append: s.log.append }));
     c.push(el('serial', { type: s.type }, sc));
   }
-  for (const x of d.consoles ?? []) c.push(el('console', { type: x.type }, [el('target', { type: x.target.type, port: x.target.port })]));
+  for (const x of d.consoles ?? [])
+    c.push(el('console', { type: x.type }, [el('target', { type: x.target.type, port: x.target.port })]));
   for (const x of d.channels ?? []) {
     const cc: ONode[] = [];
     if (x.source) cc.push(el('source', { mode: x.source.mode, path: x.source.path }));
     cc.push(el('target', { type: x.target.type, name: x.target.name }));
     c.push(el('channel', { type: x.type }, cc));
   }
-  for (const x of d.inputs ?? []) c.push(el('input', { type: x.type, bus: x.bus, model: x.model }, alias(x.alias)));
+  for (const x of d.inputs ?? [])
+    c.push(el('input', { type: x.type, bus: x.bus, model: x.model }, alias(x.alias)));
   for (const t of d.tpm ?? [])
-    c.push(el('tpm', { model: t.model }, [el('backend', { type: t.backend.type, version: t.backend.version, persistent_state: t.backend.persistent_state })]));
-  for (const g of d.graphics ?? []) c.push(el('graphics', { type: g.type }, [el('listen', { type: g.listen.type, socket: g.listen.socket })]));
+    c.push(
+      el('tpm', { model: t.model }, [
+        el('backend', {
+          type: t.backend.type,
+          version: t.backend.version,
+          persistent_state: t.backend.persistent_state,
+        }),
+      ]),
+    );
+  for (const g of d.graphics ?? [])
+    c.push(
+      el('graphics', { type: g.type }, [el('listen', { type: g.listen.type, socket: g.listen.socket })]),
+    );
   for (const s of d.sound ?? []) c.push(el('sound', { model: s.model }, alias(s.alias)));
-  for (const v of d.video ?? []) c.push(el('video', undefined, [el('model', { type: v.model.type, heads: v.model.heads, vram: v.model.vram })]));
-  for (const w of d.watchdog ?? []) c.push(el('watchdog', { model: w.model, action: w.action }, alias(w.alias)));
+  for (const v of d.video ?? [])
+    c.push(
+      el('video', undefined, [el('model', { type: v.model.type, heads: v.model.heads, vram: v.model.vram })]),
+    );
+  for (const w of d.watchdog ?? [])
+    c.push(el('watchdog', { model: w.model, action: w.action }, alias(w.alias)));
   if (d.memballoon) {
     const m: MemBalloon = d.memballoon;
-    c.push(el('memballoon', { model: m.model, freePageReporting: m.freePageReporting }, m.stats ? [el('stats', { period: m.stats.period })] : []));
+    c.push(
+      el(
+        'memballoon',
+        { model: m.model, freePageReporting: m.freePageReporting },
+        m.stats ? [el('stats', { period: m.stats.period })] : [],
+      ),
+    );
   }
-  for (const r of d.rng ?? []) c.push(el('rng', { model: r.model }, [txt('backend', r.backend.path, { model: r.backend.model })]));
+  for (const r of d.rng ?? [])
+    c.push(el('rng', { model: r.model }, [txt('backend', r.backend.path, { model: r.backend.model })]));
   return el('devices', undefined, c);
 }
 
@@ -321,7 +417,11 @@ export function toDomainXml(d: Domain): string {
   if (d.metadata) {
     const k: ONode[] = [txt('uid', d.metadata.uid)];
     if (d.metadata.gracePeriodSeconds !== undefined)
-      k.push(el('graceperiod', undefined, [txt('deletionGracePeriodSeconds', String(d.metadata.gracePeriodSeconds))]));
+      k.push(
+        el('graceperiod', undefined, [
+          txt('deletionGracePeriodSeconds', String(d.metadata.gracePeriodSeconds)),
+        ]),
+      );
     c.push(el('metadata', undefined, [el('kubevirt', { xmlns: 'http://kubevirt.io' }, k)]));
   }
   c.push(txt('memory', String(d.memory), { unit: 'b' }));
@@ -444,7 +544,10 @@ function cleanAttrs<T>(n: XNode | undefined, names: string[], numeric: string[] 
 
 function parseEntries(n: XNode | undefined): SysInfoEntry[] | undefined {
   if (!n) return undefined;
-  const es = list(n, 'entry').map((e) => ({ name: reqAttr(e, 'name', 'sysinfo entry'), value: text(e) ?? '' }));
+  const es = list(n, 'entry').map((e) => ({
+    name: reqAttr(e, 'name', 'sysinfo entry'),
+    value: text(e) ?? '',
+  }));
   return es.length ? es : undefined;
 }
 
@@ -452,7 +555,11 @@ function parseOS(n: XNode): DomainOS {
   const t = node(n, 'type');
   if (!t) fail('os/type', 'missing');
   const os: DomainOS = {
-    type: { arch: attr(t, 'arch') ?? '', machine: attr(t, 'machine') ?? '', value: (text(t)?.trim() ?? 'hvm') as 'hvm' },
+    type: {
+      arch: attr(t, 'arch') ?? '',
+      machine: attr(t, 'machine') ?? '',
+      value: (text(t)?.trim() ?? 'hvm') as 'hvm',
+    },
   };
   const loader = node(n, 'loader');
   if (loader) {
@@ -571,7 +678,12 @@ function parseMemoryBacking(n: XNode): MemoryBacking {
   if (hp) {
     const pages = list(hp, 'page');
     m.hugepages = pages.length
-      ? { pages: pages.map((p) => ({ size: reqNum(attr(p, 'size'), 'hugepages/page/@size'), unit: attr(p, 'unit') ?? 'KiB' })) }
+      ? {
+          pages: pages.map((p) => ({
+            size: reqNum(attr(p, 'size'), 'hugepages/page/@size'),
+            unit: attr(p, 'unit') ?? 'KiB',
+          })),
+        }
       : {};
   }
   const src = node(n, 'source');
@@ -609,11 +721,18 @@ function parseDisk(n: XNode, i: number): Disk {
   const d: Disk = {
     type: (attr(n, 'type') ?? 'file') as Disk['type'],
     device: (attr(n, 'device') ?? 'disk') as Disk['device'],
-    target: { dev: reqAttr(target, 'dev', `${p}/target`), bus: (attr(target, 'bus') ?? 'virtio') as 'virtio' },
+    target: {
+      dev: reqAttr(target, 'dev', `${p}/target`),
+      bus: (attr(target, 'bus') ?? 'virtio') as 'virtio',
+    },
     driver: {
       name: 'qemu',
       type: (attr(drv, 'type') ?? 'raw') as 'raw',
-      ...(cleanAttrs(drv, ['cache', 'io', 'discard', 'error_policy', 'iothread', 'queues'], ['iothread', 'queues']) ?? {}),
+      ...(cleanAttrs(
+        drv,
+        ['cache', 'io', 'discard', 'error_policy', 'iothread', 'queues'],
+        ['iothread', 'queues'],
+      ) ?? {}),
     },
   };
   put(d, 'model', attr(n, 'model') as Disk['model']);
@@ -747,7 +866,9 @@ function parseDevices(n: XNode): Devices {
     });
   const video = list(n, 'video');
   if (video.length)
-    d.video = video.map((v) => ({ model: cleanAttrs(node(v, 'model'), ['type', 'heads', 'vram'], ['heads', 'vram']) as Video['model'] }));
+    d.video = video.map((v) => ({
+      model: cleanAttrs(node(v, 'model'), ['type', 'heads', 'vram'], ['heads', 'vram']) as Video['model'],
+    }));
   const wd = list(n, 'watchdog');
   if (wd.length)
     d.watchdog = wd.map((w) => {

@@ -3,7 +3,12 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
-import { parseManifests, setVirtualMachineInstanceDefaults, vmiFromManifest, type VirtualMachineInstance } from '@kubevirt-ts/api';
+import {
+  parseManifests,
+  setVirtualMachineInstanceDefaults,
+  vmiFromManifest,
+  type VirtualMachineInstance,
+} from '@kubevirt-ts/api';
 import { toDomain } from '../convert.js';
 import { parseDomainXml, toDomainXml } from '../xml.js';
 
@@ -25,7 +30,9 @@ function rate(label: string, items: unknown[], fn: (x: never) => unknown): void 
   const cpu = process.cpuUsage(cpu0);
   const cpuSecs = (cpu.user + cpu.system) / 1e6;
   console.log(
-    `${label.padEnd(60)} ${Math.round(n / cpuSecs).toString().padStart(7)} /CPU-s ${((cpuSecs / n) * 1e6).toFixed(1).padStart(8)} us` +
+    `${label.padEnd(60)} ${Math.round(n / cpuSecs)
+      .toString()
+      .padStart(7)} /CPU-s ${((cpuSecs / n) * 1e6).toFixed(1).padStart(8)} us` +
       `   (wall: ${Math.round(n / secs)} /s)`,
   );
 }
@@ -36,7 +43,12 @@ export function largeVmi(): VirtualMachineInstance {
   const buses = ['virtio', 'scsi', 'sata', 'virtio'] as const;
   for (let i = 0; i < 64; i++) {
     const name = `disk${i}`;
-    disks.push({ name, disk: { bus: buses[i % 4] }, ...(i === 0 ? { bootOrder: 1 } : {}), ...(i % 8 === 0 ? { dedicatedIOThread: true } : {}) });
+    disks.push({
+      name,
+      disk: { bus: buses[i % 4] },
+      ...(i === 0 ? { bootOrder: 1 } : {}),
+      ...(i % 8 === 0 ? { dedicatedIOThread: true } : {}),
+    });
     volumes.push(
       i % 3 === 0
         ? { name, containerDisk: { image: 'quay.io/containerdisks/fedora:latest' } }
@@ -48,8 +60,14 @@ export function largeVmi(): VirtualMachineInstance {
   const interfaces = [];
   const networks = [];
   for (let i = 0; i < 16; i++) {
-    interfaces.push(i === 0 ? { name: 'default', masquerade: {} } : { name: `net${i}`, bridge: {}, macAddress: `02:00:00:00:00:${i.toString(16).padStart(2, '0')}` });
-    networks.push(i === 0 ? { name: 'default', pod: {} } : { name: `net${i}`, multus: { networkName: `net-${i}` } });
+    interfaces.push(
+      i === 0
+        ? { name: 'default', masquerade: {} }
+        : { name: `net${i}`, bridge: {}, macAddress: `02:00:00:00:00:${i.toString(16).padStart(2, '0')}` },
+    );
+    networks.push(
+      i === 0 ? { name: 'default', pod: {} } : { name: `net${i}`, multus: { networkName: `net-${i}` } },
+    );
   }
   return {
     apiVersion: 'kubevirt.io/v1',
@@ -60,9 +78,19 @@ export function largeVmi(): VirtualMachineInstance {
         ioThreadsPolicy: 'auto',
         cpu: { sockets: 4, cores: 4, threads: 2 },
         resources: { requests: { memory: '16Gi', cpu: '8' } },
-        devices: { disks, interfaces, networkInterfaceMultiqueue: true, blockMultiQueue: true, rng: {}, inputs: [{ name: 't', type: 'tablet', bus: 'usb' }] },
+        devices: {
+          disks,
+          interfaces,
+          networkInterfaceMultiqueue: true,
+          blockMultiQueue: true,
+          rng: {},
+          inputs: [{ name: 't', type: 'tablet', bus: 'usb' }],
+        },
         features: { acpi: {}, apic: {}, hyperv: { relaxed: {}, vapic: {}, spinlocks: { spinlocks: 8191 } } },
-        clock: { utc: {}, timer: { hpet: { present: false }, pit: { tickPolicy: 'delay' }, rtc: { tickPolicy: 'catchup' } } },
+        clock: {
+          utc: {},
+          timer: { hpet: { present: false }, pit: { tickPolicy: 'delay' }, rtc: { tickPolicy: 'catchup' } },
+        },
       },
       volumes,
       networks,
@@ -74,13 +102,29 @@ function main(): void {
   const vectors = readdirSync(REF)
     .filter((f) => f.endsWith('.yaml') && !f.startsWith('15-'))
     .sort()
-    .map((f) => setVirtualMachineInstanceDefaults(vmiFromManifest(parseManifests(readFileSync(path.join(REF, f), 'utf8'))[0])));
+    .map((f) =>
+      setVirtualMachineInstanceDefaults(
+        vmiFromManifest(parseManifests(readFileSync(path.join(REF, f), 'utf8'))[0]),
+      ),
+    );
   const large = setVirtualMachineInstanceDefaults(largeVmi());
-  console.log(`node ${process.version}, single thread, ${SECONDS}s per line, API defaults applied beforehand;`);
-  console.log('rates per CPU-second of this process (wall-clock rate in parentheses: lower when the machine is shared)');
-  rate(`reference vectors (${vectors.length}): toDomain + toDomainXml`, vectors, (v: VirtualMachineInstance) => toDomainXml(toDomain(v)));
-  rate(`reference vectors (${vectors.length}): toDomain only`, vectors, (v: VirtualMachineInstance) => toDomain(v));
-  rate('large VMI (64 disks, 16 interfaces): toDomain + toDomainXml', [large], (v: VirtualMachineInstance) => toDomainXml(toDomain(v)));
+  console.log(
+    `node ${process.version}, single thread, ${SECONDS}s per line, API defaults applied beforehand;`,
+  );
+  console.log(
+    'rates per CPU-second of this process (wall-clock rate in parentheses: lower when the machine is shared)',
+  );
+  rate(
+    `reference vectors (${vectors.length}): toDomain + toDomainXml`,
+    vectors,
+    (v: VirtualMachineInstance) => toDomainXml(toDomain(v)),
+  );
+  rate(`reference vectors (${vectors.length}): toDomain only`, vectors, (v: VirtualMachineInstance) =>
+    toDomain(v),
+  );
+  rate('large VMI (64 disks, 16 interfaces): toDomain + toDomainXml', [large], (v: VirtualMachineInstance) =>
+    toDomainXml(toDomain(v)),
+  );
   const xmls = vectors.map((v) => toDomainXml(toDomain(v)));
   rate(`reference vectors (${vectors.length}): parseDomainXml`, xmls, (x: string) => parseDomainXml(x));
   rate('large VMI: parseDomainXml', [toDomainXml(toDomain(large))], (x: string) => parseDomainXml(x));
