@@ -31,9 +31,10 @@ async function waitGone(pids: number[], ms = 15000): Promise<boolean> {
 function runCli(
   args: string[],
   onRunning?: (child: ReturnType<typeof spawn>, pids: number[]) => void,
+  env: NodeJS.ProcessEnv = process.env,
 ): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string; pids: number[]; childPid: number }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [cli, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [cli, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
     let stdout = '';
     let stderr = '';
     const pids: number[] = [];
@@ -164,18 +165,27 @@ describe('testenv', () => {
 
   it('servers die with the CLI even when it is SIGKILLed (parent-death signal)', async () => {
     let sleepPid = 0;
-    const r = await runCli(['--', 'sh', '-c', 'echo $$; exec sleep 60'], (child) => child.kill('SIGKILL'));
+    // a private base dir: other runs on this machine clean up dead owners' dirs in the shared one
+    const base = mkdtempSync(join(tmpdir(), 'kvts-base-'));
+    const r = await runCli(['--', 'sh', '-c', 'echo $$; exec sleep 60'], (child) => child.kill('SIGKILL'), { ...process.env, KVTS_TESTENV_DIR: base });
+    const savedBase = process.env.KVTS_TESTENV_DIR;
     sleepPid = Number(r.stdout.trim());
     try {
       expect(r.signal).toBe('SIGKILL');
       expect(await waitGone(r.pids)).toBe(true);
       // its data dir is left behind; the next start removes it
-      const left = readdirSync(baseDir()).filter((n) => n.startsWith('kvts-testenv-') && existsSync(join(baseDir(), n, 'owner.pid')) && readFileSync(join(baseDir(), n, 'owner.pid'), 'utf8') === String(r.childPid));
+      const left = readdirSync(base).filter((n) => n.startsWith('kvts-testenv-') && readFileSync(join(base, n, 'owner.pid'), 'utf8') === String(r.childPid));
       expect(left.length).toBe(1);
+      process.env.KVTS_TESTENV_DIR = base;
+      expect(baseDir()).toBe(base);
       const env = await startTestEnv();
       await env.stop();
-      expect(existsSync(join(baseDir(), left[0]!))).toBe(false);
+      expect(existsSync(join(base, left[0]!))).toBe(false);
+      expect(readdirSync(base)).toEqual([]);
     } finally {
+      if (savedBase === undefined) delete process.env.KVTS_TESTENV_DIR;
+      else process.env.KVTS_TESTENV_DIR = savedBase;
+      rmSync(base, { recursive: true, force: true });
       if (sleepPid > 0 && alive(sleepPid)) process.kill(sleepPid, 'SIGKILL'); // the user's command is not ours to reap
     }
   });
