@@ -70,7 +70,8 @@ async function launcherRun(i) {
   const file = path.join(dir, 'vmi.json');
   await writeFile(file, JSON.stringify(vmi(`l${i}`, false)));
   const t0 = performance.now();
-  const child = spawn(process.execPath, [main, 'standalone', '--vmi', file, '--image', `${IMAGE}=${guest}`, '--console', '--allow-emulation', '--work-dir', path.join(dir, 'w')], {
+  // the executable as shipped (its shebang sets the launcher's V8 flags)
+  const child = spawn(main, ['standalone', '--vmi', file, '--image', `${IMAGE}=${guest}`, '--console', '--allow-emulation', '--work-dir', path.join(dir, 'w')], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

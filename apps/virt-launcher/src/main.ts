@@ -1,8 +1,9 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=1 --lite-mode
 // virt-launcher entry point:
 //   virt-launcher [in-Pod flags]                the launcher in a Pod, driven by virt-handler
 //   virt-launcher monitor [in-Pod flags]        the wrapper (virt-launcher-monitor) around the above
 //   virt-launcher standalone --vmi FILE ...     one VMI on this host, no cluster
+import './heap-flags.js';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ExitCode, LauncherError } from './errors.js';

@@ -68,7 +68,8 @@ export interface Proc {
 }
 
 export function startLauncher(args: string[], env: NodeJS.ProcessEnv = {}): Proc {
-  const child = spawn(process.execPath, [LAUNCHER_MAIN, ...args], {
+  // run as shipped: the executable (its shebang sets the launcher's V8 flags)
+  const child = spawn(LAUNCHER_MAIN, args, {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...env },
   });
