@@ -59,32 +59,7 @@ const builderOptions = {
 };
 const builder = new XMLBuilder(builderOptions);
 
-const ARRAY_PATHS = new Set([
-  'domain.os.boot',
-  'domain.sysinfo.bios.entry',
-  'domain.sysinfo.system.entry',
-  'domain.sysinfo.baseBoard.entry',
-  'domain.sysinfo.chassis.entry',
-  'domain.cpu.feature',
-  'domain.cpu.numa.cell',
-  'domain.clock.timer',
-  'domain.memoryBacking.hugepages.page',
-  'domain.devices.disk',
-  'domain.devices.interface',
-  'domain.devices.controller',
-  'domain.devices.channel',
-  'domain.devices.serial',
-  'domain.devices.console',
-  'domain.devices.input',
-  'domain.devices.graphics',
-  'domain.devices.video',
-  'domain.devices.sound',
-  'domain.devices.watchdog',
-  'domain.devices.rng',
-  'domain.devices.tpm',
-]);
-
-const parser = new XMLParser({
+const parserOptions = {
   ignoreAttributes: false,
   attributeNamePrefix: A,
   textNodeName: '#text',
@@ -96,8 +71,10 @@ const parser = new XMLParser({
   ignoreDeclaration: true,
   ignorePiTags: true,
   removeNSPrefix: false,
-  isArray: (_name: string, jpath: unknown) => ARRAY_PATHS.has(String(jpath)),
-});
+  // no isArray: list() takes one element or several alike; jPath: false spares a path string per node
+  jPath: false,
+};
+const parser = new XMLParser(parserOptions);
 
 /** XML 1.0 cannot carry these characters at all (not even escaped). */
 // eslint-disable-next-line no-control-regex
