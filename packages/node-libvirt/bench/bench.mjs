@@ -47,7 +47,9 @@ async function eventLoopStall(fn) {
   return maxGap;
 }
 
-console.log(`node ${process.version}, UV_THREADPOOL_SIZE=${process.env.UV_THREADPOOL_SIZE ?? 4}`);
+console.log(
+  `node ${process.version}, KVTS_LIBVIRT_THREADS=${process.env.KVTS_LIBVIRT_THREADS ?? '32 (default)'}`,
+);
 
 // --- in-process test driver
 {

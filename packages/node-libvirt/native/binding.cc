@@ -1,11 +1,11 @@
 // N-API binding to libvirt for @kubevirt-ts/node-libvirt.
 //
 // Design:
-// - One native class, Conn, wrapping a virConnectPtr. Every libvirt call that may block runs in a
-//   Napi::AsyncWorker (libuv thread pool) and settles a Promise. The worker takes its own reference on
-//   the connection (virConnectRef) and drops it off the JS thread, so closing never blocks JS.
+// - One native class, Conn, wrapping a virConnectPtr. Every libvirt call that may block runs on the
+//   addon's own thread pool (see Pool) and settles a Promise. Each call takes its own reference on the
+//   connection (virConnectRef) and drops it off the JS thread, so closing never blocks JS.
 // - Domains are addressed by UUID string: each domain call looks the domain up, runs, and frees the
-//   handle inside the same worker. No native domain handles live in JS, so closing a connection really
+//   handle inside the same pool job. No native domain handles live in JS, so closing a connection really
 //   closes it (nothing is kept alive by unreachable-but-not-collected JS objects).
 // - libvirt's default event loop implementation runs on one native thread for the whole process.
 //   Domain events and the connection close callback go to JS through a Napi::ThreadSafeFunction.
@@ -17,6 +17,9 @@
 #include <libvirt/virterror.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -193,65 +196,149 @@ Builder domResult(virDomainPtr d) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// worker
+// call pool: libvirt calls run on the addon's own threads, not libuv's pool, so calls that wait long
+// (a migration, a hung daemon until keepalive gives up) never starve Node's fs/dns/crypto work.
 
 using Job = std::function<Builder(virConnectPtr)>;
 
-class Work : public Napi::AsyncWorker {
- public:
-  Work(Napi::Object receiver, virConnectPtr conn, Job job)
-      : Napi::AsyncWorker(receiver, Napi::Function::New(receiver.Env(), [](const Napi::CallbackInfo&) {})),
-        deferred_(Napi::Promise::Deferred::New(receiver.Env())),
-        conn_(conn),
-        job_(std::move(job)) {
-    if (conn_) virConnectRef(conn_);
-  }
-  ~Work() override {
-    // Normally released in Execute (off the JS thread); this is only a safety net.
-    if (conn_) virConnectClose(conn_);
-  }
-  Napi::Promise Promise() { return deferred_.Promise(); }
+struct Call {
+  explicit Call(Napi::Env env) : deferred(Napi::Promise::Deferred::New(env)) {}
+  Job job;
+  virConnectPtr conn = nullptr;  // the call's own reference, dropped on the pool thread
+  Builder builder;
+  LvError err;
+  bool failed = false;
+  Napi::Promise::Deferred deferred;  // JS thread only
+  Napi::ObjectReference receiver;    // keeps the JS connection object alive while the call runs
+};
 
- protected:
-  void Execute() override {
-    try {
-      builder_ = job_(conn_);
-    } catch (const LvException& ex) {
-      err_ = ex.e;
-      failed_ = true;
-    } catch (const std::exception& ex) {
-      err_ = LvError{-1, 0, ex.what()};
-      failed_ = true;
-    }
-    if (conn_) {
-      virConnectClose(conn_);  // drop the worker's reference (may be the last one)
-      conn_ = nullptr;
-    }
-    if (failed_) SetError(err_.message);
+class Pool;
+void completeCall(Napi::Env env, Napi::Function, Pool* pool, Call* call);
+using DoneTsfn = Napi::TypedThreadSafeFunction<Pool, Call, completeCall>;
+
+// One per JS environment (main thread or worker_thread). Threads are started on demand up to `max`
+// and then kept; they are detached, never joined (one may sit in a libvirt call at process exit).
+class Pool {
+ public:
+  Pool(Napi::Env env, size_t max) : max_(max) {
+    tsfn_ = DoneTsfn::New(env, "libvirt-calls", 0, 1, this);
+    tsfn_.Unref(env);  // only pending calls keep the process alive
   }
-  void OnOK() override {
-    Napi::Env env = Env();
-    Napi::HandleScope scope(env);
-    try {
-      deferred_.Resolve(builder_ ? builder_(env) : env.Undefined());
-    } catch (const Napi::Error& e) {
-      deferred_.Reject(e.Value());
+
+  Napi::Promise Submit(Napi::Env env, Napi::Object receiver, virConnectPtr conn, Job job) {
+    auto* c = new Call(env);
+    c->job = std::move(job);
+    if (conn) {
+      virConnectRef(conn);
+      c->conn = conn;
     }
+    c->receiver = Napi::Persistent(receiver);
+    if (pending_++ == 0) tsfn_.Ref(env);
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      queue_.push_back(c);
+      if (idle_ < queue_.size() && threads_ < max_) {
+        threads_++;
+        std::thread([this] { Run(); }).detach();
+      }
+    }
+    cv_.notify_one();
+    return c->deferred.Promise();
   }
-  void OnError(const Napi::Error&) override {
-    Napi::Env env = Env();
+
+  // JS thread
+  void Done(Napi::Env env, Call* c) {
+    if (--pending_ == 0) tsfn_.Unref(env);
     Napi::HandleScope scope(env);
-    deferred_.Reject(makeError(env, err_));
+    if (c->failed) {
+      c->deferred.Reject(makeError(env, c->err));
+    } else {
+      try {
+        c->deferred.Resolve(c->builder ? c->builder(env) : env.Undefined());
+      } catch (const Napi::Error& e) {
+        c->deferred.Reject(e.Value());
+      }
+    }
+    c->receiver.Reset();
+    delete c;
+  }
+
+  size_t threads() {
+    std::lock_guard<std::mutex> g(mu_);
+    return threads_;
   }
 
  private:
-  Napi::Promise::Deferred deferred_;
-  virConnectPtr conn_;
-  Job job_;
-  Builder builder_;
-  LvError err_;
-  bool failed_ = false;
+  void Run() {
+    for (;;) {
+      Call* c;
+      {
+        std::unique_lock<std::mutex> l(mu_);
+        idle_++;
+        cv_.wait(l, [this] { return !queue_.empty(); });
+        idle_--;
+        c = queue_.front();
+        queue_.pop_front();
+      }
+      Execute(c);
+      if (tsfn_.BlockingCall(c) != napi_ok) {
+        // the JS environment is gone: nothing can settle the promise any more
+        c->receiver.SuppressDestruct();
+      }
+    }
+  }
+
+  static void Execute(Call* c) {
+    try {
+      c->builder = c->job(c->conn);
+    } catch (const LvException& ex) {
+      c->err = ex.e;
+      c->failed = true;
+    } catch (const std::exception& ex) {
+      c->err = LvError{-1, 0, ex.what()};
+      c->failed = true;
+    }
+    c->job = nullptr;
+    if (c->conn) {
+      virConnectClose(c->conn);  // drop the call's reference (may be the last one)
+      c->conn = nullptr;
+      virResetLastError();
+    }
+  }
+
+  DoneTsfn tsfn_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Call*> queue_;
+  size_t threads_ = 0;
+  size_t idle_ = 0;
+  size_t max_;
+  size_t pending_ = 0;  // JS thread only
 };
+
+void completeCall(Napi::Env env, Napi::Function, Pool* pool, Call* call) {
+  if (!env) {
+    call->receiver.SuppressDestruct();
+    return;  // environment torn down: leak the call rather than touch JS state
+  }
+  pool->Done(env, call);
+}
+
+void keepPool(Napi::Env, Pool*) {}  // pool threads may still reference it: never freed
+
+Pool& pool(Napi::Env env) {
+  Pool* p = env.GetInstanceData<Pool>();
+  if (!p) {
+    size_t max = 32;
+    if (const char* v = getenv("KVTS_LIBVIRT_THREADS")) {
+      long n = strtol(v, nullptr, 10);
+      if (n > 0 && n <= 1024) max = static_cast<size_t>(n);
+    }
+    p = new Pool(env, max);
+    env.SetInstanceData<Pool, keepPool>(p);
+  }
+  return *p;
+}
 
 // ---------------------------------------------------------------------------------------------
 // events
@@ -307,6 +394,11 @@ struct EventCtx {
       return;
     }
     if (tsfn.NonBlockingCall(ev) != napi_ok) delete ev;
+  }
+  // Environment teardown: stop delivering; the thread-safe function is finalized by Node.
+  void abandon() {
+    std::lock_guard<std::mutex> g(mu);
+    closed = true;
   }
   // JS thread: stop delivering, release the thread-safe function.
   void shutdown() {
@@ -505,10 +597,11 @@ class Conn : public Napi::ObjectWrap<Conn> {
   Conn(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Conn>(info) {}
 
   ~Conn() override {
-    // Garbage-collected without close(): stop events; the libvirt connection reference is leaked
-    // deliberately rather than closed on the JS thread (closing may do RPC). Always call close().
+    // Only reached without close() when the JS environment is torn down (an open connection's event
+    // function references this object): Node finalizes the thread-safe function itself then, so only
+    // stop delivering. The libvirt connection is left to process exit (closing may do RPC).
     if (ctx_) {
-      ctx_->shutdown();
+      ctx_->abandon();
       ctx_->unref();
       ctx_ = nullptr;
     }
@@ -529,10 +622,7 @@ class Conn : public Napi::ObjectWrap<Conn> {
 
   Napi::Value Queue(const Napi::CallbackInfo& info, Job job) {
     if (!conn_) return Reject(info.Env(), "libvirt connection is closed");
-    auto* w = new Work(info.This().As<Napi::Object>(), conn_, std::move(job));
-    Napi::Promise p = w->Promise();
-    w->Queue();
-    return p;
+    return pool(info.Env()).Submit(info.Env(), info.This().As<Napi::Object>(), conn_, std::move(job));
   }
 
   // A job on one domain looked up by UUID (argument 0).
@@ -574,7 +664,7 @@ class Conn : public Napi::ObjectWrap<Conn> {
     ctx->tsfn = EventTsfn::New(env, info[2].As<Napi::Function>(), "libvirt-events", 0, 1, nullptr);
     opening_ = true;
     Napi::Object self = info.This().As<Napi::Object>();
-    auto* w = new Work(self, nullptr, [this, uri, readOnly, ctx, kaInterval, kaCount](virConnectPtr) -> Builder {
+    Job job = [this, uri, readOnly, ctx, kaInterval, kaCount](virConnectPtr) -> Builder {
       virConnectPtr c = readOnly ? virConnectOpenReadOnly(uri.c_str()) : virConnectOpen(uri.c_str());
       // On failure the promise rejects and the JS layer calls close(), which shuts ctx down.
       if (!c) fail("virConnectOpen");
@@ -607,11 +697,9 @@ class Conn : public Napi::ObjectWrap<Conn> {
         closeCbRegistered_ = closeCb;
         return env.Undefined();
       };
-    });
+    };
     ctx_ = ctx;
-    Napi::Promise p = w->Promise();
-    w->Queue();
-    return p;
+    return pool(env).Submit(env, self, nullptr, std::move(job));
   }
 
   // close(): stop events, deregister callbacks and drop the connection, off the JS thread.
@@ -633,7 +721,7 @@ class Conn : public Napi::ObjectWrap<Conn> {
     bool closeCb = closeCbRegistered_;
     callbackIds_.clear();
     closeCbRegistered_ = false;
-    auto* w = new Work(info.This().As<Napi::Object>(), nullptr, [c, ctx, ids, closeCb](virConnectPtr) -> Builder {
+    Job job = [c, ctx, ids, closeCb](virConnectPtr) -> Builder {
       for (int id : ids) {
         if (virConnectDomainEventDeregisterAny(c, id) < 0) virResetLastError();
       }
@@ -642,10 +730,8 @@ class Conn : public Napi::ObjectWrap<Conn> {
       if (left < 0) virResetLastError();
       if (ctx) ctx->unref();
       return num(left);
-    });
-    Napi::Promise p = w->Promise();
-    w->Queue();
-    return p;
+    };
+    return pool(env).Submit(env, info.This().As<Napi::Object>(), nullptr, std::move(job));
   }
 
   // Local checks, no RPC: safe on the JS thread.

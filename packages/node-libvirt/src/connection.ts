@@ -211,7 +211,7 @@ export function migrateParamList(params: MigrateParams): [string, number, string
 let nextId = 0;
 
 /**
- * A libvirt connection (virConnectPtr). Every call runs in libuv's thread pool and returns a Promise.
+ * A libvirt connection (virConnectPtr). Every call runs on the addon's own thread pool and returns a Promise.
  * Domain events arrive as EventEmitter events (see ConnectionEvents) while other calls run.
  */
 export class Connection extends EventEmitter<ConnectionEvents> {
@@ -456,7 +456,7 @@ export class Connection extends EventEmitter<ConnectionEvents> {
 }
 
 /**
- * A domain, addressed by UUID: each call looks it up and releases it inside the worker thread, so no
+ * A domain, addressed by UUID: each call looks it up and releases it on the pool thread, so no
  * native handle is held between calls. Calls reject with code NO_DOMAIN once the domain is gone.
  */
 export class Domain {
@@ -584,7 +584,7 @@ export class Domain {
   /**
    * virDomainMigrateToURI3. dconnuri is the destination libvirt URI for peer-to-peer migration
    * (flags include PEER2PEER), or '' for direct migration. Resolves when the migration has finished.
-   * Note: occupies one libuv thread-pool thread for the whole migration.
+   * Note: occupies one of the addon's pool threads for the whole migration.
    */
   migrateToURI3(dconnuri: string, params: MigrateParams = {}, flags = 0): Promise<void> {
     return this.#call('migrateToURI3', 'domainMigrateToURI3', dconnuri, migrateParamList(params), flags);

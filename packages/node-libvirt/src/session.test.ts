@@ -2,7 +2,7 @@
 // test guest (tools/guest/build.sh) under QEMU TCG emulation and reading its serial console log.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readdirSync, readlinkSync } from 'node:fs';
-import { chown, writeFile } from 'node:fs/promises';
+import { chown, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import {
   Connection,
@@ -233,12 +233,21 @@ describe('session libvirtd (uid 107) with the test guest', () => {
           done = true;
           return h;
         });
+        // more blocked calls than libuv has pool threads (4): Node's own pool work (fs) must still run
+        const blocked = Array.from({ length: 8 }, () => probe.getLibVersion());
+        const fsResult = await Promise.race([
+          readFile('/proc/self/status', 'utf8').then(() => 'fs ok'),
+          new Promise((r) => setTimeout(() => r('fs starved'), 5000)),
+        ]);
+        expect(fsResult).toBe('fs ok');
         await new Promise((r) => setTimeout(r, 500));
         clearInterval(timer);
         expect(done).toBe(false);
-        expect(ticks).toBeGreaterThan(10); // the timer kept firing while the libvirt call was blocked
+        expect(ticks).toBeGreaterThan(10); // the timer kept firing while the libvirt calls were blocked
         process.kill(env.daemon.pid, 'SIGCONT');
         expect(typeof (await slow)).toBe('string');
+        const version = await probe.getLibVersion();
+        expect(await Promise.all(blocked)).toEqual(Array(8).fill(version));
       } finally {
         process.kill(env.daemon.pid, 'SIGCONT');
         await probe.close();
@@ -271,7 +280,14 @@ describe('session libvirtd (uid 107) with the test guest', () => {
       await waitFor(() => inFlightAtEvent >= 0, 30_000, 'STARTED event');
       // the guest powers itself off right after the ready line (kvts.poweroff)
       await waitForLine(serialLog, 'KUBEVIRT-TS-GUEST-POWEROFF kvts.poweroff');
-      await waitFor(() => seen(name, 'STOPPED', 'SHUTDOWN'), 60_000, 'STOPPED/SHUTDOWN event');
+      await waitFor(() => seen(name, 'STOPPED', 'SHUTDOWN'), 60_000, 'STOPPED/SHUTDOWN event').catch(
+        async (e: Error) => {
+          const st = await dom.getState().catch((x: Error) => x.message);
+          throw new Error(
+            `${e.message}; events: ${JSON.stringify(lifecycle.filter((l) => l.domain.name === name).map((l) => l.eventName + '/' + l.detailName))}; state: ${JSON.stringify(st)}`,
+          );
+        },
+      );
       stop = true;
       expect(await hammer).toBeGreaterThan(0);
       conn.off('lifecycle', onEv);
