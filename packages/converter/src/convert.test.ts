@@ -452,6 +452,13 @@ describe('storage', () => {
     );
     expect(err(() => conv(dup)).path).toBe('spec.domain.devices.interfaces[0].bootOrder');
   });
+  test('a volume name that is not one path component is refused with its field path', () => {
+    const v = vmi(
+      { devices: { disks: [{ name: '../x', disk: { bus: 'virtio' } }] } },
+      { volumes: [{ name: '../x', emptyDisk: { capacity: '1Gi' } }] },
+    );
+    expect(err(() => conv(v)).path).toBe('spec.volumes[0].name');
+  });
   test('volumes not implemented say so', () => {
     const e = err(() =>
       conv(
@@ -611,9 +618,10 @@ describe('input checks', () => {
       ).path,
     ).toBe('spec.domain.firmware.kernelBoot.kernelArgs');
   });
-  test('metadata.name is required', () => {
+  test('metadata.name is required and must be one path component', () => {
     const v = vmi({});
     delete v.metadata!.name;
     expect(err(() => conv(v)).path).toBe('metadata.name');
+    expect(err(() => conv(vmi({}, {}, '..'))).path).toBe('metadata.name');
   });
 });

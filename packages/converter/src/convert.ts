@@ -96,6 +96,13 @@ export function toDomain(vmi: VmiLike, context: ConverterContext = {}): Domain {
   const name = vmi.metadata?.name;
   if (!name) throw new ConversionError('metadata.name', 'required');
   const namespace = vmi.metadata?.namespace || 'default';
+  // both name file paths in the Pod (nvram, cloud-init ISOs): one path component each
+  for (const [path, v] of [
+    ['metadata.name', name],
+    ['metadata.namespace', namespace],
+  ] as const)
+    if (v.includes('/') || v === '.' || v === '..' || v.includes('\0'))
+      throw new ConversionError(path, `${JSON.stringify(v)} cannot be used as a file name`);
   checkUserStrings(vmi);
   const ctx = resolveContext(vmi, context);
 

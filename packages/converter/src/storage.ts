@@ -161,7 +161,13 @@ export function convertDisks(vmi: VmiLike, ctx: ResolvedContext, vcpus: number):
       disk.driver.type = 'raw';
       disk.driver.discard = 'unmap';
     } else {
-      convertVolume(vol.v, vol.index, disk, ctx, vmi);
+      try {
+        convertVolume(vol.v, vol.index, disk, ctx, vmi);
+      } catch (e) {
+        if (e instanceof ConversionError) throw e;
+        // the layout refuses names that are not one path component
+        throw new ConversionError(`spec.volumes[${vol.index}].name`, (e as Error).message);
+      }
     }
     disk.driver.error_policy = d.errorPolicy ?? 'stop';
     // keep the driver's attribute order stable (name, type, cache, io, discard, error_policy, iothread, queues)
