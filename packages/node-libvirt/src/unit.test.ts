@@ -10,7 +10,8 @@ import {
   TypedParamType,
 } from './constants.js';
 import { LibvirtError } from './errors.js';
-import { confText, confValue } from './session.js';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { confText, confValue, startSessionLibvirtd } from './session.js';
 
 describe('migrateParamList', () => {
   it('maps typed params to libvirt names and types, repeating list entries', () => {
@@ -78,5 +79,39 @@ describe('conf files', () => {
     expect(() => confValue('a\nb')).toThrow('newlines');
     expect(() => confText({ 'a b': 1 })).toThrow('not a valid name');
     expect(() => confValue(1.5)).toThrow('integers');
+  });
+});
+
+describe('startSessionLibvirtd argument checks', () => {
+  const asRoot = process.getuid?.() === 0;
+
+  it('refuses to start a system-mode daemon as root without an unprivileged uid', async () => {
+    if (!asRoot) return expect(asRoot).toBe(false); // the check only applies to root
+    await expect(startSessionLibvirtd({ baseDir: '/tmp/kvl-unused' })).rejects.toThrow('system mode');
+    await expect(startSessionLibvirtd({ baseDir: '/tmp/kvl-unused', uid: 0, gid: 0 })).rejects.toThrow(
+      'system mode',
+    );
+  });
+
+  it('refuses a baseDir whose socket path would be too long for a unix socket', async () => {
+    await expect(
+      startSessionLibvirtd({ baseDir: `/tmp/${'x'.repeat(100)}`, uid: 107, gid: 107 }),
+    ).rejects.toThrow(/longer than 107 bytes/);
+  });
+
+  it('reports a daemon that exits before answering, with its output', async () => {
+    if (!asRoot) return expect(asRoot).toBe(false); // needs root for uid 107
+    const base = await mkdtemp('/tmp/kvl-');
+    try {
+      const err = (await startSessionLibvirtd({
+        baseDir: base,
+        uid: 107,
+        gid: 107,
+        libvirtdPath: '/usr/bin/false',
+      }).catch((e: unknown) => e)) as Error;
+      expect(err.message).toMatch(/libvirtd exited before answering \(1\)/);
+    } finally {
+      await rm(base, { recursive: true, force: true });
+    }
   });
 });
