@@ -25,8 +25,6 @@ export interface LauncherFlags {
   /** uid/gid libvirtd (and so QEMU) runs as; undefined = the launcher's own */
   libvirtUid?: number;
   libvirtGid?: number;
-  /** the VMI as JSON/YAML file; in-Pod the handler sends it over the cmd socket instead */
-  vmiFile?: string;
 }
 
 export interface StandaloneFlags {
@@ -117,7 +115,7 @@ function normalizeBoolFlags(argv: string[], names: string[]): { argv: string[]; 
 
 const POD_BOOL = ['allow-emulation', 'keep-after-failure'];
 
-/** Parses the in-Pod flags (upstream names, plus --root/--libvirt-user/--log-level/--vmi for running outside a real Pod). */
+/** Parses the in-Pod flags (upstream names, plus --root/--libvirt-user/--log-level for running outside a real Pod). */
 export function parseLauncherFlags(argv: string[]): LauncherFlags {
   const norm = normalizeBoolFlags(argv, POD_BOOL);
   let parsed;
@@ -143,7 +141,6 @@ export function parseLauncherFlags(argv: string[]): LauncherFlags {
         'log-level': { type: 'string' },
         'libvirt-user': { type: 'string' },
         root: { type: 'string' },
-        vmi: { type: 'string' },
       },
     });
   } catch (e) {
@@ -175,7 +172,6 @@ export function parseLauncherFlags(argv: string[]): LauncherFlags {
     logLevel: parseLevel(v['log-level']),
     libvirtUid: ug.uid,
     libvirtGid: ug.gid,
-    vmiFile: v.vmi,
   };
 }
 

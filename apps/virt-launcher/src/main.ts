@@ -76,7 +76,8 @@ async function runMonitorCmd(argv: string[]): Promise<number> {
   const logger = createLogger({ level: flags.logLevel, component: 'virt-launcher-monitor', identity: { kind: 'VirtualMachineInstance', namespace: flags.namespace, name: flags.name, uid: flags.uid } });
   const self = fileURLToPath(import.meta.url);
   return runMonitor({
-    command: [process.execPath, self, ...argv],
+    // the same V8 flags as the monitor got from the shebang
+    command: [process.execPath, ...process.execArgv, self, ...argv],
     libvirtBaseDir: podConfig(flags).libvirtBaseDir,
     gracePeriodSeconds: flags.gracePeriodSeconds,
     log: (level, msg, fields) => logger.log(level, msg, fields),

@@ -4,7 +4,11 @@ import { accessSync, constants } from 'node:fs';
 import type winston from 'winston';
 import { createPodLayout, type ConverterContext, type PodLayout } from '@kubevirt-ts/converter';
 import { ConnectionHolder, DomainManager, DomainWatcher, type DomainWatchEvent, type SyncOptions } from '@kubevirt-ts/libvirt-manager';
-import { Connection, startSessionLibvirtd } from '@kubevirt-ts/node-libvirt';
+import type { Connection } from '@kubevirt-ts/node-libvirt';
+
+// The native binding is loaded on first use only: importing this app's modules (tests, tools, the
+// monitor process) must not load libvirt into the process.
+const nodeLibvirt = () => import('@kubevirt-ts/node-libvirt');
 
 export function createLayout(root: string): PodLayout {
   return createPodLayout(root === '/' ? '' : root);
@@ -56,6 +60,7 @@ function versionString(v: number): string {
 
 export const openDomainLayer = {
   async startDaemon(opts: { baseDir: string; user?: { uid: number; gid: number }; logger: winston.Logger }): Promise<SessionDaemon> {
+    const { startSessionLibvirtd } = await nodeLibvirt();
     const s = await startSessionLibvirtd({
       baseDir: opts.baseDir,
       uid: opts.user?.uid,
@@ -70,6 +75,7 @@ export const openDomainLayer = {
     daemon: SessionDaemon,
     opts: { root: string; allowEmulation: boolean; logger: winston.Logger; domainName: string },
   ): Promise<DomainLayer> {
+    const { Connection } = await nodeLibvirt();
     const holder = new ConnectionHolder(() => Connection.open(daemon.uri) as never);
     const conn = await holder.get();
     const base: ConverterContext = {

@@ -45,7 +45,7 @@ interface Pod {
 }
 
 /** A launcher "Pod": root dir with the kernel boot files (what kubelet would mount), handler dir, launcher process. */
-async function startPod(name: string, opts: { grace?: number; extraArgs?: string[]; vmi?: VirtualMachineInstance } = {}): Promise<Pod> {
+async function startPod(name: string, opts: { grace?: number; extraArgs?: string[]; vmi?: VirtualMachineInstance; monitor?: boolean } = {}): Promise<Pod> {
   const root = await shortTmp();
   const share = path.join(root, 'handler');
   const vmi = opts.vmi ?? tinyVmi(name);
@@ -60,6 +60,7 @@ async function startPod(name: string, opts: { grace?: number; extraArgs?: string
   });
   await notify.start();
   const proc = startLauncher([
+    ...(opts.monitor ? ['monitor'] : []),
     '--name', vmi.metadata!.name!, '--namespace', vmi.metadata!.namespace!, '--uid', vmi.metadata!.uid!,
     '--root', root, '--kubevirt-share-dir', share, '--allow-emulation',
     '--grace-period-seconds', String(opts.grace ?? 60), '--qemu-timeout', '120s', '--log-level', 'info',
@@ -257,6 +258,27 @@ describe('in-Pod launcher over its cmd socket', () => {
     } finally {
       await a.cleanup();
       await b.cleanup();
+    }
+  });
+
+  it('monitor: the launcher crashing leaves nothing behind (QEMU gets its grace period, then is killed)', async () => {
+    const pod = await startPod('pod-mon', { monitor: true, grace: 3 });
+    try {
+      await pod.client.syncVMI(pod.vmi);
+      await waitFor('ready line', async () => (await readText(pod.serialLog)).includes(READY), 120_000);
+      const qemu = await waitFor('QEMU pid', () => qemuPid(pod.libvirtBase, 'e2e_pod-mon'), 10_000);
+      const launcher = (await processesMentioning(pod.root)).find((p) => /main\.js --name pod-mon/.test(p.cmd));
+      expect(launcher).toBeDefined();
+      expect(launcher!.pid).not.toBe(pod.proc.child.pid);
+      process.kill(launcher!.pid, 'SIGKILL');
+      const res = await pod.proc.exited;
+      expect(res.code).not.toBe(0);
+      expect(pod.proc.stderr()).toContain('QemuLeftBehind');
+      expect(pod.proc.stderr()).toContain('GracePeriodExpired');
+      expect(await processesMentioning(pod.root)).toEqual([]);
+      expect(await readText(`/proc/${qemu}/cmdline`)).toBe('');
+    } finally {
+      await pod.cleanup();
     }
   });
 });
