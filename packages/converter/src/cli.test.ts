@@ -7,7 +7,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { main, type CliIO } from './cli.js';
 import { parseDomainXml } from './xml.js';
-import { REFERENCE_DIR, factDiff } from './test-util.js';
+import { REFERENCE_DIR, convertWithDefaults, factDiff, vectors } from './test-util.js';
 import { readFileSync } from 'node:fs';
 
 const BIN = fileURLToPath(new URL('./cli.js', import.meta.url));
@@ -52,6 +52,19 @@ describe('virt-convert (process)', () => {
 });
 
 describe('virt-convert (main)', () => {
+  test('for every vector the CLI prints what the parity tests compare (or, for 15, refuses it)', () => {
+    for (const v of vectors()) {
+      const o = io({ [v.name]: v.yaml });
+      const code = main([v.name], o);
+      if (v.name.startsWith('15-')) {
+        expect([v.name, code, o.out]).toEqual([v.name, 1, '']);
+        continue;
+      }
+      expect([v.name, code, o.err]).toEqual([v.name, 0, '']);
+      expect(o.out).toBe(convertWithDefaults(v.vmi));
+    }
+  });
+
   const vm = `apiVersion: kubevirt.io/v1
 kind: VirtualMachine
 metadata: { name: from-vm, namespace: prod }
