@@ -411,3 +411,19 @@ describe('session libvirtd with its own virtlogd', () => {
     T,
   );
 });
+
+describe('stopping a hung daemon', () => {
+  it(
+    'stop() still kills and reaps a SIGSTOPped libvirtd',
+    async () => {
+      const env = await startTestEnv();
+      const { pid } = env.daemon;
+      process.kill(pid, 'SIGSTOP');
+      const t0 = Date.now();
+      await env.cleanup();
+      expect(Date.now() - t0).toBeLessThan(60_000);
+      expect(await readLog(`/proc/${pid}/status`)).toBe('');
+    },
+    T,
+  );
+});

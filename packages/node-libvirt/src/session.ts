@@ -109,6 +109,7 @@ async function terminate(child: ChildProcess, graceMs: number): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = once(child, 'exit');
   child.kill('SIGTERM');
+  child.kill('SIGCONT'); // a stopped daemon would not act on SIGTERM
   const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
   try {
     await exited;
@@ -259,9 +260,16 @@ export async function startSessionLibvirtd(opts: SessionLibvirtdOptions): Promis
     dirs,
     stop() {
       stopping ??= (async () => {
-        await destroyAll(uri).catch((e: Error) =>
-          logger?.warn(`could not destroy remaining domains: ${e.message}`, { component: 'libvirtd' }),
-        );
+        // bounded: a hung daemon must not keep stop() from killing it
+        let timer: NodeJS.Timeout | undefined;
+        const timeout = new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error('timed out after 10 s')), 10_000);
+        });
+        await Promise.race([destroyAll(uri), timeout])
+          .catch((e: Error) =>
+            logger?.warn(`could not destroy remaining domains: ${e.message}`, { component: 'libvirtd' }),
+          )
+          .finally(() => clearTimeout(timer));
         await stopAll();
       })();
       return stopping;
