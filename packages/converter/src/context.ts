@@ -66,6 +66,10 @@ export interface ConverterContext {
   isBlockPVC?: Record<string, boolean>;
   /** by volume name: the DataVolume's PVC is volumeMode Block. */
   isBlockDV?: Record<string, boolean>;
+  /** by volume name: PVC/DataVolume volumes that are hotplugged (upstream's HotplugVolumes, from the
+   * VMI's volume status): their images live under the hotplug directory; `ready: false` (not yet
+   * mounted into the Pod) leaves the disk out of the domain. `isBlock` as for isBlockPVC. */
+  hotplugVolumes?: Record<string, { ready?: boolean; isBlock?: boolean }>;
   /** volumes whose disks get no discard=unmap (e.g. thick-provisioned storage). */
   volumesDiscardIgnore?: string[];
   /** memory balloon statistics period in seconds; 0 or unset: no <stats>. */
@@ -85,6 +89,7 @@ export interface ResolvedContext {
   disksInfo: Record<string, DiskInfo>;
   isBlockPVC: Record<string, boolean>;
   isBlockDV: Record<string, boolean>;
+  hotplugVolumes: Record<string, { ready?: boolean; isBlock?: boolean }>;
   volumesDiscardIgnore: Set<string>;
   memBalloonStatsPeriod: number;
   freePageReporting: boolean;

@@ -459,6 +459,28 @@ describe('storage', () => {
     );
     expect(err(() => conv(v)).path).toBe('spec.volumes[0].name');
   });
+  test('hotplugged volumes: hotplug paths, block or file, left out until ready', () => {
+    const d = conv(setVirtualMachineInstanceDefaults(CASES['storage-all-kinds']!), {
+      isBlockPVC: { pvcblock: true, lunblock: true },
+      hotplugVolumes: { pvcfile: {}, dv: { isBlock: true }, pvcblock: { ready: false } },
+    });
+    const by = Object.fromEntries(d.devices.disks!.map((x) => [x.alias!.slice(3), x]));
+    expect(by.pvcfile).toMatchObject({
+      type: 'file',
+      source: { file: '/var/run/kubevirt/hotplug-disks/pvcfile.img' },
+      driver: { type: 'raw', discard: 'unmap' },
+    });
+    expect(by.dv).toMatchObject({ type: 'block', source: { dev: '/var/run/kubevirt/hotplug-disks/dv' } });
+    expect(by.pvcblock).toBeUndefined();
+    // names stay where they were: the next scsi disk is still sdd
+    expect(by.lunblock!.target.dev).toBe('sdd');
+    // dedicated iothreads follow the disk by name, not by position
+    expect(by.root!.driver.iothread).toBe(4);
+    const e = err(() =>
+      conv(setVirtualMachineInstanceDefaults(CASES['storage-all-kinds']!), { hotplugVolumes: { root: {} } }),
+    );
+    expect(e.path).toBe('spec.volumes[0]');
+  });
   test('volumes not implemented say so', () => {
     const e = err(() =>
       conv(

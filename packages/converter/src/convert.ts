@@ -43,6 +43,7 @@ export function resolveContext(vmi: VmiLike, c: ConverterContext = {}): Resolved
     disksInfo: c.disksInfo ?? {},
     isBlockPVC: c.isBlockPVC ?? {},
     isBlockDV: c.isBlockDV ?? {},
+    hotplugVolumes: c.hotplugVolumes ?? {},
     volumesDiscardIgnore: new Set(c.volumesDiscardIgnore ?? []),
     memBalloonStatsPeriod: c.memBalloonStatsPeriod ?? 0,
     freePageReporting: c.freePageReporting ?? false,

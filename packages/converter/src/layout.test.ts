@@ -29,6 +29,8 @@ describe('pod layout', () => {
     expect(L.hostDiskImage('h', '/data/x.img')).toBe('/var/run/kubevirt-private/vmi-disks/h/x.img');
     expect(L.nvramFile('vm')).toBe('/var/lib/libvirt/qemu/nvram/vm_VARS.fd');
     expect(L.tapDevice(0)).toBe('tap0');
+    expect(L.hotplugImage('hp')).toBe('/var/run/kubevirt/hotplug-disks/hp.img');
+    expect(L.hotplugBlockDevice('hp')).toBe('/var/run/kubevirt/hotplug-disks/hp');
   });
   test('a root prefix moves every path', () => {
     const L = createPodLayout('/tmp/pod/');

@@ -37,6 +37,10 @@ export interface PodLayout {
   filesystemVolumeImage(volumeName: string): string;
   /** block-mode PVC / DataVolume device node */
   blockVolumeDevice(volumeName: string): string;
+  /** image of a hotplugged filesystem-mode PVC / DataVolume */
+  hotplugImage(volumeName: string): string;
+  /** device node of a hotplugged block-mode PVC / DataVolume */
+  hotplugBlockDevice(volumeName: string): string;
   /** hostDisk image as mounted into the Pod */
   hostDiskImage(volumeName: string, hostPath: string): string;
   /** EFI variable store of the VMI (copied from the firmware's template) */
@@ -94,6 +98,8 @@ export function createPodLayout(root = ''): PodLayout {
     },
     filesystemVolumeImage: (v) => `${privateDir}/vmi-disks/${component('volume', v)}/disk.img`,
     blockVolumeDevice: (v) => `${r}/dev/${component('volume', v)}`,
+    hotplugImage: (v) => `${r}/var/run/kubevirt/hotplug-disks/${component('volume', v)}.img`,
+    hotplugBlockDevice: (v) => `${r}/var/run/kubevirt/hotplug-disks/${component('volume', v)}`,
     hostDiskImage: (v, hostPath) =>
       `${privateDir}/vmi-disks/${component('volume', v)}/${component('hostDisk path', path.posix.basename(hostPath))}`,
     nvramFile: (name) => `${r}/var/lib/libvirt/qemu/nvram/${component('name', name)}_VARS.fd`,

@@ -89,6 +89,19 @@ describe('libvirt accepts every output', () => {
     },
   );
 
+  test('hotplugged volumes (file and block) are accepted too', () => {
+    const xml = toDomainXml(
+      toDomain(setVirtualMachineInstanceDefaults(CASES['storage-all-kinds']!), {
+        ...CTX,
+        hotplugVolumes: { pvcfile: {}, dv: { isBlock: true }, pvcblock: { ready: false } },
+      }),
+    );
+    const v = xmlValidate(xml);
+    expect(v.ok ? 'valid' : v.output).toBe('valid');
+    const d = daemon.define(xml);
+    expect(d.ok ? 'defined' : d.output).toBe('defined');
+  });
+
   test('libvirt reads back the serials and SMBIOS strings with metacharacters exactly', () => {
     const vec = vectors().find((v) => v.name === '15-xml-metachars')!;
     const vmi = structuredClone(vec.vmi);

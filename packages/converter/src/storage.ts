@@ -153,7 +153,24 @@ export function convertDisks(vmi: VmiLike, ctx: ResolvedContext, vcpus: number):
     }
 
     const vol = volumes.get(d.name);
-    if (!vol) {
+    const hotplug = vol ? ctx.hotplugVolumes[d.name] : undefined;
+    if (hotplug && hotplug.ready === false) return; // not in the Pod yet: attached when it is
+    if (hotplug) {
+      const v = vol!.v;
+      if (!v.persistentVolumeClaim && !v.dataVolume)
+        throw new ConversionError(
+          `spec.volumes[${vol!.index}]`,
+          'only persistentVolumeClaim and dataVolume volumes can be hotplugged',
+        );
+      disk.driver.type = 'raw';
+      if (hotplug.isBlock) {
+        disk.type = 'block';
+        disk.source = { dev: ctx.layout.hotplugBlockDevice(d.name) };
+      } else {
+        disk.source = { file: ctx.layout.hotplugImage(d.name) };
+      }
+      if (!ctx.volumesDiscardIgnore.has(d.name)) disk.driver.discard = 'unmap';
+    } else if (!vol) {
       if (kind !== 'cdrom')
         throw new ConversionError(`${p}.name`, `no volume named ${JSON.stringify(d.name)} in spec.volumes`);
       // an empty cdrom drive
@@ -261,10 +278,13 @@ export function assignIOThreads(vmi: VmiLike, disks: Disk[], plan: { auto: numbe
   let currentAuto = 1;
   if (!plan.use) return currentAuto;
   let currentDedicated = plan.auto + 1;
-  const specDisks = vmi.spec.domain.devices?.disks ?? [];
-  disks.forEach((disk, i) => {
+  // by name: disks not yet in the Pod (hotplug) are not in `disks`
+  const dedicated = new Set(
+    (vmi.spec.domain.devices?.disks ?? []).filter((d) => d.dedicatedIOThread).map((d) => `ua-${d.name}`),
+  );
+  disks.forEach((disk) => {
     if (disk.target.bus !== 'virtio') return;
-    if (specDisks[i]?.dedicatedIOThread) {
+    if (dedicated.has(disk.alias ?? '')) {
       disk.driver.iothread = currentDedicated++;
     } else {
       disk.driver.iothread = currentAuto;
