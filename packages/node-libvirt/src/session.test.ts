@@ -7,7 +7,11 @@ import path from 'node:path';
 import {
   Connection,
   DomainCreateFlags,
+  DomainDeviceModifyFlags,
+  DomainMemoryFlags,
   DomainShutdownFlags,
+  DomainUndefineFlags,
+  DomainVcpuFlags,
   DomainState,
   DomainStatsTypes,
   DomainXMLFlags,
@@ -194,6 +198,41 @@ describe('session libvirtd (uid 107) with the test guest', () => {
       expect(await dom.getState()).toMatchObject({ state: DomainState.SHUTOFF, reasonName: 'SHUTDOWN' });
       await dom.undefine();
       await waitFor(() => seen(name, 'UNDEFINED'), 10_000, 'UNDEFINED event');
+    },
+    T,
+  );
+
+  it(
+    'changes vCPUs, memory and devices of a defined guest in its persistent config; undefines with NVRAM flags',
+    async () => {
+      const name = 'kvts-config';
+      const serialLog = path.join(env.baseDir, `${name}.serial.log`);
+      const dom = await conn.defineXML(guestXml({ name, kernel: env.kernel, initrd: env.initrd, serialLog }));
+      await dom.setVcpus(2, DomainVcpuFlags.CONFIG | DomainVcpuFlags.MAXIMUM);
+      await dom.setVcpus(2, DomainVcpuFlags.CONFIG);
+      await dom.setMemory(128 * 1024, DomainMemoryFlags.CONFIG);
+      await dom.attachDevice(
+        `<disk type='file' device='cdrom'><driver name='qemu' type='raw'/><target dev='sdz' bus='sata'/><readonly/></disk>`,
+        DomainDeviceModifyFlags.CONFIG,
+      );
+      let xml = await dom.getXMLDesc(DomainXMLFlags.INACTIVE);
+      expect(xml).toMatch(/<vcpu placement='static'>2<\/vcpu>/);
+      expect(xml).toContain("<currentMemory unit='KiB'>131072</currentMemory>");
+      expect(xml).toContain("<target dev='sdz' bus='sata'/>");
+      // live-only changes on a stopped domain are refused with OPERATION_INVALID
+      const live = (await dom.setVcpus(1, DomainVcpuFlags.LIVE).catch((e: unknown) => e)) as LibvirtError;
+      expect(live.codeName).toBe('OPERATION_INVALID');
+      await dom.detachDevice(
+        `<disk type='file' device='cdrom'><target dev='sdz' bus='sata'/></disk>`,
+        DomainDeviceModifyFlags.CONFIG,
+      );
+      xml = await dom.getXMLDesc(DomainXMLFlags.INACTIVE);
+      expect(xml).not.toContain("dev='sdz'");
+      const caps = await conn.getDomainCapabilities({ virttype: 'qemu', arch: 'x86_64' });
+      expect(caps).toContain('<domainCapabilities>');
+      await dom.undefine(DomainUndefineFlags.NVRAM | DomainUndefineFlags.MANAGED_SAVE);
+      const gone = (await dom.getState().catch((e: unknown) => e)) as LibvirtError;
+      expect(gone.isNoDomain).toBe(true);
     },
     T,
   );
