@@ -5,6 +5,6 @@ export { parseLauncherFlags, parseStandaloneFlags, parseDuration, type LauncherF
 export { createLogger, type LogLevel } from './logger.js';
 export { runMonitor, findPidFiles, leftovers, type MonitorOptions } from './monitor.js';
 export { startStandalone, runStandalone, loadVmi, tailFile, QEMU_USER, type StandaloneHandle, type StandaloneIO } from './standalone.js';
-export { main, podConfig } from './main.js';
+export { podConfig } from './pod-config.js';
 export * as prepare from './prepare/index.js';
 export { kvmAvailable, createLayout } from './wiring.js';

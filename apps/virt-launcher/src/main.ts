@@ -1,9 +1,11 @@
-#!/usr/bin/env -S node --max-semi-space-size=1 --lite-mode
+#!/usr/bin/env -S node --max-semi-space-size=1 --lite-mode --no-expose-wasm
+// The V8 flags keep the launcher's own memory small: it does little CPU work, so no optimizing
+// compiler (lite mode) and a small young generation suffice. Run it as an executable to get them.
 // virt-launcher entry point:
 //   virt-launcher [in-Pod flags]                the launcher in a Pod, driven by virt-handler
 //   virt-launcher monitor [in-Pod flags]        the wrapper (virt-launcher-monitor) around the above
 //   virt-launcher standalone --vmi FILE ...     one VMI on this host, no cluster
-import './heap-flags.js';
+import { realpathSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ExitCode, LauncherError } from './errors.js';
@@ -12,7 +14,7 @@ import { Launcher } from './launcher.js';
 import { createLogger } from './logger.js';
 import { runMonitor } from './monitor.js';
 import { runStandalone } from './standalone.js';
-import { createLayout } from './wiring.js';
+import { podConfig } from './pod-config.js';
 
 const USAGE = `usage:
   virt-launcher --name N --namespace NS --uid UID [--grace-period-seconds 30] [--qemu-timeout 5m]
@@ -24,33 +26,6 @@ const USAGE = `usage:
                 [--socket-dir DIR] [--work-dir DIR] [--grace-period-seconds N] [--qemu-timeout 5m]
                 [--log-level warn] [--keep-after-failure]
 `;
-
-/** In-Pod launcher config from the flags: the converter's layout decides where files live. */
-export function podConfig(f: LauncherFlags) {
-  const root = f.privateDir.endsWith('/var/run/kubevirt-private') ? f.privateDir.slice(0, -'/var/run/kubevirt-private'.length) : '';
-  const layout = createLayout(root);
-  const mismatch: string[] = [];
-  if (f.containerDiskDir !== path.resolve(layout.containerDisksDir || '/')) mismatch.push(`--container-disk-dir must be ${layout.containerDisksDir}`);
-  if (f.ephemeralDiskDir !== path.resolve(layout.ephemeralDisksDir || '/')) mismatch.push(`--ephemeral-disk-dir must be ${layout.ephemeralDisksDir}`);
-  if (mismatch.length > 0) {
-    throw new LauncherError(`${mismatch.join('; ')} (the pod layout the domain is rendered with; use --root to move all of it)`, ExitCode.USAGE, 'flags');
-  }
-  const isRoot = process.getuid?.() === 0;
-  return {
-    name: f.name,
-    namespace: f.namespace,
-    uid: f.uid,
-    gracePeriodSeconds: f.gracePeriodSeconds,
-    qemuTimeoutMs: f.qemuTimeoutMs,
-    allowEmulation: f.allowEmulation,
-    root,
-    socketsDir: path.join(f.kubevirtShareDir, 'sockets'),
-    notifyDir: f.kubevirtShareDir,
-    libvirtBaseDir: f.libvirtRunDir,
-    libvirtUser: f.libvirtUid !== undefined ? { uid: f.libvirtUid, gid: f.libvirtGid ?? f.libvirtUid } : isRoot ? { uid: 107, gid: 107 } : undefined,
-    keepAfterFailure: f.keepAfterFailure,
-  };
-}
 
 async function runInPod(argv: string[]): Promise<number> {
   const flags = parseLauncherFlags(argv);
@@ -101,7 +76,8 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+// run when executed (also through the node_modules/.bin symlink), not when imported
+if (process.argv[1] && realpathSync(path.resolve(process.argv[1])) === fileURLToPath(import.meta.url)) {
   main(process.argv.slice(2)).then(
     (code) => process.exit(code),
     (e: unknown) => {

@@ -1,0 +1,32 @@
+import path from 'node:path';
+import { ExitCode, LauncherError } from './errors.js';
+import type { LauncherFlags } from './flags.js';
+import { createLayout } from './wiring.js';
+
+/** In-Pod launcher config from the flags: the converter's layout decides where files live. */
+export function podConfig(f: LauncherFlags) {
+  const root = f.privateDir.endsWith('/var/run/kubevirt-private') ? f.privateDir.slice(0, -'/var/run/kubevirt-private'.length) : '';
+  const layout = createLayout(root);
+  const mismatch: string[] = [];
+  if (f.containerDiskDir !== path.resolve(layout.containerDisksDir || '/')) mismatch.push(`--container-disk-dir must be ${layout.containerDisksDir}`);
+  if (f.ephemeralDiskDir !== path.resolve(layout.ephemeralDisksDir || '/')) mismatch.push(`--ephemeral-disk-dir must be ${layout.ephemeralDisksDir}`);
+  if (mismatch.length > 0) {
+    throw new LauncherError(`${mismatch.join('; ')} (the pod layout the domain is rendered with; use --root to move all of it)`, ExitCode.USAGE, 'flags');
+  }
+  const isRoot = process.getuid?.() === 0;
+  return {
+    name: f.name,
+    namespace: f.namespace,
+    uid: f.uid,
+    gracePeriodSeconds: f.gracePeriodSeconds,
+    qemuTimeoutMs: f.qemuTimeoutMs,
+    allowEmulation: f.allowEmulation,
+    root,
+    socketsDir: path.join(f.kubevirtShareDir, 'sockets'),
+    notifyDir: f.kubevirtShareDir,
+    libvirtBaseDir: f.libvirtRunDir,
+    libvirtUser: f.libvirtUid !== undefined ? { uid: f.libvirtUid, gid: f.libvirtGid ?? f.libvirtUid } : isRoot ? { uid: 107, gid: 107 } : undefined,
+    keepAfterFailure: f.keepAfterFailure,
+  };
+}
+
