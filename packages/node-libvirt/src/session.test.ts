@@ -42,6 +42,7 @@ describe('session libvirtd (uid 107) with the test guest', () => {
   const lifecycle: LifecycleEvent[] = [];
   const reboots: RebootEvent[] = [];
   const removed: DeviceEvent[] = [];
+  const added: DeviceEvent[] = [];
   const agents: AgentLifecycleEvent[] = [];
 
   beforeAll(async () => {
@@ -50,6 +51,7 @@ describe('session libvirtd (uid 107) with the test guest', () => {
     conn.on('lifecycle', (e) => lifecycle.push(e));
     conn.on('reboot', (e) => reboots.push(e));
     conn.on('deviceRemoved', (e) => removed.push(e));
+    conn.on('deviceAdded', (e) => added.push(e));
     conn.on('agentLifecycle', (e) => agents.push(e));
   }, T);
 
@@ -150,6 +152,18 @@ describe('session libvirtd (uid 107) with the test guest', () => {
         'deviceRemoved',
       );
       expect(await dom.getXMLDesc()).not.toContain('ua-scratch');
+      // and plug it back in live: deviceAdded
+      await dom.attachDevice(
+        `<disk type='file' device='disk'><driver name='qemu' type='raw'/><source file='${diskPath}'/>
+          <target dev='sdb' bus='scsi'/><alias name='ua-again'/></disk>`,
+        DomainDeviceModifyFlags.LIVE,
+      );
+      await waitFor(
+        () => added.some((e) => e.domain.name === name && e.devAlias === 'ua-again'),
+        30_000,
+        'deviceAdded',
+      );
+      expect((await dom.blockStats('sdb')).rdReq).toBeGreaterThanOrEqual(0);
 
       await dom.suspend();
       expect(await dom.getState()).toMatchObject({ state: DomainState.PAUSED, reasonName: 'USER' });
