@@ -12,7 +12,7 @@ import type {
 } from './model.js';
 import type { ResolvedContext } from './context.js';
 import type { VmiDomainSpec, VmiLike, Quantity } from './vmi.js';
-import { ConversionError, notImplemented } from './errors.js';
+import { ConversionError } from './errors.js';
 import { quantity, quantityValue } from './quantity.js';
 
 const D = 'spec.domain';
@@ -56,8 +56,6 @@ export function cpuTopology(vmi: VmiLike): { sockets: number; cores: number; thr
 
 export function convertCPU(vmi: VmiLike, topology: CPU['topology']): CPU {
   const spec = vmi.spec.domain.cpu;
-  if (spec?.dedicatedCpuPlacement)
-    notImplemented(`${D}.cpu.dedicatedCpuPlacement`, 'dedicated CPU placement (vCPU pinning)');
   const cpu: CPU = { mode: 'host-model' };
   const model = spec?.model ?? '';
   if (model === 'host-model' || model === 'host-passthrough') cpu.mode = model;
@@ -303,6 +301,34 @@ export function convertClock(vmi: VmiLike): Clock | undefined {
     if (timers.length) clock.timers = timers;
   }
   return clock;
+}
+
+/** Dedicated CPUs: each vCPU pinned to one host CPU of the Pod's cpuset (context.cpuSet), the emulator
+ * and IO threads on an extra CPU with isolateEmulatorThread, else on all of them. A simplified form of
+ * upstream's pinning: no host-topology-aware thread sibling placement, no guest NUMA passthrough. */
+export function convertCPUTune(vmi: VmiLike, ctx: ResolvedContext, domain: Domain): void {
+  const cpu = vmi.spec.domain.cpu;
+  if (!cpu?.dedicatedCpuPlacement) return;
+  const vcpus = domain.vcpu.count;
+  const need = vcpus + (cpu.isolateEmulatorThread ? 1 : 0);
+  if (ctx.cpuSet.length < need)
+    throw new ConversionError(
+      `${D}.cpu.dedicatedCpuPlacement`,
+      `needs ${need} dedicated host CPUs, the Pod's cpuset (context.cpuSet) has ${ctx.cpuSet.length}`,
+    );
+  const tune: NonNullable<Domain['cputune']> = {
+    vcpupin: Array.from({ length: vcpus }, (_, i) => ({ vcpu: i, cpuset: String(ctx.cpuSet[i]) })),
+  };
+  const emulator = cpu.isolateEmulatorThread
+    ? String(ctx.cpuSet[vcpus])
+    : ctx.cpuSet.slice(0, vcpus).join(',');
+  tune.emulatorpin = { cpuset: emulator };
+  if (domain.iothreads)
+    tune.iothreadpin = Array.from({ length: domain.iothreads }, (_, i) => ({
+      iothread: i + 1,
+      cpuset: emulator,
+    }));
+  domain.cputune = tune;
 }
 
 /** memoryBacking and the NUMA cell memfd needs (upstream: hugepages imply a memfd backend). */

@@ -54,6 +54,10 @@ export interface ConverterContext {
    * when KVM is not available and emulation is allowed; KVM unavailable without emulation is an
    * error; otherwise the type is `kvm`. */
   kvmAvailable?: boolean;
+  /** host CPUs of the Pod's exclusive cpuset (the launcher reads its cgroup), for
+   * spec.domain.cpu.dedicatedCpuPlacement: vCPU i is pinned to cpuSet[i]; with
+   * isolateEmulatorThread the next one takes the emulator and IO threads. */
+  cpuSet?: number[];
   /** SMBIOS system entries (manufacturer, product, ...). Default none. */
   smbios?: SMBios;
   /** EFI firmware paths (default: Debian/upstream OVMF under /usr/share/OVMF). */
@@ -90,6 +94,7 @@ export interface ResolvedContext {
   isBlockPVC: Record<string, boolean>;
   isBlockDV: Record<string, boolean>;
   hotplugVolumes: Record<string, { ready?: boolean; isBlock?: boolean }>;
+  cpuSet: number[];
   volumesDiscardIgnore: Set<string>;
   memBalloonStatsPeriod: number;
   freePageReporting: boolean;

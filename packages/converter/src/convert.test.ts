@@ -91,11 +91,34 @@ describe('identity, memory, CPU', () => {
       'spec.domain.cpu.features[0].name',
     );
   });
-  test('dedicated CPU placement says it is not implemented', () => {
-    const e = err(() => conv(vmi({ cpu: { dedicatedCpuPlacement: true } })));
-    expect(e.message).toBe(
-      'spec.domain.cpu.dedicatedCpuPlacement: dedicated CPU placement (vCPU pinning) is not implemented by kubevirt-ts',
+  test('dedicated CPUs: vCPUs pinned to the Pod cpuset, emulator and IO threads on the extra CPU', () => {
+    const v = vmi(
+      {
+        cpu: { cores: 2, dedicatedCpuPlacement: true, isolateEmulatorThread: true },
+        devices: { disks: [{ name: 'a', disk: { bus: 'virtio' } }] },
+      },
+      { volumes: [{ name: 'a', emptyDisk: { capacity: '1Gi' } }] },
     );
+    expect(conv(v, { cpuSet: [4, 5, 6] }).cputune).toEqual({
+      vcpupin: [
+        { vcpu: 0, cpuset: '4' },
+        { vcpu: 1, cpuset: '5' },
+      ],
+      emulatorpin: { cpuset: '6' },
+      iothreadpin: [{ iothread: 1, cpuset: '6' }],
+    });
+    const shared = vmi({ cpu: { cores: 2, dedicatedCpuPlacement: true } });
+    expect(conv(shared, { cpuSet: [1, 3] }).cputune).toEqual({
+      vcpupin: [
+        { vcpu: 0, cpuset: '1' },
+        { vcpu: 1, cpuset: '3' },
+      ],
+      emulatorpin: { cpuset: '1,3' },
+    });
+    expect(err(() => conv(v, { cpuSet: [4, 5] })).message).toMatch(
+      /^spec\.domain\.cpu\.dedicatedCpuPlacement: needs 3 dedicated host CPUs/,
+    );
+    expect(conv(vmi({ cpu: { cores: 2 } })).cputune).toBeUndefined();
   });
   test('hugepages: memoryBacking hugepages + memfd and one NUMA cell', () => {
     const d = conv(

@@ -9,6 +9,7 @@ import { assertXmlSafe } from './xml.js';
 import {
   convertClock,
   convertCPU,
+  convertCPUTune,
   convertFeatures,
   convertMemoryBacking,
   convertOS,
@@ -44,6 +45,7 @@ export function resolveContext(vmi: VmiLike, c: ConverterContext = {}): Resolved
     isBlockPVC: c.isBlockPVC ?? {},
     isBlockDV: c.isBlockDV ?? {},
     hotplugVolumes: c.hotplugVolumes ?? {},
+    cpuSet: c.cpuSet ?? [],
     volumesDiscardIgnore: new Set(c.volumesDiscardIgnore ?? []),
     memBalloonStatsPeriod: c.memBalloonStatsPeriod ?? 0,
     freePageReporting: c.freePageReporting ?? false,
@@ -140,6 +142,7 @@ export function toDomain(vmi: VmiLike, context: ConverterContext = {}): Domain {
   if (disks.length) d.devices.disks = disks;
   const ifaces = convertInterfaces(vmi, ctx, vcpus);
   if (ifaces.length) d.devices.interfaces = ifaces;
+  convertCPUTune(vmi, ctx, d);
   convertDevices(vmi, ctx, d.devices, vcpus, plan.use && d.iothreads !== undefined ? nextAuto : undefined);
   checkBootOrder(vmi);
   return d;

@@ -17,6 +17,7 @@ const CTX: ConverterContext = {
   memBalloonStatsPeriod: 10,
   serialConsoleLog: true,
   isBlockPVC: { pvcblock: true, lunblock: true },
+  cpuSet: [0, 1],
   isBlockDV: {},
 };
 

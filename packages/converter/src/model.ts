@@ -19,6 +19,7 @@ export interface Domain {
   memoryBacking?: MemoryBacking;
   vcpu: { placement?: 'static' | 'auto'; count: number };
   iothreads?: number;
+  cputune?: CPUTune;
   os: DomainOS;
   sysinfo?: SysInfo;
   features?: Features;
@@ -30,6 +31,12 @@ export interface Domain {
 export interface KubevirtMetadata {
   uid: string;
   gracePeriodSeconds?: number;
+}
+
+export interface CPUTune {
+  vcpupin: { vcpu: number; cpuset: string }[];
+  emulatorpin?: { cpuset: string };
+  iothreadpin?: { iothread: number; cpuset: string }[];
 }
 
 export interface MemoryBacking {

@@ -173,6 +173,22 @@ export const CASES: Record<string, VirtualMachineInstance> = {
       networks: [{ name: 'default', pod: {} }],
     },
   },
+  'dedicated-cpus': {
+    apiVersion: 'kubevirt.io/v1',
+    kind: 'VirtualMachineInstance',
+    metadata: meta('dedicated'),
+    spec: {
+      domain: {
+        cpu: { cores: 1, dedicatedCpuPlacement: true, isolateEmulatorThread: true },
+        resources: { requests: { memory: '128Mi', cpu: '1' }, limits: { memory: '128Mi', cpu: '1' } },
+        devices: {
+          autoattachPodInterface: false,
+          disks: [{ name: 'root', disk: { bus: 'virtio' }, dedicatedIOThread: true }],
+        },
+      },
+      volumes: [{ name: 'root', containerDisk: { image: 'quay.io/containerdisks/fedora:latest' } }],
+    },
+  },
   'devices-misc': {
     apiVersion: 'kubevirt.io/v1',
     kind: 'VirtualMachineInstance',

@@ -182,6 +182,7 @@ describe('parseDomainXml', () => {
     for (const vmi of Object.values(CASES)) {
       const d = toDomain(setVirtualMachineInstanceDefaults(vmi), {
         isBlockPVC: { pvcblock: true, lunblock: true },
+        cpuSet: [0, 1],
       });
       const xml = toDomainXml(d);
       expect(normalize(parseDomainXml(xml))).toEqual(normalize(d));

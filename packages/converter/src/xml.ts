@@ -406,6 +406,14 @@ export function toDomainXml(d: Domain): string {
   if (d.memoryBacking) c.push(memoryBackingToXml(d.memoryBacking));
   c.push(txt('vcpu', String(d.vcpu.count), { placement: d.vcpu.placement }));
   if (d.iothreads !== undefined) c.push(txt('iothreads', String(d.iothreads)));
+  if (d.cputune) {
+    const t = d.cputune;
+    const tc = t.vcpupin.map((p) => el('vcpupin', { vcpu: p.vcpu, cpuset: p.cpuset }));
+    if (t.emulatorpin) tc.push(el('emulatorpin', { cpuset: t.emulatorpin.cpuset }));
+    for (const p of t.iothreadpin ?? [])
+      tc.push(el('iothreadpin', { iothread: p.iothread, cpuset: p.cpuset }));
+    c.push(el('cputune', undefined, tc));
+  }
   if (d.sysinfo) c.push(sysinfoToXml(d.sysinfo));
   c.push(osToXml(d.os));
   if (d.features) c.push(featuresToXml(d.features));
@@ -909,6 +917,23 @@ export function parseDomainXml(xml: string): Domain {
   if (mb) d.memoryBacking = parseMemoryBacking(mb);
   put(d.vcpu, 'placement', attr(vcpu, 'placement') as 'static' | undefined);
   put(d, 'iothreads', num(text(node(root, 'iothreads')), 'iothreads'));
+  const tune = node(root, 'cputune');
+  if (tune) {
+    d.cputune = {
+      vcpupin: list(tune, 'vcpupin').map((p) => ({
+        vcpu: reqNum(attr(p, 'vcpu'), 'cputune/vcpupin/@vcpu'),
+        cpuset: reqAttr(p, 'cpuset', 'cputune/vcpupin'),
+      })),
+    };
+    const emu = node(tune, 'emulatorpin');
+    if (emu) d.cputune.emulatorpin = { cpuset: reqAttr(emu, 'cpuset', 'cputune/emulatorpin') };
+    const iop = list(tune, 'iothreadpin');
+    if (iop.length)
+      d.cputune.iothreadpin = iop.map((p) => ({
+        iothread: reqNum(attr(p, 'iothread'), 'cputune/iothreadpin/@iothread'),
+        cpuset: reqAttr(p, 'cpuset', 'cputune/iothreadpin'),
+      }));
+  }
   const sys = node(root, 'sysinfo');
   if (sys) {
     d.sysinfo = { type: 'smbios' };
