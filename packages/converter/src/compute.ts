@@ -12,7 +12,7 @@ import type {
 } from './model.js';
 import type { ResolvedContext } from './context.js';
 import type { VmiDomainSpec, VmiLike, Quantity } from './vmi.js';
-import { ConversionError } from './errors.js';
+import { ConversionError, notImplemented } from './errors.js';
 import { quantity, quantityValue } from './quantity.js';
 
 const D = 'spec.domain';
@@ -56,6 +56,9 @@ export function cpuTopology(vmi: VmiLike): { sockets: number; cores: number; thr
 
 export function convertCPU(vmi: VmiLike, topology: CPU['topology']): CPU {
   const spec = vmi.spec.domain.cpu;
+  if (spec?.numa?.guestMappingPassthrough)
+    notImplemented(`${D}.cpu.numa.guestMappingPassthrough`, 'guest NUMA topology passthrough');
+  if (spec?.realtime) notImplemented(`${D}.cpu.realtime`, 'realtime vCPU scheduling');
   const cpu: CPU = { mode: 'host-model' };
   const model = spec?.model ?? '';
   if (model === 'host-model' || model === 'host-passthrough') cpu.mode = model;

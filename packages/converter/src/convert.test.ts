@@ -119,6 +119,10 @@ describe('identity, memory, CPU', () => {
       /^spec\.domain\.cpu\.dedicatedCpuPlacement: needs 3 dedicated host CPUs/,
     );
     expect(conv(vmi({ cpu: { cores: 2 } })).cputune).toBeUndefined();
+    const numa = vmi({ cpu: { dedicatedCpuPlacement: true, numa: { guestMappingPassthrough: {} } } });
+    expect(err(() => conv(numa, { cpuSet: [1] })).message).toBe(
+      'spec.domain.cpu.numa.guestMappingPassthrough: guest NUMA topology passthrough is not implemented by kubevirt-ts',
+    );
   });
   test('hugepages: memoryBacking hugepages + memfd and one NUMA cell', () => {
     const d = conv(

@@ -76,6 +76,8 @@ export interface VmiDomainSpec {
     features?: { name: string; policy?: 'force' | 'require' | 'optional' | 'disable' | 'forbid' }[];
     dedicatedCpuPlacement?: boolean;
     isolateEmulatorThread?: boolean;
+    numa?: { guestMappingPassthrough?: object };
+    realtime?: { mask?: string };
   };
   memory?: { guest?: Quantity; maxGuest?: Quantity; hugepages?: { pageSize?: string } };
   machine?: { type?: string };
