@@ -2,7 +2,8 @@
 // test guest (tools/guest/build.sh) under QEMU TCG emulation and reading its serial console log.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readdirSync, readlinkSync } from 'node:fs';
-import { chown, readFile, writeFile } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { chown, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import {
   Connection,
@@ -476,6 +477,42 @@ describe('stopping a hung daemon', () => {
       await env.cleanup();
       expect(Date.now() - t0).toBeLessThan(60_000);
       expect(await readLog(`/proc/${pid}/status`)).toBe('');
+    },
+    T,
+  );
+});
+
+describe('daemon lifetime tied to its parent', () => {
+  it(
+    'libvirtd and virtlogd stop when the process that started them is killed',
+    async () => {
+      const base = await mkdtemp('/tmp/kvl-');
+      await chown(base, QEMU_UID, QEMU_GID);
+      const mod = new URL('./index.js', import.meta.url).href;
+      const script = `const { startSessionLibvirtd } = await import(${JSON.stringify(mod)});
+      const d = await startSessionLibvirtd({ baseDir: ${JSON.stringify(base)}, uid: 107, gid: 107, virtlogd: true });
+      console.log(JSON.stringify({ pid: d.pid, virtlogdPid: d.virtlogdPid }));
+      setInterval(() => {}, 1000);`;
+      const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      let out = '';
+      child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+      try {
+        await waitFor(() => out.includes('}'), 60_000, 'daemon started by the child');
+        const { pid, virtlogdPid } = JSON.parse(out) as { pid: number; virtlogdPid: number };
+        expect(await readLog(`/proc/${pid}/status`)).toMatch(/^Uid:\s+107\s/m);
+        child.kill('SIGKILL');
+        await waitFor(async () => (await readLog(`/proc/${pid}/status`)) === '', 30_000, 'libvirtd gone');
+        await waitFor(
+          async () => (await readLog(`/proc/${virtlogdPid}/status`)) === '',
+          30_000,
+          'virtlogd gone',
+        );
+      } finally {
+        child.kill('SIGKILL');
+        await rm(base, { recursive: true, force: true });
+      }
     },
     T,
   );

@@ -1,6 +1,7 @@
 // A private libvirtd in session mode (what virt-launcher runs inside its Pod): its own XDG dirs under
 // baseDir, no TCP listener, optionally as another uid/gid and with its own virtlogd.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { once } from 'node:events';
 import { chown, mkdir, writeFile, stat, chmod } from 'node:fs/promises';
 import path from 'node:path';
@@ -36,6 +37,11 @@ export interface SessionLibvirtdOptions {
   libvirtdPath?: string;
   /** virtlogd binary (default /usr/sbin/virtlogd). */
   virtlogdPath?: string;
+  /**
+   * Stop the daemons (SIGTERM) when this process dies without calling stop(), via
+   * `setpriv --pdeathsig TERM` (util-linux). Default true when /usr/bin/setpriv exists.
+   */
+  dieWithParent?: boolean;
 }
 
 export interface SessionLibvirtd {
@@ -118,6 +124,19 @@ async function terminate(child: ChildProcess, graceMs: number): Promise<void> {
   }
 }
 
+const SETPRIV = '/usr/bin/setpriv';
+
+// setpriv execs the daemon in place (same pid) after setting the parent-death signal.
+function spawnDaemon(
+  file: string,
+  args: string[],
+  options: SpawnOptions,
+  dieWithParent: boolean,
+): ChildProcess {
+  if (!dieWithParent) return spawn(file, args, options);
+  return spawn(SETPRIV, ['--pdeathsig', 'TERM', '--', file, ...args], options);
+}
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
@@ -185,6 +204,7 @@ export async function startSessionLibvirtd(opts: SessionLibvirtdOptions): Promis
     ...(asUser ? { uid: opts.uid ?? process.getuid!(), gid: opts.gid ?? process.getgid!() } : {}),
   };
   const logger = opts.logger;
+  const dieWithParent = opts.dieWithParent ?? existsSync(SETPRIV);
   const children: ChildProcess[] = [];
   const stopAll = async () => {
     for (const c of children.reverse()) await terminate(c, 5000);
@@ -193,7 +213,7 @@ export async function startSessionLibvirtd(opts: SessionLibvirtdOptions): Promis
   let virtlogd: ChildProcess | undefined;
   const vtail: string[] = [];
   if (opts.virtlogd) {
-    virtlogd = spawn(opts.virtlogdPath ?? '/usr/sbin/virtlogd', [], spawnOpts);
+    virtlogd = spawnDaemon(opts.virtlogdPath ?? '/usr/sbin/virtlogd', [], spawnOpts, dieWithParent);
     children.push(virtlogd);
     forward(virtlogd, 'virtlogd', logger, vtail);
     virtlogd.on('error', (e) => logger?.error(`virtlogd: ${e.message}`, { component: 'virtlogd' }));
@@ -212,7 +232,12 @@ export async function startSessionLibvirtd(opts: SessionLibvirtdOptions): Promis
     }
   }
 
-  const libvirtd = spawn(opts.libvirtdPath ?? '/usr/sbin/libvirtd', ['-f', libvirtdConf], spawnOpts);
+  const libvirtd = spawnDaemon(
+    opts.libvirtdPath ?? '/usr/sbin/libvirtd',
+    ['-f', libvirtdConf],
+    spawnOpts,
+    dieWithParent,
+  );
   children.push(libvirtd);
   const tail: string[] = [];
   forward(libvirtd, 'libvirtd', logger, tail);
