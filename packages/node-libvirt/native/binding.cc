@@ -263,11 +263,6 @@ class Pool {
     delete c;
   }
 
-  size_t threads() {
-    std::lock_guard<std::mutex> g(mu_);
-    return threads_;
-  }
-
  private:
   void Run() {
     for (;;) {

@@ -255,6 +255,22 @@ describe('connection lifetime', () => {
     expect(conn.pendingCalls).toBe(0);
   });
 
+  it('opens read-only connections that see events but may not change anything', async () => {
+    const ro = await Connection.open(URI, { readOnly: true });
+    const rw = await Connection.open(URI);
+    const name = uniq('ro');
+    const events = collect(ro, name);
+    const denied = (await ro.defineXML(domXml(name)).catch((e: unknown) => e)) as LibvirtError;
+    expect(denied.codeName).toBe('OPERATION_DENIED');
+    const dom = await rw.defineXML(domXml(name));
+    await until(() => events.length > 0);
+    expect(events[0]!.eventName).toBe('DEFINED');
+    expect((await ro.lookupDomainByName(name)).uuid).toBe(dom.uuid);
+    await dom.undefine();
+    await ro.close();
+    await rw.close();
+  });
+
   it('fails to open an unknown URI with a LibvirtError', async () => {
     const err = (await Connection.open('nosuchdriver:///x').catch((e: unknown) => e)) as LibvirtError;
     expect(err).toBeInstanceOf(LibvirtError);
