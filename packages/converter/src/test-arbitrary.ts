@@ -90,6 +90,7 @@ const diskArb = fc
     dedicatedIOThread: opt(fc.boolean()),
     boot: fc.boolean(),
     tray: opt(fc.constantFrom('open', 'closed') as fc.Arbitrary<'open' | 'closed'>),
+    blockSize: opt(fc.constantFrom([512, 512], [512, 4096], [4096, 4096])),
   })
   .chain((d) => volumeSource(d.kind).map((src) => ({ d, src })));
 
@@ -97,6 +98,7 @@ const ifaceArb = fc.record({
   model: opt(fc.constantFrom('virtio', 'e1000', 'e1000e', 'rtl8139')),
   mac: opt(mac),
   boot: fc.boolean(),
+  acpiIndex: opt(fc.integer({ min: 1, max: 16383 })),
 });
 
 export const vmiArb: fc.Arbitrary<Vmi> = fc
@@ -287,6 +289,8 @@ export const vmiArb: fc.Arbitrary<Vmi> = fc
       if (d.dedicatedIOThread && d.kind === 'disk' && (d.diskBus ?? 'virtio') === 'virtio')
         disk.dedicatedIOThread = true;
       if (d.boot) disk.bootOrder = bootOrder++;
+      if (d.blockSize && d.kind === 'disk')
+        disk.blockSize = { custom: { logical: d.blockSize[0]!, physical: d.blockSize[1]! } };
       disks.push(disk);
       volumes.push({ name, ...src } as VolumeT);
     });
@@ -294,6 +298,7 @@ export const vmiArb: fc.Arbitrary<Vmi> = fc
     const interfaces: NonNullable<typeof devices.interfaces> = [];
     const networks: NonNullable<Spec['networks']> = [];
     const macs = new Set<string>();
+    const acpiIndexes = new Set<number>();
     r.ifaces.forEach((x, i) => {
       const name = i === 0 ? 'default' : `net${i}`;
       const iface: (typeof interfaces)[number] = { name };
@@ -305,6 +310,10 @@ export const vmiArb: fc.Arbitrary<Vmi> = fc
         iface.macAddress = x.mac;
       }
       if (x.boot) iface.bootOrder = bootOrder++;
+      if (x.acpiIndex !== undefined && !acpiIndexes.has(x.acpiIndex)) {
+        acpiIndexes.add(x.acpiIndex);
+        iface.acpiIndex = x.acpiIndex;
+      }
       interfaces.push(iface);
       networks.push(i === 0 ? { name, pod: {} } : { name, multus: { networkName: `net-${i}` } });
     });
