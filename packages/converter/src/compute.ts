@@ -183,10 +183,8 @@ export function convertFeatures(vmi: VmiLike): Features {
   const f = vmi.spec.domain.features;
   const out: Features = {};
   if (f?.acpi?.enabled ?? true) out.acpi = true;
-  if (f?.apic && (f.apic.enabled ?? true)) {
-    out.apic = {};
-    if (f.apic.endOfInterrupt !== undefined) out.apic.eoi = f.apic.endOfInterrupt ? 'on' : 'off';
-  }
+  // as upstream: endOfInterrupt is not written (upstream's converter does not map it)
+  if (f?.apic && (f.apic.enabled ?? true)) out.apic = {};
   const hv = f?.hyperv;
   if (hv) {
     const h: Hyperv = {};
@@ -194,11 +192,11 @@ export function convertFeatures(vmi: VmiLike): Features {
       const x = hv[src] as { enabled?: boolean } | undefined;
       if (x) (h as Record<string, unknown>)[dst] = { state: onOff(x.enabled, true) };
     }
+    // as upstream: retries and vendor id value are written whenever given, whatever the state
     if (hv.spinlocks) {
-      const on = hv.spinlocks.enabled ?? true;
-      h.spinlocks = { state: on ? 'on' : 'off' };
-      if (on) {
-        const retries = hv.spinlocks.spinlocks ?? 4096;
+      h.spinlocks = { state: onOff(hv.spinlocks.enabled, true) };
+      const retries = hv.spinlocks.spinlocks;
+      if (retries !== undefined) {
         if (retries < 4095)
           throw new ConversionError(`${D}.features.hyperv.spinlocks.spinlocks`, 'must be at least 4095');
         h.spinlocks.retries = retries;
@@ -209,11 +207,10 @@ export function convertFeatures(vmi: VmiLike): Features {
       if (hv.synictimer.direct) h.stimer.direct = { state: onOff(hv.synictimer.direct.enabled, true) };
     }
     if (hv.vendorid) {
-      const on = hv.vendorid.enabled ?? true;
-      h.vendor_id = { state: on ? 'on' : 'off' };
-      if (on) {
-        const v = hv.vendorid.vendorid ?? '';
-        if (v.length < 1 || v.length > 12 || v.includes(','))
+      h.vendor_id = { state: onOff(hv.vendorid.enabled, true) };
+      const v = hv.vendorid.vendorid;
+      if (v !== undefined || h.vendor_id.state === 'on') {
+        if (v === undefined || v.length < 1 || v.length > 12 || v.includes(','))
           throw new ConversionError(
             `${D}.features.hyperv.vendorid.vendorid`,
             'must be 1 to 12 characters, no comma',

@@ -250,13 +250,13 @@ describe('clock and features', () => {
     });
     expect(err(() => conv(vmi({ clock: { timezone: '../etc' } }))).path).toBe('spec.domain.clock.timezone');
   });
-  test('acpi default on; apic eoi; hyperv sub-features with states, spinlocks, vendor id, stimer direct', () => {
+  test('acpi default on; apic (no eoi, as upstream); hyperv sub-features with states, spinlocks, vendor id, stimer direct', () => {
     expect(conv(vmi({})).features).toEqual({ acpi: true });
     expect(conv(vmi({ features: { acpi: { enabled: false } } })).features).toEqual({});
     const d = conv(setVirtualMachineInstanceDefaults(CASES['hyperv-clock-features']!));
     expect(d.features).toEqual({
       acpi: true,
-      apic: { eoi: 'on' },
+      apic: {},
       kvm: { hidden: { state: 'on' } },
       pvspinlock: { state: 'off' },
       hyperv: {
