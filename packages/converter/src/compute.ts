@@ -255,13 +255,18 @@ export function convertClock(vmi: VmiLike): Clock | undefined {
   const P = `${D}.clock`;
   let clock: Clock;
   if (c.utc) {
-    clock = { offset: 'utc' };
-    if (c.utc.offsetSeconds !== undefined) clock.adjustment = String(c.utc.offsetSeconds);
+    // as upstream: without an offset the guest clock is reset to UTC at boot
+    clock = {
+      offset: 'utc',
+      adjustment: c.utc.offsetSeconds !== undefined ? String(c.utc.offsetSeconds) : 'reset',
+    };
   } else if (c.timezone !== undefined) {
     if (!/^[A-Za-z0-9_.+\-/]+$/.test(c.timezone) || c.timezone.split('/').includes('..'))
       throw new ConversionError(`${P}.timezone`, `not a time zone name: ${JSON.stringify(c.timezone)}`);
     clock = { offset: 'timezone', timezone: c.timezone };
   } else {
+    // upstream writes no offset here; libvirt's schema requires one and utc is libvirt's default,
+    // so the guest sees the same clock (README: deliberate differences, fact "clock")
     clock = { offset: 'utc' };
   }
   const t = c.timer;

@@ -231,6 +231,12 @@ describe('clock and features', () => {
       offset: 'utc',
       adjustment: '-60',
     });
+    expect(conv(vmi({ clock: { utc: {} } })).clock).toEqual({ offset: 'utc', adjustment: 'reset' });
+    // fact "clock" (deliberate difference): upstream writes no offset for a clock with only timers
+    expect(conv(vmi({ clock: { timer: { hpet: { present: false } } } })).clock).toEqual({
+      offset: 'utc',
+      timers: [{ name: 'hpet', present: 'no' }],
+    });
     const d = conv(
       vmi({
         clock: {

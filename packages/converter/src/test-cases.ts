@@ -15,6 +15,7 @@ export const CASES: Record<string, VirtualMachineInstance> = {
     spec: {
       domain: {
         firmware: { bootloader: { efi: {} }, serial: 'SN-1.0_x+y' },
+        clock: { utc: {} },
         features: { smm: {} },
         resources: { requests: { memory: '256Mi' } },
         devices: { autoattachPodInterface: false },
@@ -168,6 +169,7 @@ export const CASES: Record<string, VirtualMachineInstance> = {
     spec: {
       domain: {
         resources: { requests: { memory: '128Mi' } },
+        clock: { timer: { hpet: { present: false }, rtc: { tickPolicy: 'catchup' } } },
         devices: { interfaces: [{ name: 'default', slirp: {}, model: 'e1000' }] },
       },
       networks: [{ name: 'default', pod: {} }],

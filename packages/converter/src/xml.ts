@@ -648,7 +648,7 @@ function parseCPU(n: XNode): CPU {
 
 function parseClock(n: XNode): Clock {
   const c = cleanAttrs(n, ['offset', 'timezone', 'adjustment', 'basis']) as Clock;
-  if (!c.offset) c.offset = 'utc';
+  if (!c.offset) c.offset = 'utc'; // libvirt's default
   const timers = list(n, 'timer');
   if (timers.length)
     c.timers = timers.map(
