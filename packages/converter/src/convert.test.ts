@@ -624,7 +624,7 @@ describe('devices', () => {
       { model: 'virtio-transitional', backend: { model: 'random', path: '/dev/urandom' } },
     ]);
     expect(d.devices.tpm).toEqual([
-      { model: 'tpm-tis', backend: { type: 'emulator', version: '2.0', persistent_state: 'yes' } },
+      { model: 'tpm-crb', backend: { type: 'emulator', version: '2.0', persistent_state: 'yes' } },
     ]);
     expect(d.devices.sound).toEqual([{ model: 'ac97', alias: 'ua-audio' }]);
     expect(d.devices.watchdog).toEqual([{ model: 'i6300esb', action: 'shutdown', alias: 'ua-wd' }]);

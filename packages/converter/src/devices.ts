@@ -108,15 +108,11 @@ export function convertDevices(
   if (dev.sound) devices.sound = [{ model: dev.sound.model ?? 'ich9', alias: `ua-${dev.sound.name}` }];
 
   if (dev.tpm) {
+    // as upstream: a persistent TPM is a tpm-crb with persistent state, otherwise tpm-tis
     devices.tpm = [
-      {
-        model: 'tpm-tis',
-        backend: {
-          type: 'emulator',
-          version: '2.0',
-          ...(dev.tpm.persistent ? { persistent_state: 'yes' as const } : {}),
-        },
-      },
+      dev.tpm.persistent
+        ? { model: 'tpm-crb', backend: { type: 'emulator', version: '2.0', persistent_state: 'yes' } }
+        : { model: 'tpm-tis', backend: { type: 'emulator', version: '2.0' } },
     ];
   }
 }
