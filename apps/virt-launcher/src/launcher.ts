@@ -13,7 +13,7 @@ import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import { ExitCode, LauncherError } from './errors.js';
 import { leftovers } from './monitor.js';
 import { fromPodLayout, prepareVolumes, type PodPaths } from './prepare/index.js';
-import { createLayout, openDomainLayer, type DomainEventLike, type DomainLayer, type SessionDaemon } from './wiring.js';
+import { createLayout, openDomainLayer, saveCaps, type DomainEventLike, type DomainLayer, type SessionDaemon } from './wiring.js';
 
 export interface LauncherConfig {
   name: string;
@@ -34,6 +34,8 @@ export interface LauncherConfig {
   libvirtUser?: { uid: number; gid: number };
   keepAfterFailure: boolean;
   logger: winston.Logger;
+  /** host-wide cache of libvirt's QEMU capability probes, shared by launchers on one host (optional) */
+  capsCacheDir?: string;
 }
 
 export type Stage = 'dirs' | 'libvirtd' | 'connect' | 'cmd-server' | 'notify' | 'ready';
@@ -114,6 +116,7 @@ export class Launcher extends EventEmitter {
         baseDir: c.libvirtBaseDir,
         user: owner,
         logger: this.log,
+        capsCacheDir: c.capsCacheDir,
       });
       this.stage('libvirtd', 'libvirtd (session mode) and virtlogd answer', { pid: s.pid, uri: s.uri });
       this.watchDaemon(s.pid);
@@ -190,6 +193,7 @@ export class Launcher extends EventEmitter {
         if (!self.started && !self.qemuTimer) self.armQemuTimeout();
         await dm().syncVMI!(vmi as never, options as never);
         self.emit('synced', vmi);
+        if (self.config.capsCacheDir) void saveCaps(self.config.libvirtBaseDir, self.config.capsCacheDir);
         return undefined;
       },
       pauseVMI: delegate('pauseVMI') as CmdBackend['pauseVMI'],

@@ -27,6 +27,8 @@ export function podConfig(f: LauncherFlags) {
     libvirtBaseDir: f.libvirtRunDir,
     libvirtUser: f.libvirtUid !== undefined ? { uid: f.libvirtUid, gid: f.libvirtGid ?? f.libvirtUid } : isRoot ? { uid: 107, gid: 107 } : undefined,
     keepAfterFailure: f.keepAfterFailure,
+    // a node-wide cache dir can be mounted into Pods; off unless set
+    capsCacheDir: process.env.KVTS_QEMU_CAPS_CACHE || undefined,
   };
 }
 

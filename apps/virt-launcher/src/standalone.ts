@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { chmod, mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import {
   parseManifests,
@@ -172,6 +173,7 @@ export async function startStandalone(flags: StandaloneFlags, io: StandaloneIO):
     libvirtUser,
     keepAfterFailure: flags.keepAfterFailure,
     logger,
+    capsCacheDir: process.env.KVTS_QEMU_CAPS_CACHE ?? path.join(process.env.KVTS_CACHE ?? path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'kubevirt-ts'), 'qemu-capabilities'),
   });
   launcher.on('stage', (stage: string, msg: string) => io.progress(`${stage}: ${msg}`));
 
