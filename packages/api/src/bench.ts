@@ -3,12 +3,15 @@
 // Prints numbers; asserts nothing. Run: npm run bench -w @kubevirt-ts/api [-- ITERATIONS]
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { setVirtualMachineInstanceDefaults } from './defaults.js';
 import { parseManifests } from './manifests.js';
 import type { VirtualMachineInstance } from './schemas.js';
 import { validateObject } from './validate.js';
 
-const dir = process.env.KVTS_REFERENCE_DIR ?? '/work/shared/reference/converter';
+// ../shared beside the repository, or KVTS_SHARED_DIR
+const shared = process.env.KVTS_SHARED_DIR ?? fileURLToPath(new URL('../../../../shared', import.meta.url));
+const dir = join(shared, 'reference', 'converter');
 const texts = readdirSync(dir)
   .filter((f) => f.endsWith('.yaml'))
   .map((f) => readFileSync(join(dir, f), 'utf8'));

@@ -1,8 +1,11 @@
 // Shared test fixtures (not shipped: dist/**/test-* is excluded from the package).
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
-export const REFERENCE_DIR = process.env.KVTS_REFERENCE_DIR ?? '/work/shared/reference/converter';
+/** ../shared beside the repository (as CI lays it out), or KVTS_SHARED_DIR. */
+export const SHARED_DIR = process.env.KVTS_SHARED_DIR ?? fileURLToPath(new URL('../../../../shared', import.meta.url));
+export const REFERENCE_DIR = join(SHARED_DIR, 'reference', 'converter');
 
 export function referenceYamls(): { file: string; text: string }[] {
   return readdirSync(REFERENCE_DIR)

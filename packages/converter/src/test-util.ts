@@ -14,9 +14,10 @@ import { toDomain } from './convert.js';
 import { toDomainXml } from './xml.js';
 import type { ConverterContext } from './context.js';
 
-export const TESTDATA = fileURLToPath(new URL('../testdata/', import.meta.url));
-export const REFERENCE_DIR = path.join(TESTDATA, 'reference');
-export const FACTS_TOOL = path.join(TESTDATA, 'domain-facts.py');
+/** ../shared beside the repository (as CI lays it out), or KVTS_SHARED_DIR. */
+export const SHARED_DIR = process.env.KVTS_SHARED_DIR ?? fileURLToPath(new URL('../../../../shared', import.meta.url));
+export const REFERENCE_DIR = path.join(SHARED_DIR, 'reference', 'converter');
+export const FACTS_TOOL = path.join(SHARED_DIR, 'tools', 'domain-facts.py');
 
 export interface Vector {
   name: string;

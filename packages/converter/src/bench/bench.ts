@@ -12,7 +12,10 @@ import {
 import { toDomain } from '../convert.js';
 import { parseDomainXml, toDomainXml } from '../xml.js';
 
-const REF = fileURLToPath(new URL('../../testdata/reference/', import.meta.url));
+// ../shared/reference/converter beside the repository, or $KVTS_SHARED_DIR/reference/converter
+const REF =
+  (process.env.KVTS_SHARED_DIR ?? fileURLToPath(new URL('../../../../../shared', import.meta.url))) +
+  '/reference/converter/';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
 
 function rate(label: string, items: unknown[], fn: (x: never) => unknown): void {
