@@ -65,7 +65,7 @@ function rssKiB(pid, field) {
     .catch(() => NaN);
 }
 
-async function launcherRun(i) {
+async function launcherRun(i, env = {}) {
   const dir = await tmp();
   const file = path.join(dir, 'vmi.json');
   await writeFile(file, JSON.stringify(vmi(`l${i}`, false)));
@@ -73,6 +73,7 @@ async function launcherRun(i) {
   // the executable as shipped (its shebang sets the launcher's V8 flags)
   const child = spawn(main, ['standalone', '--vmi', file, '--image', `${IMAGE}=${guest}`, '--console', '--allow-emulation', '--work-dir', path.join(dir, 'w')], {
     stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
   });
   let out = '';
   let err = '';
@@ -155,6 +156,10 @@ async function benchMain() {
   }
   const launcher = [];
   for (let i = 0; i < RUNS; i++) launcher.push(await launcherRun(i));
+  // without the host-wide cache of QEMU capability probes (what a fresh Pod without the cache pays)
+  const emptyCaps = await tmp();
+  const cold = await launcherRun(RUNS, { KVTS_QEMU_CAPS_CACHE: emptyCaps });
+  await rm(emptyCaps, { recursive: true, force: true });
   const virsh = await virshRuns();
   const lMs = median(launcher.map((r) => r.readyMs));
   const vMs = median(virsh);
@@ -163,6 +168,7 @@ async function benchMain() {
   console.log(`launcher start -> guest ready line:   ${fmt(lMs)}   [${launcher.map((r) => fmt(r.readyMs)).join(', ')}]`);
   console.log(`virsh create -> guest ready line:      ${fmt(vMs)}   [${virsh.map(fmt).join(', ')}]  (libvirtd already running)`);
   console.log(`ratio launcher / virsh:               ${(lMs / vMs).toFixed(2)}`);
+  console.log(`launcher, cold QEMU capability probe:  ${fmt(cold.readyMs)}   (no host-wide capability cache; ratio ${(cold.readyMs / vMs).toFixed(2)})`);
   console.log(`launcher RSS at ready (Node only):     ${(median(launcher.map((r) => r.rssAtReady)) / 1024).toFixed(1)} MiB`);
   console.log(`launcher peak RSS (VmHWM, Node only):  ${(median(launcher.map((r) => r.hwm)) / 1024).toFixed(1)} MiB`);
 }
