@@ -70,8 +70,10 @@ async function launcherRun(i, env = {}) {
   const file = path.join(dir, 'vmi.json');
   await writeFile(file, JSON.stringify(vmi(`l${i}`, false)));
   const t0 = performance.now();
-  // the executable as shipped (its shebang sets the launcher's V8 flags)
-  const child = spawn(main, ['standalone', '--vmi', file, '--image', `${IMAGE}=${guest}`, '--console', '--allow-emulation', '--work-dir', path.join(dir, 'w')], {
+  // as shipped: with the node flags of its shebang (#!/usr/bin/env -S node FLAGS)
+  const shebang = /^#!\/usr\/bin\/env -S node(.*)$/.exec((await readFile(main, 'utf8')).split('\n', 1)[0]);
+  const nodeFlags = shebang ? shebang[1].trim().split(/\s+/).filter(Boolean) : [];
+  const child = spawn(process.execPath, [...nodeFlags, main, 'standalone', '--vmi', file, '--image', `${IMAGE}=${guest}`, '--console', '--allow-emulation', '--work-dir', path.join(dir, 'w')], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...env },
   });

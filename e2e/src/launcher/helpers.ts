@@ -1,6 +1,6 @@
 // Helpers of the launcher e2e suites: the test guest, launcher processes, serial console logs.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { chmod, mkdtemp, readFile, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -67,9 +67,15 @@ export interface Proc {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
+/** The node flags of the launcher's shebang (`#!/usr/bin/env -S node FLAGS`): run it as shipped, without relying on the exec bit. */
+export function launcherNodeFlags(): string[] {
+  const first = readFileSync(LAUNCHER_MAIN, 'utf8').split('\n', 1)[0]!;
+  const m = /^#!\/usr\/bin\/env -S node(.*)$/.exec(first);
+  return m ? m[1]!.trim().split(/\s+/).filter(Boolean) : [];
+}
+
 export function startLauncher(args: string[], env: NodeJS.ProcessEnv = {}): Proc {
-  // run as shipped: the executable (its shebang sets the launcher's V8 flags)
-  const child = spawn(LAUNCHER_MAIN, args, {
+  const child = spawn(process.execPath, [...launcherNodeFlags(), LAUNCHER_MAIN, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...env },
   });
