@@ -1,0 +1,169 @@
+// Lifecycle logic of the Launcher over an in-memory domain layer (fast unit tests); the real
+// libvirtd/QEMU paths are covered by e2e/src/launcher. The cmd server is real (temp unix socket).
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { CmdClient, launcherSocketPath } from '@kubevirt-ts/cmd-protocol';
+import { ExitCode } from './errors.js';
+import { Launcher, type LauncherConfig } from './launcher.js';
+import { createLogger } from './logger.js';
+import { openDomainLayer, type DomainEventLike, type DomainLayer } from './wiring.js';
+
+const real = { ...openDomainLayer };
+let root: string;
+let emit: (ev: DomainEventLike) => void;
+let calls: string[];
+let onSync: () => void;
+
+function fakeLayer(): DomainLayer {
+  let listener: (ev: DomainEventLike) => void = () => undefined;
+  emit = (ev) => listener(ev);
+  const manager = {
+    syncVMI: async () => {
+      calls.push('sync');
+      onSync();
+    },
+    shutdownVMI: async (_vmi: unknown, o: { gracePeriodSeconds?: number; wait?: boolean }) => {
+      calls.push(`shutdown:${o?.gracePeriodSeconds}:${o?.wait}`);
+      setTimeout(() => emit(ev('MODIFIED', 'Shutoff', 'Shutdown')), 20);
+      return 'shutdown';
+    },
+    killVMI: async () => void calls.push('kill'),
+    getDomain: async () => ({ domainName: 'ns_vm' }),
+  };
+  return {
+    manager: manager as never,
+    onEvent: (fn) => (listener = fn),
+    startWatching: async () => undefined,
+    libvirtVersion: async () => '9.0.0',
+    alive: async () => true,
+    close: async () => void calls.push('close'),
+  };
+}
+
+function ev(type: DomainEventLike['type'], status: string, reason: string): DomainEventLike {
+  return { type, domain: { domainName: 'ns_vm', status: { status, reason } }, status: { status, reason } };
+}
+
+const vmi = {
+  apiVersion: 'kubevirt.io/v1',
+  kind: 'VirtualMachineInstance',
+  metadata: { name: 'vm', namespace: 'ns', uid: 'u1' },
+  spec: { domain: { devices: {}, resources: { requests: { memory: '64Mi' } } } },
+};
+
+beforeEach(async () => {
+  root = await mkdtemp(path.join(os.tmpdir(), 'kvts-launcher-'));
+  calls = [];
+  onSync = () => undefined;
+  openDomainLayer.startDaemon = async () => ({ uri: 'fake://', pid: process.pid, stop: async () => void calls.push('stop-daemon') });
+  openDomainLayer.connect = async () => fakeLayer();
+});
+afterEach(async () => {
+  Object.assign(openDomainLayer, real);
+  await rm(root, { recursive: true, force: true });
+});
+
+function config(over: Partial<LauncherConfig> = {}): LauncherConfig {
+  return {
+    name: 'vm',
+    namespace: 'ns',
+    uid: 'u1',
+    gracePeriodSeconds: 7,
+    qemuTimeoutMs: 60_000,
+    allowEmulation: true,
+    root,
+    socketsDir: path.join(root, 'sockets'),
+    libvirtBaseDir: path.join(root, 'lv'),
+    keepAfterFailure: false,
+    logger: createLogger({ silent: true }),
+    ...over,
+  };
+}
+
+async function started(c: LauncherConfig): Promise<{ l: Launcher; client: CmdClient }> {
+  const l = new Launcher(c);
+  const stages: string[] = [];
+  l.on('stage', (s: string) => stages.push(s));
+  await l.start();
+  expect(stages).toEqual(['dirs', 'libvirtd', 'connect', 'cmd-server', 'notify', 'ready']);
+  const client = await CmdClient.connect(launcherSocketPath(c.socketsDir));
+  return { l, client };
+}
+
+describe('Launcher lifecycle', () => {
+  it('guest shutdown after running: exit 0, everything stopped', async () => {
+    const { l, client } = await started(config());
+    onSync = () => setTimeout(() => emit(ev('MODIFIED', 'Running', 'Booted')), 10);
+    await client.syncVMI(vmi as never);
+    await new Promise((r) => setTimeout(r, 50));
+    emit(ev('MODIFIED', 'Shutoff', 'Shutdown'));
+    const res = await l.ended();
+    client.close();
+    expect(res).toMatchObject({ exitCode: 0, reason: 'DomainEnded' });
+    expect(calls).toEqual(['sync', 'close', 'stop-daemon']);
+  });
+
+  it('a crash: exit 5', async () => {
+    const { l, client } = await started(config());
+    await client.syncVMI(vmi as never);
+    emit(ev('MODIFIED', 'Running', 'Booted'));
+    emit(ev('MODIFIED', 'Shutoff', 'Crashed'));
+    expect(await l.ended()).toMatchObject({ exitCode: ExitCode.DOMAIN_FAILED, reason: 'DomainFailed' });
+    client.close();
+  });
+
+  it('not Running within --qemu-timeout: exit 4', async () => {
+    const { l, client } = await started(config({ qemuTimeoutMs: 300 }));
+    await client.syncVMI(vmi as never);
+    const res = await l.ended();
+    client.close();
+    expect(res.exitCode).toBe(ExitCode.QEMU_TIMEOUT);
+    expect(res.message).toMatch(/did not reach Running within --qemu-timeout/);
+  });
+
+  it('SIGTERM: ACPI shutdown with the grace period, waits for it, exit 0', async () => {
+    const { l, client } = await started(config());
+    await client.syncVMI(vmi as never);
+    emit(ev('MODIFIED', 'Running', 'Booted'));
+    const res = await l.terminate('SIGTERM');
+    client.close();
+    expect(res).toMatchObject({ exitCode: 0, reason: 'GuestShutdown' });
+    expect(calls).toContain('shutdown:7:true');
+  });
+
+  it('SIGTERM before any domain: exit 0 at once', async () => {
+    const { l, client } = await started(config());
+    client.close();
+    expect(await l.terminate('SIGTERM')).toMatchObject({ exitCode: 0, reason: 'Terminated' });
+  });
+
+  it('a VMI of another launcher is refused; unsupported rpcs say so', async () => {
+    const { l, client } = await started(config());
+    await expect(client.syncVMI({ ...vmi, metadata: { name: 'other', namespace: 'ns' } } as never)).rejects.toThrow(/this launcher runs ns\/vm, not ns\/other/);
+    await expect(client.migrateVMI(vmi as never, {})).rejects.toThrow(/not supported/);
+    expect(calls).not.toContain('sync');
+    client.close();
+    await l.terminate();
+  });
+
+  it('--keep-after-failure: stays up after a failure until terminated', async () => {
+    const { l, client } = await started(config({ keepAfterFailure: true }));
+    await client.syncVMI(vmi as never);
+    emit(ev('MODIFIED', 'Running', 'Booted'));
+    const failed = new Promise((r) => l.once('failed', r));
+    emit(ev('MODIFIED', 'Crashed', 'Unknown'));
+    await failed;
+    await client.ping(); // still serving
+    client.close();
+    expect(await l.terminate()).toMatchObject({ exitCode: 0 });
+  });
+
+  it('a failing stage names itself', async () => {
+    openDomainLayer.startDaemon = async () => {
+      throw new Error('libvirtd exited before answering (1)');
+    };
+    const l = new Launcher(config());
+    await expect(l.start()).rejects.toMatchObject({ stage: 'libvirtd', message: 'libvirtd: libvirtd exited before answering (1)' });
+  });
+});
