@@ -12,7 +12,7 @@ import {
   type VirtualMachineOptions,
 } from './gen/kubevirt/cmd/v1/cmd.js';
 import { bindUnix, CallTracker, errorMessage, stopServer, type SocketOwner } from './grpc-util.js';
-import { createLogger, type Logger } from './logger.js';
+import { createLogger, type Logger } from '@kubevirt-ts/log';
 import {
   checkSocketPath,
   launcherInitSocketPath,

@@ -1,7 +1,6 @@
 export * from './sockets.js';
 export * from './errors.js';
 export * from './backend.js';
-export { createLogger, type Logger } from './logger.js';
 export type { SocketOwner } from './grpc-util.js';
 export { CmdServer, type CmdServerOptions } from './cmd-server.js';
 export {

@@ -5,7 +5,7 @@ import {
   type Response,
 } from './gen/kubevirt/notify/v1/notify.js';
 import { bindUnix, CallTracker, errorMessage, stopServer, type SocketOwner } from './grpc-util.js';
-import { createLogger, type Logger } from './logger.js';
+import { createLogger, type Logger } from '@kubevirt-ts/log';
 import { checkSocketPath, removeSocketFile } from './sockets.js';
 
 /** Watch event types a domain event may carry. ERROR carries statusJSON (upstream sends it for watch errors). */

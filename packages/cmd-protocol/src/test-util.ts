@@ -2,7 +2,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Logger } from './logger.js';
+import type { Logger } from '@kubevirt-ts/log';
 
 /** A logger that drops everything (tests assert on behaviour, not on log lines). */
 export const quietLogger: Logger = {

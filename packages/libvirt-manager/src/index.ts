@@ -36,5 +36,4 @@ export { buildGuestInfo } from './guest-info.js';
 export type { GuestAgentInfo } from './guest-info.js';
 export { isNotFound, isInvalidOperation, Vir, VirErrorCode } from './libvirt.js';
 export type { LibvirtConnection, LibvirtDomain, LifecycleEvent, MigrateParams } from './libvirt.js';
-export { createLogger } from './logger.js';
-export type { Logger } from './logger.js';
+export type { Logger } from '@kubevirt-ts/log';

@@ -16,7 +16,7 @@ import {
   type LibvirtDomain,
   type MigrateParams,
 } from './libvirt.js';
-import { createLogger, type Logger } from './logger.js';
+import { createLogger, type Logger } from '@kubevirt-ts/log';
 import { parseMigrationOptions, type MigrationOptions, type MigrationState } from './migration.js';
 import { convertDomainStats, type DomainStats } from './stats.js';
 import { convReason, convState, isDomainDown, statusFromLibvirt, type DomainStatus } from './status.js';

@@ -321,7 +321,7 @@ export const quietLogger = {
   warn: () => undefined,
   error: () => undefined,
   debug: () => undefined,
-} as unknown as import('./logger.js').Logger;
+} as unknown as import('@kubevirt-ts/log').Logger;
 
 /** Resolves once `pred()` is true (polling), rejects after `ms`. */
 export async function until(pred: () => boolean, ms = 3000, what = 'condition'): Promise<void> {

@@ -10,7 +10,7 @@ import { newDomain, type DomainSpec, type KubevirtDomain } from './domain.js';
 import type { LibvirtConnection, LibvirtDomain, LifecycleEvent } from './libvirt.js';
 import { isInvalidOperation, isNotFound } from './libvirt.js';
 import type { MigrationState } from './migration.js';
-import { createLogger, type Logger } from './logger.js';
+import { createLogger, type Logger } from '@kubevirt-ts/log';
 import { NON_EXISTENT, statusFromLibvirt } from './status.js';
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
