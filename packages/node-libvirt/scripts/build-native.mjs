@@ -42,11 +42,18 @@ if (!process.argv.includes('--locked')) {
 // holding the lock: another build may have finished meanwhile
 if (!force && upToDate()) process.exit(0);
 const env = { ...process.env, npm_config_nodedir: process.env.npm_config_nodedir || '/usr' };
-const nodeGyp = path.join(
-  path.dirname(fileURLToPath(import.meta.resolve('node-gyp/package.json'))),
-  'bin',
-  'node-gyp.js',
-);
+// node-gyp: the workspace's (a devDependency at the repository root), else the one npm bundles and
+// names in npm_config_node_gyp while it runs this as the install script of an installed tarball.
+let nodeGyp;
+try {
+  nodeGyp = path.join(path.dirname(fileURLToPath(import.meta.resolve('node-gyp/package.json'))), 'bin', 'node-gyp.js');
+} catch {
+  nodeGyp = process.env.npm_config_node_gyp;
+  if (!nodeGyp) {
+    console.error('@kubevirt-ts/node-libvirt: node-gyp not found (install it, or build through npm install)');
+    process.exit(1);
+  }
+}
 const r = spawnSync(process.execPath, [nodeGyp, 'rebuild', '--silent'], { cwd: root, env, stdio: 'inherit' });
 if (r.error) throw r.error;
 process.exit(r.status ?? 1);

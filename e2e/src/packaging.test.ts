@@ -1,0 +1,342 @@
+// Every published package as a user gets it: `npm pack` of each, all tarballs installed together into
+// an empty folder outside the repository (dependencies from the npm cache; node-libvirt's addon is
+// compiled by its install script with node-gyp), then imported and run there by plain node processes:
+// one real call per package, the bins on a reference VMI, and the README import lines type-checked.
+import { spawnSync, type SpawnSyncOptions } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const SHARED = process.env.KVTS_SHARED_DIR ?? path.join(ROOT, '..', 'shared');
+const REFERENCE = path.join(SHARED, 'reference', 'converter');
+
+const PACKAGES = [
+  'api',
+  'log',
+  'converter',
+  'renderer',
+  'cmd-protocol',
+  'node-libvirt',
+  'libvirt-manager',
+] as const;
+type Pkg = (typeof PACKAGES)[number];
+
+function cleanEnv(): NodeJS.ProcessEnv {
+  // the npm that runs jest (workspace, prefix, ...) must not leak into the nested npm calls
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (k.startsWith('npm_') && !['npm_config_cache', 'npm_config_registry', 'npm_config_userconfig'].includes(k))
+      continue;
+    if (k === 'NODE_OPTIONS' || k.startsWith('JEST') || k.startsWith('NX_')) continue;
+    env[k] = v;
+  }
+  env.npm_config_nodedir = '/usr'; // node-gyp builds against /usr/include/node
+  return env;
+}
+
+function run(cmd: string, args: string[], opts: SpawnSyncOptions = {}) {
+  const r = spawnSync(cmd, args, { encoding: 'utf8', env: cleanEnv(), timeout: 600_000, ...opts });
+  if (r.error) throw r.error;
+  return { status: r.status, stdout: String(r.stdout), stderr: String(r.stderr) };
+}
+function sh(cmd: string, args: string[], opts: SpawnSyncOptions = {}): string {
+  const r = run(cmd, args, opts);
+  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed (${r.status}):\n${r.stderr}\n${r.stdout}`);
+  return r.stdout;
+}
+
+interface PackResult {
+  name: string;
+  filename: string;
+  files: { path: string }[];
+}
+
+let work: string;
+let app: string;
+const packed = new Map<Pkg, PackResult>();
+
+beforeAll(() => {
+  work = mkdtempSync(path.join(tmpdir(), 'kvts-packaging-'));
+  const tarballs = path.join(work, 'tarballs');
+  mkdirSync(tarballs);
+  for (const p of PACKAGES)
+    if (!existsSync(path.join(ROOT, 'packages', p, 'dist', 'index.js')))
+      throw new Error(`packages/${p} is not built (run: npx nx run-many -t build)`);
+  // one npm process packs them all; --json gives each tarball's name and file list
+  const out = sh(
+    'npm',
+    ['pack', '--json', '--pack-destination', tarballs, ...PACKAGES.map((p) => `--workspace=packages/${p}`)],
+    { cwd: ROOT },
+  );
+  const results = JSON.parse(out.slice(out.indexOf('['))) as PackResult[];
+  for (const p of PACKAGES) {
+    const r = results.find((x) => x.name === `@kubevirt-ts/${p}`);
+    if (!r) throw new Error(`npm pack gave no tarball for @kubevirt-ts/${p}`);
+    packed.set(p, r);
+  }
+
+  app = path.join(work, 'app');
+  mkdirSync(app);
+  writeFileSync(
+    path.join(app, 'package.json'),
+    JSON.stringify({ name: 'consumer', version: '1.0.0', private: true, type: 'module' }),
+  );
+  const args = ['install', '--no-audit', '--no-fund', ...PACKAGES.map((p) => path.join(tarballs, packed.get(p)!.filename))];
+  // dependencies from the npm cache; the registry only when something is not cached
+  const offline = run('npm', [...args, '--offline'], { cwd: app });
+  if (offline.status !== 0) sh('npm', [...args, '--prefer-offline'], { cwd: app });
+}, 900_000);
+
+afterAll(() => {
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+/** Runs an ES module in the consumer folder with plain node; returns its stdout parsed as JSON. */
+function consumer(name: string, code: string): unknown {
+  writeFileSync(path.join(app, name), code);
+  return JSON.parse(sh(process.execPath, [name], { cwd: app, timeout: 120_000 }));
+}
+
+describe('tarball contents', () => {
+  test.each(PACKAGES)('%s: README, package.json, built code with types; no tests, sources or build leftovers', (p) => {
+    const files = packed.get(p)!.files.map((f) => f.path).sort();
+    const manifest = JSON.parse(readFileSync(path.join(ROOT, 'packages', p, 'package.json'), 'utf8')) as {
+      exports: Record<string, { types?: string; import?: string } | string>;
+      bin?: Record<string, string>;
+      version: string;
+    };
+    expect(manifest.version).toMatch(/^\d+\.\d+\.\d+$/);
+    expect(files).toEqual(expect.arrayContaining(['README.md', 'package.json']));
+    // everything exports and bin point at is in the tarball
+    const targets = [
+      ...Object.values(manifest.exports).flatMap((e) => (typeof e === 'string' ? [e] : [e.types, e.import])),
+      ...Object.values(manifest.bin ?? {}),
+    ].filter((t): t is string => typeof t === 'string');
+    expect(targets).toContain('./dist/index.d.ts');
+    for (const t of targets) expect(files).toContain(path.posix.normalize(t));
+
+    const unwanted = files.filter(
+      (f) =>
+        /\.test\.|(^|\/)test-|(^|\/)bench[./]|\.map$|\.tsbuildinfo$|^src\/|^build\/|\.node$|jest\.config|tsconfig/.test(
+          f,
+        ) || (f.endsWith('.ts') && !f.endsWith('.d.ts')),
+    );
+    expect(unwanted).toEqual([]);
+    // no stale build output: every compiled module has its source in the repository
+    const orphans = files
+      .filter((f) => f.startsWith('dist/') && f.endsWith('.js'))
+      .filter((f) => !existsSync(path.join(ROOT, 'packages', p, 'src', f.slice(5, -3) + '.ts')));
+    expect(orphans).toEqual([]);
+  });
+
+  test('node-libvirt carries binding.gyp, the native sources and its build script, not a prebuilt addon', () => {
+    const files = packed.get('node-libvirt')!.files.map((f) => f.path);
+    expect(files).toEqual(
+      expect.arrayContaining(['binding.gyp', 'native/binding.cc', 'scripts/build-native.mjs']),
+    );
+    expect(files.filter((f) => f.startsWith('build/'))).toEqual([]);
+    // ... and the install built it in the consumer folder
+    expect(
+      existsSync(path.join(app, 'node_modules/@kubevirt-ts/node-libvirt/build/Release/kvts_libvirt.node')),
+    ).toBe(true);
+  });
+});
+
+describe('installed from the tarballs, imported and called', () => {
+  test('api: validateObject, defaults, parseQuantity', () => {
+    expect(
+      consumer(
+        'api.mjs',
+        `import { validateObject, setVirtualMachineInstanceDefaults, parseQuantity } from '@kubevirt-ts/api';
+const vmi = { apiVersion: 'kubevirt.io/v1', kind: 'VirtualMachineInstance', metadata: { name: 'a' },
+  spec: { domain: { resources: { requests: { memory: '64Mi' } }, devices: { disks: [{ name: 'x' }] } } } };
+console.log(JSON.stringify({
+  errors: validateObject(vmi).map((e) => e.path),
+  machine: setVirtualMachineInstanceDefaults({ ...vmi, spec: { domain: { resources: { requests: { memory: '64Mi' } } } } }).spec.domain.machine.type,
+  q: parseQuantity('64Mi'),
+}));
+`,
+      ),
+    ).toEqual({ errors: ['spec.domain.devices.disks[0].name'], machine: 'q35', q: 67108864 });
+  });
+
+  test('log: createLogger writes one JSON object per line', () => {
+    const out = consumer(
+      'log.mjs',
+      `import { PassThrough } from 'node:stream';
+import { createLogger } from '@kubevirt-ts/log';
+const stream = new PassThrough();
+let text = '';
+stream.on('data', (d) => (text += d));
+const log = createLogger({ component: 'consumer', identity: { kind: 'VirtualMachineInstance', name: 'a' }, stream });
+log.info('hello', { reason: 'Test' });
+setImmediate(() => console.log(JSON.stringify(text.trim().split('\\n').map((l) => JSON.parse(l)))));
+`,
+    ) as Record<string, unknown>[];
+    expect(out).toHaveLength(1);
+    expect(out[0]).toMatchObject({ component: 'consumer', level: 'info', msg: 'hello', kind: 'VirtualMachineInstance', name: 'a', reason: 'Test' });
+    expect(typeof out[0]!.timestamp).toBe('string');
+  });
+
+  test('converter: toDomainXml(toDomain(vmi)) and back', () => {
+    const out = consumer(
+      'converter.mjs',
+      `import { setVirtualMachineInstanceDefaults } from '@kubevirt-ts/api';
+import { toDomain, toDomainXml, parseDomainXml } from '@kubevirt-ts/converter';
+const vmi = setVirtualMachineInstanceDefaults({ apiVersion: 'kubevirt.io/v1', kind: 'VirtualMachineInstance',
+  metadata: { name: 'small', namespace: 'demo', uid: '6c2c0d39-0f6f-4d5c-9f3e-2f4c8e0f7a11' },
+  spec: { domain: { resources: { requests: { memory: '128Mi' } }, devices: {} } } });
+const xml = toDomainXml(toDomain(vmi, { allowEmulation: true, kvmAvailable: false }));
+const back = parseDomainXml(xml);
+console.log(JSON.stringify({ name: back.name, type: back.type, roundTrip: toDomainXml(back) === xml, memory: /<memory unit="b">134217728<\\/memory>/.test(xml) }));
+`,
+    );
+    expect(out).toEqual({ name: 'demo_small', type: 'qemu', roundTrip: true, memory: true });
+  });
+
+  test('renderer: renderLaunchPod', () => {
+    const out = consumer(
+      'renderer.mjs',
+      `import { setVirtualMachineInstanceDefaults } from '@kubevirt-ts/api';
+import { renderLaunchPod } from '@kubevirt-ts/renderer';
+const vmi = setVirtualMachineInstanceDefaults({ apiVersion: 'kubevirt.io/v1', kind: 'VirtualMachineInstance',
+  metadata: { name: 'small', namespace: 'demo', uid: '6c2c0d39-0f6f-4d5c-9f3e-2f4c8e0f7a11' },
+  spec: { domain: { resources: { requests: { memory: '128Mi' } }, devices: {} } } });
+const pod = renderLaunchPod(vmi, { launcherImage: 'example.org/virt-launcher:1', useEmulation: true });
+const compute = pod.spec.containers.find((c) => c.name === 'compute');
+console.log(JSON.stringify({ generateName: pod.metadata.generateName, image: compute.image, emulation: compute.command.includes('--allow-emulation') }));
+`,
+    );
+    expect(out).toEqual({
+      generateName: 'virt-launcher-small-',
+      image: 'example.org/virt-launcher:1',
+      emulation: true,
+    });
+  });
+
+  test('cmd-protocol: CmdServer on a temp socket, Ping and GetDomain through a CmdClient', () => {
+    const out = consumer(
+      'cmd-protocol.mjs',
+      `import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CmdServer, CmdClient, launcherSocketPath } from '@kubevirt-ts/cmd-protocol';
+const dir = mkdtempSync(join(tmpdir(), 'kvts-consumer-'));
+const server = new CmdServer({ socketsDir: dir, backend: {}, logger: { info() {}, warn() {}, error() {}, debug() {} } });
+await server.start();
+await server.ready();
+const client = await CmdClient.connect(launcherSocketPath(dir));
+await client.ping();
+let unsupported = '';
+try { await client.getDomain(); } catch (e) { unsupported = e.message; }
+client.close();
+await server.stop();
+rmSync(dir, { recursive: true, force: true });
+console.log(JSON.stringify({ pinged: true, unsupported }));
+`,
+    ) as { pinged: boolean; unsupported: string };
+    expect(out.pinged).toBe(true);
+    expect(out.unsupported).toMatch(/not supported/);
+  });
+
+  test('node-libvirt: open test:///default, list domains, read a state', () => {
+    const out = consumer(
+      'node-libvirt.mjs',
+      `import { Connection } from '@kubevirt-ts/node-libvirt';
+const conn = await Connection.open('test:///default');
+const domains = await conn.listAllDomains();
+const state = await domains[0].getState();
+const out = { names: domains.map((d) => d.name), reasonName: typeof state.reasonName, version: (await conn.getLibVersion()) > 0 };
+await conn.close();
+console.log(JSON.stringify(out));
+`,
+    );
+    expect(out).toEqual({ names: ['test'], reasonName: 'string', version: true });
+  });
+
+  test('libvirt-manager: DomainManager over test:///default, getDomain', () => {
+    const out = consumer(
+      'libvirt-manager.mjs',
+      `import { Connection } from '@kubevirt-ts/node-libvirt';
+import { createPodLayout } from '@kubevirt-ts/converter';
+import { DomainManager } from '@kubevirt-ts/libvirt-manager';
+const conn = await Connection.open('test:///default');
+const manager = new DomainManager({ connection: conn, context: { layout: createPodLayout('') },
+  logger: { info() {}, warn() {}, error() {}, debug() {} } });
+const dom = await manager.getDomain('test');
+const none = await manager.getDomain('demo_absent');
+await conn.close();
+console.log(JSON.stringify({ name: dom?.spec?.name ?? dom?.metadata?.name, status: dom?.status?.status, none: none === undefined }));
+`,
+    );
+    expect(out).toEqual({ name: 'test', status: 'Running', none: true });
+  });
+});
+
+describe('bins from the tarballs', () => {
+  test('kv-validate: a reference VMI is ok, an invalid one names the field', () => {
+    const bin = path.join(app, 'node_modules/.bin/kv-validate');
+    expect(sh(bin, [path.join(REFERENCE, '09-masquerade-ports.yaml')], { cwd: app })).toMatch(/: ok\n$/);
+    const bad = run(bin, [path.join(REFERENCE, '15-xml-metachars.yaml')], { cwd: app });
+    expect(bad.status).toBe(1);
+    expect(bad.stdout + bad.stderr).toContain('spec.domain.devices.disks[0].serial');
+  });
+
+  test('virt-convert: a reference VMI gives the domain upstream gives (domain-facts.py)', () => {
+    const xml = sh(path.join(app, 'node_modules/.bin/virt-convert'), [path.join(REFERENCE, '09-masquerade-ports.yaml')], {
+      cwd: app,
+    });
+    expect(xml).toContain('<name>default_net-masq</name>');
+    const actual = path.join(work, 'actual.xml');
+    writeFileSync(actual, xml);
+    const facts = run('python3', [path.join(SHARED, 'tools', 'domain-facts.py'), path.join(REFERENCE, '09-masquerade-ports.xml'), actual]);
+    expect(facts.stdout.trim().split('\n').pop()).toMatch(/\(100(\.0)?%\)$/);
+  });
+});
+
+test('every README import of @kubevirt-ts/* type-checks against the installed tarballs', () => {
+  // the import statements of each README's ts code blocks, exactly as written
+  const imports: string[] = [];
+  for (const p of PACKAGES) {
+    const readme = readFileSync(path.join(ROOT, 'packages', p, 'README.md'), 'utf8');
+    for (const block of readme.matchAll(/```(?:ts|typescript|js|javascript)\n([\s\S]*?)```/g))
+      for (const m of block[1]!.matchAll(/^import\s[\s\S]*?from\s+'([^']+)';/gm))
+        if (m[1]!.startsWith('@kubevirt-ts/')) imports.push(`// packages/${p}/README.md\n${m[0]}`);
+  }
+  const seen = new Set(imports.map((i) => /from '(@kubevirt-ts\/[^']+)'/.exec(i)![1]));
+  expect([...seen].sort()).toEqual(PACKAGES.map((p) => `@kubevirt-ts/${p}`).sort());
+  // one module per import so equal local names from different READMEs do not clash
+  const dir = path.join(app, 'readme-imports');
+  mkdirSync(dir, { recursive: true });
+  imports.forEach((imp, i) => writeFileSync(path.join(dir, `i${i}.ts`), `${imp}\nexport {};\n`));
+  writeFileSync(
+    path.join(app, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: {
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        target: 'ES2022',
+        strict: true,
+        noEmit: true,
+        skipLibCheck: false,
+        types: ['node'],
+        typeRoots: [path.join(ROOT, 'node_modules/@types')],
+      },
+      include: ['readme-imports/*.ts'],
+    }),
+  );
+  const r = run(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], {
+    cwd: app,
+    timeout: 180_000,
+  });
+  // our own declaration files are checked too; third-party ones only as their own authors ship them
+  // (e.g. @kubernetes/client-node's isomorphic-ws refers to ws without types)
+  const errors = (r.stdout + r.stderr)
+    .split('\n')
+    .filter((l) => /error TS\d+/.test(l))
+    .filter((l) => !l.startsWith('node_modules/') || l.startsWith('node_modules/@kubevirt-ts/'));
+  expect(errors).toEqual([]);
+  if (r.status !== 0) expect(r.stdout + r.stderr).toMatch(/^node_modules\/(?!@kubevirt-ts\/)/m);
+}, 200_000);
