@@ -27,6 +27,8 @@ export interface StandaloneIO {
   progress: (line: string) => void;
   /** where --console writes the serial console */
   console: NodeJS.WritableStream;
+  /** with --console: keyboard input forwarded to the serial console (a terminal's stdin) */
+  input?: NodeJS.ReadableStream;
 }
 
 /** The uid:gid the private libvirtd runs as when the launcher is root (upstream: qemu, 107). */
@@ -242,7 +244,11 @@ export async function startStandalone(flags: StandaloneFlags, io: StandaloneIO):
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     await tail?.stop();
-    consoleSock?.destroy();
+    if (consoleSock) {
+      io.input?.unpipe(consoleSock);
+      io.input?.pause();
+      consoleSock.destroy();
+    }
     await notify.stop(500).catch(() => undefined);
     io.progress(`done: ${result.message} (exit ${result.exitCode})`);
     await cleanup();
@@ -261,6 +267,14 @@ export async function startStandalone(flags: StandaloneFlags, io: StandaloneIO):
   } finally {
     client.close();
   }
+  // keyboard -> serial console (line by line: the terminal stays in cooked mode, so Ctrl-C still shuts down)
+  if (flags.console && io.input && !launcherResult) {
+    const sock = net.connect(launcher.paths.serialSocket(uid));
+    sock.on('error', (e) => io.progress(`console input unavailable: ${e.message}`));
+    sock.on('data', () => undefined); // output comes from the log file
+    io.input.pipe(sock);
+    consoleSock = sock;
+  }
   return { launcher, vmi, root, done };
 }
 
@@ -269,6 +283,7 @@ export async function runStandalone(flags: StandaloneFlags): Promise<number> {
   const io: StandaloneIO = {
     progress: (line) => process.stderr.write(`[virt-launcher] ${line}\n`),
     console: process.stdout,
+    input: process.stdin.isTTY ? process.stdin : undefined,
   };
   try {
     const h = await startStandalone(flags, io);
