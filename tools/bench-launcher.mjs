@@ -19,7 +19,9 @@ import { createLayout, prepare } from '@kubevirt-ts/virt-launcher';
 
 const repo = path.resolve(fileURLToPath(new URL('..', import.meta.url)));
 const main = path.join(repo, 'apps/virt-launcher/dist/main.js');
-const cache = process.env.KVTS_CACHE ?? path.join(process.env.XDG_CACHE_HOME ?? path.join(process.env.HOME ?? '/root', '.cache'), 'kubevirt-ts');
+const cache =
+  process.env.KVTS_CACHE ??
+  path.join(process.env.XDG_CACHE_HOME ?? path.join(process.env.HOME ?? '/root', '.cache'), 'kubevirt-ts');
 const guest = path.join(cache, 'guest');
 const IMAGE = 'kubevirt-ts/test-guest:latest';
 const READY = 'KUBEVIRT-TS-GUEST-READY';
@@ -45,7 +47,12 @@ function vmi(name, poweroff) {
             container: { image: IMAGE, kernelPath: '/vmlinuz', initrdPath: '/initramfs.img' },
           },
         },
-        devices: { autoattachGraphicsDevice: false, autoattachMemBalloon: false, autoattachPodInterface: false, disks: [] },
+        devices: {
+          autoattachGraphicsDevice: false,
+          autoattachMemBalloon: false,
+          autoattachPodInterface: false,
+          disks: [],
+        },
       },
       networks: [],
       volumes: [],
@@ -73,10 +80,26 @@ async function launcherRun(i, env = {}) {
   // as shipped: with the node flags of its shebang (#!/usr/bin/env -S node FLAGS)
   const shebang = /^#!\/usr\/bin\/env -S node(.*)$/.exec((await readFile(main, 'utf8')).split('\n', 1)[0]);
   const nodeFlags = shebang ? shebang[1].trim().split(/\s+/).filter(Boolean) : [];
-  const child = spawn(process.execPath, [...nodeFlags, main, 'standalone', '--vmi', file, '--image', `${IMAGE}=${guest}`, '--console', '--allow-emulation', '--work-dir', path.join(dir, 'w')], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, ...env },
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      ...nodeFlags,
+      main,
+      'standalone',
+      '--vmi',
+      file,
+      '--image',
+      `${IMAGE}=${guest}`,
+      '--console',
+      '--allow-emulation',
+      '--work-dir',
+      path.join(dir, 'w'),
+    ],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...env },
+    },
+  );
   let out = '';
   let err = '';
   let readyMs;
@@ -124,12 +147,16 @@ async function virshRuns() {
       await prepare.stageLocalImages(v, new Map([[IMAGE, guest]]), paths, { owner: QEMU });
       const { chown } = await import('node:fs/promises');
       await chown(layout.vmiPrivateDir(v.metadata.uid), QEMU.uid, QEMU.gid);
-      const xml = toDomainXml(toDomain(v, { allowEmulation: true, kvmAvailable: false, layout, serialConsoleLog: true }));
+      const xml = toDomainXml(
+        toDomain(v, { allowEmulation: true, kvmAvailable: false, layout, serialConsoleLog: true }),
+      );
       const xmlFile = path.join(dir, `d${i}.xml`);
       await writeFile(xmlFile, xml);
       const log = layout.serialLogFile(v.metadata.uid);
       const t0 = performance.now();
-      const virsh = spawn('virsh', ['-q', '-c', daemon.uri, 'create', xmlFile], { stdio: ['ignore', 'ignore', 'pipe'] });
+      const virsh = spawn('virsh', ['-q', '-c', daemon.uri, 'create', xmlFile], {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
       let verr = '';
       virsh.stderr.setEncoding('utf8').on('data', (d) => (verr += d));
       const vcode = new Promise((r) => virsh.on('exit', r));
@@ -143,7 +170,9 @@ async function virshRuns() {
       }
       if ((await vcode) !== 0) throw new Error(`virsh create failed: ${verr}`);
       results.push(ms);
-      await new Promise((r) => spawn('virsh', ['-q', '-c', daemon.uri, 'destroy', `bench_v${i}`], { stdio: 'ignore' }).on('exit', r));
+      await new Promise((r) =>
+        spawn('virsh', ['-q', '-c', daemon.uri, 'destroy', `bench_v${i}`], { stdio: 'ignore' }).on('exit', r),
+      );
     }
   } finally {
     await daemon.stop();
@@ -154,7 +183,8 @@ async function virshRuns() {
 
 async function benchMain() {
   for (const f of ['vmlinuz', 'initramfs.img']) {
-    if (!existsSync(path.join(guest, f))) throw new Error(`test guest missing (${path.join(guest, f)}): bash tools/guest/build.sh`);
+    if (!existsSync(path.join(guest, f)))
+      throw new Error(`test guest missing (${path.join(guest, f)}): bash tools/guest/build.sh`);
   }
   const launcher = [];
   for (let i = 0; i < RUNS; i++) launcher.push(await launcherRun(i));
@@ -167,12 +197,22 @@ async function benchMain() {
   const vMs = median(virsh);
   const fmt = (x) => `${(x / 1000).toFixed(2)} s`;
   console.log(`runs: ${RUNS} (medians; TCG emulation)`);
-  console.log(`launcher start -> guest ready line:   ${fmt(lMs)}   [${launcher.map((r) => fmt(r.readyMs)).join(', ')}]`);
-  console.log(`virsh create -> guest ready line:      ${fmt(vMs)}   [${virsh.map(fmt).join(', ')}]  (libvirtd already running)`);
+  console.log(
+    `launcher start -> guest ready line:   ${fmt(lMs)}   [${launcher.map((r) => fmt(r.readyMs)).join(', ')}]`,
+  );
+  console.log(
+    `virsh create -> guest ready line:      ${fmt(vMs)}   [${virsh.map(fmt).join(', ')}]  (libvirtd already running)`,
+  );
   console.log(`ratio launcher / virsh:               ${(lMs / vMs).toFixed(2)}`);
-  console.log(`launcher, cold QEMU capability probe:  ${fmt(cold.readyMs)}   (no host-wide capability cache; ratio ${(cold.readyMs / vMs).toFixed(2)})`);
-  console.log(`launcher RSS at ready (Node only):     ${(median(launcher.map((r) => r.rssAtReady)) / 1024).toFixed(1)} MiB`);
-  console.log(`launcher peak RSS (VmHWM, Node only):  ${(median(launcher.map((r) => r.hwm)) / 1024).toFixed(1)} MiB`);
+  console.log(
+    `launcher, cold QEMU capability probe:  ${fmt(cold.readyMs)}   (no host-wide capability cache; ratio ${(cold.readyMs / vMs).toFixed(2)})`,
+  );
+  console.log(
+    `launcher RSS at ready (Node only):     ${(median(launcher.map((r) => r.rssAtReady)) / 1024).toFixed(1)} MiB`,
+  );
+  console.log(
+    `launcher peak RSS (VmHWM, Node only):  ${(median(launcher.map((r) => r.hwm)) / 1024).toFixed(1)} MiB`,
+  );
 }
 
 benchMain().catch((e) => {

@@ -65,13 +65,23 @@ describe('in-Pod flags', () => {
   });
   it('refuses hook sidecars clearly', () => {
     const e = usageError(() => parseLauncherFlags([...base, '--hook-sidecars', '2']));
-    expect(e.message).toMatch(/--hook-sidecars: 2 hook sidecars requested, but hook sidecars are not supported/);
+    expect(e.message).toMatch(
+      /--hook-sidecars: 2 hook sidecars requested, but hook sidecars are not supported/,
+    );
   });
   it('names the bad flag', () => {
-    expect(usageError(() => parseLauncherFlags(['--namespace', 'x', '--uid', 'u'])).message).toBe('--name is required');
-    expect(usageError(() => parseLauncherFlags([...base, '--grace-period-seconds=-1'])).message).toMatch(/^--grace-period-seconds:/);
-    expect(usageError(() => parseLauncherFlags([...base, '--qemu-timeout', '5 minutes'])).message).toMatch(/^--qemu-timeout: invalid duration/);
-    expect(usageError(() => parseLauncherFlags([...base, '--log-level', 'loud'])).message).toMatch(/^--log-level:/);
+    expect(usageError(() => parseLauncherFlags(['--namespace', 'x', '--uid', 'u'])).message).toBe(
+      '--name is required',
+    );
+    expect(usageError(() => parseLauncherFlags([...base, '--grace-period-seconds=-1'])).message).toMatch(
+      /^--grace-period-seconds:/,
+    );
+    expect(usageError(() => parseLauncherFlags([...base, '--qemu-timeout', '5 minutes'])).message).toMatch(
+      /^--qemu-timeout: invalid duration/,
+    );
+    expect(usageError(() => parseLauncherFlags([...base, '--log-level', 'loud'])).message).toMatch(
+      /^--log-level:/,
+    );
     expect(usageError(() => parseLauncherFlags([...base, '--bogus'])).message).toMatch(/bogus/);
   });
 });
@@ -93,8 +103,15 @@ describe('durations', () => {
 describe('standalone flags', () => {
   it('parses images, console, socket dir', () => {
     const f = parseStandaloneFlags([
-      '--vmi', '/a/vmi.yaml', '--image', 'kvts/guest:1=/cache/guest', '--image=reg.io/a/b@sha256:1=/x/y.img',
-      '--console', '--allow-emulation', '--socket-dir', '/tmp/s',
+      '--vmi',
+      '/a/vmi.yaml',
+      '--image',
+      'kvts/guest:1=/cache/guest',
+      '--image=reg.io/a/b@sha256:1=/x/y.img',
+      '--console',
+      '--allow-emulation',
+      '--socket-dir',
+      '/tmp/s',
     ]);
     expect(f.vmiFile).toBe('/a/vmi.yaml');
     expect([...f.images]).toEqual([
@@ -105,6 +122,8 @@ describe('standalone flags', () => {
   });
   it('requires --vmi and REF=PATH', () => {
     expect(usageError(() => parseStandaloneFlags([])).message).toMatch(/--vmi/);
-    expect(usageError(() => parseStandaloneFlags(['--vmi', 'x', '--image', 'noequals'])).message).toMatch(/--image: expected REF=PATH/);
+    expect(usageError(() => parseStandaloneFlags(['--vmi', 'x', '--image', 'noequals'])).message).toMatch(
+      /--image: expected REF=PATH/,
+    );
   });
 });

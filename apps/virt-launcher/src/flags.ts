@@ -60,18 +60,21 @@ export function parseDuration(flag: string, value: string): number {
     total += Number(m[1]) * unit[m[2]!]!;
     pos = re.lastIndex;
   }
-  if (pos === 0 || pos !== value.length) throw usage(`--${flag}: invalid duration ${JSON.stringify(value)} (use e.g. 300s, 5m, 1m30s or seconds)`);
+  if (pos === 0 || pos !== value.length)
+    throw usage(`--${flag}: invalid duration ${JSON.stringify(value)} (use e.g. 300s, 5m, 1m30s or seconds)`);
   return Math.round(total);
 }
 
 function parseNonNegInt(flag: string, value: string): number {
-  if (!/^\d+$/.test(value)) throw usage(`--${flag}: must be a non-negative integer, got ${JSON.stringify(value)}`);
+  if (!/^\d+$/.test(value))
+    throw usage(`--${flag}: must be a non-negative integer, got ${JSON.stringify(value)}`);
   return Number(value);
 }
 
 function parseLevel(value: string | undefined): LogLevel {
   const v = (value ?? 'info') as LogLevel;
-  if (!LOG_LEVELS.includes(v)) throw usage(`--log-level: must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(value)}`);
+  if (!LOG_LEVELS.includes(v))
+    throw usage(`--log-level: must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(value)}`);
   return v;
 }
 
@@ -86,7 +89,9 @@ function parseBool(flag: string, value: string | boolean | undefined, dflt: bool
 function parseHookSidecars(value: string | undefined): number {
   const n = parseNonNegInt('hook-sidecars', value ?? '0');
   if (n !== 0) {
-    throw usage(`--hook-sidecars: ${n} hook sidecars requested, but hook sidecars are not supported by this launcher (only 0)`);
+    throw usage(
+      `--hook-sidecars: ${n} hook sidecars requested, but hook sidecars are not supported by this launcher (only 0)`,
+    );
   }
   return n;
 }
@@ -99,7 +104,10 @@ function parseUidGid(value: string | undefined): { uid?: number; gid?: number } 
 }
 
 /** Strips the `--flag=value` / `--flag value` forms parseArgs understands; `--allow-emulation=false` is accepted too. */
-function normalizeBoolFlags(argv: string[], names: string[]): { argv: string[]; values: Map<string, boolean> } {
+function normalizeBoolFlags(
+  argv: string[],
+  names: string[],
+): { argv: string[]; values: Map<string, boolean> } {
   const values = new Map<string, boolean>();
   const out: string[] = [];
   for (const a of argv) {
@@ -160,15 +168,20 @@ export function parseLauncherFlags(argv: string[]): LauncherFlags {
     uid: v.uid!,
     gracePeriodSeconds: grace,
     qemuTimeoutMs: parseDuration('qemu-timeout', v['qemu-timeout'] ?? '5m'),
-    allowEmulation: norm.values.get('allow-emulation') ?? parseBool('allow-emulation', v['allow-emulation'], false),
+    allowEmulation:
+      norm.values.get('allow-emulation') ?? parseBool('allow-emulation', v['allow-emulation'], false),
     kubevirtShareDir: path.resolve(v['kubevirt-share-dir'] ?? under('var/run/kubevirt')),
     ephemeralDiskDir: path.resolve(v['ephemeral-disk-dir'] ?? under('var/run/kubevirt-ephemeral-disks')),
     containerDiskDir: path.resolve(v['container-disk-dir'] ?? under('var/run/kubevirt/container-disks')),
     privateDir: path.resolve(v['private-dir'] ?? under('var/run/kubevirt-private')),
     // under a --root, a short name: libvirt's per-domain unix sockets (guest agent channel) must stay under 107 bytes
-    libvirtRunDir: path.resolve(v['libvirt-run-dir'] ?? (root === '/' ? '/var/run/libvirt' : path.join(root, 'lv'))),
+    libvirtRunDir: path.resolve(
+      v['libvirt-run-dir'] ?? (root === '/' ? '/var/run/libvirt' : path.join(root, 'lv')),
+    ),
     hookSidecars: parseHookSidecars(v['hook-sidecars']),
-    keepAfterFailure: norm.values.get('keep-after-failure') ?? parseBool('keep-after-failure', v['keep-after-failure'], false),
+    keepAfterFailure:
+      norm.values.get('keep-after-failure') ??
+      parseBool('keep-after-failure', v['keep-after-failure'], false),
     logLevel: parseLevel(v['log-level']),
     libvirtUid: ug.uid,
     libvirtGid: ug.gid,
@@ -206,7 +219,8 @@ export function parseStandaloneFlags(argv: string[]): StandaloneFlags {
   const images = new Map<string, string>();
   for (const spec of v.image ?? []) {
     const eq = spec.lastIndexOf('=');
-    if (eq <= 0 || eq === spec.length - 1) throw usage(`--image: expected REF=PATH, got ${JSON.stringify(spec)}`);
+    if (eq <= 0 || eq === spec.length - 1)
+      throw usage(`--image: expected REF=PATH, got ${JSON.stringify(spec)}`);
     images.set(spec.slice(0, eq), path.resolve(spec.slice(eq + 1)));
   }
   const ug = parseUidGid(v['libvirt-user']);
@@ -217,7 +231,10 @@ export function parseStandaloneFlags(argv: string[]): StandaloneFlags {
     allowEmulation: norm.values.get('allow-emulation') ?? v['allow-emulation'] ?? false,
     socketDir: v['socket-dir'] ? path.resolve(v['socket-dir']) : undefined,
     workDir: v['work-dir'] ? path.resolve(v['work-dir']) : undefined,
-    gracePeriodSeconds: v['grace-period-seconds'] !== undefined ? parseNonNegInt('grace-period-seconds', v['grace-period-seconds']) : undefined,
+    gracePeriodSeconds:
+      v['grace-period-seconds'] !== undefined
+        ? parseNonNegInt('grace-period-seconds', v['grace-period-seconds'])
+        : undefined,
     qemuTimeoutMs: parseDuration('qemu-timeout', v['qemu-timeout'] ?? '5m'),
     logLevel: parseLevel(v['log-level'] ?? 'error'),
     keepAfterFailure: norm.values.get('keep-after-failure') ?? v['keep-after-failure'] ?? false,

@@ -1,10 +1,24 @@
 // @kubevirt-ts/virt-launcher: the launcher app. Exported for e2e tests and tools.
 export { Launcher, type LauncherConfig, type LauncherResult, type Stage } from './launcher.js';
 export { ExitCode, LauncherError } from './errors.js';
-export { parseLauncherFlags, parseStandaloneFlags, parseDuration, type LauncherFlags, type StandaloneFlags } from './flags.js';
+export {
+  parseLauncherFlags,
+  parseStandaloneFlags,
+  parseDuration,
+  type LauncherFlags,
+  type StandaloneFlags,
+} from './flags.js';
 export { createLogger, type LogLevel } from './logger.js';
 export { runMonitor, findPidFiles, leftovers, type MonitorOptions } from './monitor.js';
-export { startStandalone, runStandalone, loadVmi, tailFile, QEMU_USER, type StandaloneHandle, type StandaloneIO } from './standalone.js';
+export {
+  startStandalone,
+  runStandalone,
+  loadVmi,
+  tailFile,
+  QEMU_USER,
+  type StandaloneHandle,
+  type StandaloneIO,
+} from './standalone.js';
 export { podConfig } from './pod-config.js';
 export * as prepare from './prepare/index.js';
 export { kvmAvailable, createLayout } from './wiring.js';

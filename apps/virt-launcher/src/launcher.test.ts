@@ -56,7 +56,11 @@ beforeEach(async () => {
   root = await mkdtemp(path.join(os.tmpdir(), 'kvts-launcher-'));
   calls = [];
   onSync = () => undefined;
-  openDomainLayer.startDaemon = async () => ({ uri: 'fake://', pid: process.pid, stop: async () => void calls.push('stop-daemon') });
+  openDomainLayer.startDaemon = async () => ({
+    uri: 'fake://',
+    pid: process.pid,
+    stop: async () => void calls.push('stop-daemon'),
+  });
   openDomainLayer.connect = async () => fakeLayer();
 });
 afterEach(async () => {
@@ -140,7 +144,9 @@ describe('Launcher lifecycle', () => {
 
   it('a VMI of another launcher is refused; unsupported rpcs say so', async () => {
     const { l, client } = await started(config());
-    await expect(client.syncVMI({ ...vmi, metadata: { name: 'other', namespace: 'ns' } } as never)).rejects.toThrow(/this launcher runs ns\/vm, not ns\/other/);
+    await expect(
+      client.syncVMI({ ...vmi, metadata: { name: 'other', namespace: 'ns' } } as never),
+    ).rejects.toThrow(/this launcher runs ns\/vm, not ns\/other/);
     await expect(client.migrateVMI(vmi as never, {})).rejects.toThrow(/not supported/);
     expect(calls).not.toContain('sync');
     client.close();
@@ -164,6 +170,9 @@ describe('Launcher lifecycle', () => {
       throw new Error('libvirtd exited before answering (1)');
     };
     const l = new Launcher(config());
-    await expect(l.start()).rejects.toMatchObject({ stage: 'libvirtd', message: 'libvirtd: libvirtd exited before answering (1)' });
+    await expect(l.start()).rejects.toMatchObject({
+      stage: 'libvirtd',
+      message: 'libvirtd: libvirtd exited before answering (1)',
+    });
   });
 });

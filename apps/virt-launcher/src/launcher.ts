@@ -13,7 +13,14 @@ import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import { ExitCode, LauncherError } from './errors.js';
 import { leftovers } from './monitor.js';
 import { fromPodLayout, prepareVolumes, type PodPaths } from './prepare/index.js';
-import { createLayout, openDomainLayer, saveCaps, type DomainEventLike, type DomainLayer, type SessionDaemon } from './wiring.js';
+import {
+  createLayout,
+  openDomainLayer,
+  saveCaps,
+  type DomainEventLike,
+  type DomainLayer,
+  type SessionDaemon,
+} from './wiring.js';
 
 export interface LauncherConfig {
   name: string;
@@ -143,13 +150,20 @@ export class Launcher extends EventEmitter {
       }
       this.layer!.onEvent((ev) => this.onDomainEvent(ev));
       await this.layer!.startWatching();
-      this.stage('notify', c.notifyDir ? 'domain events go to the handler' : 'domain watcher running (no handler)', {
-        socket: c.notifyDir ? notifySocketPath(c.notifyDir) : undefined,
-      });
+      this.stage(
+        'notify',
+        c.notifyDir ? 'domain events go to the handler' : 'domain watcher running (no handler)',
+        {
+          socket: c.notifyDir ? notifySocketPath(c.notifyDir) : undefined,
+        },
+      );
     });
     await this.runStage('ready', async () => {
       await this.cmd!.ready();
-      this.stage('ready', 'launcher ready', { socket: this.cmd!.socketPath, ms: Date.now() - this.startedAt });
+      this.stage('ready', 'launcher ready', {
+        socket: this.cmd!.socketPath,
+        ms: Date.now() - this.startedAt,
+      });
     });
   }
 
@@ -169,11 +183,14 @@ export class Launcher extends EventEmitter {
         );
       }
     };
-    const delegate = (method: keyof CmdBackend) =>
+    const delegate =
+      (method: keyof CmdBackend) =>
       async (...args: unknown[]) => {
         const m = (dm() as unknown as Record<string, unknown>)[method];
-        if (typeof m !== 'function') throw new Error(`${String(method)} is not supported by the DomainManager`);
-        if (args[0] && typeof args[0] === 'object' && 'metadata' in (args[0] as object)) checkVmi(args[0] as VirtualMachineInstance);
+        if (typeof m !== 'function')
+          throw new Error(`${String(method)} is not supported by the DomainManager`);
+        if (args[0] && typeof args[0] === 'object' && 'metadata' in (args[0] as object))
+          checkVmi(args[0] as VirtualMachineInstance);
         return (m as (...a: unknown[]) => Promise<unknown>).apply(dm(), args);
       };
     const backend: CmdBackend = {
@@ -226,7 +243,8 @@ export class Launcher extends EventEmitter {
         process.kill(pid, 0);
       } catch {
         clearInterval(this.daemonTimer);
-        if (!this.finishing) void this.fail(ExitCode.FAILURE, 'LibvirtdExited', `libvirtd (pid ${pid}) exited unexpectedly`);
+        if (!this.finishing)
+          void this.fail(ExitCode.FAILURE, 'LibvirtdExited', `libvirtd (pid ${pid}) exited unexpectedly`);
       }
     }, 1000);
     this.daemonTimer.unref?.();
@@ -252,7 +270,11 @@ export class Launcher extends EventEmitter {
     const prev = this.lastStatus;
     this.lastStatus = { status, reason };
     if (!prev || prev.status !== status || prev.reason !== reason) {
-      this.log.info(`domain ${ev.type.toLowerCase()}: ${status} (${reason})`, { reason, status, event: ev.type });
+      this.log.info(`domain ${ev.type.toLowerCase()}: ${status} (${reason})`, {
+        reason,
+        status,
+        event: ev.type,
+      });
     }
     if (status === 'Running' || status === 'Paused') {
       if (!this.started) {
@@ -270,13 +292,21 @@ export class Launcher extends EventEmitter {
       return;
     }
     if (this.started && !this.terminating) {
-      void this.finish({ exitCode: ExitCode.OK, reason: 'DomainEnded', message: `the domain ended: ${status} (${reason})` });
+      void this.finish({
+        exitCode: ExitCode.OK,
+        reason: 'DomainEnded',
+        message: `the domain ended: ${status} (${reason})`,
+      });
     }
   }
 
   private domainIsUp(): boolean {
-    return this.lastStatus !== undefined && this.lastStatus.status !== 'Shutoff' && this.lastStatus.status !== 'Crashed' &&
-      this.lastStatus.reason !== 'NonExistent';
+    return (
+      this.lastStatus !== undefined &&
+      this.lastStatus.status !== 'Shutoff' &&
+      this.lastStatus.status !== 'Crashed' &&
+      this.lastStatus.reason !== 'NonExistent'
+    );
   }
 
   private waitDown(ms: number): Promise<boolean> {
@@ -303,21 +333,37 @@ export class Launcher extends EventEmitter {
     if (this.vmi && this.layer && this.domainIsUp()) {
       let result = 'killed';
       try {
-        this.log.info('sending ACPI shutdown to the guest', { reason: 'ShuttingDown', gracePeriodSeconds: grace });
-        result = await this.layer.manager.shutdownVMI(this.vmi as never, { gracePeriodSeconds: grace, wait: true });
+        this.log.info('sending ACPI shutdown to the guest', {
+          reason: 'ShuttingDown',
+          gracePeriodSeconds: grace,
+        });
+        result = await this.layer.manager.shutdownVMI(this.vmi as never, {
+          gracePeriodSeconds: grace,
+          wait: true,
+        });
       } catch (e) {
-        this.log.warn(`shutdown failed: ${(e as Error).message}; destroying the domain`, { reason: 'ShutdownFailed' });
-        await this.layer.manager.killVMI(this.vmi as never).catch((e2: Error) => this.log.error(`destroy failed: ${e2.message}`));
+        this.log.warn(`shutdown failed: ${(e as Error).message}; destroying the domain`, {
+          reason: 'ShutdownFailed',
+        });
+        await this.layer.manager
+          .killVMI(this.vmi as never)
+          .catch((e2: Error) => this.log.error(`destroy failed: ${e2.message}`));
       }
       await this.waitDown(10_000);
       const clean = result === 'shutdown' || result === 'already-down' || result === 'absent';
       return this.finish({
         exitCode: ExitCode.OK,
         reason: clean ? 'GuestShutdown' : 'GracePeriodExpired',
-        message: clean ? 'the guest shut down cleanly' : `the guest was destroyed after the ${grace}s grace period`,
+        message: clean
+          ? 'the guest shut down cleanly'
+          : `the guest was destroyed after the ${grace}s grace period`,
       });
     }
-    return this.finish({ exitCode: ExitCode.OK, reason: 'Terminated', message: `${signal} with no running domain` });
+    return this.finish({
+      exitCode: ExitCode.OK,
+      reason: 'Terminated',
+      message: `${signal} with no running domain`,
+    });
   }
 
   /** Resolves when the launcher has ended (and cleaned up). */
@@ -330,7 +376,9 @@ export class Launcher extends EventEmitter {
   async fail(exitCode: number, reason: string, message: string): Promise<LauncherResult> {
     this.log.error(message, { reason });
     if (this.config.keepAfterFailure) {
-      this.log.warn('--keep-after-failure: staying alive for debugging until terminated', { reason: 'KeepAfterFailure' });
+      this.log.warn('--keep-after-failure: staying alive for debugging until terminated', {
+        reason: 'KeepAfterFailure',
+      });
       this.emit('failed', { exitCode, reason, message });
       return this.ended();
     }
@@ -362,7 +410,10 @@ export class Launcher extends EventEmitter {
     await this.layer?.close().catch(() => undefined);
     await this.session?.stop().catch((e: Error) => this.log.warn(`stopping libvirtd: ${e.message}`));
     // QEMU outlives libvirtd; when libvirtd could not destroy it (e.g. it died), do it here
-    const left = await leftovers(this.config.libvirtBaseDir).catch(() => ({ qemu: [] as number[], daemons: [] as number[] }));
+    const left = await leftovers(this.config.libvirtBaseDir).catch(() => ({
+      qemu: [] as number[],
+      daemons: [] as number[],
+    }));
     for (const pid of [...left.qemu, ...left.daemons]) {
       this.log.warn(`killing leftover process ${pid}`, { reason: 'Leftover', pid });
       try {
@@ -375,7 +426,11 @@ export class Launcher extends EventEmitter {
 
   /** Stops everything after a failed start-up (no domain left behind). */
   async abort(err: LauncherError): Promise<LauncherResult> {
-    return this.finish({ exitCode: err.exitCode, reason: `${err.stage ?? 'start'}Failed`, message: err.message });
+    return this.finish({
+      exitCode: err.exitCode,
+      reason: `${err.stage ?? 'start'}Failed`,
+      message: err.message,
+    });
   }
 
   /** Throws when the launcher is not ready yet. */

@@ -15,8 +15,12 @@ export interface LogIdentity {
  * The launcher's logger: one JSON object per line on stderr with component, level, timestamp, msg
  * (and kind/namespace/name/uid/reason when known). stderr keeps stdout free for the standalone console.
  */
-export function createLogger(opts: { level?: LogLevel; identity?: LogIdentity; component?: string; silent?: boolean } = {}): winston.Logger {
-  const identity = Object.fromEntries(Object.entries(opts.identity ?? {}).filter(([, v]) => v !== undefined && v !== ''));
+export function createLogger(
+  opts: { level?: LogLevel; identity?: LogIdentity; component?: string; silent?: boolean } = {},
+): winston.Logger {
+  const identity = Object.fromEntries(
+    Object.entries(opts.identity ?? {}).filter(([, v]) => v !== undefined && v !== ''),
+  );
   return winston.createLogger({
     level: opts.level ?? 'info',
     silent: opts.silent ?? false,

@@ -29,7 +29,15 @@ const USAGE = `usage:
 
 async function runInPod(argv: string[]): Promise<number> {
   const flags = parseLauncherFlags(argv);
-  const logger = createLogger({ level: flags.logLevel, identity: { kind: 'VirtualMachineInstance', namespace: flags.namespace, name: flags.name, uid: flags.uid } });
+  const logger = createLogger({
+    level: flags.logLevel,
+    identity: {
+      kind: 'VirtualMachineInstance',
+      namespace: flags.namespace,
+      name: flags.name,
+      uid: flags.uid,
+    },
+  });
   const launcher = new Launcher({ ...podConfig(flags), logger });
   const onSignal = (sig: NodeJS.Signals) => void launcher.terminate(sig);
   process.on('SIGTERM', onSignal);
@@ -48,7 +56,16 @@ async function runInPod(argv: string[]): Promise<number> {
 
 async function runMonitorCmd(argv: string[]): Promise<number> {
   const flags = parseLauncherFlags(argv);
-  const logger = createLogger({ level: flags.logLevel, component: 'virt-launcher-monitor', identity: { kind: 'VirtualMachineInstance', namespace: flags.namespace, name: flags.name, uid: flags.uid } });
+  const logger = createLogger({
+    level: flags.logLevel,
+    component: 'virt-launcher-monitor',
+    identity: {
+      kind: 'VirtualMachineInstance',
+      namespace: flags.namespace,
+      name: flags.name,
+      uid: flags.uid,
+    },
+  });
   const self = fileURLToPath(import.meta.url);
   return runMonitor({
     // the same V8 flags as the monitor got from the shebang

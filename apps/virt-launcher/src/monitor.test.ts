@@ -22,7 +22,11 @@ afterEach(async () => {
 
 /** A real process whose command line looks like QEMU's (bash exec -a sets argv[0]). */
 async function fakeQemu(ignoreTerm = false): Promise<number> {
-  const child = spawn('bash', ['-c', `${ignoreTerm ? "trap '' TERM; " : ''}exec -a /usr/bin/qemu-system-x86_64 sleep 300`], { stdio: 'ignore', detached: true });
+  const child = spawn(
+    'bash',
+    ['-c', `${ignoreTerm ? "trap '' TERM; " : ''}exec -a /usr/bin/qemu-system-x86_64 sleep 300`],
+    { stdio: 'ignore', detached: true },
+  );
   child.unref();
   started.push(child.pid!);
   await new Promise((r) => setTimeout(r, 100));
@@ -72,12 +76,18 @@ describe('monitor', () => {
 
   it('a launcher that exits 0 with nothing left: exit 0 at once', async () => {
     const t0 = Date.now();
-    const code = await runMonitor({ command: [process.execPath, '-e', ''], libvirtBaseDir: dir, gracePeriodSeconds: 30 });
+    const code = await runMonitor({
+      command: [process.execPath, '-e', ''],
+      libvirtBaseDir: dir,
+      gracePeriodSeconds: 30,
+    });
     expect(code).toBe(0);
     expect(Date.now() - t0).toBeLessThan(5000);
   });
 
   it('a launcher that cannot be started: exit 127', async () => {
-    expect(await runMonitor({ command: ['/nonexistent/launcher'], libvirtBaseDir: dir, gracePeriodSeconds: 1 })).toBe(127);
+    expect(
+      await runMonitor({ command: ['/nonexistent/launcher'], libvirtBaseDir: dir, gracePeriodSeconds: 1 }),
+    ).toBe(127);
   });
 });

@@ -126,10 +126,14 @@ export async function runMonitor(opts: MonitorOptions): Promise<number> {
     // the guest may be powering off: give it the rest of the grace period
     const elapsed = termAt !== undefined ? Date.now() - termAt : 0;
     const remaining = Math.max(0, opts.gracePeriodSeconds * 1000 - elapsed);
-    log('warn', `QEMU still running after the launcher ended; waiting up to ${Math.round(remaining / 1000)}s`, {
-      pids: left.qemu,
-      reason: 'QemuLeftBehind',
-    });
+    log(
+      'warn',
+      `QEMU still running after the launcher ended; waiting up to ${Math.round(remaining / 1000)}s`,
+      {
+        pids: left.qemu,
+        reason: 'QemuLeftBehind',
+      },
+    );
     if (!(await waitGone(left.qemu, remaining))) {
       for (const pid of left.qemu) {
         try {

@@ -5,13 +5,21 @@ import { createLayout } from './wiring.js';
 
 /** In-Pod launcher config from the flags: the converter's layout decides where files live. */
 export function podConfig(f: LauncherFlags) {
-  const root = f.privateDir.endsWith('/var/run/kubevirt-private') ? f.privateDir.slice(0, -'/var/run/kubevirt-private'.length) : '';
+  const root = f.privateDir.endsWith('/var/run/kubevirt-private')
+    ? f.privateDir.slice(0, -'/var/run/kubevirt-private'.length)
+    : '';
   const layout = createLayout(root);
   const mismatch: string[] = [];
-  if (f.containerDiskDir !== path.resolve(layout.containerDisksDir || '/')) mismatch.push(`--container-disk-dir must be ${layout.containerDisksDir}`);
-  if (f.ephemeralDiskDir !== path.resolve(layout.ephemeralDisksDir || '/')) mismatch.push(`--ephemeral-disk-dir must be ${layout.ephemeralDisksDir}`);
+  if (f.containerDiskDir !== path.resolve(layout.containerDisksDir || '/'))
+    mismatch.push(`--container-disk-dir must be ${layout.containerDisksDir}`);
+  if (f.ephemeralDiskDir !== path.resolve(layout.ephemeralDisksDir || '/'))
+    mismatch.push(`--ephemeral-disk-dir must be ${layout.ephemeralDisksDir}`);
   if (mismatch.length > 0) {
-    throw new LauncherError(`${mismatch.join('; ')} (the pod layout the domain is rendered with; use --root to move all of it)`, ExitCode.USAGE, 'flags');
+    throw new LauncherError(
+      `${mismatch.join('; ')} (the pod layout the domain is rendered with; use --root to move all of it)`,
+      ExitCode.USAGE,
+      'flags',
+    );
   }
   const isRoot = process.getuid?.() === 0;
   return {
@@ -25,10 +33,14 @@ export function podConfig(f: LauncherFlags) {
     socketsDir: path.join(f.kubevirtShareDir, 'sockets'),
     notifyDir: f.kubevirtShareDir,
     libvirtBaseDir: f.libvirtRunDir,
-    libvirtUser: f.libvirtUid !== undefined ? { uid: f.libvirtUid, gid: f.libvirtGid ?? f.libvirtUid } : isRoot ? { uid: 107, gid: 107 } : undefined,
+    libvirtUser:
+      f.libvirtUid !== undefined
+        ? { uid: f.libvirtUid, gid: f.libvirtGid ?? f.libvirtUid }
+        : isRoot
+          ? { uid: 107, gid: 107 }
+          : undefined,
     keepAfterFailure: f.keepAfterFailure,
     // a node-wide cache dir can be mounted into Pods; off unless set
     capsCacheDir: process.env.KVTS_QEMU_CAPS_CACHE || undefined,
   };
 }
-

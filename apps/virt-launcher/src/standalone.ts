@@ -40,7 +40,11 @@ export async function loadVmi(file: string): Promise<VirtualMachineInstance> {
   try {
     text = await readFile(file, 'utf8');
   } catch (e) {
-    throw new LauncherError(`--vmi: cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, ExitCode.USAGE, 'vmi');
+    throw new LauncherError(
+      `--vmi: cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+      ExitCode.USAGE,
+      'vmi',
+    );
   }
   let docs: unknown[];
   try {
@@ -49,7 +53,12 @@ export async function loadVmi(file: string): Promise<VirtualMachineInstance> {
     throw new LauncherError(`${file}: ${(e as Error).message}`, ExitCode.INVALID_VMI, 'vmi');
   }
   const first = docs.find((d) => d && typeof d === 'object');
-  if (!first) throw new LauncherError(`${file}: no VirtualMachineInstance or VirtualMachine in the file`, ExitCode.INVALID_VMI, 'vmi');
+  if (!first)
+    throw new LauncherError(
+      `${file}: no VirtualMachineInstance or VirtualMachine in the file`,
+      ExitCode.INVALID_VMI,
+      'vmi',
+    );
   let vmi: VirtualMachineInstance;
   try {
     vmi = vmiFromManifest(first) as VirtualMachineInstance;
@@ -72,7 +81,11 @@ export async function loadVmi(file: string): Promise<VirtualMachineInstance> {
 }
 
 /** Follows a growing file (the serial console log) and writes what is appended. */
-export function tailFile(file: string, out: NodeJS.WritableStream, onLine?: (line: string) => void): { stop(): Promise<void> } {
+export function tailFile(
+  file: string,
+  out: NodeJS.WritableStream,
+  onLine?: (line: string) => void,
+): { stop(): Promise<void> } {
   let offset = 0;
   let stopped = false;
   let buf = '';
@@ -124,7 +137,11 @@ async function checkTraversable(dir: string, uid: number): Promise<void> {
     const st = await stat(d);
     const ok = st.uid === uid ? (st.mode & 0o100) !== 0 : (st.mode & 0o001) !== 0 || (st.mode & 0o010) !== 0;
     if (!ok) {
-      throw new LauncherError(`--work-dir: ${d} is not accessible to uid ${uid} (QEMU's user); use a work dir under /tmp or chmod o+x ${d}`, ExitCode.USAGE, 'dirs');
+      throw new LauncherError(
+        `--work-dir: ${d} is not accessible to uid ${uid} (QEMU's user); use a work dir under /tmp or chmod o+x ${d}`,
+        ExitCode.USAGE,
+        'dirs',
+      );
     }
     if (d === path.dirname(d)) return;
   }
@@ -150,14 +167,22 @@ export async function startStandalone(flags: StandaloneFlags, io: StandaloneIO):
   io.progress(`vmi: ${namespace}/${name} (uid ${uid}) is valid`);
 
   const isRoot = process.getuid?.() === 0;
-  const libvirtUser = flags.libvirtUid !== undefined ? { uid: flags.libvirtUid, gid: flags.libvirtGid ?? flags.libvirtUid } : isRoot ? QEMU_USER : undefined;
+  const libvirtUser =
+    flags.libvirtUid !== undefined
+      ? { uid: flags.libvirtUid, gid: flags.libvirtGid ?? flags.libvirtUid }
+      : isRoot
+        ? QEMU_USER
+        : undefined;
   const ownRoot = !flags.workDir;
   // short: libvirt's per-domain unix sockets live under the root and are limited to 107 bytes
   const root = flags.workDir ?? (await mkdtemp('/tmp/kv-'));
   await mkdir(root, { recursive: true });
   await chmod(root, 0o755);
   if (libvirtUser && isRoot) await checkTraversable(root, libvirtUser.uid);
-  const logger = createLogger({ level: flags.logLevel, identity: { kind: 'VirtualMachineInstance', namespace, name, uid } });
+  const logger = createLogger({
+    level: flags.logLevel,
+    identity: { kind: 'VirtualMachineInstance', namespace, name, uid },
+  });
   // sockets dirs are made 0700: keep them out of var/run/kubevirt, which holds the container disks QEMU reads
   const shareDir = path.join(root, 'handler');
   const socketsDir = flags.socketDir ?? path.join(root, 'sockets');
@@ -175,7 +200,13 @@ export async function startStandalone(flags: StandaloneFlags, io: StandaloneIO):
     libvirtUser,
     keepAfterFailure: flags.keepAfterFailure,
     logger,
-    capsCacheDir: process.env.KVTS_QEMU_CAPS_CACHE ?? path.join(process.env.KVTS_CACHE ?? path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'kubevirt-ts'), 'qemu-capabilities'),
+    capsCacheDir:
+      process.env.KVTS_QEMU_CAPS_CACHE ??
+      path.join(
+        process.env.KVTS_CACHE ??
+          path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'kubevirt-ts'),
+        'qemu-capabilities',
+      ),
   });
   launcher.on('stage', (stage: string, msg: string) => io.progress(`${stage}: ${msg}`));
 
@@ -216,7 +247,8 @@ export async function startStandalone(flags: StandaloneFlags, io: StandaloneIO):
   try {
     await launcher.start();
   } catch (e) {
-    const err = e instanceof LauncherError ? e : new LauncherError((e as Error).message, ExitCode.FAILURE, 'start');
+    const err =
+      e instanceof LauncherError ? e : new LauncherError((e as Error).message, ExitCode.FAILURE, 'start');
     await launcher.abort(err);
     await notify.stop(500).catch(() => undefined);
     await cleanup();
@@ -257,7 +289,9 @@ export async function startStandalone(flags: StandaloneFlags, io: StandaloneIO):
   launcher.on('ended', () => undefined);
 
   // SyncVirtualMachine through the cmd socket, as virt-handler would
-  const client = await CmdClient.connect(launcherSocketPath(socketsDir), { timeoutMs: flags.qemuTimeoutMs + 30_000 });
+  const client = await CmdClient.connect(launcherSocketPath(socketsDir), {
+    timeoutMs: flags.qemuTimeoutMs + 30_000,
+  });
   try {
     await client.syncVMI(vmi as never);
     io.progress('sync: domain defined and started');

@@ -5,7 +5,13 @@ import { chown, copyFile, mkdir, readdir, rename } from 'node:fs/promises';
 import path from 'node:path';
 import type winston from 'winston';
 import { createPodLayout, type ConverterContext, type PodLayout } from '@kubevirt-ts/converter';
-import { ConnectionHolder, DomainManager, DomainWatcher, type DomainWatchEvent, type SyncOptions } from '@kubevirt-ts/libvirt-manager';
+import {
+  ConnectionHolder,
+  DomainManager,
+  DomainWatcher,
+  type DomainWatchEvent,
+  type SyncOptions,
+} from '@kubevirt-ts/libvirt-manager';
 import type { Connection } from '@kubevirt-ts/node-libvirt';
 
 // The native binding is loaded on first use only: importing this app's modules (tests, tools, the
@@ -70,7 +76,11 @@ function capsDir(baseDir: string): string {
  * earlier probe skips that; libvirt itself checks the entry is still valid (QEMU binary, libvirt
  * version, kernel, microcode) and re-probes when not, so a stale entry costs nothing but the probe.
  */
-async function seedCaps(baseDir: string, cacheDir: string, user?: { uid: number; gid: number }): Promise<void> {
+async function seedCaps(
+  baseDir: string,
+  cacheDir: string,
+  user?: { uid: number; gid: number },
+): Promise<void> {
   let files: string[];
   try {
     files = (await readdir(cacheDir)).filter((f) => f.endsWith('.xml'));
@@ -82,7 +92,8 @@ async function seedCaps(baseDir: string, cacheDir: string, user?: { uid: number;
   await mkdir(dst, { recursive: true });
   for (const f of files) await copyFile(path.join(cacheDir, f), path.join(dst, f));
   if (user && process.getuid?.() === 0) {
-    for (let d = dst; d !== baseDir && d.startsWith(baseDir); d = path.dirname(d)) await chown(d, user.uid, user.gid);
+    for (let d = dst; d !== baseDir && d.startsWith(baseDir); d = path.dirname(d))
+      await chown(d, user.uid, user.gid);
     for (const f of files) await chown(path.join(dst, f), user.uid, user.gid);
   }
 }
@@ -157,7 +168,8 @@ export const openDomainLayer = {
       manager,
       onEvent: (fn) => listeners.push(fn),
       startWatching: () => watcher.start(),
-      libvirtVersion: async () => versionString(Number(await (conn as unknown as Connection).getLibVersion())),
+      libvirtVersion: async () =>
+        versionString(Number(await (conn as unknown as Connection).getLibVersion())),
       alive: async () => {
         try {
           await (await holder.get()).getLibVersion();

@@ -8,7 +8,9 @@ import { setVirtualMachineInstanceDefaults, type VirtualMachineInstance } from '
 
 export const REPO = path.resolve(fileURLToPath(new URL('../../..', import.meta.url)));
 export const LAUNCHER_MAIN = path.join(REPO, 'apps/virt-launcher/dist/main.js');
-export const CACHE = process.env.KVTS_CACHE ?? path.join(process.env.XDG_CACHE_HOME ?? path.join(process.env.HOME ?? '/root', '.cache'), 'kubevirt-ts');
+export const CACHE =
+  process.env.KVTS_CACHE ??
+  path.join(process.env.XDG_CACHE_HOME ?? path.join(process.env.HOME ?? '/root', '.cache'), 'kubevirt-ts');
 export const GUEST_DIR = path.join(CACHE, 'guest');
 export const GUEST_IMAGE = 'kubevirt-ts/test-guest:latest';
 export const READY = 'KUBEVIRT-TS-GUEST-READY';
@@ -30,7 +32,10 @@ export async function shortTmp(): Promise<string> {
 }
 
 /** The tiny guest VMI, defaulted as a cluster would. */
-export function tinyVmi(name: string, opts: { poweroff?: boolean; uid?: string; grace?: number } = {}): VirtualMachineInstance {
+export function tinyVmi(
+  name: string,
+  opts: { poweroff?: boolean; uid?: string; grace?: number } = {},
+): VirtualMachineInstance {
   const vmi = {
     apiVersion: 'kubevirt.io/v1',
     kind: 'VirtualMachineInstance',
@@ -45,7 +50,12 @@ export function tinyVmi(name: string, opts: { poweroff?: boolean; uid?: string; 
             container: { image: GUEST_IMAGE, kernelPath: '/vmlinuz', initrdPath: '/initramfs.img' },
           },
         },
-        devices: { autoattachGraphicsDevice: false, autoattachMemBalloon: false, autoattachPodInterface: false, disks: [] },
+        devices: {
+          autoattachGraphicsDevice: false,
+          autoattachMemBalloon: false,
+          autoattachPodInterface: false,
+          disks: [],
+        },
       },
       networks: [],
       volumes: [],
@@ -91,7 +101,12 @@ export function startLauncher(args: string[], env: NodeJS.ProcessEnv = {}): Proc
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export async function waitFor<T>(what: string, fn: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 90_000, everyMs = 100): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  fn: () => T | undefined | false | Promise<T | undefined | false>,
+  timeoutMs = 90_000,
+  everyMs = 100,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();
@@ -126,7 +141,9 @@ export async function processesMentioning(needle: string): Promise<Array<{ pid: 
 
 /** QEMU pid of a domain run by the session libvirtd whose base dir is `libvirtBase` (libvirt's <domain>.pid). */
 export async function qemuPid(libvirtBase: string, domainName: string): Promise<number | undefined> {
-  const pid = Number((await readText(path.join(libvirtBase, 'run/libvirt/qemu/run', `${domainName}.pid`))).trim());
+  const pid = Number(
+    (await readText(path.join(libvirtBase, 'run/libvirt/qemu/run', `${domainName}.pid`))).trim(),
+  );
   if (!(pid > 1)) return undefined;
   const cmd = await readText(`/proc/${pid}/cmdline`);
   return cmd.includes('qemu-system') ? pid : undefined;

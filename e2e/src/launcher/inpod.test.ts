@@ -4,7 +4,13 @@ import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
-import { CmdClient, NotifyServer, launcherSocketPath, notifySocketPath, type DomainEvent } from '@kubevirt-ts/cmd-protocol';
+import {
+  CmdClient,
+  NotifyServer,
+  launcherSocketPath,
+  notifySocketPath,
+  type DomainEvent,
+} from '@kubevirt-ts/cmd-protocol';
 import { createLayout, prepare } from '@kubevirt-ts/virt-launcher';
 import {
   GUEST_DIR,
@@ -45,13 +51,18 @@ interface Pod {
 }
 
 /** A launcher "Pod": root dir with the kernel boot files (what kubelet would mount), handler dir, launcher process. */
-async function startPod(name: string, opts: { grace?: number; extraArgs?: string[]; vmi?: VirtualMachineInstance; monitor?: boolean } = {}): Promise<Pod> {
+async function startPod(
+  name: string,
+  opts: { grace?: number; extraArgs?: string[]; vmi?: VirtualMachineInstance; monitor?: boolean } = {},
+): Promise<Pod> {
   const root = await shortTmp();
   const share = path.join(root, 'handler');
   const vmi = opts.vmi ?? tinyVmi(name);
   const layout = createLayout(root);
   const paths = prepare.fromPodLayout(layout);
-  await prepare.stageLocalImages(vmi as never, new Map([[GUEST_IMAGE, GUEST_DIR]]), paths, { owner: { uid: 107, gid: 107 } });
+  await prepare.stageLocalImages(vmi as never, new Map([[GUEST_IMAGE, GUEST_DIR]]), paths, {
+    owner: { uid: 107, gid: 107 },
+  });
   const events: DomainEvent[] = [];
   const notify = new NotifyServer({
     socketPath: notifySocketPath(share),
@@ -61,14 +72,29 @@ async function startPod(name: string, opts: { grace?: number; extraArgs?: string
   await notify.start();
   const proc = startLauncher([
     ...(opts.monitor ? ['monitor'] : []),
-    '--name', vmi.metadata!.name!, '--namespace', vmi.metadata!.namespace!, '--uid', vmi.metadata!.uid!,
-    '--root', root, '--kubevirt-share-dir', share, '--allow-emulation',
-    '--grace-period-seconds', String(opts.grace ?? 60), '--qemu-timeout', '120s', '--log-level', 'info',
+    '--name',
+    vmi.metadata!.name!,
+    '--namespace',
+    vmi.metadata!.namespace!,
+    '--uid',
+    vmi.metadata!.uid!,
+    '--root',
+    root,
+    '--kubevirt-share-dir',
+    share,
+    '--allow-emulation',
+    '--grace-period-seconds',
+    String(opts.grace ?? 60),
+    '--qemu-timeout',
+    '120s',
+    '--log-level',
+    'info',
     ...(opts.extraArgs ?? []),
   ]);
   const sock = launcherSocketPath(path.join(share, 'sockets'));
   await waitFor('launcher-sock', () => existsSync(sock) || proc.child.exitCode !== null, 60_000);
-  if (proc.child.exitCode !== null) throw new Error(`launcher exited ${proc.child.exitCode}: ${proc.stderr()}`);
+  if (proc.child.exitCode !== null)
+    throw new Error(`launcher exited ${proc.child.exitCode}: ${proc.stderr()}`);
   const client = await CmdClient.connect(sock, { timeoutMs: 120_000 });
   const pod: Pod = {
     root,
@@ -144,7 +170,11 @@ describe('in-Pod launcher over its cmd socket', () => {
       await sleep(1500);
       expect(heartbeats(await readText(pod.serialLog))).toBe(paused);
       await pod.client.unpauseVMI(pod.vmi);
-      await waitFor('heartbeats again', async () => heartbeats(await readText(pod.serialLog)) >= paused + 2, 60_000);
+      await waitFor(
+        'heartbeats again',
+        async () => heartbeats(await readText(pod.serialLog)) >= paused + 2,
+        60_000,
+      );
 
       const t0 = Date.now();
       await pod.client.shutdownVMI(pod.vmi);
@@ -215,7 +245,9 @@ describe('in-Pod launcher over its cmd socket', () => {
   it('an invalid VMI over the socket: a clear error naming the field, no domain defined, no QEMU', async () => {
     const pod = await startPod('pod-invalid');
     try {
-      const bad = JSON.parse(JSON.stringify(pod.vmi)) as { spec: { domain: { devices: { disks: unknown[] } } } };
+      const bad = JSON.parse(JSON.stringify(pod.vmi)) as {
+        spec: { domain: { devices: { disks: unknown[] } } };
+      };
       bad.spec.domain.devices.disks = [{ name: 'missing-volume', disk: { bus: 'virtio' } }];
       await expect(pod.client.syncVMI(bad as never)).rejects.toThrow(/spec\.domain\.devices\.disks\[0\]/);
       expect(await pod.client.getDomain()).toBeUndefined();
@@ -238,14 +270,23 @@ describe('in-Pod launcher over its cmd socket', () => {
     try {
       expect(a.client.socketPath).not.toBe(b.client.socketPath);
       await Promise.all([a.client.syncVMI(a.vmi), b.client.syncVMI(b.vmi)]);
-      await waitFor('both ready', async () => (await readText(a.serialLog)).includes(READY) && (await readText(b.serialLog)).includes(READY), 150_000);
+      await waitFor(
+        'both ready',
+        async () =>
+          (await readText(a.serialLog)).includes(READY) && (await readText(b.serialLog)).includes(READY),
+        150_000,
+      );
       const da = (await a.client.getDomain()) as { domainName: string };
       const db = (await b.client.getDomain()) as { domainName: string };
       expect(da.domainName).toBe('e2e_pod-a');
       expect(db.domainName).toBe('e2e_pod-b');
       // each handler only heard of its own domain
-      expect(a.events.every((e) => (e.domain as { domainName?: string }).domainName === 'e2e_pod-a')).toBe(true);
-      expect(b.events.every((e) => (e.domain as { domainName?: string }).domainName === 'e2e_pod-b')).toBe(true);
+      expect(a.events.every((e) => (e.domain as { domainName?: string }).domainName === 'e2e_pod-a')).toBe(
+        true,
+      );
+      expect(b.events.every((e) => (e.domain as { domainName?: string }).domainName === 'e2e_pod-b')).toBe(
+        true,
+      );
       // a VMI sent to the wrong launcher is refused
       await expect(a.client.syncVMI(b.vmi)).rejects.toThrow(/this launcher runs e2e\/pod-a/);
       await a.client.killVMI(a.vmi);
@@ -267,7 +308,9 @@ describe('in-Pod launcher over its cmd socket', () => {
       await pod.client.syncVMI(pod.vmi);
       await waitFor('ready line', async () => (await readText(pod.serialLog)).includes(READY), 120_000);
       const qemu = await waitFor('QEMU pid', () => qemuPid(pod.libvirtBase, 'e2e_pod-mon'), 10_000);
-      const launcher = (await processesMentioning(pod.root)).find((p) => /main\.js --name pod-mon/.test(p.cmd));
+      const launcher = (await processesMentioning(pod.root)).find((p) =>
+        /main\.js --name pod-mon/.test(p.cmd),
+      );
       expect(launcher).toBeDefined();
       expect(launcher!.pid).not.toBe(pod.proc.child.pid);
       process.kill(launcher!.pid, 'SIGKILL');

@@ -3,7 +3,20 @@ import { existsSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { loadVmi } from '@kubevirt-ts/virt-launcher';
-import { GUEST_DIR, GUEST_IMAGE, READY, REPO, heartbeats, processesMentioning, requireGuest, shortTmp, startLauncher, tinyVmi, waitFor, writeVmiFile } from './helpers.js';
+import {
+  GUEST_DIR,
+  GUEST_IMAGE,
+  READY,
+  REPO,
+  heartbeats,
+  processesMentioning,
+  requireGuest,
+  shortTmp,
+  startLauncher,
+  tinyVmi,
+  waitFor,
+  writeVmiFile,
+} from './helpers.js';
 
 beforeAll(() => requireGuest());
 
@@ -21,12 +34,31 @@ describe('virt-launcher standalone', () => {
   it('boots the tiny guest to its ready line and exits 0 when it powers off (kvts.poweroff)', async () => {
     const file = await writeVmiFile(dir, tinyVmi('sa-poweroff', { poweroff: true }));
     const work = path.join(dir, 'w');
-    const p = startLauncher(['standalone', '--vmi', file, '--image', imageArg, '--console', '--allow-emulation', '--work-dir', work]);
+    const p = startLauncher([
+      'standalone',
+      '--vmi',
+      file,
+      '--image',
+      imageArg,
+      '--console',
+      '--allow-emulation',
+      '--work-dir',
+      work,
+    ]);
     const res = await p.exited;
     expect(p.stdout()).toContain(READY);
     expect(p.stdout()).toContain('KUBEVIRT-TS-GUEST-POWEROFF kvts.poweroff');
     // progress, stage by stage
-    for (const stage of ['dirs:', 'libvirtd:', 'connect:', 'cmd-server:', 'notify:', 'ready:', 'domain: Running (Booted)', 'domain: Shutoff (Shutdown)']) {
+    for (const stage of [
+      'dirs:',
+      'libvirtd:',
+      'connect:',
+      'cmd-server:',
+      'notify:',
+      'ready:',
+      'domain: Running (Booted)',
+      'domain: Shutoff (Shutdown)',
+    ]) {
       expect(p.stderr()).toContain(`[virt-launcher] ${stage}`);
     }
     expect(res).toEqual({ code: 0, signal: null });
@@ -36,7 +68,19 @@ describe('virt-launcher standalone', () => {
   it('Ctrl-C / SIGTERM shuts the guest down through ACPI and exits 0', async () => {
     const file = await writeVmiFile(dir, tinyVmi('sa-sigterm'));
     const work = path.join(dir, 'w');
-    const p = startLauncher(['standalone', '--vmi', file, '--image', imageArg, '--console', '--allow-emulation', '--work-dir', work, '--grace-period-seconds', '60']);
+    const p = startLauncher([
+      'standalone',
+      '--vmi',
+      file,
+      '--image',
+      imageArg,
+      '--console',
+      '--allow-emulation',
+      '--work-dir',
+      work,
+      '--grace-period-seconds',
+      '60',
+    ]);
     await waitFor('two heartbeats', () => heartbeats(p.stdout()) >= 2, 120_000);
     const t0 = Date.now();
     p.child.kill('SIGINT');
@@ -54,7 +98,16 @@ describe('virt-launcher standalone', () => {
     vmi.spec.domain.devices.disks = [{ name: 'nodisk', disk: { bus: 'virtio' } }];
     const file = await writeVmiFile(dir, vmi);
     const work = path.join(dir, 'w');
-    const p = startLauncher(['standalone', '--vmi', file, '--image', imageArg, '--allow-emulation', '--work-dir', work]);
+    const p = startLauncher([
+      'standalone',
+      '--vmi',
+      file,
+      '--image',
+      imageArg,
+      '--allow-emulation',
+      '--work-dir',
+      work,
+    ]);
     const res = await p.exited;
     expect(res.code).toBe(3);
     expect(p.stderr()).toMatch(/spec\.domain\.devices\.disks\[0\]/);
@@ -84,6 +137,10 @@ describe('virt-launcher standalone', () => {
   it('examples/vmi-tiny.yaml is valid and kernel-boots the test guest image', async () => {
     const vmi = await loadVmi(path.join(REPO, 'examples/vmi-tiny.yaml'));
     expect(vmi.spec.domain.firmware?.kernelBoot?.container?.image).toBe(GUEST_IMAGE);
-    expect(existsSync(path.join(GUEST_DIR, path.basename(vmi.spec.domain.firmware!.kernelBoot!.container!.kernelPath!)))).toBe(true);
+    expect(
+      existsSync(
+        path.join(GUEST_DIR, path.basename(vmi.spec.domain.firmware!.kernelBoot!.container!.kernelPath!)),
+      ),
+    ).toBe(true);
   });
 });

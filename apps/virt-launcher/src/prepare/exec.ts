@@ -10,7 +10,10 @@ export interface ExecResult {
 /** Runs a program with an argument array (never a shell); rejects with its stderr when it exits non-zero. */
 export function run(file: string, args: string[], opts: { timeoutMs?: number } = {}): Promise<ExecResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'], timeout: opts.timeoutMs ?? 120_000 });
+    const child = spawn(file, args, {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: opts.timeoutMs ?? 120_000,
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
@@ -18,14 +21,21 @@ export function run(file: string, args: string[], opts: { timeoutMs?: number } =
     child.on('error', (e) => reject(new Error(`${file}: ${e.message}`)));
     child.on('close', (code, signal) => {
       if (code === 0) resolve({ stdout, stderr });
-      else reject(new Error(`${path.basename(file)} ${signal ? `killed by ${signal}` : `exited ${code}`}: ${stderr.trim() || stdout.trim()}`));
+      else
+        reject(
+          new Error(
+            `${path.basename(file)} ${signal ? `killed by ${signal}` : `exited ${code}`}: ${stderr.trim() || stdout.trim()}`,
+          ),
+        );
     });
   });
 }
 
 /** Finds a program on PATH (and the sbin dirs), or undefined. */
 export function which(name: string): string | undefined {
-  const dirs = (process.env.PATH ?? '').split(':').concat(['/usr/local/sbin', '/usr/sbin', '/sbin', '/usr/bin', '/bin']);
+  const dirs = (process.env.PATH ?? '')
+    .split(':')
+    .concat(['/usr/local/sbin', '/usr/sbin', '/sbin', '/usr/bin', '/bin']);
   for (const d of dirs) {
     if (!d) continue;
     const p = path.join(d, name);

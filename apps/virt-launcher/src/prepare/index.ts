@@ -17,7 +17,9 @@ export interface VmiLike {
   metadata?: { name?: string; namespace?: string; uid?: string };
   spec?: {
     domain?: {
-      firmware?: { kernelBoot?: { container?: { image?: string; kernelPath?: string; initrdPath?: string } } };
+      firmware?: {
+        kernelBoot?: { container?: { image?: string; kernelPath?: string; initrdPath?: string } };
+      };
     };
     volumes?: Array<Record<string, unknown> & { name: string }>;
   };
@@ -63,8 +65,19 @@ export function quantityToBytes(q: unknown, field: string): number {
   const m = /^(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$/.exec(s);
   if (!m) throw new PrepareError(field, `invalid quantity ${JSON.stringify(q)}`);
   const mult: Record<string, number> = {
-    '': 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18,
-    Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60,
+    '': 1,
+    k: 1e3,
+    M: 1e6,
+    G: 1e9,
+    T: 1e12,
+    P: 1e15,
+    E: 1e18,
+    Ki: 2 ** 10,
+    Mi: 2 ** 20,
+    Gi: 2 ** 30,
+    Ti: 2 ** 40,
+    Pi: 2 ** 50,
+    Ei: 2 ** 60,
   };
   return Math.ceil(Number(m[1]) * mult[m[2] ?? '']!);
 }
@@ -121,17 +134,27 @@ async function cloudInitData(
 ): Promise<{ userData: string; networkData?: string }> {
   let userData: string | undefined;
   if (src.userData !== undefined) userData = src.userData;
-  else if (src.userDataBase64 !== undefined) userData = Buffer.from(src.userDataBase64, 'base64').toString('utf8');
+  else if (src.userDataBase64 !== undefined)
+    userData = Buffer.from(src.userDataBase64, 'base64').toString('utf8');
   else if (src.userDataSecretRef) {
     userData = await readFirst(secretDir, ['userdata', 'userData']);
-    if (userData === undefined) throw new PrepareError(`${field}.userDataSecretRef`, `secret not mounted at ${secretDir} (expected a userdata or userData file)`);
+    if (userData === undefined)
+      throw new PrepareError(
+        `${field}.userDataSecretRef`,
+        `secret not mounted at ${secretDir} (expected a userdata or userData file)`,
+      );
   }
   let networkData: string | undefined;
   if (src.networkData !== undefined) networkData = src.networkData;
-  else if (src.networkDataBase64 !== undefined) networkData = Buffer.from(src.networkDataBase64, 'base64').toString('utf8');
+  else if (src.networkDataBase64 !== undefined)
+    networkData = Buffer.from(src.networkDataBase64, 'base64').toString('utf8');
   else if (src.networkDataSecretRef) {
     networkData = await readFirst(secretDir, ['networkdata', 'networkData']);
-    if (networkData === undefined) throw new PrepareError(`${field}.networkDataSecretRef`, `secret not mounted at ${secretDir} (expected a networkdata or networkData file)`);
+    if (networkData === undefined)
+      throw new PrepareError(
+        `${field}.networkDataSecretRef`,
+        `secret not mounted at ${secretDir} (expected a networkdata or networkData file)`,
+      );
   }
   return { userData: userData ?? '', networkData };
 }
@@ -140,7 +163,11 @@ async function cloudInitData(
  * Prepares every volume of the VMI that needs a file before the domain starts. Idempotent: existing overlays,
  * empty disks and host disks are kept (a restarted launcher keeps the guest's writes); ISOs are rebuilt.
  */
-export async function prepareVolumes(vmi: VmiLike, paths: PodPaths, opts: PrepareOptions = {}): Promise<PreparedVolume[]> {
+export async function prepareVolumes(
+  vmi: VmiLike,
+  paths: PodPaths,
+  opts: PrepareOptions = {},
+): Promise<PreparedVolume[]> {
   const name = vmi.metadata?.name ?? '';
   const namespace = vmi.metadata?.namespace ?? 'default';
   const uid = vmi.metadata?.uid ?? '';
@@ -148,7 +175,11 @@ export async function prepareVolumes(vmi: VmiLike, paths: PodPaths, opts: Prepar
   const done = async (r: PreparedVolume, root?: string) => {
     out.push(r);
     await chownTree(r.path, root ?? path.dirname(path.dirname(r.path)), opts.owner);
-    opts.onStep?.(`volume ${r.volume}: ${r.kind} ${r.action}`, { volume: r.volume, kind: r.kind, path: r.path });
+    opts.onStep?.(`volume ${r.volume}: ${r.kind} ${r.action}`, {
+      volume: r.volume,
+      kind: r.kind,
+      path: r.path,
+    });
   };
   const volumes = vmi.spec?.volumes ?? [];
   for (let i = 0; i < volumes.length; i++) {
@@ -157,7 +188,10 @@ export async function prepareVolumes(vmi: VmiLike, paths: PodPaths, opts: Prepar
     if (vol.containerDisk) {
       const base = paths.containerDiskImage(i);
       if (!(await exists(base))) {
-        throw new PrepareError(`${field}.containerDisk`, `container disk image for volume ${JSON.stringify(vol.name)} not found at ${base}`);
+        throw new PrepareError(
+          `${field}.containerDisk`,
+          `container disk image for volume ${JSON.stringify(vol.name)} not found at ${base}`,
+        );
       }
       const overlay = paths.ephemeralOverlay(vol.name);
       if (await exists(overlay)) {
@@ -173,7 +207,10 @@ export async function prepareVolumes(vmi: VmiLike, paths: PodPaths, opts: Prepar
       });
       await done({ volume: vol.name, kind: 'containerDisk overlay', path: overlay, action: 'created' });
     } else if (vol.emptyDisk) {
-      const cap = quantityToBytes((vol.emptyDisk as { capacity?: unknown }).capacity, `${field}.emptyDisk.capacity`);
+      const cap = quantityToBytes(
+        (vol.emptyDisk as { capacity?: unknown }).capacity,
+        `${field}.emptyDisk.capacity`,
+      );
       const file = paths.emptyDiskImage(vol.name);
       if (await exists(file)) {
         await done({ volume: vol.name, kind: 'emptyDisk', path: file, action: 'exists' });
@@ -186,7 +223,8 @@ export async function prepareVolumes(vmi: VmiLike, paths: PodPaths, opts: Prepar
       await done({ volume: vol.name, kind: 'emptyDisk', path: file, action: 'created' });
     } else if (vol.hostDisk) {
       const hd = vol.hostDisk as { path?: string; type?: string; capacity?: unknown };
-      if (!hd.path || !path.isAbsolute(hd.path)) throw new PrepareError(`${field}.hostDisk.path`, 'must be an absolute path');
+      if (!hd.path || !path.isAbsolute(hd.path))
+        throw new PrepareError(`${field}.hostDisk.path`, 'must be an absolute path');
       // the host dir is mounted into the Pod; the image is seen under the private dir
       const file = paths.hostDiskImage(vol.name, hd.path);
       if (await exists(file)) {
@@ -194,7 +232,10 @@ export async function prepareVolumes(vmi: VmiLike, paths: PodPaths, opts: Prepar
         continue;
       }
       if (hd.type !== 'DiskOrCreate') {
-        throw new PrepareError(`${field}.hostDisk.path`, `${hd.path} does not exist (type ${hd.type ?? 'Disk'} does not create it)`);
+        throw new PrepareError(
+          `${field}.hostDisk.path`,
+          `${hd.path} does not exist (type ${hd.type ?? 'Disk'} does not create it)`,
+        );
       }
       const cap = quantityToBytes(hd.capacity, `${field}.hostDisk.capacity`);
       await mkdir(path.dirname(file), { recursive: true });
@@ -207,7 +248,11 @@ export async function prepareVolumes(vmi: VmiLike, paths: PodPaths, opts: Prepar
       }
       await done({ volume: vol.name, kind: 'hostDisk', path: file, action: 'created' }, file);
     } else if (vol.cloudInitNoCloud) {
-      const data = await cloudInitData(vol.cloudInitNoCloud as CloudInitSource, `${field}.cloudInitNoCloud`, paths.configSourceDir('secret', vol.name));
+      const data = await cloudInitData(
+        vol.cloudInitNoCloud as CloudInitSource,
+        `${field}.cloudInitNoCloud`,
+        paths.configSourceDir('secret', vol.name),
+      );
       const iso = paths.cloudInitIso('noCloud', namespace, name);
       const files: Record<string, string> = {
         'user-data': data.userData,
@@ -219,9 +264,19 @@ export async function prepareVolumes(vmi: VmiLike, paths: PodPaths, opts: Prepar
       });
       await done({ volume: vol.name, kind: 'cloudInitNoCloud ISO', path: iso, action: 'created' });
     } else if (vol.cloudInitConfigDrive) {
-      const data = await cloudInitData(vol.cloudInitConfigDrive as CloudInitSource, `${field}.cloudInitConfigDrive`, paths.configSourceDir('secret', vol.name));
+      const data = await cloudInitData(
+        vol.cloudInitConfigDrive as CloudInitSource,
+        `${field}.cloudInitConfigDrive`,
+        paths.configSourceDir('secret', vol.name),
+      );
       const iso = paths.cloudInitIso('configDrive', namespace, name);
-      const meta = { instance_type: '', uuid: uid || `${name}.${namespace}`, hostname: name, devices: [] as unknown[], public_keys: {} };
+      const meta = {
+        instance_type: '',
+        uuid: uid || `${name}.${namespace}`,
+        hostname: name,
+        devices: [] as unknown[],
+        public_keys: {},
+      };
       const files: Record<string, string> = {
         'openstack/latest/meta_data.json': JSON.stringify(meta),
         'openstack/latest/user_data': data.userData,
@@ -232,13 +287,22 @@ export async function prepareVolumes(vmi: VmiLike, paths: PodPaths, opts: Prepar
       });
       await done({ volume: vol.name, kind: 'cloudInitConfigDrive ISO', path: iso, action: 'created' });
     } else if (vol.configMap || vol.secret || vol.serviceAccount || vol.downwardAPI) {
-      const kind: ConfigKind = vol.configMap ? 'configMap' : vol.secret ? 'secret' : vol.serviceAccount ? 'serviceAccount' : 'downwardAPI';
+      const kind: ConfigKind = vol.configMap
+        ? 'configMap'
+        : vol.secret
+          ? 'secret'
+          : vol.serviceAccount
+            ? 'serviceAccount'
+            : 'downwardAPI';
       const src = paths.configSourceDir(kind, vol.name);
       const iso = paths.configIso(kind, vol.name);
       try {
         await readdir(src);
       } catch {
-        throw new PrepareError(`${field}.${kind}`, `${kind} volume ${JSON.stringify(vol.name)} is not mounted at ${src}`);
+        throw new PrepareError(
+          `${field}.${kind}`,
+          `${kind} volume ${JSON.stringify(vol.name)} is not mounted at ${src}`,
+        );
       }
       // upstream labels these config disks "cfgdata"
       await makeIsoFromDir(iso, 'cfgdata', src).catch((e: Error) => {
@@ -255,7 +319,8 @@ export async function prepareVolumes(vmi: VmiLike, paths: PodPaths, opts: Prepar
       const p = kb[key];
       if (!p) continue;
       const file = paths.kernelBootFile(p);
-      if (!(await exists(file))) throw new PrepareError(`${field}.${key}`, `kernel boot file ${p} not found at ${file}`);
+      if (!(await exists(file)))
+        throw new PrepareError(`${field}.${key}`, `kernel boot file ${p} not found at ${file}`);
       await done({ volume: 'kernel-boot', kind: key, path: file, action: 'exists' });
     }
   }
@@ -271,7 +336,10 @@ async function containerDiskFile(local: string): Promise<string> {
   if (st.isFile()) return local;
   for (const dir of [path.join(local, 'disk'), local]) {
     try {
-      const files = (await readdir(dir, { withFileTypes: true })).filter((e) => e.isFile()).map((e) => e.name).sort();
+      const files = (await readdir(dir, { withFileTypes: true }))
+        .filter((e) => e.isFile())
+        .map((e) => e.name)
+        .sort();
       if (files.length > 0) return path.join(dir, files[0]!);
     } catch {
       /* next */
@@ -286,7 +354,12 @@ async function containerDiskFile(local: string): Promise<string> {
  * disk_N.img (QEMU only reads them through the overlay), kernel boot files are copied so that an
  * unprivileged libvirtd can read them.
  */
-export async function stageLocalImages(vmi: VmiLike, images: ImageMap, paths: PodPaths, opts: PrepareOptions = {}): Promise<void> {
+export async function stageLocalImages(
+  vmi: VmiLike,
+  images: ImageMap,
+  paths: PodPaths,
+  opts: PrepareOptions = {},
+): Promise<void> {
   const volumes = vmi.spec?.volumes ?? [];
   const missing: string[] = [];
   const lookup = (ref: string | undefined, field: string): string | undefined => {
@@ -295,7 +368,8 @@ export async function stageLocalImages(vmi: VmiLike, images: ImageMap, paths: Po
       return undefined;
     }
     const local = images.get(ref);
-    if (!local) missing.push(`${field}: image ${JSON.stringify(ref)} is not mapped (add --image ${ref}=PATH)`);
+    if (!local)
+      missing.push(`${field}: image ${JSON.stringify(ref)} is not mapped (add --image ${ref}=PATH)`);
     return local;
   };
   for (let i = 0; i < volumes.length; i++) {
@@ -303,7 +377,8 @@ export async function stageLocalImages(vmi: VmiLike, images: ImageMap, paths: Po
     if (vol.hostDisk) {
       // kubelet would mount the host dir into the Pod; link it instead
       const hd = vol.hostDisk as { path?: string; type?: string };
-      if (!hd.path || !path.isAbsolute(hd.path)) throw new PrepareError(`spec.volumes[${i}].hostDisk.path`, 'must be an absolute path');
+      if (!hd.path || !path.isAbsolute(hd.path))
+        throw new PrepareError(`spec.volumes[${i}].hostDisk.path`, 'must be an absolute path');
       const podDir = path.dirname(paths.hostDiskImage(vol.name, hd.path));
       if (hd.type === 'DiskOrCreate') await mkdir(path.dirname(hd.path), { recursive: true });
       await mkdir(path.dirname(podDir), { recursive: true });
@@ -342,12 +417,19 @@ export async function stageLocalImages(vmi: VmiLike, images: ImageMap, paths: Po
         try {
           await copyFile(src, dst);
         } catch (e) {
-          throw new PrepareError(`${field}.${key}`, `cannot read ${p} from image ${kb.image} (${src}): ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+          throw new PrepareError(
+            `${field}.${key}`,
+            `cannot read ${p} from image ${kb.image} (${src}): ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+          );
         }
         await chownTree(dst, path.dirname(dir), opts.owner);
         opts.onStep?.(`image ${field}.${key} -> ${src}`, { path: src });
       }
     }
   }
-  if (missing.length > 0) throw new PrepareError(missing[0]!.split(':')[0]!, missing.map((m) => m.slice(m.indexOf(':') + 2)).join('; '));
+  if (missing.length > 0)
+    throw new PrepareError(
+      missing[0]!.split(':')[0]!,
+      missing.map((m) => m.slice(m.indexOf(':') + 2)).join('; '),
+    );
 }

@@ -33,7 +33,8 @@ export async function makeIsoFromFiles(output: string, volid: string, files: Iso
   try {
     for (const [name, content] of Object.entries(files)) {
       const rel = path.normalize(name);
-      if (rel.startsWith('..') || path.isAbsolute(rel)) throw new Error(`ISO file name ${JSON.stringify(name)} escapes the image`);
+      if (rel.startsWith('..') || path.isAbsolute(rel))
+        throw new Error(`ISO file name ${JSON.stringify(name)} escapes the image`);
       const p = path.join(dir, rel);
       await mkdir(path.dirname(p), { recursive: true });
       await writeFile(p, content);

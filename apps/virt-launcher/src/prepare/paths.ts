@@ -65,10 +65,13 @@ export function podPaths(root = ''): PodPaths {
     cloudInitIso: (kind, ns, name) =>
       `${r}/var/run/libvirt/cloud-init-dir/${ns}/${name}/${kind === 'noCloud' ? 'noCloud.iso' : 'configdrive.iso'}`,
     configIso: (kind, v) =>
-      kind === 'configMap' ? `${privateDir}/config-map-disks/${v}.iso`
-      : kind === 'secret' ? `${privateDir}/secret-disks/${v}.iso`
-      : kind === 'downwardAPI' ? `${privateDir}/downwardapi-disks/${v}.iso`
-      : `${privateDir}/service-account-disk/service-account.iso`,
+      kind === 'configMap'
+        ? `${privateDir}/config-map-disks/${v}.iso`
+        : kind === 'secret'
+          ? `${privateDir}/secret-disks/${v}.iso`
+          : kind === 'downwardAPI'
+            ? `${privateDir}/downwardapi-disks/${v}.iso`
+            : `${privateDir}/service-account-disk/service-account.iso`,
     hostDiskImage: (v, hostPath) => `${privateDir}/vmi-disks/${v}/${path.posix.basename(hostPath)}`,
     vmiPrivateDir: vmiDir,
     serialSocket: (uid, port = 0) => `${vmiDir(uid)}/virt-serial${port}`,

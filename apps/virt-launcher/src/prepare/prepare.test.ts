@@ -1,7 +1,16 @@
 import { mkdtemp, mkdir, readFile, rm, stat, writeFile, readlink } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { PrepareError, imageFormat, podPaths, prepareVolumes, quantityToBytes, run, stageLocalImages, type VmiLike } from './index.js';
+import {
+  PrepareError,
+  imageFormat,
+  podPaths,
+  prepareVolumes,
+  quantityToBytes,
+  run,
+  stageLocalImages,
+  type VmiLike,
+} from './index.js';
 
 let root: string;
 beforeEach(async () => {
@@ -14,7 +23,11 @@ afterEach(async () => {
 /** Lists the files of an ISO with xorriso (a real reader of what genisoimage wrote). */
 async function isoInfo(iso: string): Promise<{ volid: string; files: string[] }> {
   const { stdout, stderr } = await run('xorriso', ['-indev', iso, '-find', '/', '-type', 'f']);
-  const files = stdout.split('\n').filter((l) => l.startsWith("'")).map((l) => l.replace(/'/g, '')).sort();
+  const files = stdout
+    .split('\n')
+    .filter((l) => l.startsWith("'"))
+    .map((l) => l.replace(/'/g, ''))
+    .sort();
   const volid = /Volume id\s*:\s*'([^']*)'/.exec(stderr)?.[1] ?? '';
   return { volid, files };
 }
@@ -50,11 +63,15 @@ describe('prepareVolumes (real qemu-img / genisoimage)', () => {
       ['scratch', 'created'],
       ['hd', 'created'],
     ]);
-    const info = JSON.parse((await run('qemu-img', ['info', '--output=json', paths.ephemeralOverlay('root')])).stdout);
+    const info = JSON.parse(
+      (await run('qemu-img', ['info', '--output=json', paths.ephemeralOverlay('root')])).stdout,
+    );
     expect(info.format).toBe('qcow2');
     expect(info['backing-filename']).toBe(paths.containerDiskImage(1));
     expect(info['backing-filename-format']).toBe('raw');
-    const empty = JSON.parse((await run('qemu-img', ['info', '--output=json', paths.emptyDiskImage('scratch')])).stdout);
+    const empty = JSON.parse(
+      (await run('qemu-img', ['info', '--output=json', paths.emptyDiskImage('scratch')])).stdout,
+    );
     expect(empty['virtual-size']).toBe(64 * 1024 * 1024);
     expect((await stat(paths.hostDiskImage('hd', hostFile))).size).toBe(10 * 1024 * 1024);
     expect(steps).toHaveLength(3);
@@ -68,7 +85,9 @@ describe('prepareVolumes (real qemu-img / genisoimage)', () => {
     await mkdir(path.dirname(paths.containerDiskImage(0)), { recursive: true });
     await run('qemu-img', ['create', '-f', 'qcow2', paths.containerDiskImage(0), '1M']);
     await prepareVolumes({ spec: { volumes: [{ name: 'r', containerDisk: { image: 'i' } }] } }, paths);
-    const info = JSON.parse((await run('qemu-img', ['info', '--output=json', paths.ephemeralOverlay('r')])).stdout);
+    const info = JSON.parse(
+      (await run('qemu-img', ['info', '--output=json', paths.ephemeralOverlay('r')])).stdout,
+    );
     expect(info['backing-filename-format']).toBe('qcow2');
     expect(await imageFormat(paths.ephemeralOverlay('r'))).toBe('qcow2');
   });
@@ -79,7 +98,15 @@ describe('prepareVolumes (real qemu-img / genisoimage)', () => {
       {
         metadata: { name: 'web', namespace: 'prod', uid: 'abc' },
         spec: {
-          volumes: [{ name: 'ci', cloudInitNoCloud: { userDataBase64: Buffer.from('#cloud-config\npassword: x\n').toString('base64'), networkData: 'version: 2\n' } }],
+          volumes: [
+            {
+              name: 'ci',
+              cloudInitNoCloud: {
+                userDataBase64: Buffer.from('#cloud-config\npassword: x\n').toString('base64'),
+                networkData: 'version: 2\n',
+              },
+            },
+          ],
         },
       },
       paths,
@@ -87,17 +114,28 @@ describe('prepareVolumes (real qemu-img / genisoimage)', () => {
     const nc = await isoInfo(paths.cloudInitIso('noCloud', 'prod', 'web'));
     expect(nc.volid).toBe('cidata');
     expect(nc.files).toEqual(['/meta-data', '/network-config', '/user-data']);
-    expect(await isoFile(paths.cloudInitIso('noCloud', 'prod', 'web'), '/user-data')).toBe('#cloud-config\npassword: x\n');
-    expect(await isoFile(paths.cloudInitIso('noCloud', 'prod', 'web'), '/meta-data')).toContain('instance-id: web.prod');
+    expect(await isoFile(paths.cloudInitIso('noCloud', 'prod', 'web'), '/user-data')).toBe(
+      '#cloud-config\npassword: x\n',
+    );
+    expect(await isoFile(paths.cloudInitIso('noCloud', 'prod', 'web'), '/meta-data')).toContain(
+      'instance-id: web.prod',
+    );
 
     await prepareVolumes(
-      { metadata: { name: 'web', namespace: 'prod', uid: 'abc' }, spec: { volumes: [{ name: 'cd', cloudInitConfigDrive: { userData: 'hello <&>' } }] } },
+      {
+        metadata: { name: 'web', namespace: 'prod', uid: 'abc' },
+        spec: { volumes: [{ name: 'cd', cloudInitConfigDrive: { userData: 'hello <&>' } }] },
+      },
       paths,
     );
     const cd = await isoInfo(paths.cloudInitIso('configDrive', 'prod', 'web'));
     expect(cd.volid).toBe('config-2');
     expect(cd.files).toEqual(['/openstack/latest/meta_data.json', '/openstack/latest/user_data']);
-    expect(JSON.parse(await isoFile(paths.cloudInitIso('configDrive', 'prod', 'web'), '/openstack/latest/meta_data.json'))).toMatchObject({ uuid: 'abc', hostname: 'web' });
+    expect(
+      JSON.parse(
+        await isoFile(paths.cloudInitIso('configDrive', 'prod', 'web'), '/openstack/latest/meta_data.json'),
+      ),
+    ).toMatchObject({ uuid: 'abc', hostname: 'web' });
   });
 
   it('builds configMap / secret / serviceAccount ISOs from mounted dirs, errors name the volume field', async () => {
@@ -107,13 +145,24 @@ describe('prepareVolumes (real qemu-img / genisoimage)', () => {
     await mkdir(paths.configSourceDir('serviceAccount', 'sa'), { recursive: true });
     await writeFile(path.join(paths.configSourceDir('serviceAccount', 'sa'), 'token'), 'tok');
     const vmi: VmiLike = {
-      spec: { volumes: [{ name: 'cm', configMap: { name: 'c' } }, { name: 'sa', serviceAccount: { serviceAccountName: 'default' } }] },
+      spec: {
+        volumes: [
+          { name: 'cm', configMap: { name: 'c' } },
+          { name: 'sa', serviceAccount: { serviceAccountName: 'default' } },
+        ],
+      },
     };
     await prepareVolumes(vmi, paths);
-    expect(await isoInfo(paths.configIso('configMap', 'cm'))).toEqual({ volid: 'cfgdata', files: ['/app.conf'] });
+    expect(await isoInfo(paths.configIso('configMap', 'cm'))).toEqual({
+      volid: 'cfgdata',
+      files: ['/app.conf'],
+    });
     expect((await isoInfo(paths.configIso('serviceAccount', 'sa'))).files).toEqual(['/token']);
 
-    const err = await prepareVolumes({ spec: { volumes: [vmi.spec!.volumes![0]!, { name: 's', secret: { secretName: 'x' } }] } }, paths).catch((e) => e);
+    const err = await prepareVolumes(
+      { spec: { volumes: [vmi.spec!.volumes![0]!, { name: 's', secret: { secretName: 'x' } }] } },
+      paths,
+    ).catch((e) => e);
     expect(err).toBeInstanceOf(PrepareError);
     expect(err.path).toBe('spec.volumes[1].secret');
     expect(err.message).toMatch(/secret volume "s" is not mounted at/);
@@ -121,17 +170,34 @@ describe('prepareVolumes (real qemu-img / genisoimage)', () => {
 
   it('fails clearly on a missing container disk, a missing Disk-type host disk, bad capacity, missing kernel', async () => {
     const paths = podPaths(root);
-    const e1 = await prepareVolumes({ spec: { volumes: [{ name: 'r', containerDisk: { image: 'i' } }] } }, paths).catch((e) => e);
-    expect(e1.message).toMatch(/^spec\.volumes\[0\]\.containerDisk: container disk image for volume "r" not found/);
-    const e2 = await prepareVolumes({ spec: { volumes: [{ name: 'h', hostDisk: { path: '/nonexistent/x.img', type: 'Disk' } }] } }, paths).catch((e) => e);
-    expect(e2.message).toMatch(/^spec\.volumes\[0\]\.hostDisk\.path: \/nonexistent\/x\.img does not exist/);
-    const e3 = await prepareVolumes({ spec: { volumes: [{ name: 'e', emptyDisk: { capacity: 'lots' } }] } }, paths).catch((e) => e);
-    expect(e3.message).toMatch(/^spec\.volumes\[0\]\.emptyDisk\.capacity: invalid quantity/);
-    const e4 = await prepareVolumes(
-      { spec: { domain: { firmware: { kernelBoot: { container: { image: 'k', kernelPath: '/boot/vmlinuz' } } } } } },
+    const e1 = await prepareVolumes(
+      { spec: { volumes: [{ name: 'r', containerDisk: { image: 'i' } }] } },
       paths,
     ).catch((e) => e);
-    expect(e4.message).toMatch(/^spec\.domain\.firmware\.kernelBoot\.container\.kernelPath: kernel boot file/);
+    expect(e1.message).toMatch(
+      /^spec\.volumes\[0\]\.containerDisk: container disk image for volume "r" not found/,
+    );
+    const e2 = await prepareVolumes(
+      { spec: { volumes: [{ name: 'h', hostDisk: { path: '/nonexistent/x.img', type: 'Disk' } }] } },
+      paths,
+    ).catch((e) => e);
+    expect(e2.message).toMatch(/^spec\.volumes\[0\]\.hostDisk\.path: \/nonexistent\/x\.img does not exist/);
+    const e3 = await prepareVolumes(
+      { spec: { volumes: [{ name: 'e', emptyDisk: { capacity: 'lots' } }] } },
+      paths,
+    ).catch((e) => e);
+    expect(e3.message).toMatch(/^spec\.volumes\[0\]\.emptyDisk\.capacity: invalid quantity/);
+    const e4 = await prepareVolumes(
+      {
+        spec: {
+          domain: { firmware: { kernelBoot: { container: { image: 'k', kernelPath: '/boot/vmlinuz' } } } },
+        },
+      },
+      paths,
+    ).catch((e) => e);
+    expect(e4.message).toMatch(
+      /^spec\.domain\.firmware\.kernelBoot\.container\.kernelPath: kernel boot file/,
+    );
   });
 
   it('quantities', () => {
@@ -153,16 +219,37 @@ describe('stageLocalImages (standalone)', () => {
     await writeFile(path.join(img, 'kernel', 'boot', 'initrd.gz'), 'I');
     const vmi: VmiLike = {
       spec: {
-        domain: { firmware: { kernelBoot: { container: { image: 'reg/k:1', kernelPath: '/boot/vmlinuz', initrdPath: '/boot/initrd.gz' } } } },
-        volumes: [{ name: 'ci', cloudInitNoCloud: { userData: 'x' } }, { name: 'root', containerDisk: { image: 'reg/cd:1' } }],
+        domain: {
+          firmware: {
+            kernelBoot: {
+              container: { image: 'reg/k:1', kernelPath: '/boot/vmlinuz', initrdPath: '/boot/initrd.gz' },
+            },
+          },
+        },
+        volumes: [
+          { name: 'ci', cloudInitNoCloud: { userData: 'x' } },
+          { name: 'root', containerDisk: { image: 'reg/cd:1' } },
+        ],
       },
     };
-    await stageLocalImages(vmi, new Map([['reg/k:1', path.join(img, 'kernel')], ['reg/cd:1', path.join(img, 'cd')]]), paths);
+    await stageLocalImages(
+      vmi,
+      new Map([
+        ['reg/k:1', path.join(img, 'kernel')],
+        ['reg/cd:1', path.join(img, 'cd')],
+      ]),
+      paths,
+    );
     expect(await readlink(paths.containerDiskImage(1))).toBe(path.join(img, 'cd', 'disk', 'root.img'));
     expect(await readFile(paths.kernelBootFile('/boot/vmlinuz'), 'utf8')).toBe('K');
     expect(await readFile(paths.kernelBootFile('/boot/initrd.gz'), 'utf8')).toBe('I');
     const res = await prepareVolumes(vmi, paths);
-    expect(res.map((r) => r.kind)).toEqual(['cloudInitNoCloud ISO', 'containerDisk overlay', 'kernelPath', 'initrdPath']);
+    expect(res.map((r) => r.kind)).toEqual([
+      'cloudInitNoCloud ISO',
+      'containerDisk overlay',
+      'kernelPath',
+      'initrdPath',
+    ]);
 
     const err = await stageLocalImages(vmi, new Map(), paths).catch((e) => e);
     expect(err.message).toMatch(/image "reg\/cd:1" is not mapped \(add --image reg\/cd:1=PATH\)/);
