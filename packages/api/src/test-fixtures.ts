@@ -14,7 +14,6 @@ export function referenceYamls(): { file: string; text: string }[] {
     .map((f) => ({ file: f, text: readFileSync(join(REFERENCE_DIR, f), 'utf8') }));
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type Any = any;
 
 /** A valid VMI with two disks, one masquerade interface on the pod network. */

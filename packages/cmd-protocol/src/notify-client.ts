@@ -1,6 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
 import { NotifyService, type Response } from './gen/kubevirt/notify/v1/notify.js';
-import { errorMessage, UNIX_CHANNEL_OPTIONS } from './grpc-util.js';
+import { UNIX_CHANNEL_OPTIONS } from './grpc-util.js';
 import { createLogger, type Logger } from '@kubevirt-ts/log';
 import type { DomainEventType } from './notify-server.js';
 import { checkSocketPath, unixTarget } from './sockets.js';

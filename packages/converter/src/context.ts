@@ -1,5 +1,4 @@
 import type { PodLayout } from './layout.js';
-import { podLayout } from './layout.js';
 
 /** SMBIOS system values the node operator sets for every VM (upstream's KubeVirt CR
  * `spec.configuration.smbios`). Empty values are left out of the domain. */

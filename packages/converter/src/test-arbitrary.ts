@@ -47,7 +47,6 @@ const mac = fc
   .array(fc.integer({ min: 0, max: 255 }), { minLength: 5, maxLength: 5 })
   .map((b) => ['02', ...b.map((x) => x.toString(16).padStart(2, '0'))].join(':'));
 const opt = <T>(a: fc.Arbitrary<T>) => fc.option(a, { nil: undefined });
-const maybe = <T extends object>(a: fc.Arbitrary<T>) => fc.oneof(fc.constant(undefined), a);
 
 type Vmi = VirtualMachineInstance;
 type Spec = Vmi['spec'];

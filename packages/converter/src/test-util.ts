@@ -64,7 +64,7 @@ export function factDiff(
     const score = lines.pop() ?? '';
     const diffs: Record<string, [string, string]> = {};
     for (const line of lines) {
-      const m = /^(\S+)\s+expected (.*?)  got (.*)$/.exec(line);
+      const m = /^(\S+)\s+expected (.*?) {2}got (.*)$/.exec(line);
       if (!m) throw new Error(`unexpected domain-facts.py line: ${line}`);
       diffs[m[1]!] = [m[2]!, m[3]!];
     }

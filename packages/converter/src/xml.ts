@@ -6,7 +6,6 @@ import { ConversionError } from './errors.js';
 import type {
   Channel,
   Clock,
-  Console,
   Controller,
   CPU,
   Devices,
@@ -14,7 +13,6 @@ import type {
   Domain,
   DomainOS,
   Features,
-  Graphics,
   Hyperv,
   Input,
   Interface,
@@ -77,8 +75,8 @@ const parserOptions = {
 const parser = new XMLParser(parserOptions);
 
 /** XML 1.0 cannot carry these characters at all (not even escaped). */
-// eslint-disable-next-line no-control-regex
 const NON_XML_CHARS =
+  // eslint-disable-next-line no-control-regex
   /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** Throws when `value` holds a character that XML 1.0 cannot represent, or a carriage return

@@ -3,24 +3,11 @@
 // Starts etcd + kube-apiserver, runs COMMAND with KUBECONFIG (and KVTS_TESTENV_SERVER) exported, then stops
 // everything, also when COMMAND fails or on SIGINT/SIGTERM/SIGHUP. Exits with COMMAND's exit status.
 import { spawn } from 'node:child_process';
-import winston from 'winston';
+import { dirname } from 'node:path';
+import { createLogger } from '@kubevirt-ts/log';
 import { startTestEnv, type TestEnv } from './index.js';
 
-const logger = winston.createLogger({
-  level: process.env.KVTS_LOG_LEVEL ?? 'info',
-  defaultMeta: { component: 'testenv' },
-  format: winston.format.combine(
-    winston.format.timestamp(),
-    // project convention: the text goes in "msg"
-    winston.format((info) => {
-      info.msg = info.message;
-      delete (info as { message?: unknown }).message;
-      return info;
-    })(),
-    winston.format.json(),
-  ),
-  transports: [new winston.transports.Console({ stderrLevels: ['error', 'warn', 'info', 'debug'] })],
-});
+const logger = createLogger('testenv');
 
 function usage(): never {
   process.stderr.write('usage: tools/testenv.sh [--keep] -- COMMAND [ARGS...]\n');
@@ -52,7 +39,15 @@ async function main(): Promise<number> {
     logger.info('running command', { command: command[0], kubeconfig: env.kubeconfigPath });
     child = spawn(command[0]!, command.slice(1), {
       stdio: 'inherit',
-      env: { ...process.env, KUBECONFIG: env.kubeconfigPath, KVTS_TESTENV_SERVER: env.server },
+      env: {
+        ...process.env,
+        KUBECONFIG: env.kubeconfigPath,
+        KVTS_TESTENV_SERVER: env.server,
+        // the kubectl built with kube-apiserver comes first on PATH
+        PATH: [env.binaries.kubectl ? dirname(env.binaries.kubectl) : undefined, process.env.PATH]
+          .filter(Boolean)
+          .join(':'),
+      },
     });
     if (signalled) child.kill(signalled); // a signal that came while spawning
     const code = await new Promise<number>((resolve) => {

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
 import YAML from 'yaml';
-import { kubeRequest, serverSideApply, startTestEnv, withTestEnv, KubeRequestError, type KubeObject, type TestEnv } from './index.js';
+import { findBinaries, kubeRequest, serverSideApply, startTestEnv, withTestEnv, KubeRequestError, type KubeObject, type TestEnv } from './index.js';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 const deployDir = join(repoRoot, 'deploy');
@@ -295,18 +295,14 @@ async function kubeRequestAs(k: KubeConfig, user: string, method: string, path: 
   });
 }
 
-const kubectl = spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' });
-const describeKubectl = kubectl.status === 0 ? describe : describe.skip;
-if (kubectl.status !== 0) {
-  // eslint-disable-next-line no-console
-  console.warn('kubectl not installed: skipping the `kubectl apply -f deploy/` test');
-}
+// kubectl is built with kube-apiserver (tools/testenv/build-kube-apiserver.sh), so this always runs.
+const kubectl = findBinaries().kubectl ?? 'kubectl';
 
-describeKubectl('kubectl apply -f deploy/ (the operator path)', () => {
+describe('kubectl apply -f deploy/ (the operator path)', () => {
   it('applies in one go on a fresh cluster, client-side and server-side', async () => {
     await withTestEnv(async (e) => {
       for (const mode of [[], ['--server-side']]) {
-        const r = spawnSync('kubectl', ['apply', ...mode, '-f', deployDir], {
+        const r = spawnSync(kubectl, ['apply', ...mode, '-f', deployDir], {
           encoding: 'utf8',
           env: { ...process.env, KUBECONFIG: e.kubeconfigPath },
           timeout: 60000,

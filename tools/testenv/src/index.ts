@@ -35,6 +35,8 @@ export function pinnedKubeVersion(): string {
 export interface TestEnvBinaries {
   kubeApiserver: string;
   etcd: string;
+  /** kubectl of the same version when it was built (or ships in KUBEBUILDER_ASSETS), else one on PATH */
+  kubectl?: string;
   /** where they came from: "KUBEBUILDER_ASSETS" or "cache" */
   source: 'KUBEBUILDER_ASSETS' | 'cache';
 }
@@ -64,7 +66,8 @@ export function findBinaries(): TestEnvBinaries {
     for (const p of [kubeApiserver, etcd]) {
       if (!isExecutable(p)) throw new Error(`KUBEBUILDER_ASSETS=${assets}: ${p} is missing or not executable`);
     }
-    return { kubeApiserver, etcd, source: 'KUBEBUILDER_ASSETS' };
+    const kubectl = isExecutable(join(assets, 'kubectl')) ? join(assets, 'kubectl') : which('kubectl');
+    return { kubeApiserver, etcd, kubectl, source: 'KUBEBUILDER_ASSETS' };
   }
   const version = pinnedKubeVersion();
   const kubeApiserver = join(cacheDir(), 'kube', version, 'kube-apiserver');
@@ -77,7 +80,9 @@ export function findBinaries(): TestEnvBinaries {
   const cachedEtcd = join(cacheDir(), 'kube', 'etcd', 'etcd');
   const etcd = isExecutable(cachedEtcd) ? cachedEtcd : which('etcd');
   if (!etcd) throw new Error('etcd not found: install Debian etcd-server (tools/setup.sh) or set KUBEBUILDER_ASSETS');
-  return { kubeApiserver, etcd, source: 'cache' };
+  const cachedKubectl = join(cacheDir(), 'kube', version, 'kubectl');
+  const kubectl = isExecutable(cachedKubectl) ? cachedKubectl : which('kubectl');
+  return { kubeApiserver, etcd, kubectl, source: 'cache' };
 }
 
 export interface StartOptions {
