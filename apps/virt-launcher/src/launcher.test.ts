@@ -147,7 +147,7 @@ describe('Launcher lifecycle', () => {
     await expect(
       client.syncVMI({ ...vmi, metadata: { name: 'other', namespace: 'ns' } } as never),
     ).rejects.toThrow(/this launcher runs ns\/vm, not ns\/other/);
-    await expect(client.migrateVMI(vmi as never, {})).rejects.toThrow(/not supported/);
+    await expect(client.hotplugHostDevices(vmi as never)).rejects.toThrow(/not supported/);
     expect(calls).not.toContain('sync');
     client.close();
     await l.terminate();
