@@ -1,19 +1,12 @@
+import type { GuestOSInfo } from './status.js';
+
 // Guest agent answers -> upstream's VirtualMachineInstanceGuestAgentInfo (JSON field names as upstream).
 
 export interface GuestAgentInfo {
   guestAgentVersion?: string;
   supportedCommands?: { name: string; enabled: boolean }[];
   hostname?: string;
-  os?: {
-    name?: string;
-    kernelRelease?: string;
-    version?: string;
-    prettyName?: string;
-    versionId?: string;
-    kernelVersion?: string;
-    machine?: string;
-    id?: string;
-  };
+  os?: GuestOSInfo;
   timezone?: string;
   userList?: { userName: string; domain?: string; loginTime?: number }[];
   fsInfo?: {

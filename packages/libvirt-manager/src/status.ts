@@ -2,17 +2,10 @@
 // LifeCycle / StateChangeReason strings upstream's virt-launcher reports
 // (pkg/virt-launcher/virtwrap/api types and util.ConvState / util.ConvReason).
 
-/** virDomainState (libvirt-domain.h). */
-export const VirDomainState = {
-  NOSTATE: 0,
-  RUNNING: 1,
-  BLOCKED: 2,
-  PAUSED: 3,
-  SHUTDOWN: 4,
-  SHUTOFF: 5,
-  CRASHED: 6,
-  PMSUSPENDED: 7,
-} as const;
+import { DomainEventType, DomainState } from '@kubevirt-ts/node-libvirt';
+
+/** virDomainState (libvirt-domain.h): node-libvirt's DomainState. */
+export const VirDomainState = DomainState;
 
 /** The domain's life cycle as KubeVirt names it (api.LifeCycle). */
 export type LifeCycle =
@@ -169,17 +162,7 @@ export function isDomainDown(s: DomainStatus): boolean {
   return s.status === 'Shutoff' || s.status === 'Crashed' || s.status === 'NoState';
 }
 
-/** libvirt lifecycle event types (virDomainEventType) and the details the watcher cares about. */
-export const VirDomainEventType = {
-  DEFINED: 0,
-  UNDEFINED: 1,
-  STARTED: 2,
-  SUSPENDED: 3,
-  RESUMED: 4,
-  STOPPED: 5,
-  SHUTDOWN: 6,
-  PMSUSPENDED: 7,
-  CRASHED: 8,
-} as const;
+/** libvirt lifecycle event types (virDomainEventType: node-libvirt's DomainEventType) and the details the watcher cares about. */
+export const VirDomainEventType = DomainEventType;
 export const VIR_DOMAIN_EVENT_DEFINED_ADDED = 0;
 export const VIR_DOMAIN_EVENT_STARTED_MIGRATED = 1;
