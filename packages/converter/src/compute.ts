@@ -11,6 +11,7 @@ import type {
   Timer,
 } from './model.js';
 import type { ResolvedContext } from './context.js';
+import { HYPERV_KEYS } from './model.js';
 import type { VmiDomainSpec, VmiLike, Quantity } from './vmi.js';
 import { ConversionError, notImplemented } from './errors.js';
 import { quantity, quantityValue } from './quantity.js';
@@ -220,22 +221,7 @@ export function convertFeatures(vmi: VmiLike): Features {
     }
     // keep libvirt's element order (the HV table order above + spinlocks/stimer/vendor_id)
     const ordered: Hyperv = {};
-    for (const k of [
-      'relaxed',
-      'vapic',
-      'spinlocks',
-      'vpindex',
-      'runtime',
-      'synic',
-      'stimer',
-      'reset',
-      'vendor_id',
-      'frequencies',
-      'reenlightenment',
-      'tlbflush',
-      'ipi',
-      'evmcs',
-    ] as const) {
+    for (const k of HYPERV_KEYS) {
       if (h[k]) (ordered as Record<string, unknown>)[k] = h[k];
     }
     out.hyperv = ordered;

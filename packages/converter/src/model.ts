@@ -93,6 +93,24 @@ export interface Hyperv {
   evmcs?: HypervFeature;
 }
 
+/** The hyperv feature elements in libvirt's order (the converter writes, and XML parsing reads, this order). */
+export const HYPERV_KEYS: readonly (keyof Hyperv)[] = [
+  'relaxed',
+  'vapic',
+  'spinlocks',
+  'vpindex',
+  'runtime',
+  'synic',
+  'stimer',
+  'reset',
+  'vendor_id',
+  'frequencies',
+  'reenlightenment',
+  'tlbflush',
+  'ipi',
+  'evmcs',
+];
+
 export interface Features {
   acpi?: true;
   apic?: { eoi?: OnOff };

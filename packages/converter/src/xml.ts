@@ -3,6 +3,7 @@
 // library; nothing is spliced into markup by hand.
 import { XMLBuilder, XMLParser } from 'fast-xml-parser';
 import { ConversionError } from './errors.js';
+import { HYPERV_KEYS } from './model.js';
 import type {
   Channel,
   Clock,
@@ -150,23 +151,6 @@ function sysinfoToXml(s: SysInfo): ONode {
   entries('chassis', s.chassis, c);
   return el('sysinfo', { type: s.type }, c);
 }
-
-const HYPERV_KEYS: (keyof Hyperv)[] = [
-  'relaxed',
-  'vapic',
-  'spinlocks',
-  'vpindex',
-  'runtime',
-  'synic',
-  'stimer',
-  'reset',
-  'vendor_id',
-  'frequencies',
-  'reenlightenment',
-  'tlbflush',
-  'ipi',
-  'evmcs',
-];
 
 function hypervToXml(h: Hyperv): ONode {
   const c: ONode[] = [];
