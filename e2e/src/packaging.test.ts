@@ -93,6 +93,14 @@ afterAll(() => {
   if (work) rmSync(work, { recursive: true, force: true });
 });
 
+/** A small VMI (as JSON) the consumer scripts default and use. */
+const SMALL_VMI = JSON.stringify({
+  apiVersion: 'kubevirt.io/v1',
+  kind: 'VirtualMachineInstance',
+  metadata: { name: 'small', namespace: 'demo', uid: '6c2c0d39-0f6f-4d5c-9f3e-2f4c8e0f7a11' },
+  spec: { domain: { resources: { requests: { memory: '128Mi' } }, devices: {} } },
+});
+
 /** Runs an ES module in the consumer folder with plain node; returns its stdout parsed as JSON. */
 function consumer(name: string, code: string): unknown {
   writeFileSync(path.join(app, name), code);
@@ -185,9 +193,7 @@ setImmediate(() => console.log(JSON.stringify(text.trim().split('\\n').map((l) =
       'converter.mjs',
       `import { setVirtualMachineInstanceDefaults } from '@kubevirt-ts/api';
 import { toDomain, toDomainXml, parseDomainXml } from '@kubevirt-ts/converter';
-const vmi = setVirtualMachineInstanceDefaults({ apiVersion: 'kubevirt.io/v1', kind: 'VirtualMachineInstance',
-  metadata: { name: 'small', namespace: 'demo', uid: '6c2c0d39-0f6f-4d5c-9f3e-2f4c8e0f7a11' },
-  spec: { domain: { resources: { requests: { memory: '128Mi' } }, devices: {} } } });
+const vmi = setVirtualMachineInstanceDefaults(${SMALL_VMI});
 const xml = toDomainXml(toDomain(vmi, { allowEmulation: true, kvmAvailable: false }));
 const back = parseDomainXml(xml);
 console.log(JSON.stringify({ name: back.name, type: back.type, roundTrip: toDomainXml(back) === xml, memory: /<memory unit="b">134217728<\\/memory>/.test(xml) }));
@@ -201,9 +207,7 @@ console.log(JSON.stringify({ name: back.name, type: back.type, roundTrip: toDoma
       'renderer.mjs',
       `import { setVirtualMachineInstanceDefaults } from '@kubevirt-ts/api';
 import { renderLaunchPod } from '@kubevirt-ts/renderer';
-const vmi = setVirtualMachineInstanceDefaults({ apiVersion: 'kubevirt.io/v1', kind: 'VirtualMachineInstance',
-  metadata: { name: 'small', namespace: 'demo', uid: '6c2c0d39-0f6f-4d5c-9f3e-2f4c8e0f7a11' },
-  spec: { domain: { resources: { requests: { memory: '128Mi' } }, devices: {} } } });
+const vmi = setVirtualMachineInstanceDefaults(${SMALL_VMI});
 const pod = renderLaunchPod(vmi, { launcherImage: 'example.org/virt-launcher:1', useEmulation: true });
 const compute = pod.spec.containers.find((c) => c.name === 'compute');
 console.log(JSON.stringify({ generateName: pod.metadata.generateName, image: compute.image, emulation: compute.command.includes('--allow-emulation') }));
