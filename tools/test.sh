@@ -7,6 +7,8 @@ bash tools/setup.sh
 export NX_DAEMON=false NX_NO_CLOUD=true NX_TUI=false
 export JEST_JSON_DIR="${JEST_JSON_DIR:-$(mktemp -d)}"
 status=0
+echo "[test] lint (eslint) and format (prettier --check)" >&2
+npm run --silent lint || status=1
 npx nx run-many -t test --outputStyle=stream --parallel=1 || status=$?
 node tools/summarize-tests.js "$JEST_JSON_DIR" || status=1
 exit $status

@@ -27,7 +27,10 @@ function cleanEnv(): NodeJS.ProcessEnv {
   // the npm that runs jest (workspace, prefix, ...) must not leak into the nested npm calls
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) {
-    if (k.startsWith('npm_') && !['npm_config_cache', 'npm_config_registry', 'npm_config_userconfig'].includes(k))
+    if (
+      k.startsWith('npm_') &&
+      !['npm_config_cache', 'npm_config_registry', 'npm_config_userconfig'].includes(k)
+    )
       continue;
     if (k === 'NODE_OPTIONS' || k.startsWith('JEST') || k.startsWith('NX_')) continue;
     env[k] = v;
@@ -43,7 +46,8 @@ function run(cmd: string, args: string[], opts: SpawnSyncOptions = {}) {
 }
 function sh(cmd: string, args: string[], opts: SpawnSyncOptions = {}): string {
   const r = run(cmd, args, opts);
-  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed (${r.status}):\n${r.stderr}\n${r.stdout}`);
+  if (r.status !== 0)
+    throw new Error(`${cmd} ${args.join(' ')} failed (${r.status}):\n${r.stderr}\n${r.stdout}`);
   return r.stdout;
 }
 
@@ -83,7 +87,12 @@ beforeAll(() => {
     path.join(app, 'package.json'),
     JSON.stringify({ name: 'consumer', version: '1.0.0', private: true, type: 'module' }),
   );
-  const args = ['install', '--no-audit', '--no-fund', ...PACKAGES.map((p) => path.join(tarballs, packed.get(p)!.filename))];
+  const args = [
+    'install',
+    '--no-audit',
+    '--no-fund',
+    ...PACKAGES.map((p) => path.join(tarballs, packed.get(p)!.filename)),
+  ];
   // dependencies from the npm cache; the registry only when something is not cached
   const offline = run('npm', [...args, '--offline'], { cwd: app });
   if (offline.status !== 0) sh('npm', [...args, '--prefer-offline'], { cwd: app });
@@ -108,36 +117,45 @@ function consumer(name: string, code: string): unknown {
 }
 
 describe('tarball contents', () => {
-  test.each(PACKAGES)('%s: README, package.json, built code with types; no tests, sources or build leftovers', (p) => {
-    const files = packed.get(p)!.files.map((f) => f.path).sort();
-    const manifest = JSON.parse(readFileSync(path.join(ROOT, 'packages', p, 'package.json'), 'utf8')) as {
-      exports: Record<string, { types?: string; import?: string } | string>;
-      bin?: Record<string, string>;
-      version: string;
-    };
-    expect(manifest.version).toMatch(/^\d+\.\d+\.\d+$/);
-    expect(files).toEqual(expect.arrayContaining(['README.md', 'package.json']));
-    // everything exports and bin point at is in the tarball
-    const targets = [
-      ...Object.values(manifest.exports).flatMap((e) => (typeof e === 'string' ? [e] : [e.types, e.import])),
-      ...Object.values(manifest.bin ?? {}),
-    ].filter((t): t is string => typeof t === 'string');
-    expect(targets).toContain('./dist/index.d.ts');
-    for (const t of targets) expect(files).toContain(path.posix.normalize(t));
+  test.each(PACKAGES)(
+    '%s: README, package.json, built code with types; no tests, sources or build leftovers',
+    (p) => {
+      const files = packed
+        .get(p)!
+        .files.map((f) => f.path)
+        .sort();
+      const manifest = JSON.parse(readFileSync(path.join(ROOT, 'packages', p, 'package.json'), 'utf8')) as {
+        exports: Record<string, { types?: string; import?: string } | string>;
+        bin?: Record<string, string>;
+        version: string;
+      };
+      expect(manifest.version).toMatch(/^\d+\.\d+\.\d+$/);
+      expect(files).toEqual(expect.arrayContaining(['README.md', 'package.json']));
+      // everything exports and bin point at is in the tarball
+      const targets = [
+        ...Object.values(manifest.exports).flatMap((e) =>
+          typeof e === 'string' ? [e] : [e.types, e.import],
+        ),
+        ...Object.values(manifest.bin ?? {}),
+      ].filter((t): t is string => typeof t === 'string');
+      expect(targets).toContain('./dist/index.d.ts');
+      for (const t of targets) expect(files).toContain(path.posix.normalize(t));
 
-    const unwanted = files.filter(
-      (f) =>
-        /\.test\.|(^|\/)test-|(^|\/)bench[./]|\.map$|\.tsbuildinfo$|^src\/|^build\/|\.node$|jest\.config|tsconfig/.test(
-          f,
-        ) || (f.endsWith('.ts') && !f.endsWith('.d.ts')),
-    );
-    expect(unwanted).toEqual([]);
-    // no stale build output: every compiled module has its source in the repository
-    const orphans = files
-      .filter((f) => f.startsWith('dist/') && f.endsWith('.js'))
-      .filter((f) => !existsSync(path.join(ROOT, 'packages', p, 'src', f.slice(5, -3) + '.ts')));
-    expect(orphans).toEqual([]);
-  });
+      const unwanted = files.filter(
+        (f) =>
+          /\.test\.|(^|\/)test-|(^|\/)bench[./]|\.map$|\.tsbuildinfo$|^src\/|^build\/|\.node$|jest\.config|tsconfig/.test(
+            f,
+          ) ||
+          (f.endsWith('.ts') && !f.endsWith('.d.ts')),
+      );
+      expect(unwanted).toEqual([]);
+      // no stale build output: every compiled module has its source in the repository
+      const orphans = files
+        .filter((f) => f.startsWith('dist/') && f.endsWith('.js'))
+        .filter((f) => !existsSync(path.join(ROOT, 'packages', p, 'src', f.slice(5, -3) + '.ts')));
+      expect(orphans).toEqual([]);
+    },
+  );
 
   test('node-libvirt carries binding.gyp, the native sources and its build script, not a prebuilt addon', () => {
     const files = packed.get('node-libvirt')!.files.map((f) => f.path);
@@ -184,7 +202,14 @@ setImmediate(() => console.log(JSON.stringify(text.trim().split('\\n').map((l) =
 `,
     ) as Record<string, unknown>[];
     expect(out).toHaveLength(1);
-    expect(out[0]).toMatchObject({ component: 'consumer', level: 'info', msg: 'hello', kind: 'VirtualMachineInstance', name: 'a', reason: 'Test' });
+    expect(out[0]).toMatchObject({
+      component: 'consumer',
+      level: 'info',
+      msg: 'hello',
+      kind: 'VirtualMachineInstance',
+      name: 'a',
+      reason: 'Test',
+    });
     expect(typeof out[0]!.timestamp).toBe('string');
   });
 
@@ -289,13 +314,21 @@ describe('bins from the tarballs', () => {
   });
 
   test('virt-convert: a reference VMI gives the domain upstream gives (domain-facts.py)', () => {
-    const xml = sh(path.join(app, 'node_modules/.bin/virt-convert'), [path.join(REFERENCE, '09-masquerade-ports.yaml')], {
-      cwd: app,
-    });
+    const xml = sh(
+      path.join(app, 'node_modules/.bin/virt-convert'),
+      [path.join(REFERENCE, '09-masquerade-ports.yaml')],
+      {
+        cwd: app,
+      },
+    );
     expect(xml).toContain('<name>default_net-masq</name>');
     const actual = path.join(work, 'actual.xml');
     writeFileSync(actual, xml);
-    const facts = run('python3', [path.join(SHARED, 'tools', 'domain-facts.py'), path.join(REFERENCE, '09-masquerade-ports.xml'), actual]);
+    const facts = run('python3', [
+      path.join(SHARED, 'tools', 'domain-facts.py'),
+      path.join(REFERENCE, '09-masquerade-ports.xml'),
+      actual,
+    ]);
     expect(facts.stdout.trim().split('\n').pop()).toMatch(/\(100(\.0)?%\)$/);
   });
 });
@@ -331,10 +364,14 @@ test('every README import of @kubevirt-ts/* type-checks against the installed ta
       include: ['readme-imports/*.ts'],
     }),
   );
-  const r = run(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], {
-    cwd: app,
-    timeout: 180_000,
-  });
+  const r = run(
+    process.execPath,
+    [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'],
+    {
+      cwd: app,
+      timeout: 180_000,
+    },
+  );
   // our own declaration files are checked too; third-party ones only as their own authors ship them
   // (e.g. @kubernetes/client-node's isomorphic-ws refers to ws without types)
   const errors = (r.stdout + r.stderr)

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ExitCode, LauncherError } from './errors.js';
-import { LOG_LEVELS, type LogLevel } from './logger.js';
+import { LOG_LEVELS, type LogLevel } from '@kubevirt-ts/log';
 
 /** In-Pod flags, named like upstream virt-launcher's. */
 export interface LauncherFlags {

@@ -8,7 +8,6 @@ export {
   type LauncherFlags,
   type StandaloneFlags,
 } from './flags.js';
-export { createLogger, type LogLevel } from './logger.js';
 export { runMonitor, findPidFiles, leftovers, type MonitorOptions } from './monitor.js';
 export {
   startStandalone,

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { CmdClient, launcherSocketPath } from '@kubevirt-ts/cmd-protocol';
 import { ExitCode } from './errors.js';
 import { Launcher, type LauncherConfig } from './launcher.js';
-import { createLogger } from './logger.js';
+import { createLogger } from '@kubevirt-ts/log';
 import { openDomainLayer, type DomainEventLike, type DomainLayer } from './wiring.js';
 
 const real = { ...openDomainLayer };
@@ -80,7 +80,7 @@ function config(over: Partial<LauncherConfig> = {}): LauncherConfig {
     socketsDir: path.join(root, 'sockets'),
     libvirtBaseDir: path.join(root, 'lv'),
     keepAfterFailure: false,
-    logger: createLogger({ silent: true }),
+    logger: createLogger({ component: 'virt-launcher', silent: true }),
     ...over,
   };
 }

@@ -7,7 +7,7 @@
 import { EventEmitter } from 'node:events';
 import { chmod, chown, mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
-import type winston from 'winston';
+import type { Logger } from '@kubevirt-ts/log';
 import { CmdServer, NotifyClient, notifySocketPath, type CmdBackend } from '@kubevirt-ts/cmd-protocol';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import { ExitCode, LauncherError } from './errors.js';
@@ -40,7 +40,7 @@ export interface LauncherConfig {
   /** uid:gid libvirtd and QEMU run as (needed when the launcher runs as root) */
   libvirtUser?: { uid: number; gid: number };
   keepAfterFailure: boolean;
-  logger: winston.Logger;
+  logger: Logger;
   /** host-wide cache of libvirt's QEMU capability probes, shared by launchers on one host (optional) */
   capsCacheDir?: string;
 }
@@ -61,7 +61,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  */
 export class Launcher extends EventEmitter {
   readonly paths: PodPaths;
-  private readonly log: winston.Logger;
+  private readonly log: Logger;
   private session: SessionDaemon | undefined;
   private layer: DomainLayer | undefined;
   private cmd: CmdServer | undefined;
@@ -169,6 +169,7 @@ export class Launcher extends EventEmitter {
 
   /** The CmdServer backend: the DomainManager's methods, with disk preparation and the QEMU timeout around sync. */
   private backend(): CmdBackend {
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- the backend object's methods have their own `this`
     const self = this;
     const dm = () => {
       if (!self.layer) throw new Error('libvirt is not connected');

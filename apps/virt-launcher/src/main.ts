@@ -9,9 +9,9 @@ import { realpathSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ExitCode, LauncherError } from './errors.js';
-import { parseLauncherFlags, parseStandaloneFlags, type LauncherFlags } from './flags.js';
+import { parseLauncherFlags, parseStandaloneFlags } from './flags.js';
 import { Launcher } from './launcher.js';
-import { createLogger } from './logger.js';
+import { createLogger } from '@kubevirt-ts/log';
 import { runMonitor } from './monitor.js';
 import { runStandalone } from './standalone.js';
 import { podConfig } from './pod-config.js';
@@ -30,6 +30,7 @@ const USAGE = `usage:
 async function runInPod(argv: string[]): Promise<number> {
   const flags = parseLauncherFlags(argv);
   const logger = createLogger({
+    component: 'virt-launcher',
     level: flags.logLevel,
     identity: {
       kind: 'VirtualMachineInstance',

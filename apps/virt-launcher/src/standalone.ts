@@ -19,7 +19,7 @@ import { CmdClient, NotifyServer, launcherSocketPath, notifySocketPath } from '@
 import { ExitCode, LauncherError } from './errors.js';
 import type { StandaloneFlags } from './flags.js';
 import { Launcher, type LauncherResult } from './launcher.js';
-import { createLogger } from './logger.js';
+import { createLogger } from '@kubevirt-ts/log';
 import { PrepareError, stageLocalImages } from './prepare/index.js';
 
 export interface StandaloneIO {
@@ -180,6 +180,7 @@ export async function startStandalone(flags: StandaloneFlags, io: StandaloneIO):
   await chmod(root, 0o755);
   if (libvirtUser && isRoot) await checkTraversable(root, libvirtUser.uid);
   const logger = createLogger({
+    component: 'virt-launcher',
     level: flags.logLevel,
     identity: { kind: 'VirtualMachineInstance', namespace, name, uid },
   });

@@ -3,7 +3,7 @@
 import { accessSync, constants } from 'node:fs';
 import { chown, copyFile, mkdir, readdir, rename } from 'node:fs/promises';
 import path from 'node:path';
-import type winston from 'winston';
+import type { Logger } from '@kubevirt-ts/log';
 import { createPodLayout, type ConverterContext, type PodLayout } from '@kubevirt-ts/converter';
 import {
   ConnectionHolder,
@@ -118,7 +118,7 @@ export const openDomainLayer = {
   async startDaemon(opts: {
     baseDir: string;
     user?: { uid: number; gid: number };
-    logger: winston.Logger;
+    logger: Logger;
     /** host-wide cache of QEMU capability probes (see seedCaps) */
     capsCacheDir?: string;
   }): Promise<SessionDaemon> {
@@ -136,7 +136,7 @@ export const openDomainLayer = {
 
   async connect(
     daemon: SessionDaemon,
-    opts: { root: string; allowEmulation: boolean; logger: winston.Logger; domainName: string },
+    opts: { root: string; allowEmulation: boolean; logger: Logger; domainName: string },
   ): Promise<DomainLayer> {
     const { Connection } = await nodeLibvirt();
     const holder = new ConnectionHolder(() => Connection.open(daemon.uri) as never);

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** ../shared beside the repository (as CI lays it out), or KVTS_SHARED_DIR. */
-export const SHARED_DIR = process.env.KVTS_SHARED_DIR ?? fileURLToPath(new URL('../../../../shared', import.meta.url));
+export const SHARED_DIR =
+  process.env.KVTS_SHARED_DIR ?? fileURLToPath(new URL('../../../../shared', import.meta.url));
 export const REFERENCE_DIR = join(SHARED_DIR, 'reference', 'converter');
 
 export function referenceYamls(): { file: string; text: string }[] {

@@ -15,7 +15,8 @@ import { toDomainXml } from './xml.js';
 import type { ConverterContext } from './context.js';
 
 /** ../shared beside the repository (as CI lays it out), or KVTS_SHARED_DIR. */
-export const SHARED_DIR = process.env.KVTS_SHARED_DIR ?? fileURLToPath(new URL('../../../../shared', import.meta.url));
+export const SHARED_DIR =
+  process.env.KVTS_SHARED_DIR ?? fileURLToPath(new URL('../../../../shared', import.meta.url));
 export const REFERENCE_DIR = path.join(SHARED_DIR, 'reference', 'converter');
 export const FACTS_TOOL = path.join(SHARED_DIR, 'tools', 'domain-facts.py');
 

@@ -9,7 +9,15 @@ function capture(): { stream: Writable; lines: () => Record<string, unknown>[] }
       cb();
     },
   });
-  return { stream, lines: () => chunks.join('').split('\n').filter(Boolean).map((l) => JSON.parse(l)) };
+  return {
+    stream,
+    lines: () =>
+      chunks
+        .join('')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l)),
+  };
 }
 
 test('one JSON object per line with component, level, timestamp, msg and identity', async () => {
@@ -17,7 +25,7 @@ test('one JSON object per line with component, level, timestamp, msg and identit
   const log = createLogger({
     component: 'virt-launcher',
     stream: c.stream,
-    identity: { kind: 'VirtualMachineInstance', namespace: 'default', name: 'tiny', uid: '', },
+    identity: { kind: 'VirtualMachineInstance', namespace: 'default', name: 'tiny', uid: '' },
   });
   log.info('domain started', { reason: 'Booted' });
   log.debug('not shown at info');

@@ -46,7 +46,11 @@ const env = { ...process.env, npm_config_nodedir: process.env.npm_config_nodedir
 // names in npm_config_node_gyp while it runs this as the install script of an installed tarball.
 let nodeGyp;
 try {
-  nodeGyp = path.join(path.dirname(fileURLToPath(import.meta.resolve('node-gyp/package.json'))), 'bin', 'node-gyp.js');
+  nodeGyp = path.join(
+    path.dirname(fileURLToPath(import.meta.resolve('node-gyp/package.json'))),
+    'bin',
+    'node-gyp.js',
+  );
 } catch {
   nodeGyp = process.env.npm_config_node_gyp;
   if (!nodeGyp) {

@@ -12,7 +12,9 @@ let core: CoreV1Api;
 beforeAll(async () => {
   env = await startTestEnv();
   core = env.kubeConfig().makeApiClient(CoreV1Api);
-  await core.createNamespace({ body: { metadata: { name: 'fuzz', labels: { 'pod-security.kubernetes.io/enforce': 'privileged' } } } });
+  await core.createNamespace({
+    body: { metadata: { name: 'fuzz', labels: { 'pod-security.kubernetes.io/enforce': 'privileged' } } },
+  });
 }, 120000);
 afterAll(async () => {
   await env?.stop();
@@ -25,10 +27,16 @@ const volumeKinds = [
   (n: string) => ({ name: n, dataVolume: { name: `dv-${n}` } }),
   (n: string) => ({ name: n, ephemeral: { persistentVolumeClaim: { claimName: `golden-${n}` } } }),
   (n: string) => ({ name: n, emptyDisk: { capacity: '1Gi' } }),
-  (n: string) => ({ name: n, hostDisk: { path: `/var/lib/vms/${n}/disk.img`, type: 'DiskOrCreate', capacity: '1Gi' } }),
+  (n: string) => ({
+    name: n,
+    hostDisk: { path: `/var/lib/vms/${n}/disk.img`, type: 'DiskOrCreate', capacity: '1Gi' },
+  }),
   (n: string) => ({ name: n, configMap: { name: `cm-${n}` } }),
   (n: string) => ({ name: n, secret: { secretName: `s-${n}` } }),
-  (n: string) => ({ name: n, cloudInitNoCloud: { secretRef: { name: `ud-${n}` }, networkDataSecretRef: { name: `nd-${n}` } } }),
+  (n: string) => ({
+    name: n,
+    cloudInitNoCloud: { secretRef: { name: `ud-${n}` }, networkDataSecretRef: { name: `nd-${n}` } },
+  }),
   (n: string) => ({ name: n, cloudInitConfigDrive: { userData: '#cloud-config\n' } }),
 ];
 
@@ -42,7 +50,10 @@ const vmiArb = fc
     dedicated: fc.boolean(),
     guaranteed: fc.boolean(),
     hugepages: fc.boolean(),
-    cpuRequest: fc.option(fc.integer({ min: 1, max: 4000 }).map((m) => `${m}m`), { nil: undefined }),
+    cpuRequest: fc.option(
+      fc.integer({ min: 1, max: 4000 }).map((m) => `${m}m`),
+      { nil: undefined },
+    ),
     volumes: fc.uniqueArray(fc.integer({ min: 0, max: volumeKinds.length - 1 }), { maxLength: 6 }),
     binding: fc.constantFrom('masquerade', 'bridge', 'passt', 'none', 'auto'),
     model: fc.constantFrom('virtio', 'e1000'),
@@ -56,7 +67,9 @@ const vmiArb = fc
   .map((g): { vmi: VirtualMachineInstance; useEmulation: boolean; wantGuaranteed: boolean } => {
     const volumes = g.volumes.map((k, i) => volumeKinds[k]!(`vol${i}`));
     const interfaces =
-      g.binding === 'none' || g.binding === 'auto' ? undefined : [{ name: 'default', model: g.model, [g.binding]: {} }];
+      g.binding === 'none' || g.binding === 'auto'
+        ? undefined
+        : [{ name: 'default', model: g.model, [g.binding]: {} }];
     const guaranteed = g.guaranteed && !g.dedicated;
     const vmi = {
       apiVersion: 'kubevirt.io/v1',
@@ -84,7 +97,11 @@ const vmiArb = fc
         volumes,
       },
     } as unknown as VirtualMachineInstance;
-    return { vmi: JSON.parse(JSON.stringify(vmi)) as VirtualMachineInstance, useEmulation: g.useEmulation, wantGuaranteed: g.dedicated || guaranteed };
+    return {
+      vmi: JSON.parse(JSON.stringify(vmi)) as VirtualMachineInstance,
+      useEmulation: g.useEmulation,
+      wantGuaranteed: g.dedicated || guaranteed,
+    };
   });
 
 it('every generated VMI renders to a Pod the API server accepts, Guaranteed exactly when asked', async () => {
@@ -98,7 +115,12 @@ it('every generated VMI renders to a Pod the API server accepts, Guaranteed exac
         if (e instanceof RenderError) return; // a named bad field is an acceptable answer
         throw e;
       }
-      const got = await core.createNamespacedPod({ namespace: 'fuzz', body: pod, dryRun: 'All', fieldValidation: 'Strict' });
+      const got = await core.createNamespacedPod({
+        namespace: 'fuzz',
+        body: pod,
+        dryRun: 'All',
+        fieldValidation: 'Strict',
+      });
       expect(got.status?.qosClass === 'Guaranteed').toBe(wantGuaranteed);
       accepted++;
     }),

@@ -12,7 +12,12 @@ import {
   type KubeConfig,
   type V1Pod,
 } from '@kubernetes/client-node';
-import { parseManifests, parseQuantity, setVirtualMachineInstanceDefaults, type VirtualMachineInstance } from '@kubevirt-ts/api';
+import {
+  parseManifests,
+  parseQuantity,
+  setVirtualMachineInstanceDefaults,
+  type VirtualMachineInstance,
+} from '@kubevirt-ts/api';
 import { serverSideApply, startTestEnv, type KubeObject, type TestEnv } from '@kubevirt-ts/testenv';
 import { renderLaunchPod } from './index.js';
 
@@ -20,8 +25,11 @@ const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 const crdDir = join(repoRoot, 'deploy', 'crds');
 /** ../shared/reference/converter next to the work tree (or KVTS_SHARED_DIR) */
 function referenceDir(): string {
-  const candidates = [process.env.KVTS_SHARED_DIR, join(repoRoot, '..', 'shared'), '/work/shared'].filter((d): d is string => !!d);
-  for (const d of candidates) if (existsSync(join(d, 'reference', 'converter'))) return join(d, 'reference', 'converter');
+  const candidates = [process.env.KVTS_SHARED_DIR, join(repoRoot, '..', 'shared'), '/work/shared'].filter(
+    (d): d is string => !!d,
+  );
+  for (const d of candidates)
+    if (existsSync(join(d, 'reference', 'converter'))) return join(d, 'reference', 'converter');
   throw new Error(`reference VMIs not found (looked in ${candidates.join(', ')}); set KVTS_SHARED_DIR`);
 }
 
@@ -29,7 +37,10 @@ const refDir = referenceDir();
 const references = readdirSync(refDir)
   .filter((f) => f.endsWith('.yaml'))
   .sort()
-  .map((f) => ({ file: f, vmi: parseManifests(readFileSync(join(refDir, f), 'utf8'))[0] as VirtualMachineInstance }));
+  .map((f) => ({
+    file: f,
+    vmi: parseManifests(readFileSync(join(refDir, f), 'utf8'))[0] as VirtualMachineInstance,
+  }));
 
 let env: TestEnv;
 let kc: KubeConfig;
@@ -52,7 +63,8 @@ function errorOf(e: unknown): { code: number; body: string } {
 
 /** resources as numbers, so "1024Mi" and the server's canonical "1Gi" compare equal */
 function numeric(r: { requests?: Record<string, string>; limits?: Record<string, string> } | undefined) {
-  const conv = (l?: Record<string, string>) => Object.fromEntries(Object.entries(l ?? {}).map(([k, v]) => [k, parseQuantity(v)]));
+  const conv = (l?: Record<string, string>) =>
+    Object.fromEntries(Object.entries(l ?? {}).map(([k, v]) => [k, parseQuantity(v)]));
   return { requests: conv(r?.requests), limits: conv(r?.limits) };
 }
 
@@ -103,51 +115,97 @@ describe('CRDs from deploy/crds on a real kube-apiserver', () => {
     ]);
   });
 
-  it.each(references.map((r) => [r.file, r.vmi] as const))('accepts reference VMI %s (and keeps its spec)', async (_file, vmi) => {
-    const ns = 'refs';
-    await ensureNamespace(ns);
-    const body = { ...vmi, metadata: { ...vmi.metadata, namespace: ns } };
-    const created = (await custom.createNamespacedCustomObject({
-      group: GROUP, version: VERSION, namespace: ns, plural: 'virtualmachineinstances', body, fieldValidation: 'Strict',
-    })) as VirtualMachineInstance;
-    expect(created.metadata.uid).toBeTruthy();
-    // nothing pruned: the schema knows every field the reference uses
-    expect(created.spec).toEqual(vmi.spec);
-  });
+  it.each(references.map((r) => [r.file, r.vmi] as const))(
+    'accepts reference VMI %s (and keeps its spec)',
+    async (_file, vmi) => {
+      const ns = 'refs';
+      await ensureNamespace(ns);
+      const body = { ...vmi, metadata: { ...vmi.metadata, namespace: ns } };
+      const created = (await custom.createNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace: ns,
+        plural: 'virtualmachineinstances',
+        body,
+        fieldValidation: 'Strict',
+      })) as VirtualMachineInstance;
+      expect(created.metadata.uid).toBeTruthy();
+      // nothing pruned: the schema knows every field the reference uses
+      expect(created.spec).toEqual(vmi.spec);
+    },
+  );
 
-  it.each(references.map((r) => [r.file, r.vmi] as const))('accepts reference VMI %s wrapped in a VirtualMachine', async (_file, vmi) => {
-    const ns = 'refs-vm';
-    await ensureNamespace(ns);
-    const vm = {
-      apiVersion: 'kubevirt.io/v1',
-      kind: 'VirtualMachine',
-      metadata: { name: vmi.metadata.name, namespace: ns },
-      spec: { runStrategy: 'Halted', template: { metadata: { labels: { 'kubevirt.io/vm': vmi.metadata.name! } }, spec: vmi.spec } },
-    };
-    const created = (await custom.createNamespacedCustomObject({
-      group: GROUP, version: VERSION, namespace: ns, plural: 'virtualmachines', body: vm, fieldValidation: 'Strict',
-    })) as { spec: { template: { spec: unknown } } };
-    expect(created.spec.template.spec).toEqual(vmi.spec);
-  });
+  it.each(references.map((r) => [r.file, r.vmi] as const))(
+    'accepts reference VMI %s wrapped in a VirtualMachine',
+    async (_file, vmi) => {
+      const ns = 'refs-vm';
+      await ensureNamespace(ns);
+      const vm = {
+        apiVersion: 'kubevirt.io/v1',
+        kind: 'VirtualMachine',
+        metadata: { name: vmi.metadata.name, namespace: ns },
+        spec: {
+          runStrategy: 'Halted',
+          template: { metadata: { labels: { 'kubevirt.io/vm': vmi.metadata.name! } }, spec: vmi.spec },
+        },
+      };
+      const created = (await custom.createNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace: ns,
+        plural: 'virtualmachines',
+        body: vm,
+        fieldValidation: 'Strict',
+      })) as { spec: { template: { spec: unknown } } };
+      expect(created.spec.template.spec).toEqual(vmi.spec);
+    },
+  );
 
   describe('rejects schema-invalid objects', () => {
     const base = references[0]!.vmi;
     const cases: [string, (v: VirtualMachineInstance) => unknown, RegExp][] = [
-      ['missing spec.domain', (v) => ({ ...v, spec: { ...v.spec, domain: undefined } }), /spec\.domain: Required value/],
-      ['negative cores', (v) => ({ ...v, spec: { ...v.spec, domain: { ...v.spec.domain, cpu: { cores: -1 } } } }), /spec\.domain\.cpu\.cores/],
-      ['disks not an array', (v) => ({ ...v, spec: { ...v.spec, domain: { ...v.spec.domain, devices: { disks: 'root' } } } }), /spec\.domain\.devices\.disks/],
+      [
+        'missing spec.domain',
+        (v) => ({ ...v, spec: { ...v.spec, domain: undefined } }),
+        /spec\.domain: Required value/,
+      ],
+      [
+        'negative cores',
+        (v) => ({ ...v, spec: { ...v.spec, domain: { ...v.spec.domain, cpu: { cores: -1 } } } }),
+        /spec\.domain\.cpu\.cores/,
+      ],
+      [
+        'disks not an array',
+        (v) => ({ ...v, spec: { ...v.spec, domain: { ...v.spec.domain, devices: { disks: 'root' } } } }),
+        /spec\.domain\.devices\.disks/,
+      ],
       [
         'unknown disk cache mode',
-        (v) => ({ ...v, spec: { ...v.spec, domain: { ...v.spec.domain, devices: { disks: [{ name: 'a', cache: 'bogus' }] } } } }),
+        (v) => ({
+          ...v,
+          spec: {
+            ...v.spec,
+            domain: { ...v.spec.domain, devices: { disks: [{ name: 'a', cache: 'bogus' }] } },
+          },
+        }),
         /spec\.domain\.devices\.disks\[0\]\.cache/,
       ],
-      ['unknown field (strict field validation)', (v) => ({ ...v, spec: { ...v.spec, domian: {} } }), /unknown field "spec\.domian"/],
+      [
+        'unknown field (strict field validation)',
+        (v) => ({ ...v, spec: { ...v.spec, domian: {} } }),
+        /unknown field "spec\.domian"/,
+      ],
     ];
     it.each(cases)('%s', async (_what, mutate, message) => {
       const body = mutate({ ...base, metadata: { name: 'invalid', namespace: 'default' } });
       const r = await expectRejected(
         custom.createNamespacedCustomObject({
-          group: GROUP, version: VERSION, namespace: 'default', plural: 'virtualmachineinstances', body, fieldValidation: 'Strict',
+          group: GROUP,
+          version: VERSION,
+          namespace: 'default',
+          plural: 'virtualmachineinstances',
+          body,
+          fieldValidation: 'Strict',
         }),
       );
       expect([400, 422]).toContain(r.code);
@@ -158,24 +216,40 @@ describe('CRDs from deploy/crds on a real kube-apiserver', () => {
 
 describe('rendered launcher Pods on a real kube-apiserver', () => {
   /** VMIs whose Pod cannot be "restricted": hostPath (hostDisk) volumes */
-  const needsPrivilegedNamespace = (v: VirtualMachineInstance): boolean => (v.spec.volumes ?? []).some((x) => x.hostDisk);
+  const needsPrivilegedNamespace = (v: VirtualMachineInstance): boolean =>
+    (v.spec.volumes ?? []).some((x) => x.hostDisk);
 
-  it.each(references.map((r) => [r.file, r.vmi] as const))('accepts the launcher Pod of %s', async (_file, vmi) => {
-    const ns = needsPrivilegedNamespace(vmi) ? 'privileged' : 'restricted';
-    const created = (await custom.createNamespacedCustomObject({
-      group: GROUP, version: VERSION, namespace: ns, plural: 'virtualmachineinstances',
-      body: setVirtualMachineInstanceDefaults({ ...vmi, metadata: { ...vmi.metadata, namespace: ns } }),
-    })) as VirtualMachineInstance;
-    for (const useEmulation of [true, false]) {
-      const pod = renderLaunchPod(created, { launcherImage: 'registry.example.com/kubevirt-ts/virt-launcher:0.1.0', useEmulation });
-      const got: V1Pod = await core.createNamespacedPod({ namespace: ns, body: pod, fieldValidation: 'Strict' });
-      expect(got.metadata!.name).toMatch(new RegExp(`^virt-launcher-${vmi.metadata.name}-[a-z0-9]{5}$`));
-      expect(got.metadata!.ownerReferences![0]!.uid).toBe(created.metadata.uid);
-      // the server kept what we asked for (nothing dropped or rewritten)
-      expect(got.spec!.containers.map((c) => numeric(c.resources))).toEqual(pod.spec!.containers.map((c) => numeric(c.resources)));
-      expect(got.spec!.volumes!.map((v) => v.name)).toEqual(pod.spec!.volumes!.map((v) => v.name));
-    }
-  });
+  it.each(references.map((r) => [r.file, r.vmi] as const))(
+    'accepts the launcher Pod of %s',
+    async (_file, vmi) => {
+      const ns = needsPrivilegedNamespace(vmi) ? 'privileged' : 'restricted';
+      const created = (await custom.createNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace: ns,
+        plural: 'virtualmachineinstances',
+        body: setVirtualMachineInstanceDefaults({ ...vmi, metadata: { ...vmi.metadata, namespace: ns } }),
+      })) as VirtualMachineInstance;
+      for (const useEmulation of [true, false]) {
+        const pod = renderLaunchPod(created, {
+          launcherImage: 'registry.example.com/kubevirt-ts/virt-launcher:0.1.0',
+          useEmulation,
+        });
+        const got: V1Pod = await core.createNamespacedPod({
+          namespace: ns,
+          body: pod,
+          fieldValidation: 'Strict',
+        });
+        expect(got.metadata!.name).toMatch(new RegExp(`^virt-launcher-${vmi.metadata.name}-[a-z0-9]{5}$`));
+        expect(got.metadata!.ownerReferences![0]!.uid).toBe(created.metadata.uid);
+        // the server kept what we asked for (nothing dropped or rewritten)
+        expect(got.spec!.containers.map((c) => numeric(c.resources))).toEqual(
+          pod.spec!.containers.map((c) => numeric(c.resources)),
+        );
+        expect(got.spec!.volumes!.map((v) => v.name)).toEqual(pod.spec!.volumes!.map((v) => v.name));
+      }
+    },
+  );
 
   it('accepts a Pod exercising every volume kind, hugepages, dedicated CPUs, GPUs and kernel boot', async () => {
     const vmi: VirtualMachineInstance = setVirtualMachineInstanceDefaults({
@@ -189,17 +263,40 @@ describe('rendered launcher Pods on a real kube-apiserver', () => {
         subdomain: 'vms',
         nodeSelector: { 'node-role.kubernetes.io/worker': '' },
         tolerations: [{ key: 'vms', operator: 'Exists', effect: 'NoSchedule' }],
-        affinity: { nodeAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 1, preference: { matchExpressions: [{ key: 'ssd', operator: 'Exists' }] } }] } },
+        affinity: {
+          nodeAffinity: {
+            preferredDuringSchedulingIgnoredDuringExecution: [
+              { weight: 1, preference: { matchExpressions: [{ key: 'ssd', operator: 'Exists' }] } },
+            ],
+          },
+        },
         domain: {
           cpu: { cores: 2, dedicatedCpuPlacement: true, isolateEmulatorThread: true },
           memory: { hugepages: { pageSize: '2Mi' } },
           resources: { requests: { memory: '1Gi' } },
-          firmware: { bootloader: { efi: { secureBoot: false } }, kernelBoot: { kernelArgs: 'console=ttyS0', container: { image: 'example.com/k:1', kernelPath: '/boot/vmlinuz' } } },
+          firmware: {
+            bootloader: { efi: { secureBoot: false } },
+            kernelBoot: {
+              kernelArgs: 'console=ttyS0',
+              container: { image: 'example.com/k:1', kernelPath: '/boot/vmlinuz' },
+            },
+          },
           devices: {
             tpm: {},
             autoattachVSOCK: true,
             gpus: [{ name: 'g', deviceName: 'nvidia.com/GP100' }],
-            disks: [{ name: 'cd' }, { name: 'pvc' }, { name: 'dv' }, { name: 'eph' }, { name: 'host' }, { name: 'cm' }, { name: 'sec' }, { name: 'dapi' }, { name: 'ci' }, { name: 'sa' }],
+            disks: [
+              { name: 'cd' },
+              { name: 'pvc' },
+              { name: 'dv' },
+              { name: 'eph' },
+              { name: 'host' },
+              { name: 'cm' },
+              { name: 'sec' },
+              { name: 'dapi' },
+              { name: 'ci' },
+              { name: 'sa' },
+            ],
             interfaces: [{ name: 'default', passt: {} }],
           },
         },
@@ -212,17 +309,35 @@ describe('rendered launcher Pods on a real kube-apiserver', () => {
           { name: 'host', hostDisk: { path: '/var/lib/vm/disk.img', type: 'Disk' } },
           { name: 'cm', configMap: { name: 'cfg' } },
           { name: 'sec', secret: { secretName: 'sec' } },
-          { name: 'dapi', downwardAPI: { fields: [{ path: 'labels', fieldRef: { fieldPath: 'metadata.labels' } }] } },
-          { name: 'ci', cloudInitNoCloud: { secretRef: { name: 'ud' }, networkDataSecretRef: { name: 'nd' } } },
+          {
+            name: 'dapi',
+            downwardAPI: { fields: [{ path: 'labels', fieldRef: { fieldPath: 'metadata.labels' } }] },
+          },
+          {
+            name: 'ci',
+            cloudInitNoCloud: { secretRef: { name: 'ud' }, networkDataSecretRef: { name: 'nd' } },
+          },
           { name: 'sa', serviceAccount: { serviceAccountName: 'robot' } },
         ],
       },
     } as VirtualMachineInstance);
     const created = (await custom.createNamespacedCustomObject({
-      group: GROUP, version: VERSION, namespace: 'privileged', plural: 'virtualmachineinstances', body: vmi, fieldValidation: 'Strict',
+      group: GROUP,
+      version: VERSION,
+      namespace: 'privileged',
+      plural: 'virtualmachineinstances',
+      body: vmi,
+      fieldValidation: 'Strict',
     })) as VirtualMachineInstance;
-    const pod = renderLaunchPod(created, { launcherImage: 'example.com/launcher:1', pvcVolumeModes: { blockdv: 'Block' } });
-    const got = await core.createNamespacedPod({ namespace: 'privileged', body: pod, fieldValidation: 'Strict' });
+    const pod = renderLaunchPod(created, {
+      launcherImage: 'example.com/launcher:1',
+      pvcVolumeModes: { blockdv: 'Block' },
+    });
+    const got = await core.createNamespacedPod({
+      namespace: 'privileged',
+      body: pod,
+      fieldValidation: 'Strict',
+    });
     const c = got.spec!.containers[0]!;
     expect(c.resources!.limits!['hugepages-2Mi']).toBe('1Gi'); // the server normalizes 1024Mi to 1Gi
     expect(c.resources!.limits!['nvidia.com/GP100']).toBe('1');
@@ -243,7 +358,12 @@ describe('rendered launcher Pods on a real kube-apiserver', () => {
         volumes: [{ name: 'h', hostDisk: { path: '/data/x.img', type: 'Disk' } }],
       },
     } as VirtualMachineInstance);
-    const r = await expectRejected(core.createNamespacedPod({ namespace: 'restricted', body: renderLaunchPod(vmi, { launcherImage: 'x:1' }) }));
+    const r = await expectRejected(
+      core.createNamespacedPod({
+        namespace: 'restricted',
+        body: renderLaunchPod(vmi, { launcherImage: 'x:1' }),
+      }),
+    );
     expect(r.code).toBe(403);
     expect(r.body).toMatch(/violates PodSecurity "restricted.*"hostPath"/);
   });

@@ -3,7 +3,11 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseManifests, setVirtualMachineInstanceDefaults, type VirtualMachineInstance } from '@kubevirt-ts/api';
+import {
+  parseManifests,
+  setVirtualMachineInstanceDefaults,
+  type VirtualMachineInstance,
+} from '@kubevirt-ts/api';
 import { renderLaunchPod, memoryOverhead } from './index.js';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
@@ -27,8 +31,12 @@ for (let i = 0; i < 2000; i++) renderLaunchPod(vmis[i % vmis.length]!.vmi, confi
 const t0 = process.hrtime.bigint();
 for (let i = 0; i < n; i++) renderLaunchPod(vmis[i % vmis.length]!.vmi, config);
 const ns = Number(process.hrtime.bigint() - t0);
-console.log(`renderLaunchPod: ${n} renders over ${vmis.length} reference VMIs: ${(ns / n / 1000).toFixed(1)} µs/render, ${Math.round(n / (ns / 1e9))} renders/s`);
+console.log(
+  `renderLaunchPod: ${n} renders over ${vmis.length} reference VMIs: ${(ns / n / 1000).toFixed(1)} µs/render, ${Math.round(n / (ns / 1e9))} renders/s`,
+);
 console.log('memory overhead per reference VMI (MiB, with KVM; emulation adds 128):');
 for (const { file, vmi } of vmis) {
-  console.log(`  ${file.padEnd(28)} ${(memoryOverhead(vmi, { arch: 'amd64', additionalOverheadRatio: 1 }).bytes / 2 ** 20).toString().padStart(4)}`);
+  console.log(
+    `  ${file.padEnd(28)} ${(memoryOverhead(vmi, { arch: 'amd64', additionalOverheadRatio: 1 }).bytes / 2 ** 20).toString().padStart(4)}`,
+  );
 }

@@ -7,14 +7,22 @@ const deployConfig = fileURLToPath(new URL('../../../deploy/30-config.yaml', imp
 
 describe('rendererConfigFromData', () => {
   it('reads the committed config object in deploy/', () => {
-    const [cm] = parseManifests(readFileSync(deployConfig, 'utf8')) as { kind: string; data: Record<string, string> }[];
+    const [cm] = parseManifests(readFileSync(deployConfig, 'utf8')) as {
+      kind: string;
+      data: Record<string, string>;
+    }[];
     expect(cm!.kind).toBe('ConfigMap');
     const c = rendererConfigFromData(cm!.data);
     expect(c.launcherImage).toMatch(/virt-launcher:/);
     expect(c.useEmulation).toBe(false);
     expect(c.cpuAllocationRatio).toBe(10);
     const pod = renderLaunchPod(
-      { apiVersion: 'kubevirt.io/v1', kind: 'VirtualMachineInstance', metadata: { name: 'a', namespace: 'b', uid: 'c' }, spec: { domain: { resources: { requests: { memory: '64Mi' } } } } },
+      {
+        apiVersion: 'kubevirt.io/v1',
+        kind: 'VirtualMachineInstance',
+        metadata: { name: 'a', namespace: 'b', uid: 'c' },
+        spec: { domain: { resources: { requests: { memory: '64Mi' } } } },
+      },
       c,
     );
     expect(pod.spec!.containers[0]!.image).toBe(c.launcherImage);
@@ -22,8 +30,18 @@ describe('rendererConfigFromData', () => {
 
   it('converts types and parses JSON arrays', () => {
     expect(
-      rendererConfigFromData({ launcherImage: 'x:1', useEmulation: 'true', memoryOvercommit: '150', launcherCommand: '["/bin/launcher","--v"]' }),
-    ).toEqual({ launcherImage: 'x:1', useEmulation: true, memoryOvercommit: 150, launcherCommand: ['/bin/launcher', '--v'] });
+      rendererConfigFromData({
+        launcherImage: 'x:1',
+        useEmulation: 'true',
+        memoryOvercommit: '150',
+        launcherCommand: '["/bin/launcher","--v"]',
+      }),
+    ).toEqual({
+      launcherImage: 'x:1',
+      useEmulation: true,
+      memoryOvercommit: 150,
+      launcherCommand: ['/bin/launcher', '--v'],
+    });
   });
 
   it.each([

@@ -64,8 +64,11 @@ export function resolveConfig(c: RendererConfig): ResolvedConfig {
     keepAfterFailure: c.keepAfterFailure ?? false,
     pvcVolumeModes: c.pvcVolumeModes,
   };
-  const positive = (k: 'cpuAllocationRatio' | 'memoryOvercommit' | 'additionalOverheadRatio' | 'qemuTimeoutSeconds') => {
-    if (typeof r[k] !== 'number' || !(r[k] > 0)) throw new RenderError(`config.${k}`, `must be a positive number, got ${JSON.stringify(r[k])}`);
+  const positive = (
+    k: 'cpuAllocationRatio' | 'memoryOvercommit' | 'additionalOverheadRatio' | 'qemuTimeoutSeconds',
+  ) => {
+    if (typeof r[k] !== 'number' || !(r[k] > 0))
+      throw new RenderError(`config.${k}`, `must be a positive number, got ${JSON.stringify(r[k])}`);
   };
   positive('cpuAllocationRatio');
   positive('memoryOvercommit');
@@ -79,7 +82,13 @@ export function resolveConfig(c: RendererConfig): ResolvedConfig {
 }
 
 const BOOL_KEYS = ['useEmulation', 'keepAfterFailure'] as const;
-const NUM_KEYS = ['cpuAllocationRatio', 'memoryOvercommit', 'additionalOverheadRatio', 'qemuTimeoutSeconds', 'gracePeriodBufferSeconds'] as const;
+const NUM_KEYS = [
+  'cpuAllocationRatio',
+  'memoryOvercommit',
+  'additionalOverheadRatio',
+  'qemuTimeoutSeconds',
+  'gracePeriodBufferSeconds',
+] as const;
 const STR_KEYS = ['launcherImage', 'imagePullPolicy', 'arch'] as const;
 
 /**
@@ -93,11 +102,13 @@ export function rendererConfigFromData(data: Record<string, string> | undefined)
   for (const [k, v] of Object.entries(d)) {
     if ((STR_KEYS as readonly string[]).includes(k)) out[k] = v;
     else if ((BOOL_KEYS as readonly string[]).includes(k)) {
-      if (v !== 'true' && v !== 'false') throw new RenderError(`data.${k}`, `must be "true" or "false", got ${JSON.stringify(v)}`);
+      if (v !== 'true' && v !== 'false')
+        throw new RenderError(`data.${k}`, `must be "true" or "false", got ${JSON.stringify(v)}`);
       out[k] = v === 'true';
     } else if ((NUM_KEYS as readonly string[]).includes(k)) {
       const n = Number(v);
-      if (v.trim() === '' || !Number.isFinite(n)) throw new RenderError(`data.${k}`, `must be a number, got ${JSON.stringify(v)}`);
+      if (v.trim() === '' || !Number.isFinite(n))
+        throw new RenderError(`data.${k}`, `must be a number, got ${JSON.stringify(v)}`);
       out[k] = n;
     } else if (k === 'launcherCommand' || k === 'imagePullSecrets') {
       let arr: unknown;
@@ -106,10 +117,14 @@ export function rendererConfigFromData(data: Record<string, string> | undefined)
       } catch {
         arr = undefined;
       }
-      if (!Array.isArray(arr) || !arr.every((x) => typeof x === 'string')) throw new RenderError(`data.${k}`, 'must be a JSON array of strings');
+      if (!Array.isArray(arr) || !arr.every((x) => typeof x === 'string'))
+        throw new RenderError(`data.${k}`, 'must be a JSON array of strings');
       out[k] = arr;
     } else {
-      throw new RenderError(`data.${k}`, `unknown key (known: ${[...STR_KEYS, ...BOOL_KEYS, ...NUM_KEYS, 'launcherCommand', 'imagePullSecrets'].join(', ')})`);
+      throw new RenderError(
+        `data.${k}`,
+        `unknown key (known: ${[...STR_KEYS, ...BOOL_KEYS, ...NUM_KEYS, 'launcherCommand', 'imagePullSecrets'].join(', ')})`,
+      );
     }
   }
   const config = out as unknown as RendererConfig;

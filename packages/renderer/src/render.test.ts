@@ -18,7 +18,10 @@ const IMAGE = 'registry.example.com/kubevirt-ts/virt-launcher:0.1.0';
 const cfg = (c: Partial<RendererConfig> = {}): RendererConfig => ({ launcherImage: IMAGE, ...c });
 
 type Spec = Partial<VirtualMachineInstance['spec']>;
-function vmi(spec: Spec = {}, meta: Partial<VirtualMachineInstance['metadata']> = {}): VirtualMachineInstance {
+function vmi(
+  spec: Spec = {},
+  meta: Partial<VirtualMachineInstance['metadata']> = {},
+): VirtualMachineInstance {
   return {
     apiVersion: 'kubevirt.io/v1',
     kind: 'VirtualMachineInstance',
@@ -31,7 +34,8 @@ function vmi(spec: Spec = {}, meta: Partial<VirtualMachineInstance['metadata']> 
 }
 
 const compute = (p: V1Pod): V1Container => p.spec!.containers.find((c) => c.name === 'compute')!;
-const render = (v: VirtualMachineInstance, c: Partial<RendererConfig> = {}): V1Pod => renderLaunchPod(v, cfg(c));
+const render = (v: VirtualMachineInstance, c: Partial<RendererConfig> = {}): V1Pod =>
+  renderLaunchPod(v, cfg(c));
 const flagValue = (cmd: string[], flag: string): string | undefined => {
   const i = cmd.indexOf(flag);
   return i < 0 ? undefined : cmd[i + 1];
@@ -119,7 +123,10 @@ describe('memory overhead formula', () => {
             autoattachGraphicsDevice: false,
             tpm: {},
             disks: [{ name: 'a', dedicatedIOThread: true }, { name: 'b' }, { name: 'c' }],
-            interfaces: [{ name: 'default', masquerade: {} }, { name: 'second', bridge: {} }],
+            interfaces: [
+              { name: 'default', masquerade: {} },
+              { name: 'second', bridge: {} },
+            ],
           },
         },
       }),
@@ -137,7 +144,10 @@ describe('memory overhead formula', () => {
 
   it('counts auto IOThreads per disk, capped at twice the vCPUs', () => {
     const disks = Array.from({ length: 5 }, (_, i) => ({ name: `d${i}` }));
-    const o = memoryOverhead(vmi({ domain: { ioThreadsPolicy: 'auto', devices: { disks } } }), { arch: 'amd64', additionalOverheadRatio: 1 });
+    const o = memoryOverhead(vmi({ domain: { ioThreadsPolicy: 'auto', devices: { disks } } }), {
+      arch: 'amd64',
+      additionalOverheadRatio: 1,
+    });
     expect(o.parts.ioThreads).toBe(2 * OVERHEAD.perIOThread); // 1 vCPU -> at most 2
   });
 
@@ -161,7 +171,9 @@ describe('resources', () => {
   it('requests the VMI memory plus the overhead, and 1/10 CPU per vCPU by default', () => {
     const r = compute(render(vmi())).resources!;
     expect(r.requests!.memory).toBe(`${128 + 260}Mi`);
-    expect(compute(render(vmi(), { useEmulation: true })).resources!.requests!.memory).toBe(`${128 + 260 + 128}Mi`);
+    expect(compute(render(vmi(), { useEmulation: true })).resources!.requests!.memory).toBe(
+      `${128 + 260 + 128}Mi`,
+    );
     expect(r.requests!.cpu).toBe('100m');
     expect(r.requests!['ephemeral-storage']).toBe('50M');
     expect(r.limits!.memory).toBeUndefined();
@@ -169,12 +181,18 @@ describe('resources', () => {
   });
 
   it('takes CPU from the topology and the allocation ratio', () => {
-    const r = compute(render(vmi({ domain: { cpu: { cores: 3, sockets: 2 } } }), { cpuAllocationRatio: 4 })).resources!;
+    const r = compute(
+      render(vmi({ domain: { cpu: { cores: 3, sockets: 2 } } }), { cpuAllocationRatio: 4 }),
+    ).resources!;
     expect(r.requests!.cpu).toBe('1500m');
   });
 
   it('passes CPU requests and limits through and adds the overhead to the memory limit', () => {
-    const v = vmi({ domain: { resources: { requests: { memory: '1Gi', cpu: '500m' }, limits: { memory: '2Gi', cpu: '2' } } } });
+    const v = vmi({
+      domain: {
+        resources: { requests: { memory: '1Gi', cpu: '500m' }, limits: { memory: '2Gi', cpu: '2' } },
+      },
+    });
     const r = compute(render(v)).resources!;
     const ov = memoryOverhead(v, { arch: 'amd64', additionalOverheadRatio: 1 }).bytes;
     expect(r.requests!.cpu).toBe('500m');
@@ -184,7 +202,11 @@ describe('resources', () => {
   });
 
   it('leaves the overhead out of the request with overcommitGuestOverhead, not out of the limit', () => {
-    const v = vmi({ domain: { resources: { requests: { memory: '1Gi' }, limits: { memory: '1Gi' }, overcommitGuestOverhead: true } } });
+    const v = vmi({
+      domain: {
+        resources: { requests: { memory: '1Gi' }, limits: { memory: '1Gi' }, overcommitGuestOverhead: true },
+      },
+    });
     const r = compute(render(v)).resources!;
     expect(r.requests!.memory).toBe('1024Mi');
     expect(bytes(r.limits!.memory!)).toBeGreaterThan(1024 * Mi);
@@ -204,7 +226,9 @@ describe('resources', () => {
   });
 
   it('dedicated CPUs: requests == limits == vCPUs (+1 isolated emulator thread), memory limit == request', () => {
-    const v = vmi({ domain: { cpu: { cores: 2, dedicatedCpuPlacement: true, isolateEmulatorThread: true } } });
+    const v = vmi({
+      domain: { cpu: { cores: 2, dedicatedCpuPlacement: true, isolateEmulatorThread: true } },
+    });
     const r = compute(render(v)).resources!;
     expect(r.requests!.cpu).toBe('3');
     expect(r.limits!.cpu).toBe('3');
@@ -212,7 +236,9 @@ describe('resources', () => {
   });
 
   it('hugepages: guest RAM from hugepages-<size>, memory covers only the overhead', () => {
-    const v = vmi({ domain: { resources: { requests: { memory: '1Gi' } }, memory: { hugepages: { pageSize: '2Mi' } } } });
+    const v = vmi({
+      domain: { resources: { requests: { memory: '1Gi' } }, memory: { hugepages: { pageSize: '2Mi' } } },
+    });
     const r = compute(render(v)).resources!;
     const ov = memoryOverhead(v, { arch: 'amd64', additionalOverheadRatio: 1 }).bytes;
     expect(r.requests!['hugepages-2Mi']).toBe('1024Mi');
@@ -221,14 +247,20 @@ describe('resources', () => {
   });
 
   it('passes other requested resources through and adds the launcher ephemeral storage', () => {
-    const v = vmi({ domain: { resources: { requests: { memory: '128Mi', 'ephemeral-storage': '1G', 'example.com/foo': '2' } } } });
+    const v = vmi({
+      domain: {
+        resources: { requests: { memory: '128Mi', 'ephemeral-storage': '1G', 'example.com/foo': '2' } },
+      },
+    });
     const r = compute(render(v)).resources!;
     expect(r.requests!['ephemeral-storage']).toBe(String(1e9 + 50e6));
     expect(r.requests!['example.com/foo']).toBe('2');
   });
 
   it('names the field of a bad quantity', () => {
-    const e = renderError(() => render(vmi({ domain: { resources: { requests: { memory: '12 apples' } } } })));
+    const e = renderError(() =>
+      render(vmi({ domain: { resources: { requests: { memory: '12 apples' } } } })),
+    );
     expect(e.path).toBe('spec.domain.resources.requests.memory');
   });
 
@@ -264,7 +296,8 @@ describe('device-plugin resources', () => {
   });
 
   it('no network devices when the VMI has no interface; no vhost-net for e1000 only', () => {
-    const none = compute(render(vmi({ domain: { devices: { autoattachPodInterface: false } } }))).resources!.limits!;
+    const none = compute(render(vmi({ domain: { devices: { autoattachPodInterface: false } } }))).resources!
+      .limits!;
     expect(none[DEVICE_TUN]).toBeUndefined();
     expect(none[DEVICE_VHOST_NET]).toBeUndefined();
     const e1000 = vmi({
@@ -279,7 +312,10 @@ describe('device-plugin resources', () => {
       domain: {
         devices: {
           autoattachVSOCK: true,
-          gpus: [{ name: 'g1', deviceName: 'nvidia.com/GP100' }, { name: 'g2', deviceName: 'nvidia.com/GP100' }],
+          gpus: [
+            { name: 'g1', deviceName: 'nvidia.com/GP100' },
+            { name: 'g2', deviceName: 'nvidia.com/GP100' },
+          ],
           hostDevices: [{ name: 'h1', deviceName: 'intel.com/qat' }],
         },
       },
@@ -297,7 +333,16 @@ describe('volumes', () => {
 
   it('always has the launcher emptyDirs, mounted at upstream paths', () => {
     const p = render(vmi());
-    for (const n of ['private', 'public', 'sockets', 'virt-bin-share-dir', 'libvirt-runtime', 'ephemeral-disks', 'container-disks', 'hotplug-disks']) {
+    for (const n of [
+      'private',
+      'public',
+      'sockets',
+      'virt-bin-share-dir',
+      'libvirt-runtime',
+      'ephemeral-disks',
+      'container-disks',
+      'hotplug-disks',
+    ]) {
       expect(volOf(p, n)).toEqual({ name: n, emptyDir: {} });
     }
     expect(mountOf(p, 'private')!.mountPath).toBe('/var/run/kubevirt-private');
@@ -305,7 +350,11 @@ describe('volumes', () => {
     expect(mountOf(p, 'sockets')!.mountPath).toBe('/var/run/kubevirt/sockets');
     expect(mountOf(p, 'libvirt-runtime')!.mountPath).toBe('/var/run/libvirt');
     expect(mountOf(p, 'ephemeral-disks')!.mountPath).toBe('/var/run/kubevirt-ephemeral-disks');
-    expect(mountOf(p, 'container-disks')).toEqual({ name: 'container-disks', mountPath: '/var/run/kubevirt/container-disks', mountPropagation: 'HostToContainer' });
+    expect(mountOf(p, 'container-disks')).toEqual({
+      name: 'container-disks',
+      mountPath: '/var/run/kubevirt/container-disks',
+      mountPropagation: 'HostToContainer',
+    });
     expect(mountOf(p, 'hotplug-disks')!.mountPropagation).toBe('HostToContainer');
     expect(volOf(p, 'nvram')).toBeUndefined();
   });
@@ -331,7 +380,13 @@ describe('volumes', () => {
   });
 
   it('hostDisk: the image folder from the host, created for DiskOrCreate', () => {
-    const p = render(vmi({ volumes: [{ name: 'host', hostDisk: { path: '/data/disk.img', type: 'DiskOrCreate', capacity: '1Gi' } }] }));
+    const p = render(
+      vmi({
+        volumes: [
+          { name: 'host', hostDisk: { path: '/data/disk.img', type: 'DiskOrCreate', capacity: '1Gi' } },
+        ],
+      }),
+    );
     expect(volOf(p, 'host')!.hostPath).toEqual({ path: '/data', type: 'DirectoryOrCreate' });
     expect(mountOf(p, 'host')!.mountPath).toBe('/var/run/kubevirt-private/vmi-disks/host');
   });
@@ -342,12 +397,19 @@ describe('volumes', () => {
         volumes: [
           { name: 'cm', configMap: { name: 'app-config' } },
           { name: 'sec', secret: { secretName: 'app-secret', optional: true } },
-          { name: 'dapi', downwardAPI: { fields: [{ path: 'labels', fieldRef: { fieldPath: 'metadata.labels' } }] } },
+          {
+            name: 'dapi',
+            downwardAPI: { fields: [{ path: 'labels', fieldRef: { fieldPath: 'metadata.labels' } }] },
+          },
         ],
       }),
     );
     expect(volOf(p, 'cm')!.configMap).toEqual({ name: 'app-config' });
-    expect(mountOf(p, 'cm')).toEqual({ name: 'cm', mountPath: '/var/run/kubevirt-private/config-map/cm', readOnly: true });
+    expect(mountOf(p, 'cm')).toEqual({
+      name: 'cm',
+      mountPath: '/var/run/kubevirt-private/config-map/cm',
+      readOnly: true,
+    });
     expect(volOf(p, 'sec')!.secret).toEqual({ secretName: 'app-secret', optional: true });
     expect(mountOf(p, 'sec')!.mountPath).toBe('/var/run/kubevirt-private/secret/sec');
     expect(volOf(p, 'dapi')!.downwardAPI!.items![0]!.path).toBe('labels');
@@ -365,12 +427,18 @@ describe('volumes', () => {
     const p = render(
       vmi({
         volumes: [
-          { name: 'ci', cloudInitNoCloud: { secretRef: { name: 'ud' }, networkDataSecretRef: { name: 'nd' } } },
+          {
+            name: 'ci',
+            cloudInitNoCloud: { secretRef: { name: 'ud' }, networkDataSecretRef: { name: 'nd' } },
+          },
           { name: 'inline', cloudInitConfigDrive: { userData: '#cloud-config\n' } },
         ],
       }),
     );
-    expect(volOf(p, 'ci')!.projected!.sources).toEqual([{ secret: { name: 'ud' } }, { secret: { name: 'nd' } }]);
+    expect(volOf(p, 'ci')!.projected!.sources).toEqual([
+      { secret: { name: 'ud' } },
+      { secret: { name: 'nd' } },
+    ]);
     expect(mountOf(p, 'ci')!.mountPath).toBe('/var/run/kubevirt-private/secret/ci');
     expect(volOf(p, 'inline')).toBeUndefined();
   });
@@ -382,9 +450,23 @@ describe('volumes', () => {
   });
 
   it('rejects reserved volume names, non-DNS names and unsupported sources, naming the field', () => {
-    expect(renderError(() => render(vmi({ volumes: [{ name: 'private', emptyDisk: { capacity: '1Gi' } }] }))).path).toBe('spec.volumes[0].name');
-    expect(renderError(() => render(vmi({ volumes: [{ name: 'Bad_Name', emptyDisk: { capacity: '1Gi' } }] }))).path).toBe('spec.volumes[0].name');
-    const e = renderError(() => render(vmi({ volumes: [{ name: 'ok', emptyDisk: { capacity: '1Gi' } }, { name: 'm', downwardMetrics: {} }] })));
+    expect(
+      renderError(() => render(vmi({ volumes: [{ name: 'private', emptyDisk: { capacity: '1Gi' } }] }))).path,
+    ).toBe('spec.volumes[0].name');
+    expect(
+      renderError(() => render(vmi({ volumes: [{ name: 'Bad_Name', emptyDisk: { capacity: '1Gi' } }] })))
+        .path,
+    ).toBe('spec.volumes[0].name');
+    const e = renderError(() =>
+      render(
+        vmi({
+          volumes: [
+            { name: 'ok', emptyDisk: { capacity: '1Gi' } },
+            { name: 'm', downwardMetrics: {} },
+          ],
+        }),
+      ),
+    );
     expect(e.path).toBe('spec.volumes[1].downwardMetrics');
     expect(e.message).toContain('not supported');
   });
@@ -401,12 +483,27 @@ describe('container-disk and kernel-boot containers', () => {
     const v = vmi({
       volumes: [
         { name: 'scratch', emptyDisk: { capacity: '1Gi' } },
-        { name: 'root', containerDisk: { image: 'quay.io/containerdisks/fedora:40', imagePullSecret: 'pull', imagePullPolicy: 'Always' } },
+        {
+          name: 'root',
+          containerDisk: {
+            image: 'quay.io/containerdisks/fedora:40',
+            imagePullSecret: 'pull',
+            imagePullPolicy: 'Always',
+          },
+        },
       ],
-      domain: { firmware: { kernelBoot: { container: { image: 'example.com/kernel:1', kernelPath: '/boot/vmlinuz' } } } },
+      domain: {
+        firmware: {
+          kernelBoot: { container: { image: 'example.com/kernel:1', kernelPath: '/boot/vmlinuz' } },
+        },
+      },
     });
     const p = render(v);
-    expect(p.spec!.initContainers!.map((c) => c.name)).toEqual(['container-disk-binary', 'volumeroot-init', 'kernel-boot-init']);
+    expect(p.spec!.initContainers!.map((c) => c.name)).toEqual([
+      'container-disk-binary',
+      'volumeroot-init',
+      'kernel-boot-init',
+    ]);
     const bin = p.spec!.initContainers![0]!;
     expect(bin.image).toBe(IMAGE);
     expect(bin.command).toEqual(['/usr/bin/cp', '/usr/bin/container-disk', '/init/usr/bin/container-disk']);
@@ -415,11 +512,20 @@ describe('container-disk and kernel-boot containers', () => {
     expect(init.imagePullPolicy).toBe('Always');
     expect(init.args).toEqual(['--no-op']);
     const side = p.spec!.containers.find((c) => c.name === 'volumeroot')!;
-    expect(side.args).toEqual(['--copy-path', '/var/run/kubevirt-ephemeral-disks/container-disk-data/uid-1234/disk_1']);
-    expect(side.volumeMounts).toContainEqual({ name: 'container-disks', mountPath: '/var/run/kubevirt-ephemeral-disks/container-disk-data/uid-1234' });
+    expect(side.args).toEqual([
+      '--copy-path',
+      '/var/run/kubevirt-ephemeral-disks/container-disk-data/uid-1234/disk_1',
+    ]);
+    expect(side.volumeMounts).toContainEqual({
+      name: 'container-disks',
+      mountPath: '/var/run/kubevirt-ephemeral-disks/container-disk-data/uid-1234',
+    });
     const kb = p.spec!.containers.find((c) => c.name === 'kernel-boot')!;
     expect(kb.image).toBe('example.com/kernel:1');
-    expect(kb.args).toEqual(['--copy-path', '/var/run/kubevirt-ephemeral-disks/container-disk-data/uid-1234/kernel-boot']);
+    expect(kb.args).toEqual([
+      '--copy-path',
+      '/var/run/kubevirt-ephemeral-disks/container-disk-data/uid-1234/kernel-boot',
+    ]);
     expect(p.spec!.imagePullSecrets).toEqual([{ name: 'pull' }]);
   });
 });
@@ -433,8 +539,18 @@ describe('placement', () => {
         },
       },
     };
-    const tolerations = [{ key: 'dedicated', operator: 'Equal' as const, value: 'vms', effect: 'NoSchedule' as const }];
-    const p = render(vmi({ nodeSelector: { disk: 'ssd', 'kubevirt.io/schedulable': 'false' }, affinity, tolerations, schedulerName: 'sched', priorityClassName: 'high' }));
+    const tolerations = [
+      { key: 'dedicated', operator: 'Equal' as const, value: 'vms', effect: 'NoSchedule' as const },
+    ];
+    const p = render(
+      vmi({
+        nodeSelector: { disk: 'ssd', 'kubevirt.io/schedulable': 'false' },
+        affinity,
+        tolerations,
+        schedulerName: 'sched',
+        priorityClassName: 'high',
+      }),
+    );
     expect(p.spec!.nodeSelector).toEqual({ disk: 'ssd', 'kubevirt.io/schedulable': 'true' });
     expect(p.spec!.affinity).toEqual(affinity);
     expect(p.spec!.tolerations).toEqual(tolerations);
@@ -443,7 +559,10 @@ describe('placement', () => {
   });
 
   it('spec.architecture selects nodes of that architecture', () => {
-    expect(render(vmi({ architecture: 'arm64' })).spec!.nodeSelector).toEqual({ 'kubernetes.io/arch': 'arm64', 'kubevirt.io/schedulable': 'true' });
+    expect(render(vmi({ architecture: 'arm64' })).spec!.nodeSelector).toEqual({
+      'kubernetes.io/arch': 'arm64',
+      'kubevirt.io/schedulable': 'true',
+    });
     expect(render(vmi()).spec!.nodeSelector!['kubernetes.io/arch']).toBeUndefined();
   });
 });
@@ -461,7 +580,14 @@ describe('identity: labels, annotations, owner', () => {
     });
     expect(p.metadata!.annotations!['kubevirt.io/domain']).toBe('testvm');
     expect(p.metadata!.ownerReferences).toEqual([
-      { apiVersion: 'kubevirt.io/v1', kind: 'VirtualMachineInstance', name: 'testvm', uid: 'uid-1234', controller: true, blockOwnerDeletion: true },
+      {
+        apiVersion: 'kubevirt.io/v1',
+        kind: 'VirtualMachineInstance',
+        name: 'testvm',
+        uid: 'uid-1234',
+        controller: true,
+        blockOwnerDeletion: true,
+      },
     ]);
   });
 
@@ -485,9 +611,20 @@ describe('termination grace period', () => {
 describe('security context', () => {
   it('runs everything as uid 107, non-root, no privilege, all capabilities dropped', () => {
     const p = render(vmi({ volumes: [{ name: 'root', containerDisk: { image: 'example.com/disk:1' } }] }));
-    expect(p.spec!.securityContext).toEqual({ runAsUser: 107, runAsGroup: 107, fsGroup: 107, runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
+    expect(p.spec!.securityContext).toEqual({
+      runAsUser: 107,
+      runAsGroup: 107,
+      fsGroup: 107,
+      runAsNonRoot: true,
+      seccompProfile: { type: 'RuntimeDefault' },
+    });
     for (const c of [...p.spec!.containers, ...(p.spec!.initContainers ?? [])]) {
-      expect(c.securityContext).toMatchObject({ runAsUser: 107, runAsNonRoot: true, privileged: false, allowPrivilegeEscalation: false });
+      expect(c.securityContext).toMatchObject({
+        runAsUser: 107,
+        runAsNonRoot: true,
+        privileged: false,
+        allowPrivilegeEscalation: false,
+      });
       expect(c.securityContext!.capabilities!.drop).toEqual(['ALL']);
     }
     expect(compute(p).securityContext!.capabilities!.add).toBeUndefined();
@@ -495,7 +632,10 @@ describe('security context', () => {
   });
 
   it('adds NET_BIND_SERVICE only for user-mode networking, SYS_NICE only for realtime vCPUs', () => {
-    const passt = vmi({ domain: { devices: { interfaces: [{ name: 'default', passt: {} }] } }, networks: [{ name: 'default', pod: {} }] });
+    const passt = vmi({
+      domain: { devices: { interfaces: [{ name: 'default', passt: {} }] } },
+      networks: [{ name: 'default', pod: {} }],
+    });
     expect(compute(render(passt)).securityContext!.capabilities!.add).toEqual(['NET_BIND_SERVICE']);
     const rt = vmi({ domain: { cpu: { cores: 1, dedicatedCpuPlacement: true, realtime: {} } } });
     expect(compute(render(rt)).securityContext!.capabilities!.add).toEqual(['SYS_NICE']);
@@ -521,8 +661,12 @@ describe('hostname and subdomain', () => {
 
 describe('config', () => {
   it('requires the launcher image and positive ratios', () => {
-    expect(renderError(() => renderLaunchPod(vmi(), { launcherImage: '' })).path).toBe('config.launcherImage');
-    expect(renderError(() => render(vmi(), { cpuAllocationRatio: 0 })).path).toBe('config.cpuAllocationRatio');
+    expect(renderError(() => renderLaunchPod(vmi(), { launcherImage: '' })).path).toBe(
+      'config.launcherImage',
+    );
+    expect(renderError(() => render(vmi(), { cpuAllocationRatio: 0 })).path).toBe(
+      'config.cpuAllocationRatio',
+    );
   });
 
   it('renders a VMI with the API defaults applied', () => {
@@ -538,7 +682,12 @@ describe('QoS of helper containers', () => {
     const burstable = render(vmi({ volumes }));
     const side = burstable.spec!.containers.find((c) => c.name === 'volumeroot')!;
     expect(side.resources!.requests).not.toEqual(side.resources!.limits);
-    const guaranteed = render(vmi({ volumes, domain: { resources: { requests: { memory: '1Gi', cpu: '1' }, limits: { memory: '1Gi', cpu: '1' } } } }));
+    const guaranteed = render(
+      vmi({
+        volumes,
+        domain: { resources: { requests: { memory: '1Gi', cpu: '1' }, limits: { memory: '1Gi', cpu: '1' } } },
+      }),
+    );
     for (const c of [...guaranteed.spec!.containers, ...guaranteed.spec!.initContainers!]) {
       expect(c.resources!.requests!.cpu).toBe(c.resources!.limits!.cpu);
       expect(c.resources!.requests!.memory).toBe(c.resources!.limits!.memory);
@@ -567,7 +716,9 @@ describe('multus networks', () => {
   });
 
   it('a default multus network replaces the cluster network; no annotation without multus', () => {
-    const p = render(vmi({ networks: [{ name: 'main', multus: { networkName: 'ns1/main-net', default: true } }] }));
+    const p = render(
+      vmi({ networks: [{ name: 'main', multus: { networkName: 'ns1/main-net', default: true } }] }),
+    );
     expect(p.metadata!.annotations!['v1.multus-cni.io/default-network']).toBe('ns1/main-net');
     expect(p.metadata!.annotations!['k8s.v1.cni.cncf.io/networks']).toBeUndefined();
     expect(render(vmi()).metadata!.annotations!['k8s.v1.cni.cncf.io/networks']).toBeUndefined();
@@ -582,7 +733,9 @@ describe('multus networks', () => {
 describe('container names', () => {
   it('a containerDisk volume name too long for its container names is named in the error', () => {
     const name = 'd'.repeat(55); // volume<55> fits in 63, volume<55>-init does not
-    const e = renderError(() => render(vmi({ volumes: [{ name, containerDisk: { image: 'example.com/d:1' } }] })));
+    const e = renderError(() =>
+      render(vmi({ volumes: [{ name, containerDisk: { image: 'example.com/d:1' } }] })),
+    );
     expect(e.path).toBe('spec.volumes[0].name');
     expect(e.message).toContain('init container name');
   });
@@ -592,16 +745,26 @@ describe('probes', () => {
   it('httpGet / tcpSocket probes become the compute container probes with the same timing', () => {
     const p = render(
       vmi({
-        readinessProbe: { httpGet: { port: 8080, path: '/healthz' }, initialDelaySeconds: 10, periodSeconds: 5 },
+        readinessProbe: {
+          httpGet: { port: 8080, path: '/healthz' },
+          initialDelaySeconds: 10,
+          periodSeconds: 5,
+        },
         livenessProbe: { tcpSocket: { port: 22 }, failureThreshold: 3 },
       }),
     );
-    expect(compute(p).readinessProbe).toEqual({ httpGet: { port: 8080, path: '/healthz' }, initialDelaySeconds: 10, periodSeconds: 5 });
+    expect(compute(p).readinessProbe).toEqual({
+      httpGet: { port: 8080, path: '/healthz' },
+      initialDelaySeconds: 10,
+      periodSeconds: 5,
+    });
     expect(compute(p).livenessProbe).toEqual({ tcpSocket: { port: 22 }, failureThreshold: 3 });
   });
 
   it('guest-agent probes (exec, guestAgentPing) are not put on the Pod', () => {
-    const p = render(vmi({ readinessProbe: { guestAgentPing: {} }, livenessProbe: { exec: { command: ['true'] } } }));
+    const p = render(
+      vmi({ readinessProbe: { guestAgentPing: {} }, livenessProbe: { exec: { command: ['true'] } } }),
+    );
     expect(compute(p).readinessProbe).toBeUndefined();
     expect(compute(p).livenessProbe).toBeUndefined();
   });

@@ -1,7 +1,16 @@
 // VirtualMachineInstance -> virt-launcher Pod (upstream KubeVirt's layout; see README.md for each rule).
 import { createHash } from 'node:crypto';
 import { posix } from 'node:path';
-import type { V1Affinity, V1Container, V1Probe, V1Pod, V1SecurityContext, V1Volume, V1VolumeMount, V1VolumeDevice } from '@kubernetes/client-node';
+import type {
+  V1Affinity,
+  V1Container,
+  V1Probe,
+  V1Pod,
+  V1SecurityContext,
+  V1Volume,
+  V1VolumeMount,
+  V1VolumeDevice,
+} from '@kubernetes/client-node';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import { podLayout } from '@kubevirt-ts/converter';
 import { RenderError, resolveConfig, type RendererConfig, type ResolvedConfig } from './config.js';
@@ -35,8 +44,13 @@ export const POD_DIRS = {
 } as const;
 
 /** Where kubelet mounts the source of a config volume (the launcher builds the ISO from there). */
-export function configSourceDir(kind: 'configMap' | 'secret' | 'downwardAPI' | 'sysprep', volumeName: string): string {
-  const sub = { configMap: 'config-map', secret: 'secret', downwardAPI: 'downwardapi', sysprep: 'sysprep' }[kind];
+export function configSourceDir(
+  kind: 'configMap' | 'secret' | 'downwardAPI' | 'sysprep',
+  volumeName: string,
+): string {
+  const sub = { configMap: 'config-map', secret: 'secret', downwardAPI: 'downwardapi', sysprep: 'sysprep' }[
+    kind
+  ];
   return `${podLayout.privateDir}/${sub}/${volumeName}`;
 }
 
@@ -69,11 +83,17 @@ function restrictedSecurityContext(add: string[] = []): V1SecurityContext {
 /** Small resources of the container-disk and kernel-boot helper containers (upstream's). */
 const HELPER_RESOURCES = { requests: { cpu: '10m', memory: '1M' }, limits: { cpu: '100m', memory: '40M' } };
 /** ... and with dedicated CPUs / Guaranteed QoS, where every container needs requests == limits */
-const HELPER_RESOURCES_GUARANTEED = { requests: { cpu: '10m', memory: '40M' }, limits: { cpu: '10m', memory: '40M' } };
+const HELPER_RESOURCES_GUARANTEED = {
+  requests: { cpu: '10m', memory: '40M' },
+  limits: { cpu: '10m', memory: '40M' },
+};
 
 function label(path: string, value: string, what: string): string {
   if (value.length > 63 || !DNS_LABEL.test(value)) {
-    throw new RenderError(path, `${JSON.stringify(value)} cannot be used as a ${what}: it must be a DNS label (lowercase letters, digits, '-', at most 63 characters)`);
+    throw new RenderError(
+      path,
+      `${JSON.stringify(value)} cannot be used as a ${what}: it must be a DNS label (lowercase letters, digits, '-', at most 63 characters)`,
+    );
   }
   return value;
 }
@@ -110,18 +130,29 @@ function userVolumes(vmi: VirtualMachineInstance, config: ResolvedConfig): Mount
     const path = `spec.volumes[${i}]`;
     label(`${path}.name`, v.name, 'volume name');
     if ((RESERVED_VOLUME_NAMES as readonly string[]).includes(v.name)) {
-      throw new RenderError(`${path}.name`, `"${v.name}" is reserved for the launcher Pod's own volumes (${RESERVED_VOLUME_NAMES.join(', ')})`);
+      throw new RenderError(
+        `${path}.name`,
+        `"${v.name}" is reserved for the launcher Pod's own volumes (${RESERVED_VOLUME_NAMES.join(', ')})`,
+      );
     }
     const claim = (claimName: string, readOnly: boolean): void => {
-      out.volumes.push({ name: v.name, persistentVolumeClaim: { claimName, ...(readOnly ? { readOnly } : {}) } });
+      out.volumes.push({
+        name: v.name,
+        persistentVolumeClaim: { claimName, ...(readOnly ? { readOnly } : {}) },
+      });
       if (config.pvcVolumeModes?.[claimName] === 'Block') {
         out.devices.push({ name: v.name, devicePath: podLayout.blockVolumeDevice(v.name) });
       } else {
-        out.mounts.push({ name: v.name, mountPath: dirOf(podLayout.filesystemVolumeImage(v.name)), ...(readOnly ? { readOnly } : {}) });
+        out.mounts.push({
+          name: v.name,
+          mountPath: dirOf(podLayout.filesystemVolumeImage(v.name)),
+          ...(readOnly ? { readOnly } : {}),
+        });
       }
     };
     if (v.persistentVolumeClaim) {
-      if (!v.persistentVolumeClaim.hotpluggable) claim(v.persistentVolumeClaim.claimName, v.persistentVolumeClaim.readOnly === true);
+      if (!v.persistentVolumeClaim.hotpluggable)
+        claim(v.persistentVolumeClaim.claimName, v.persistentVolumeClaim.readOnly === true);
     } else if (v.dataVolume) {
       if (!v.dataVolume.hotpluggable) claim(v.dataVolume.name, false);
     } else if (v.ephemeral) {
@@ -130,40 +161,69 @@ function userVolumes(vmi: VirtualMachineInstance, config: ResolvedConfig): Mount
       claim(pvc.claimName, true); // the launcher writes to a qcow2 overlay in ephemeral-disks
     } else if (v.hostDisk) {
       const image = podLayout.hostDiskImage(v.name, v.hostDisk.path);
-      if (!v.hostDisk.path.startsWith('/')) throw new RenderError(`${path}.hostDisk.path`, 'must be an absolute path');
+      if (!v.hostDisk.path.startsWith('/'))
+        throw new RenderError(`${path}.hostDisk.path`, 'must be an absolute path');
       out.volumes.push({
         name: v.name,
-        hostPath: { path: posix.dirname(v.hostDisk.path), type: v.hostDisk.type === 'DiskOrCreate' ? 'DirectoryOrCreate' : 'Directory' },
+        hostPath: {
+          path: posix.dirname(v.hostDisk.path),
+          type: v.hostDisk.type === 'DiskOrCreate' ? 'DirectoryOrCreate' : 'Directory',
+        },
       });
       out.mounts.push({ name: v.name, mountPath: dirOf(image) });
     } else if (v.configMap) {
-      out.volumes.push({ name: v.name, configMap: { name: v.configMap.name, ...(v.configMap.optional !== undefined ? { optional: v.configMap.optional } : {}) } });
+      out.volumes.push({
+        name: v.name,
+        configMap: {
+          name: v.configMap.name,
+          ...(v.configMap.optional !== undefined ? { optional: v.configMap.optional } : {}),
+        },
+      });
       out.mounts.push({ name: v.name, mountPath: configSourceDir('configMap', v.name), readOnly: true });
     } else if (v.secret) {
-      out.volumes.push({ name: v.name, secret: { secretName: v.secret.secretName, ...(v.secret.optional !== undefined ? { optional: v.secret.optional } : {}) } });
+      out.volumes.push({
+        name: v.name,
+        secret: {
+          secretName: v.secret.secretName,
+          ...(v.secret.optional !== undefined ? { optional: v.secret.optional } : {}),
+        },
+      });
       out.mounts.push({ name: v.name, mountPath: configSourceDir('secret', v.name), readOnly: true });
     } else if (v.downwardAPI) {
       out.volumes.push({ name: v.name, downwardAPI: { items: (v.downwardAPI.fields ?? []) as never } });
       out.mounts.push({ name: v.name, mountPath: configSourceDir('downwardAPI', v.name), readOnly: true });
     } else if (v.serviceAccount) {
       // the token is mounted by kubelet at /var/run/secrets/kubernetes.io/serviceaccount (automount)
-      if (out.serviceAccountName !== undefined) throw new RenderError(`${path}.serviceAccount`, 'only one serviceAccount volume is allowed');
+      if (out.serviceAccountName !== undefined)
+        throw new RenderError(`${path}.serviceAccount`, 'only one serviceAccount volume is allowed');
       out.serviceAccountName = v.serviceAccount.serviceAccountName ?? 'default';
     } else if (v.sysprep) {
-      const src = v.sysprep.configMap ? { configMap: { name: v.sysprep.configMap.name } } : v.sysprep.secret ? { secret: { secretName: v.sysprep.secret.name } } : undefined;
+      const src = v.sysprep.configMap
+        ? { configMap: { name: v.sysprep.configMap.name } }
+        : v.sysprep.secret
+          ? { secret: { secretName: v.sysprep.secret.name } }
+          : undefined;
       if (!src) throw new RenderError(`${path}.sysprep`, 'needs configMap or secret');
       out.volumes.push({ name: v.name, ...src });
       out.mounts.push({ name: v.name, mountPath: configSourceDir('sysprep', v.name), readOnly: true });
     } else if (v.cloudInitNoCloud || v.cloudInitConfigDrive) {
       const ci = (v.cloudInitNoCloud ?? v.cloudInitConfigDrive)!;
-      const secrets = [...new Set([ci.secretRef?.name, ci.networkDataSecretRef?.name].filter((s): s is string => !!s))];
+      const secrets = [
+        ...new Set([ci.secretRef?.name, ci.networkDataSecretRef?.name].filter((s): s is string => !!s)),
+      ];
       if (secrets.length > 0) {
         // the launcher reads userdata / networkdata from one dir: project the referenced secret(s) there
-        out.volumes.push({ name: v.name, projected: { sources: secrets.map((name) => ({ secret: { name } })) } });
+        out.volumes.push({
+          name: v.name,
+          projected: { sources: secrets.map((name) => ({ secret: { name } })) },
+        });
         out.mounts.push({ name: v.name, mountPath: configSourceDir('secret', v.name), readOnly: true });
       }
     } else if (v.downwardMetrics) {
-      throw new RenderError(`${path}.downwardMetrics`, 'downwardMetrics volumes are not supported by kubevirt-ts');
+      throw new RenderError(
+        `${path}.downwardMetrics`,
+        'downwardMetrics volumes are not supported by kubevirt-ts',
+      );
     }
     // containerDisk: own containers (below); emptyDisk and inline cloud-init: files the launcher creates in
     // libvirt-runtime; memoryDump: hotplugged, never in the launcher Pod.
@@ -177,8 +237,15 @@ function containerDiskContainers(vmi: VirtualMachineInstance, config: ResolvedCo
   const init: V1Container[] = [];
   const sidecars: V1Container[] = [];
   const dataDir = `${POD_DIRS.containerDiskData}/${uid}`;
-  const HELPER = isDedicatedCpu(vmi) || wantsGuaranteedQos(vmi) ? HELPER_RESOURCES_GUARANTEED : HELPER_RESOURCES;
-  const add = (name: string, path: string, image: string, pullPolicy: string | undefined, socket: string): void => {
+  const HELPER =
+    isDedicatedCpu(vmi) || wantsGuaranteedQos(vmi) ? HELPER_RESOURCES_GUARANTEED : HELPER_RESOURCES;
+  const add = (
+    name: string,
+    path: string,
+    image: string,
+    pullPolicy: string | undefined,
+    socket: string,
+  ): void => {
     label(path, name, 'container name');
     label(path, `${name}-init`, 'init container name');
     const mountsBin = { name: 'virt-bin-share-dir', mountPath: posix.dirname(POD_DIRS.containerDiskBinary) };
@@ -208,11 +275,24 @@ function containerDiskContainers(vmi: VirtualMachineInstance, config: ResolvedCo
   };
   (vmi.spec.volumes ?? []).forEach((v, i) => {
     if (v.containerDisk) {
-      add(`volume${v.name}`, `spec.volumes[${i}].name`, v.containerDisk.image, v.containerDisk.imagePullPolicy, `disk_${i}`);
+      add(
+        `volume${v.name}`,
+        `spec.volumes[${i}].name`,
+        v.containerDisk.image,
+        v.containerDisk.imagePullPolicy,
+        `disk_${i}`,
+      );
     }
   });
   const kb = vmi.spec.domain.firmware?.kernelBoot?.container;
-  if (kb) add('kernel-boot', 'spec.domain.firmware.kernelBoot.container', kb.image, kb.imagePullPolicy, 'kernel-boot');
+  if (kb)
+    add(
+      'kernel-boot',
+      'spec.domain.firmware.kernelBoot.container',
+      kb.image,
+      kb.imagePullPolicy,
+      'kernel-boot',
+    );
   if (init.length > 0) {
     // first: copy the static container-disk helper from the launcher image into the shared emptyDir
     init.unshift({
@@ -220,7 +300,9 @@ function containerDiskContainers(vmi: VirtualMachineInstance, config: ResolvedCo
       image: config.launcherImage,
       imagePullPolicy: config.imagePullPolicy,
       command: ['/usr/bin/cp', POD_DIRS.containerDiskBinary, `/init${POD_DIRS.containerDiskBinary}`],
-      volumeMounts: [{ name: 'virt-bin-share-dir', mountPath: `/init${posix.dirname(POD_DIRS.containerDiskBinary)}` }],
+      volumeMounts: [
+        { name: 'virt-bin-share-dir', mountPath: `/init${posix.dirname(POD_DIRS.containerDiskBinary)}` },
+      ],
       resources: HELPER,
       securityContext: restrictedSecurityContext(),
     });
@@ -233,18 +315,31 @@ function containerDiskContainers(vmi: VirtualMachineInstance, config: ResolvedCo
 }
 
 /** The launcher's command line (upstream flag names; the launcher parses exactly these). */
-export function launcherCommand(vmi: VirtualMachineInstance, config: ResolvedConfig, gracePeriodSeconds: number): string[] {
+export function launcherCommand(
+  vmi: VirtualMachineInstance,
+  config: ResolvedConfig,
+  gracePeriodSeconds: number,
+): string[] {
   const cmd = [
     ...config.launcherCommand,
-    '--qemu-timeout', `${config.qemuTimeoutSeconds}s`,
-    '--name', vmi.metadata.name!,
-    '--uid', vmi.metadata.uid!,
-    '--namespace', vmi.metadata.namespace!,
-    '--kubevirt-share-dir', POD_DIRS.public,
-    '--ephemeral-disk-dir', podLayout.ephemeralDisksDir,
-    '--container-disk-dir', podLayout.containerDisksDir,
-    '--grace-period-seconds', String(gracePeriodSeconds),
-    '--hook-sidecars', '0',
+    '--qemu-timeout',
+    `${config.qemuTimeoutSeconds}s`,
+    '--name',
+    vmi.metadata.name!,
+    '--uid',
+    vmi.metadata.uid!,
+    '--namespace',
+    vmi.metadata.namespace!,
+    '--kubevirt-share-dir',
+    POD_DIRS.public,
+    '--ephemeral-disk-dir',
+    podLayout.ephemeralDisksDir,
+    '--container-disk-dir',
+    podLayout.containerDisksDir,
+    '--grace-period-seconds',
+    String(gracePeriodSeconds),
+    '--hook-sidecars',
+    '0',
   ];
   if (config.useEmulation) cmd.push('--allow-emulation');
   if (config.keepAfterFailure) cmd.push('--keep-after-failure');
@@ -268,7 +363,10 @@ function multusAnnotations(vmi: VirtualMachineInstance): Record<string, string> 
     const ref = n.multus.networkName;
     const parts = ref.split('/');
     if (parts.length > 2 || parts.some((p) => p === '')) {
-      throw new RenderError(`spec.networks[${i}].multus.networkName`, `expected NAME or NAMESPACE/NAME, got ${JSON.stringify(ref)}`);
+      throw new RenderError(
+        `spec.networks[${i}].multus.networkName`,
+        `expected NAME or NAMESPACE/NAME, got ${JSON.stringify(ref)}`,
+      );
     }
     if (n.multus.default) {
       out[ANNOTATION_MULTUS_DEFAULT_NETWORK] = ref;
@@ -291,7 +389,12 @@ type VmiProbe = NonNullable<VirtualMachineInstance['spec']['readinessProbe']>;
 export function podProbe(probe: VmiProbe | undefined): V1Probe | undefined {
   if (!probe || (!probe.httpGet && !probe.tcpSocket)) return undefined;
   const { exec: _e, guestAgentPing: _g, httpGet, tcpSocket, ...timing } = probe;
-  return { ...timing, ...(httpGet ? { httpGet: httpGet as V1Probe['httpGet'] } : { tcpSocket: tcpSocket as V1Probe['tcpSocket'] }) };
+  return {
+    ...timing,
+    ...(httpGet
+      ? { httpGet: httpGet as V1Probe['httpGet'] }
+      : { tcpSocket: tcpSocket as V1Probe['tcpSocket'] }),
+  };
 }
 
 function usesEfi(vmi: VirtualMachineInstance): boolean {
@@ -307,7 +410,11 @@ export function renderLaunchPod(vmi: VirtualMachineInstance, rendererConfig: Ren
   const config = resolveConfig(rendererConfig);
   const meta = vmi?.metadata;
   for (const k of ['name', 'namespace', 'uid'] as const) {
-    if (!meta?.[k]) throw new RenderError(`metadata.${k}`, 'required (the launcher Pod is named after and owned by the VMI)');
+    if (!meta?.[k])
+      throw new RenderError(
+        `metadata.${k}`,
+        'required (the launcher Pod is named after and owned by the VMI)',
+      );
   }
   if (!vmi.spec?.domain) throw new RenderError('spec.domain', 'required');
   const name = meta.name!;
@@ -380,7 +487,14 @@ export function renderLaunchPod(vmi: VirtualMachineInstance, rendererConfig: Ren
         ...multusAnnotations(vmi),
       },
       ownerReferences: [
-        { apiVersion: 'kubevirt.io/v1', kind: 'VirtualMachineInstance', name, uid, controller: true, blockOwnerDeletion: true },
+        {
+          apiVersion: 'kubevirt.io/v1',
+          kind: 'VirtualMachineInstance',
+          name,
+          uid,
+          controller: true,
+          blockOwnerDeletion: true,
+        },
       ],
     },
     spec: {
@@ -407,7 +521,9 @@ export function renderLaunchPod(vmi: VirtualMachineInstance, rendererConfig: Ren
       },
       ...(spec.affinity ? { affinity: spec.affinity as V1Affinity } : {}),
       ...(spec.tolerations ? { tolerations: spec.tolerations } : {}),
-      ...(spec.topologySpreadConstraints ? { topologySpreadConstraints: spec.topologySpreadConstraints as never } : {}),
+      ...(spec.topologySpreadConstraints
+        ? { topologySpreadConstraints: spec.topologySpreadConstraints as never }
+        : {}),
       ...(spec.schedulerName ? { schedulerName: spec.schedulerName } : {}),
       ...(spec.priorityClassName ? { priorityClassName: spec.priorityClassName } : {}),
       ...(spec.dnsPolicy ? { dnsPolicy: spec.dnsPolicy } : {}),

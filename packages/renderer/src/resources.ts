@@ -112,7 +112,9 @@ export function wantsGuaranteedQos(vmi: VirtualMachineInstance): boolean {
   if (!lim || lim.cpu === undefined || lim.memory === undefined) return false;
   const req = r?.requests ?? {};
   const eq = (k: 'cpu' | 'memory') =>
-    req[k] === undefined || quantity(req[k]!, `spec.domain.resources.requests.${k}`) === quantity(lim[k]!, `spec.domain.resources.limits.${k}`);
+    req[k] === undefined ||
+    quantity(req[k]!, `spec.domain.resources.requests.${k}`) ===
+      quantity(lim[k]!, `spec.domain.resources.limits.${k}`);
   return eq('cpu') && eq('memory');
 }
 
@@ -191,10 +193,15 @@ function podNetworkInterfaces(vmi: VirtualMachineInstance) {
   const ifaces = vmi.spec.domain.devices?.interfaces ?? [];
   if (ifaces.length === 0) {
     // auto-attached pod interface: masquerade (upstream default binding)
-    return interfaceCount(vmi) > 0 ? [{ name: 'default', masquerade: {} } as { name: string; [k: string]: unknown }] : [];
+    return interfaceCount(vmi) > 0
+      ? [{ name: 'default', masquerade: {} } as { name: string; [k: string]: unknown }]
+      : [];
   }
   const podNets = new Set((networks ?? []).filter((n) => n.pod).map((n) => n.name));
-  return ifaces.filter((i) => podNets.has(i.name) && i.state !== 'absent') as { name: string; [k: string]: unknown }[];
+  return ifaces.filter((i) => podNets.has(i.name) && i.state !== 'absent') as {
+    name: string;
+    [k: string]: unknown;
+  }[];
 }
 
 /** Resources of the compute container. */
@@ -222,11 +229,18 @@ export function computeResources(
   if (memRequest === undefined && memLimit !== undefined) memRequest = memLimit;
   if (memRequest === undefined) {
     const guest = guestMemory(vmi);
-    memRequest = config.memoryOvercommit === 100 || hugepages || dedicated ? guest : Math.floor((guest * 100) / config.memoryOvercommit);
+    memRequest =
+      config.memoryOvercommit === 100 || hugepages || dedicated
+        ? guest
+        : Math.floor((guest * 100) / config.memoryOvercommit);
   }
   if (hugepages) {
     const size = hugepages.pageSize;
-    if (!size) throw new RenderError('spec.domain.memory.hugepages.pageSize', 'page size is required (e.g. 2Mi or 1Gi)');
+    if (!size)
+      throw new RenderError(
+        'spec.domain.memory.hugepages.pageSize',
+        'page size is required (e.g. 2Mi or 1Gi)',
+      );
     quantity(size, 'spec.domain.memory.hugepages.pageSize');
     const guest = d.memory?.guest !== undefined ? Math.min(guestMemory(vmi), memRequest) : memRequest;
     requests[`hugepages-${size}`] = formatBytes(guest);
@@ -247,17 +261,28 @@ export function computeResources(
     limits.cpu = String(n);
     limits.memory = requests.memory; // Guaranteed QoS needs memory limit == request
   } else {
-    if (rq.cpu !== undefined) requests.cpu = formatCpu(quantity(rq.cpu, 'spec.domain.resources.requests.cpu'));
-    else if (lm.cpu !== undefined) requests.cpu = formatCpu(quantity(lm.cpu, 'spec.domain.resources.limits.cpu'));
+    if (rq.cpu !== undefined)
+      requests.cpu = formatCpu(quantity(rq.cpu, 'spec.domain.resources.requests.cpu'));
+    else if (lm.cpu !== undefined)
+      requests.cpu = formatCpu(quantity(lm.cpu, 'spec.domain.resources.limits.cpu'));
     else requests.cpu = formatCpu(vcpus / config.cpuAllocationRatio);
     if (lm.cpu !== undefined) limits.cpu = formatCpu(quantity(lm.cpu, 'spec.domain.resources.limits.cpu'));
   }
 
   // ---- ephemeral storage the launcher writes itself
   const eph = requests['ephemeral-storage'];
-  requests['ephemeral-storage'] = eph === undefined ? EPHEMERAL_STORAGE_OVERHEAD : String(quantity(eph, 'spec.domain.resources.requests.ephemeral-storage') + parseQuantity(EPHEMERAL_STORAGE_OVERHEAD));
+  requests['ephemeral-storage'] =
+    eph === undefined
+      ? EPHEMERAL_STORAGE_OVERHEAD
+      : String(
+          quantity(eph, 'spec.domain.resources.requests.ephemeral-storage') +
+            parseQuantity(EPHEMERAL_STORAGE_OVERHEAD),
+        );
   if (limits['ephemeral-storage'] !== undefined) {
-    limits['ephemeral-storage'] = String(quantity(limits['ephemeral-storage'], 'spec.domain.resources.limits.ephemeral-storage') + parseQuantity(EPHEMERAL_STORAGE_OVERHEAD));
+    limits['ephemeral-storage'] = String(
+      quantity(limits['ephemeral-storage'], 'spec.domain.resources.limits.ephemeral-storage') +
+        parseQuantity(EPHEMERAL_STORAGE_OVERHEAD),
+    );
   }
 
   // ---- device-plugin resources: extended resources need requests == limits
@@ -269,7 +294,8 @@ export function computeResources(
   const podIfaces = podNetworkInterfaces(vmi);
   // bridge/masquerade bindings connect QEMU to a tap device in the Pod's network namespace
   if (podIfaces.some((i) => i.bridge !== undefined || i.masquerade !== undefined)) bump(DEVICE_TUN);
-  const virtioIfaces = (d.devices?.interfaces ?? []).some((i) => (i.model ?? 'virtio') === 'virtio' && i.state !== 'absent') ||
+  const virtioIfaces =
+    (d.devices?.interfaces ?? []).some((i) => (i.model ?? 'virtio') === 'virtio' && i.state !== 'absent') ||
     ((d.devices?.interfaces ?? []).length === 0 && podIfaces.length > 0);
   if (virtioIfaces && !config.useEmulation) bump(DEVICE_VHOST_NET);
   if (d.devices?.autoattachVSOCK) bump(DEVICE_VHOST_VSOCK);

@@ -37,7 +37,12 @@ export async function kubeRequest<T = unknown>(
   const opts: Parameters<typeof request>[1] = { method, headers: { Accept: 'application/json' } };
   await kc.applyToHTTPSOptions(opts);
   const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
-  if (payload !== undefined) opts.headers = { ...opts.headers, 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(payload) };
+  if (payload !== undefined)
+    opts.headers = {
+      ...opts.headers,
+      'Content-Type': contentType,
+      'Content-Length': Buffer.byteLength(payload),
+    };
   return new Promise<T>((resolve, reject) => {
     const req = request(url, opts, (res) => {
       let text = '';
@@ -95,10 +100,14 @@ export class ResourceMapper {
   }
 
   /** collection path (namespace defaults to "default" for namespaced kinds) */
-  async collectionPath(obj: Pick<KubeObject, 'apiVersion' | 'kind'> & { metadata?: { namespace?: string } }): Promise<string> {
+  async collectionPath(
+    obj: Pick<KubeObject, 'apiVersion' | 'kind'> & { metadata?: { namespace?: string } },
+  ): Promise<string> {
     const r = await this.resource(obj.apiVersion, obj.kind);
     const base = obj.apiVersion.includes('/') ? `/apis/${obj.apiVersion}` : `/api/${obj.apiVersion}`;
-    return r.namespaced ? `${base}/namespaces/${encodeURIComponent(obj.metadata?.namespace ?? 'default')}/${r.name}` : `${base}/${r.name}`;
+    return r.namespaced
+      ? `${base}/namespaces/${encodeURIComponent(obj.metadata?.namespace ?? 'default')}/${r.name}`
+      : `${base}/${r.name}`;
   }
 
   async objectPath(obj: KubeObject): Promise<string> {
@@ -120,11 +129,18 @@ export interface ApplyOptions {
  * Server-side apply of each object in order (like `kubectl apply --server-side`). A CustomResourceDefinition
  * is waited for until Established, so custom objects later in the list can be applied.
  */
-export async function serverSideApply(kc: KubeConfig, objects: KubeObject[], opts: ApplyOptions = {}): Promise<KubeObject[]> {
+export async function serverSideApply(
+  kc: KubeConfig,
+  objects: KubeObject[],
+  opts: ApplyOptions = {},
+): Promise<KubeObject[]> {
   const mapper = new ResourceMapper(kc);
   const out: KubeObject[] = [];
   for (const obj of objects) {
-    const q = new URLSearchParams({ fieldManager: opts.fieldManager ?? 'kubevirt-ts-testenv', force: String(opts.force ?? true) });
+    const q = new URLSearchParams({
+      fieldManager: opts.fieldManager ?? 'kubevirt-ts-testenv',
+      force: String(opts.force ?? true),
+    });
     if (opts.dryRun) q.set('dryRun', opts.dryRun);
     const path = `${await mapper.objectPath(obj)}?${q}`;
     const applied = await kubeRequest<KubeObject>(kc, 'PATCH', path, obj, 'application/apply-patch+yaml');
@@ -146,7 +162,10 @@ export async function waitCrdEstablished(kc: KubeConfig, name: string, timeoutMs
       `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${encodeURIComponent(name)}`,
     );
     if (crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) return;
-    if (Date.now() > end) throw new Error(`CRD ${name} not Established after ${timeoutMs} ms: ${JSON.stringify(crd.status?.conditions)}`);
+    if (Date.now() > end)
+      throw new Error(
+        `CRD ${name} not Established after ${timeoutMs} ms: ${JSON.stringify(crd.status?.conditions)}`,
+      );
     await new Promise((r) => setTimeout(r, 100));
   }
 }

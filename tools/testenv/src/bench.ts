@@ -16,7 +16,9 @@ for (let i = 0; i < runs; i++) {
   const s = Date.now();
   await env.stop();
   stops.push(Date.now() - s);
-  console.log(`run ${i + 1}: ready in ${env.startupMs} ms, 100 sequential namespace creates in ${createMs} ms, stopped in ${stops[i]} ms`);
+  console.log(
+    `run ${i + 1}: ready in ${env.startupMs} ms, 100 sequential namespace creates in ${createMs} ms, stopped in ${stops[i]} ms`,
+  );
 }
 const med = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
 console.log(`testenv: median start ${med(starts)} ms, median stop ${med(stops)} ms over ${runs} runs`);

@@ -55,7 +55,9 @@ async function main(): Promise<number> {
         logger.error('cannot run command', { command: command[0], reason: e.message });
         resolve(127);
       });
-      child!.on('exit', (c, sig) => resolve(c ?? (sig ? 128 + (sig === 'SIGKILL' ? 9 : sig === 'SIGINT' ? 2 : 15) : 1)));
+      child!.on('exit', (c, sig) =>
+        resolve(c ?? (sig ? 128 + (sig === 'SIGKILL' ? 9 : sig === 'SIGINT' ? 2 : 15) : 1)),
+      );
     });
     return code;
   } catch (e) {

@@ -7,15 +7,30 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
 import YAML from 'yaml';
-import { findBinaries, kubeRequest, serverSideApply, startTestEnv, withTestEnv, KubeRequestError, type KubeObject, type TestEnv } from './index.js';
+import {
+  findBinaries,
+  kubeRequest,
+  serverSideApply,
+  startTestEnv,
+  withTestEnv,
+  KubeRequestError,
+  type KubeObject,
+  type TestEnv,
+} from './index.js';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 const deployDir = join(repoRoot, 'deploy');
 const genDeployUrl = new URL('../../gen-deploy.mjs', import.meta.url).href;
 
 interface GenDeploy {
-  generateDeploy(root: string, opts?: object): { files: Record<string, string>; links: Record<string, string> };
-  checkDeploy(root: string, generated: { files: Record<string, string>; links: Record<string, string> }): string[];
+  generateDeploy(
+    root: string,
+    opts?: object,
+  ): { files: Record<string, string>; links: Record<string, string> };
+  checkDeploy(
+    root: string,
+    generated: { files: Record<string, string>; links: Record<string, string> },
+  ): string[];
   NAMESPACE: string;
   CONTROLLER: string;
   HANDLER: string;
@@ -24,7 +39,9 @@ interface GenDeploy {
 }
 const gen = (await import(genDeployUrl)) as GenDeploy;
 
-const deployFiles = readdirSync(deployDir).filter((f) => f.endsWith('.yaml')).sort();
+const deployFiles = readdirSync(deployDir)
+  .filter((f) => f.endsWith('.yaml'))
+  .sort();
 const readObjects = (file: string): KubeObject[] =>
   YAML.parseAllDocuments(readFileSync(join(deployDir, file), 'utf8'))
     .map((d) => d.toJSON() as KubeObject)
@@ -38,7 +55,8 @@ describe('deploy/ is generated', () => {
       expect({ file: f, content: readFileSync(join(deployDir, f), 'utf8') }).toEqual({ file: f, content });
     }
     // the CRDs are symlinks into crds/ (kubectl follows them; they cannot go stale)
-    for (const [f, target] of Object.entries(expected.links)) expect({ file: f, target: readlinkSync(join(deployDir, f)) }).toEqual({ file: f, target });
+    for (const [f, target] of Object.entries(expected.links))
+      expect({ file: f, target: readlinkSync(join(deployDir, f)) }).toEqual({ file: f, target });
     expect(Object.keys(expected.links).length).toBeGreaterThanOrEqual(3);
     expect(gen.checkDeploy(repoRoot, expected)).toEqual([]);
   });
@@ -47,14 +65,28 @@ describe('deploy/ is generated', () => {
     const kinds = deployFiles.flatMap((f) => readObjects(f).map((o) => `${o.kind}/${o.metadata.name}`));
     expect(kinds[0]).toBe(`Namespace/${gen.NAMESPACE}`);
     const firstNamespaced = kinds.findIndex((k) => k.startsWith('ServiceAccount/'));
-    expect(kinds.slice(1, firstNamespaced).every((k) => k.startsWith('CustomResourceDefinition/'))).toBe(true);
+    expect(kinds.slice(1, firstNamespaced).every((k) => k.startsWith('CustomResourceDefinition/'))).toBe(
+      true,
+    );
     for (const want of [
-      `ServiceAccount/${gen.CONTROLLER}`, `ServiceAccount/${gen.HANDLER}`,
-      `ClusterRole/${gen.CONTROLLER}`, `ClusterRoleBinding/${gen.CONTROLLER}`, `Role/${gen.CONTROLLER}`, `RoleBinding/${gen.CONTROLLER}`,
-      `ClusterRole/${gen.HANDLER}`, `ClusterRoleBinding/${gen.HANDLER}`, `Role/${gen.HANDLER}`, `RoleBinding/${gen.HANDLER}`,
-      `ConfigMap/${gen.CONFIG_NAME}`, 'Deployment/virt-controller', 'PodDisruptionBudget/virt-controller', 'DaemonSet/virt-handler',
-      'ClusterRole/kubevirt-ts:view', 'ClusterRole/kubevirt-ts:edit',
-      'CustomResourceDefinition/virtualmachines.kubevirt.io', 'CustomResourceDefinition/virtualmachineinstances.kubevirt.io',
+      `ServiceAccount/${gen.CONTROLLER}`,
+      `ServiceAccount/${gen.HANDLER}`,
+      `ClusterRole/${gen.CONTROLLER}`,
+      `ClusterRoleBinding/${gen.CONTROLLER}`,
+      `Role/${gen.CONTROLLER}`,
+      `RoleBinding/${gen.CONTROLLER}`,
+      `ClusterRole/${gen.HANDLER}`,
+      `ClusterRoleBinding/${gen.HANDLER}`,
+      `Role/${gen.HANDLER}`,
+      `RoleBinding/${gen.HANDLER}`,
+      `ConfigMap/${gen.CONFIG_NAME}`,
+      'Deployment/virt-controller',
+      'PodDisruptionBudget/virt-controller',
+      'DaemonSet/virt-handler',
+      'ClusterRole/kubevirt-ts:view',
+      'ClusterRole/kubevirt-ts:edit',
+      'CustomResourceDefinition/virtualmachines.kubevirt.io',
+      'CustomResourceDefinition/virtualmachineinstances.kubevirt.io',
       'CustomResourceDefinition/virtualmachineinstancemigrations.kubevirt.io',
     ]) {
       expect(kinds).toContain(want);
@@ -65,7 +97,10 @@ describe('deploy/ is generated', () => {
     for (const f of deployFiles.filter((x) => x.includes('rbac'))) {
       const lines = readFileSync(join(deployDir, f), 'utf8').split('\n');
       lines.forEach((l, i) => {
-        if (/^ {2}- apiGroups:/.test(l)) expect({ file: f, line: i + 1, before: lines[i - 1] }).toMatchObject({ before: expect.stringMatching(/^ {2}# \S.*: /) });
+        if (/^ {2}- apiGroups:/.test(l))
+          expect({ file: f, line: i + 1, before: lines[i - 1] }).toMatchObject({
+            before: expect.stringMatching(/^ {2}# \S.*: /),
+          });
       });
     }
   });
@@ -73,7 +108,14 @@ describe('deploy/ is generated', () => {
 
 // ---------------------------------------------------------------- on a real API server
 
-type Need = { group: string; resource: string; subresource?: string; verbs: string[]; namespace?: string; name?: string };
+type Need = {
+  group: string;
+  resource: string;
+  subresource?: string;
+  verbs: string[];
+  namespace?: string;
+  name?: string;
+};
 const ALL_VERBS = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete', 'deletecollection'];
 
 /** What each component needs (from its job, written independently of deploy/'s rules). */
@@ -81,28 +123,69 @@ const NEEDS: Record<'controller' | 'handler', Need[]> = {
   controller: [
     { group: 'kubevirt.io', resource: 'virtualmachines', verbs: ['get', 'list', 'watch', 'update', 'patch'] },
     { group: 'kubevirt.io', resource: 'virtualmachines', subresource: 'status', verbs: ['update', 'patch'] },
-    { group: 'kubevirt.io', resource: 'virtualmachineinstances', verbs: ['get', 'list', 'watch', 'create', 'delete', 'update', 'patch'] },
-    { group: 'kubevirt.io', resource: 'virtualmachineinstances', subresource: 'status', verbs: ['update', 'patch'] },
-    { group: 'kubevirt.io', resource: 'virtualmachineinstancemigrations', verbs: ['get', 'list', 'watch', 'update', 'patch'] },
-    { group: 'kubevirt.io', resource: 'virtualmachineinstancemigrations', subresource: 'status', verbs: ['update', 'patch'] },
+    {
+      group: 'kubevirt.io',
+      resource: 'virtualmachineinstances',
+      verbs: ['get', 'list', 'watch', 'create', 'delete', 'update', 'patch'],
+    },
+    {
+      group: 'kubevirt.io',
+      resource: 'virtualmachineinstances',
+      subresource: 'status',
+      verbs: ['update', 'patch'],
+    },
+    {
+      group: 'kubevirt.io',
+      resource: 'virtualmachineinstancemigrations',
+      verbs: ['get', 'list', 'watch', 'update', 'patch'],
+    },
+    {
+      group: 'kubevirt.io',
+      resource: 'virtualmachineinstancemigrations',
+      subresource: 'status',
+      verbs: ['update', 'patch'],
+    },
     { group: '', resource: 'pods', verbs: ['get', 'list', 'watch', 'create', 'delete'] },
     { group: '', resource: 'persistentvolumeclaims', verbs: ['get', 'list', 'watch'] },
     { group: '', resource: 'nodes', verbs: ['get', 'list', 'watch'] },
     { group: '', resource: 'events', verbs: ['create', 'patch'] },
     { group: 'events.k8s.io', resource: 'events', verbs: ['create', 'patch'] },
     { group: 'coordination.k8s.io', resource: 'leases', namespace: 'kubevirt-ts', verbs: ['create'] },
-    { group: 'coordination.k8s.io', resource: 'leases', namespace: 'kubevirt-ts', name: 'kubevirt-ts-controller', verbs: ['get', 'update', 'create'] },
-    { group: '', resource: 'configmaps', namespace: 'kubevirt-ts', name: 'kubevirt-ts-config', verbs: ['get', 'list', 'watch'] },
+    {
+      group: 'coordination.k8s.io',
+      resource: 'leases',
+      namespace: 'kubevirt-ts',
+      name: 'kubevirt-ts-controller',
+      verbs: ['get', 'update', 'create'],
+    },
+    {
+      group: '',
+      resource: 'configmaps',
+      namespace: 'kubevirt-ts',
+      name: 'kubevirt-ts-config',
+      verbs: ['get', 'list', 'watch'],
+    },
   ],
   handler: [
     { group: 'kubevirt.io', resource: 'virtualmachineinstances', verbs: ['get', 'list', 'watch'] },
-    { group: 'kubevirt.io', resource: 'virtualmachineinstances', subresource: 'status', verbs: ['update', 'patch'] },
+    {
+      group: 'kubevirt.io',
+      resource: 'virtualmachineinstances',
+      subresource: 'status',
+      verbs: ['update', 'patch'],
+    },
     { group: 'kubevirt.io', resource: 'virtualmachineinstancemigrations', verbs: ['get', 'list', 'watch'] },
     { group: '', resource: 'pods', verbs: ['get', 'list', 'watch'] },
     { group: '', resource: 'nodes', verbs: ['get', 'patch'] },
     { group: '', resource: 'events', verbs: ['create', 'patch'] },
     { group: 'events.k8s.io', resource: 'events', verbs: ['create', 'patch'] },
-    { group: '', resource: 'configmaps', namespace: 'kubevirt-ts', name: 'kubevirt-ts-config', verbs: ['get', 'list', 'watch'] },
+    {
+      group: '',
+      resource: 'configmaps',
+      namespace: 'kubevirt-ts',
+      name: 'kubevirt-ts-config',
+      verbs: ['get', 'list', 'watch'],
+    },
   ],
 };
 
@@ -125,7 +208,12 @@ const TARGETS: Omit<Need, 'verbs'>[] = [
   { group: '', resource: 'serviceaccounts', subresource: 'token' },
   { group: '', resource: 'namespaces' },
   { group: '', resource: 'persistentvolumes' },
-  { group: 'coordination.k8s.io', resource: 'leases', namespace: 'kube-system', name: 'kube-controller-manager' },
+  {
+    group: 'coordination.k8s.io',
+    resource: 'leases',
+    namespace: 'kube-system',
+    name: 'kube-controller-manager',
+  },
   { group: 'coordination.k8s.io', resource: 'leases', namespace: 'kubevirt-ts', name: 'someone-else' },
   { group: 'apps', resource: 'deployments' },
   { group: 'apps', resource: 'daemonsets' },
@@ -139,7 +227,10 @@ const TARGETS: Omit<Need, 'verbs'>[] = [
 function expectedAllowed(who: 'controller' | 'handler', t: Omit<Need, 'verbs'>, verb: string): boolean {
   return NEEDS[who].some(
     (n) =>
-      n.group === t.group && n.resource === t.resource && n.subresource === t.subresource && n.verbs.includes(verb) &&
+      n.group === t.group &&
+      n.resource === t.resource &&
+      n.subresource === t.subresource &&
+      n.verbs.includes(verb) &&
       (n.namespace === undefined || n.namespace === t.namespace) &&
       (n.name === undefined || n.name === t.name),
   );
@@ -162,45 +253,75 @@ describe('deploy/ on a real kube-apiserver', () => {
       const applied = await serverSideApply(kc, readObjects(f), { fieldManager: 'kubevirt-ts-deploy' });
       expect(applied.length).toBe(readObjects(f).length);
     }
-    const dep = await kubeRequest<{ spec: { replicas: number } }>(kc, 'GET', '/apis/apps/v1/namespaces/kubevirt-ts/deployments/virt-controller');
-    expect(dep.spec.replicas).toBe(2);
-    const ds = await kubeRequest<{ spec: { template: { spec: { volumes: { hostPath?: { path: string } }[] } } } }>(
-      kc, 'GET', '/apis/apps/v1/namespaces/kubevirt-ts/daemonsets/virt-handler',
+    const dep = await kubeRequest<{ spec: { replicas: number } }>(
+      kc,
+      'GET',
+      '/apis/apps/v1/namespaces/kubevirt-ts/deployments/virt-controller',
     );
-    expect(ds.spec.template.spec.volumes.map((v) => v.hostPath?.path).sort()).toEqual(['/var/lib/kubelet/device-plugins', '/var/lib/kubelet/pods', '/var/run/kubevirt']);
+    expect(dep.spec.replicas).toBe(2);
+    const ds = await kubeRequest<{
+      spec: { template: { spec: { volumes: { hostPath?: { path: string } }[] } } };
+    }>(kc, 'GET', '/apis/apps/v1/namespaces/kubevirt-ts/daemonsets/virt-handler');
+    expect(ds.spec.template.spec.volumes.map((v) => v.hostPath?.path).sort()).toEqual([
+      '/var/lib/kubelet/device-plugins',
+      '/var/lib/kubelet/pods',
+      '/var/run/kubevirt',
+    ]);
     // applying again changes nothing and does not fail (idempotent)
-    for (const f of deployFiles) await serverSideApply(kc, readObjects(f), { fieldManager: 'kubevirt-ts-deploy' });
+    for (const f of deployFiles)
+      await serverSideApply(kc, readObjects(f), { fieldManager: 'kubevirt-ts-deploy' });
   });
 
-  it.each(['controller', 'handler'] as const)('the %s service account can do exactly what it needs (SubjectAccessReview matrix)', async (who) => {
-    const sa = who === 'controller' ? gen.CONTROLLER : gen.HANDLER;
-    const authz = kc.makeApiClient(AuthorizationV1Api);
-    const mismatches: string[] = [];
-    let checked = 0;
-    for (const t of TARGETS) {
-      for (const verb of ALL_VERBS) {
-        const namespaced = !['nodes', 'namespaces', 'persistentvolumes', 'clusterroles', 'customresourcedefinitions'].includes(t.resource);
-        const review = await authz.createSubjectAccessReview({
-          body: {
-            spec: {
-              user: `system:serviceaccount:${gen.NAMESPACE}:${sa}`,
-              groups: ['system:serviceaccounts', `system:serviceaccounts:${gen.NAMESPACE}`, 'system:authenticated'],
-              resourceAttributes: {
-                group: t.group, resource: t.resource, subresource: t.subresource, verb, name: t.name,
-                namespace: namespaced ? (t.namespace ?? 'some-user-namespace') : undefined,
+  it.each(['controller', 'handler'] as const)(
+    'the %s service account can do exactly what it needs (SubjectAccessReview matrix)',
+    async (who) => {
+      const sa = who === 'controller' ? gen.CONTROLLER : gen.HANDLER;
+      const authz = kc.makeApiClient(AuthorizationV1Api);
+      const mismatches: string[] = [];
+      let checked = 0;
+      for (const t of TARGETS) {
+        for (const verb of ALL_VERBS) {
+          const namespaced = ![
+            'nodes',
+            'namespaces',
+            'persistentvolumes',
+            'clusterroles',
+            'customresourcedefinitions',
+          ].includes(t.resource);
+          const review = await authz.createSubjectAccessReview({
+            body: {
+              spec: {
+                user: `system:serviceaccount:${gen.NAMESPACE}:${sa}`,
+                groups: [
+                  'system:serviceaccounts',
+                  `system:serviceaccounts:${gen.NAMESPACE}`,
+                  'system:authenticated',
+                ],
+                resourceAttributes: {
+                  group: t.group,
+                  resource: t.resource,
+                  subresource: t.subresource,
+                  verb,
+                  name: t.name,
+                  namespace: namespaced ? (t.namespace ?? 'some-user-namespace') : undefined,
+                },
               },
             },
-          },
-        });
-        checked++;
-        const allowed = review.status?.allowed === true;
-        const want = expectedAllowed(who, t, verb);
-        if (allowed !== want) mismatches.push(`${want ? 'denied but needed' : 'allowed but not needed'}: ${verb} ${JSON.stringify(t)}`);
+          });
+          checked++;
+          const allowed = review.status?.allowed === true;
+          const want = expectedAllowed(who, t, verb);
+          if (allowed !== want)
+            mismatches.push(
+              `${want ? 'denied but needed' : 'allowed but not needed'}: ${verb} ${JSON.stringify(t)}`,
+            );
+        }
       }
-    }
-    expect(checked).toBe(TARGETS.length * ALL_VERBS.length);
-    expect(mismatches).toEqual([]);
-  }, 120000);
+      expect(checked).toBe(TARGETS.length * ALL_VERBS.length);
+      expect(mismatches).toEqual([]);
+    },
+    120000,
+  );
 
   it('spot checks by acting as the service accounts (impersonation): lease yes, secrets and node deletion no', async () => {
     // client-node has no impersonation: send the headers ourselves
@@ -213,32 +334,84 @@ describe('deploy/ on a real kube-apiserver', () => {
         throw e;
       }
     };
-    const lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: gen.LEASE_NAME, namespace: gen.NAMESPACE }, spec: { holderIdentity: 'virt-controller-0', leaseDurationSeconds: 15 } };
-    expect(await req(gen.CONTROLLER, 'POST', `/apis/coordination.k8s.io/v1/namespaces/${gen.NAMESPACE}/leases`, lease)).toBe(200);
-    expect(await req(gen.CONTROLLER, 'GET', `/apis/coordination.k8s.io/v1/namespaces/${gen.NAMESPACE}/leases/${gen.LEASE_NAME}`)).toBe(200);
-    expect(await req(gen.CONTROLLER, 'GET', `/api/v1/namespaces/${gen.NAMESPACE}/configmaps/${gen.CONFIG_NAME}`)).toBe(200);
-    expect(await req(gen.CONTROLLER, 'GET', `/api/v1/namespaces/${gen.NAMESPACE}/configmaps?fieldSelector=metadata.name%3D${gen.CONFIG_NAME}`)).toBe(200);
+    const lease = {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { name: gen.LEASE_NAME, namespace: gen.NAMESPACE },
+      spec: { holderIdentity: 'virt-controller-0', leaseDurationSeconds: 15 },
+    };
+    expect(
+      await req(
+        gen.CONTROLLER,
+        'POST',
+        `/apis/coordination.k8s.io/v1/namespaces/${gen.NAMESPACE}/leases`,
+        lease,
+      ),
+    ).toBe(200);
+    expect(
+      await req(
+        gen.CONTROLLER,
+        'GET',
+        `/apis/coordination.k8s.io/v1/namespaces/${gen.NAMESPACE}/leases/${gen.LEASE_NAME}`,
+      ),
+    ).toBe(200);
+    expect(
+      await req(gen.CONTROLLER, 'GET', `/api/v1/namespaces/${gen.NAMESPACE}/configmaps/${gen.CONFIG_NAME}`),
+    ).toBe(200);
+    expect(
+      await req(
+        gen.CONTROLLER,
+        'GET',
+        `/api/v1/namespaces/${gen.NAMESPACE}/configmaps?fieldSelector=metadata.name%3D${gen.CONFIG_NAME}`,
+      ),
+    ).toBe(200);
     expect(await req(gen.CONTROLLER, 'GET', `/api/v1/namespaces/${gen.NAMESPACE}/configmaps`)).toBe(403);
     expect(await req(gen.CONTROLLER, 'GET', '/api/v1/namespaces/default/secrets')).toBe(403);
     expect(await req(gen.HANDLER, 'GET', '/api/v1/namespaces/default/secrets')).toBe(403);
     expect(await req(gen.HANDLER, 'DELETE', '/api/v1/nodes/any-node')).toBe(403);
     expect(await req(gen.HANDLER, 'GET', '/api/v1/nodes/any-node')).toBe(404); // allowed, just no such node
-    expect(await req(gen.HANDLER, 'POST', '/api/v1/namespaces/default/pods', { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'x' }, spec: { containers: [{ name: 'c', image: 'x' }] } })).toBe(403);
+    expect(
+      await req(gen.HANDLER, 'POST', '/api/v1/namespaces/default/pods', {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'x' },
+        spec: { containers: [{ name: 'c', image: 'x' }] },
+      }),
+    ).toBe(403);
   });
 
   it('people bound to kubevirt-ts:view / kubevirt-ts:edit in a namespace can do just that there', async () => {
-    for (const [user, role] of [['alice', 'kubevirt-ts:view'], ['bob', 'kubevirt-ts:edit']]) {
+    for (const [user, role] of [
+      ['alice', 'kubevirt-ts:view'],
+      ['bob', 'kubevirt-ts:edit'],
+    ]) {
       await kubeRequest(kc, 'POST', '/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings', {
-        apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: `${user}-vms` },
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'RoleBinding',
+        metadata: { name: `${user}-vms` },
         roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
         subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
       });
     }
     const authz = kc.makeApiClient(AuthorizationV1Api);
-    const can = async (user: string, verb: string, resource: string, namespace = 'default', subresource?: string): Promise<boolean> =>
-      (await authz.createSubjectAccessReview({
-        body: { spec: { user, groups: ['system:authenticated'], resourceAttributes: { group: 'kubevirt.io', resource, subresource, verb, namespace } } },
-      })).status?.allowed === true;
+    const can = async (
+      user: string,
+      verb: string,
+      resource: string,
+      namespace = 'default',
+      subresource?: string,
+    ): Promise<boolean> =>
+      (
+        await authz.createSubjectAccessReview({
+          body: {
+            spec: {
+              user,
+              groups: ['system:authenticated'],
+              resourceAttributes: { group: 'kubevirt.io', resource, subresource, verb, namespace },
+            },
+          },
+        })
+      ).status?.allowed === true;
     for (const r of ['virtualmachines', 'virtualmachineinstances', 'virtualmachineinstancemigrations']) {
       expect(await can('alice', 'list', r)).toBe(true);
       expect(await can('alice', 'create', r)).toBe(false);
@@ -249,23 +422,51 @@ describe('deploy/ on a real kube-apiserver', () => {
     expect(await can('bob', 'update', 'virtualmachineinstances', 'default', 'status')).toBe(false);
     // the aggregation labels put them into the built-in roles (kube-controller-manager aggregates; not running here)
     const view = readObjects('22-rbac-users.yaml').find((o) => o.metadata.name === 'kubevirt-ts:view')!;
-    expect((view.metadata as { labels: Record<string, string> }).labels['rbac.authorization.k8s.io/aggregate-to-view']).toBe('true');
+    expect(
+      (view.metadata as { labels: Record<string, string> }).labels[
+        'rbac.authorization.k8s.io/aggregate-to-view'
+      ],
+    ).toBe('true');
   });
 
   it('the virt-controller Pod passes the "restricted" Pod Security Standard', async () => {
-    await kubeRequest(kc, 'POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'pss-restricted', labels: { 'pod-security.kubernetes.io/enforce': 'restricted' } } });
-    const dep = readObjects('40-virt-controller.yaml')[0] as unknown as { spec: { template: { metadata: object; spec: object } } };
-    const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'controller-pss' }, spec: dep.spec.template.spec };
+    await kubeRequest(kc, 'POST', '/api/v1/namespaces', {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: 'pss-restricted', labels: { 'pod-security.kubernetes.io/enforce': 'restricted' } },
+    });
+    const dep = readObjects('40-virt-controller.yaml')[0] as unknown as {
+      spec: { template: { metadata: object; spec: object } };
+    };
+    const pod = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'controller-pss' },
+      spec: dep.spec.template.spec,
+    };
     await kubeRequest(kc, 'POST', '/api/v1/namespaces/pss-restricted/pods?dryRun=All', pod);
-    const handler = readObjects('41-virt-handler.yaml')[0] as unknown as { spec: { template: { spec: object } } };
+    const handler = readObjects('41-virt-handler.yaml')[0] as unknown as {
+      spec: { template: { spec: object } };
+    };
     await expect(
-      kubeRequest(kc, 'POST', '/api/v1/namespaces/pss-restricted/pods?dryRun=All', { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'handler-pss' }, spec: handler.spec.template.spec }),
+      kubeRequest(kc, 'POST', '/api/v1/namespaces/pss-restricted/pods?dryRun=All', {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'handler-pss' },
+        spec: handler.spec.template.spec,
+      }),
     ).rejects.toThrow(/violates PodSecurity/);
   });
 });
 
 /** kubeRequest with impersonation headers (Impersonate-User / -Group), as the admin user. */
-async function kubeRequestAs(k: KubeConfig, user: string, method: string, path: string, body?: unknown): Promise<unknown> {
+async function kubeRequestAs(
+  k: KubeConfig,
+  user: string,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<unknown> {
   const { request } = await import('node:https');
   const url = new URL(path, k.getCurrentCluster()!.server);
   const opts: Parameters<typeof request>[1] = {
@@ -273,7 +474,11 @@ async function kubeRequestAs(k: KubeConfig, user: string, method: string, path: 
     headers: {
       Accept: 'application/json',
       'Impersonate-User': user,
-      'Impersonate-Group': ['system:serviceaccounts', `system:serviceaccounts:${gen.NAMESPACE}`, 'system:authenticated'],
+      'Impersonate-Group': [
+        'system:serviceaccounts',
+        `system:serviceaccounts:${gen.NAMESPACE}`,
+        'system:authenticated',
+      ],
     },
   };
   await k.applyToHTTPSOptions(opts);
@@ -308,10 +513,14 @@ describe('kubectl apply -f deploy/ (the operator path)', () => {
           timeout: 60000,
         });
         expect({ status: r.status, stderr: r.stderr }).toEqual({ status: 0, stderr: '' });
-        expect(r.stdout).toMatch(/deployment\.apps\/virt-controller (created|serverside-applied|unchanged|configured)/);
+        expect(r.stdout).toMatch(
+          /deployment\.apps\/virt-controller (created|serverside-applied|unchanged|configured)/,
+        );
         expect(r.stdout).toMatch(/daemonset\.apps\/virt-handler/);
         // the CRD symlinks were followed
-        expect(r.stdout).toMatch(/customresourcedefinition\.apiextensions\.k8s\.io\/virtualmachineinstances\.kubevirt\.io/);
+        expect(r.stdout).toMatch(
+          /customresourcedefinition\.apiextensions\.k8s\.io\/virtualmachineinstances\.kubevirt\.io/,
+        );
       }
     });
   }, 120000);

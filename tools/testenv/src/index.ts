@@ -64,7 +64,8 @@ export function findBinaries(): TestEnvBinaries {
     const kubeApiserver = join(assets, 'kube-apiserver');
     const etcd = join(assets, 'etcd');
     for (const p of [kubeApiserver, etcd]) {
-      if (!isExecutable(p)) throw new Error(`KUBEBUILDER_ASSETS=${assets}: ${p} is missing or not executable`);
+      if (!isExecutable(p))
+        throw new Error(`KUBEBUILDER_ASSETS=${assets}: ${p} is missing or not executable`);
     }
     const kubectl = isExecutable(join(assets, 'kubectl')) ? join(assets, 'kubectl') : which('kubectl');
     return { kubeApiserver, etcd, kubectl, source: 'KUBEBUILDER_ASSETS' };
@@ -79,7 +80,8 @@ export function findBinaries(): TestEnvBinaries {
   }
   const cachedEtcd = join(cacheDir(), 'kube', 'etcd', 'etcd');
   const etcd = isExecutable(cachedEtcd) ? cachedEtcd : which('etcd');
-  if (!etcd) throw new Error('etcd not found: install Debian etcd-server (tools/setup.sh) or set KUBEBUILDER_ASSETS');
+  if (!etcd)
+    throw new Error('etcd not found: install Debian etcd-server (tools/setup.sh) or set KUBEBUILDER_ASSETS');
   const cachedKubectl = join(cacheDir(), 'kube', version, 'kubectl');
   const kubectl = isExecutable(cachedKubectl) ? cachedKubectl : which('kubectl');
   return { kubeApiserver, etcd, kubectl, source: 'cache' };
@@ -146,8 +148,23 @@ async function generateCertificates(dir: string): Promise<void> {
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
   await run(
     'openssl',
-    ['req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '365', '-subj', '/CN=kubevirt-ts-testenv-ca',
-      '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign'],
+    [
+      'req',
+      '-x509',
+      ...ec,
+      '-keyout',
+      'ca.key',
+      '-out',
+      'ca.crt',
+      '-days',
+      '365',
+      '-subj',
+      '/CN=kubevirt-ts-testenv-ca',
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+      '-addext',
+      'keyUsage=critical,keyCertSign,cRLSign',
+    ],
     dir,
   );
   await writeFile(
@@ -163,16 +180,37 @@ async function generateCertificates(dir: string): Promise<void> {
     ['server', '/CN=kube-apiserver', 'server.ext'],
     ['admin', '/O=system:masters/CN=kubevirt-ts-admin', 'client.ext'],
   ] as const) {
-    await run('openssl', ['req', '-new', ...ec, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subj], dir);
     await run(
       'openssl',
-      ['x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '365',
-        '-extfile', ext, '-out', `${name}.crt`],
+      ['req', '-new', ...ec, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subj],
+      dir,
+    );
+    await run(
+      'openssl',
+      [
+        'x509',
+        '-req',
+        '-in',
+        `${name}.csr`,
+        '-CA',
+        'ca.crt',
+        '-CAkey',
+        'ca.key',
+        '-CAcreateserial',
+        '-days',
+        '365',
+        '-extfile',
+        ext,
+        '-out',
+        `${name}.crt`,
+      ],
       dir,
     );
   }
   const sa = generateKeyPairSync('rsa', { modulusLength: 2048 });
-  await writeFile(join(dir, 'sa.key'), sa.privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
+  await writeFile(join(dir, 'sa.key'), sa.privateKey.export({ type: 'pkcs8', format: 'pem' }), {
+    mode: 0o600,
+  });
   await writeFile(join(dir, 'sa.pub'), sa.publicKey.export({ type: 'spki', format: 'pem' }));
 }
 
@@ -249,7 +287,10 @@ async function logTail(p: Proc, lines = 30): Promise<string> {
   }
 }
 
-function get(url: string, tls?: { ca: string; cert: string; key: string }): Promise<{ status: number; body: string }> {
+function get(
+  url: string,
+  tls?: { ca: string; cert: string; key: string },
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const opts = { timeout: 2000, ...(tls ?? {}) };
     const req = (url.startsWith('https:') ? httpsRequest : httpRequest)(url, opts, (res) => {
@@ -263,11 +304,18 @@ function get(url: string, tls?: { ca: string; cert: string; key: string }): Prom
   });
 }
 
-async function waitReady(p: Proc, url: string, deadline: number, tls?: Parameters<typeof get>[1]): Promise<void> {
+async function waitReady(
+  p: Proc,
+  url: string,
+  deadline: number,
+  tls?: Parameters<typeof get>[1],
+): Promise<void> {
   let last = '';
   for (;;) {
     if (p.exitCode !== undefined) {
-      throw new Error(`${p.name} exited (${p.exitCode}) before it was ready; log ${p.logPath}:\n${await logTail(p)}`);
+      throw new Error(
+        `${p.name} exited (${p.exitCode}) before it was ready; log ${p.logPath}:\n${await logTail(p)}`,
+      );
     }
     try {
       const r = await get(url, tls);
@@ -277,7 +325,9 @@ async function waitReady(p: Proc, url: string, deadline: number, tls?: Parameter
       last = (e as Error).message;
     }
     if (Date.now() > deadline) {
-      throw new Error(`${p.name} not ready at ${url} in time (last: ${last}); log ${p.logPath}:\n${await logTail(p)}`);
+      throw new Error(
+        `${p.name} not ready at ${url} in time (last: ${last}); log ${p.logPath}:\n${await logTail(p)}`,
+      );
     }
     await new Promise((r) => setTimeout(r, 250));
   }
@@ -328,7 +378,8 @@ export async function startTestEnv(opts: StartOptions = {}): Promise<TestEnv> {
   const t0 = Date.now();
   const log = opts.log ?? (() => {});
   const binaries = findBinaries();
-  if (!which('openssl')) throw new Error('openssl not found (Debian package openssl): needed to generate certificates');
+  if (!which('openssl'))
+    throw new Error('openssl not found (Debian package openssl): needed to generate certificates');
   await removeStaleDirs(baseDir());
   const dir = await mkdtemp(join(baseDir(), 'kvts-testenv-'));
   await writeFile(join(dir, 'owner.pid'), String(process.pid));
@@ -348,12 +399,22 @@ export async function startTestEnv(opts: StartOptions = {}): Promise<TestEnv> {
       const [clientPort, peerPort] = [await freePort(), await freePort()];
       etcdUrl = `http://127.0.0.1:${clientPort}`;
       const peerUrl = `http://127.0.0.1:${peerPort}`;
-      etcd = startProcess('etcd', binaries.etcd, [
-        '--name=kvts', `--data-dir=${join(dir, 'etcd')}`,
-        `--listen-client-urls=${etcdUrl}`, `--advertise-client-urls=${etcdUrl}`,
-        `--listen-peer-urls=${peerUrl}`, `--initial-advertise-peer-urls=${peerUrl}`,
-        `--initial-cluster=kvts=${peerUrl}`, '--initial-cluster-state=new', '--log-level=warn',
-      ], dir);
+      etcd = startProcess(
+        'etcd',
+        binaries.etcd,
+        [
+          '--name=kvts',
+          `--data-dir=${join(dir, 'etcd')}`,
+          `--listen-client-urls=${etcdUrl}`,
+          `--advertise-client-urls=${etcdUrl}`,
+          `--listen-peer-urls=${peerUrl}`,
+          `--initial-advertise-peer-urls=${peerUrl}`,
+          `--initial-cluster=kvts=${peerUrl}`,
+          '--initial-cluster-state=new',
+          '--log-level=warn',
+        ],
+        dir,
+      );
       procs.push(etcd);
       try {
         await waitReady(etcd, `${etcdUrl}/health`, deadline);
@@ -376,26 +437,34 @@ export async function startTestEnv(opts: StartOptions = {}): Promise<TestEnv> {
     for (let attempt = 1; ; attempt++) {
       const port = await freePort();
       server = `https://127.0.0.1:${port}`;
-      apiserver = startProcess('kube-apiserver', binaries.kubeApiserver, [
-        `--etcd-servers=${etcdUrl}`,
-        '--bind-address=127.0.0.1', '--advertise-address=127.0.0.1', `--secure-port=${port}`,
-        `--cert-dir=${join(dir, 'apiserver-certs')}`,
-        `--tls-cert-file=${join(dir, 'server.crt')}`, `--tls-private-key-file=${join(dir, 'server.key')}`,
-        `--client-ca-file=${join(dir, 'ca.crt')}`,
-        `--service-account-issuer=https://kubernetes.default.svc.cluster.local`,
-        `--service-account-key-file=${join(dir, 'sa.pub')}`,
-        `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
-        '--service-cluster-ip-range=10.96.0.0/16',
-        '--authorization-mode=RBAC',
-        '--allow-privileged=true',
-        // No kube-controller-manager runs here, so nothing creates the "default" service accounts that the
-        // ServiceAccount admission plugin would require for every Pod.
-        '--disable-admission-plugins=ServiceAccount',
-        '--enable-priority-and-fairness=false',
-        '--endpoint-reconciler-type=none',
-        '--v=1',
-        ...(opts.apiserverArgs ?? []),
-      ], dir);
+      apiserver = startProcess(
+        'kube-apiserver',
+        binaries.kubeApiserver,
+        [
+          `--etcd-servers=${etcdUrl}`,
+          '--bind-address=127.0.0.1',
+          '--advertise-address=127.0.0.1',
+          `--secure-port=${port}`,
+          `--cert-dir=${join(dir, 'apiserver-certs')}`,
+          `--tls-cert-file=${join(dir, 'server.crt')}`,
+          `--tls-private-key-file=${join(dir, 'server.key')}`,
+          `--client-ca-file=${join(dir, 'ca.crt')}`,
+          `--service-account-issuer=https://kubernetes.default.svc.cluster.local`,
+          `--service-account-key-file=${join(dir, 'sa.pub')}`,
+          `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
+          '--service-cluster-ip-range=10.96.0.0/16',
+          '--authorization-mode=RBAC',
+          '--allow-privileged=true',
+          // No kube-controller-manager runs here, so nothing creates the "default" service accounts that the
+          // ServiceAccount admission plugin would require for every Pod.
+          '--disable-admission-plugins=ServiceAccount',
+          '--enable-priority-and-fairness=false',
+          '--endpoint-reconciler-type=none',
+          '--v=1',
+          ...(opts.apiserverArgs ?? []),
+        ],
+        dir,
+      );
       procs.push(apiserver);
       try {
         await waitReady(apiserver, `${server}/readyz`, deadline, tls);
@@ -415,7 +484,12 @@ export async function startTestEnv(opts: StartOptions = {}): Promise<TestEnv> {
         apiVersion: 'v1',
         kind: 'Config',
         clusters: [{ name: 'testenv', cluster: { server, 'certificate-authority-data': b64(tls.ca) } }],
-        users: [{ name: 'admin', user: { 'client-certificate-data': b64(tls.cert), 'client-key-data': b64(tls.key) } }],
+        users: [
+          {
+            name: 'admin',
+            user: { 'client-certificate-data': b64(tls.cert), 'client-key-data': b64(tls.key) },
+          },
+        ],
         contexts: [{ name: 'testenv', context: { cluster: 'testenv', user: 'admin', namespace: 'default' } }],
         'current-context': 'testenv',
       },
@@ -467,10 +541,20 @@ export async function withTestEnv<T>(fn: (env: TestEnv) => Promise<T>, opts?: St
 export function testEnvAvailable(): { ok: true } | { ok: false; reason: string } {
   try {
     findBinaries();
-    return existsSync('/usr/bin/openssl') || which('openssl') ? { ok: true } : { ok: false, reason: 'openssl missing' };
+    return existsSync('/usr/bin/openssl') || which('openssl')
+      ? { ok: true }
+      : { ok: false, reason: 'openssl missing' };
   } catch (e) {
     return { ok: false, reason: (e as Error).message };
   }
 }
 
-export { kubeRequest, serverSideApply, waitCrdEstablished, ResourceMapper, KubeRequestError, type KubeObject, type ApplyOptions } from './apply.js';
+export {
+  kubeRequest,
+  serverSideApply,
+  waitCrdEstablished,
+  ResourceMapper,
+  KubeRequestError,
+  type KubeObject,
+  type ApplyOptions,
+} from './apply.js';

@@ -32,7 +32,14 @@ function runCli(
   args: string[],
   onRunning?: (child: ReturnType<typeof spawn>, pids: number[]) => void,
   env: NodeJS.ProcessEnv = process.env,
-): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string; pids: number[]; childPid: number }> {
+): Promise<{
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+  pids: number[];
+  childPid: number;
+}> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [cli, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
     let stdout = '';
@@ -170,14 +177,21 @@ describe('testenv', () => {
     let sleepPid = 0;
     // a private base dir: other runs on this machine clean up dead owners' dirs in the shared one
     const base = mkdtempSync(join(tmpdir(), 'kvts-base-'));
-    const r = await runCli(['--', 'sh', '-c', 'echo $$; exec sleep 60'], (child) => child.kill('SIGKILL'), { ...process.env, KVTS_TESTENV_DIR: base });
+    const r = await runCli(['--', 'sh', '-c', 'echo $$; exec sleep 60'], (child) => child.kill('SIGKILL'), {
+      ...process.env,
+      KVTS_TESTENV_DIR: base,
+    });
     const savedBase = process.env.KVTS_TESTENV_DIR;
     sleepPid = Number(r.stdout.trim());
     try {
       expect(r.signal).toBe('SIGKILL');
       expect(await waitGone(r.pids)).toBe(true);
       // its data dir is left behind; the next start removes it
-      const left = readdirSync(base).filter((n) => n.startsWith('kvts-testenv-') && readFileSync(join(base, n, 'owner.pid'), 'utf8') === String(r.childPid));
+      const left = readdirSync(base).filter(
+        (n) =>
+          n.startsWith('kvts-testenv-') &&
+          readFileSync(join(base, n, 'owner.pid'), 'utf8') === String(r.childPid),
+      );
       expect(left.length).toBe(1);
       process.env.KVTS_TESTENV_DIR = base;
       expect(baseDir()).toBe(base);

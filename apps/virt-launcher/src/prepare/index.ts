@@ -4,6 +4,7 @@
 // needs a VMI, the pod paths and qemu-img + genisoimage/xorriso, so it can move to a package.
 import { chown, copyFile, mkdir, open, readFile, readdir, rm, stat, symlink } from 'node:fs/promises';
 import path from 'node:path';
+import { parseQuantity } from '@kubevirt-ts/api';
 import { run, which } from './exec.js';
 import { makeIsoFromDir, makeIsoFromFiles } from './iso.js';
 import type { ConfigKind, PodPaths } from './paths.js';
@@ -59,27 +60,13 @@ async function exists(p: string): Promise<boolean> {
   }
 }
 
-/** k8s quantity -> bytes (only what disk capacities use: plain, k/M/G/T/P/E and Ki..Ei). */
+/** A disk capacity (k8s quantity) in whole bytes; errors name the field. */
 export function quantityToBytes(q: unknown, field: string): number {
-  const s = String(q ?? '').trim();
-  const m = /^(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$/.exec(s);
-  if (!m) throw new PrepareError(field, `invalid quantity ${JSON.stringify(q)}`);
-  const mult: Record<string, number> = {
-    '': 1,
-    k: 1e3,
-    M: 1e6,
-    G: 1e9,
-    T: 1e12,
-    P: 1e15,
-    E: 1e18,
-    Ki: 2 ** 10,
-    Mi: 2 ** 20,
-    Gi: 2 ** 30,
-    Ti: 2 ** 40,
-    Pi: 2 ** 50,
-    Ei: 2 ** 60,
-  };
-  return Math.ceil(Number(m[1]) * mult[m[2] ?? '']!);
+  try {
+    return Math.ceil(parseQuantity(q as string | number));
+  } catch (e) {
+    throw new PrepareError(field, `invalid quantity ${JSON.stringify(q)}: ${(e as Error).message}`);
+  }
 }
 
 function qemuImg(): string {
