@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
-# The main job on an embedded default. Until the standalone launcher lands this validates the
-# example VMI and prints the libvirt domain XML the launcher would define for it.
+# The main job on an embedded default: installs and builds what is missing (Debian packages, npm ci,
+# the build, the tiny test guest), then runs the standalone virt-launcher on examples/vmi-tiny.yaml
+# under QEMU emulation with the guest's serial console on the terminal. Ctrl-C powers the guest off
+# through ACPI; the command exits 0 when the guest has powered off.
+#   bash tools/run.sh                          # the tiny guest
+#   bash tools/run.sh --vmi my-vmi.yaml [--image REF=PATH]...   # another VMI (see apps/virt-launcher/README.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh
-vmi="${1:-examples/vmi-tiny.yaml}"
-npx --no-install kv-validate "$vmi"
-npx --no-install virt-convert "$vmi" --emulation
+guest="${KVTS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubevirt-ts}/guest"
+launcher=apps/virt-launcher/dist/main.js
+chmod +x "$launcher" # run as an executable so its shebang's V8 flags apply
+[ $# -gt 0 ] || set -- --vmi examples/vmi-tiny.yaml
+exec "$launcher" standalone --allow-emulation --console --image "kubevirt-ts/test-guest:latest=$guest" "$@"

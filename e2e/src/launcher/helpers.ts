@@ -84,10 +84,12 @@ export function launcherNodeFlags(): string[] {
   return m ? m[1]!.trim().split(/\s+/).filter(Boolean) : [];
 }
 
-export function startLauncher(args: string[], env: NodeJS.ProcessEnv = {}): Proc {
+/** `processGroup`: start it in a process group of its own, as a shell does for a foreground job. */
+export function startLauncher(args: string[], env: NodeJS.ProcessEnv = {}, processGroup = false): Proc {
   const child = spawn(process.execPath, [...launcherNodeFlags(), LAUNCHER_MAIN, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...env },
+    detached: processGroup,
   });
   let out = '';
   let err = '';

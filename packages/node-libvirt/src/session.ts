@@ -201,6 +201,10 @@ export async function startSessionLibvirtd(opts: SessionLibvirtdOptions): Promis
     env,
     cwd: dirs.home,
     stdio: ['ignore', 'pipe', 'pipe'] as ['ignore', 'pipe', 'pipe'],
+    // A session of their own: a Ctrl-C on the starting process's terminal (SIGINT to the whole
+    // foreground process group) must reach only that process, which then shuts the guest down
+    // through libvirt; the daemons (and QEMU under them) stop when it says so, or die with it.
+    detached: true,
     ...(asUser ? { uid: opts.uid ?? process.getuid!(), gid: opts.gid ?? process.getgid!() } : {}),
   };
   const logger = opts.logger;
