@@ -2,6 +2,7 @@
 import { existsSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { CmdClient, launcherSocketPath } from '@kubevirt-ts/cmd-protocol';
 import { loadVmi } from '@kubevirt-ts/virt-launcher';
 import {
   GUEST_DIR,
@@ -97,6 +98,52 @@ describe('virt-launcher standalone', () => {
     expect(Date.now() - t0).toBeLessThan(60_000);
     expect(res.code).toBe(0);
     expect(await processesMentioning(work)).toEqual([]);
+  });
+
+  it('--socket-dir exposes the cmd socket: a CmdClient reads the domain and shuts it down by ACPI, exit 0', async () => {
+    const vmi = tinyVmi('sa-socket');
+    const file = await writeVmiFile(dir, vmi);
+    const work = path.join(dir, 'w');
+    const sockets = path.join(dir, 'socks');
+    const p = startLauncher([
+      'standalone',
+      '--vmi',
+      file,
+      '--image',
+      imageArg,
+      '--console',
+      '--allow-emulation',
+      '--work-dir',
+      work,
+      '--socket-dir',
+      sockets,
+      '--grace-period-seconds',
+      '60',
+    ]);
+    let client: CmdClient | undefined;
+    try {
+      await waitFor('ready line', () => p.stdout().includes(READY) || p.child.exitCode !== null, 120_000);
+      expect(p.stdout()).toContain(READY);
+      const sock = launcherSocketPath(sockets);
+      expect(existsSync(sock)).toBe(true);
+      client = await CmdClient.connect(sock, { timeoutMs: 60_000 });
+      const dom = (await client.getDomain()) as { domainName: string; status: { status: string } };
+      expect(dom.domainName).toBe('e2e_sa-socket');
+      expect(dom.status.status).toBe('Running');
+      const t0 = Date.now();
+      await client.shutdownVMI(vmi);
+      const res = await p.exited;
+      expect(Date.now() - t0).toBeLessThan(60_000); // ACPI, well before the grace period
+      expect(res).toEqual({ code: 0, signal: null });
+      expect(p.stdout()).toContain('KUBEVIRT-TS-GUEST-POWEROFF acpi-power-button');
+      expect(await processesMentioning(work)).toEqual([]);
+    } finally {
+      client?.close();
+      if (p.child.exitCode === null && p.child.signalCode === null) {
+        p.child.kill('SIGKILL');
+        await p.exited;
+      }
+    }
   });
 
   it('an invalid VMI: a clear error naming the field, exit 3, nothing started or left behind', async () => {

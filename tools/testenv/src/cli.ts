@@ -9,7 +9,8 @@ import { startTestEnv, type TestEnv } from './index.js';
 
 const logger = createLogger('testenv');
 
-function usage(): never {
+function usage(problem?: string): never {
+  if (problem) process.stderr.write(`testenv: ${problem}\n`);
   process.stderr.write('usage: tools/testenv.sh [--keep] -- COMMAND [ARGS...]\n');
   process.exit(2);
 }
@@ -17,11 +18,11 @@ function usage(): never {
 async function main(): Promise<number> {
   const argv = process.argv.slice(2);
   const sep = argv.indexOf('--');
-  if (sep < 0 || sep === argv.length - 1) usage();
+  if (sep < 0 || sep === argv.length - 1) usage('a COMMAND after -- is required');
   const flags = argv.slice(0, sep);
   const command = argv.slice(sep + 1);
   const keepDir = flags.includes('--keep');
-  for (const f of flags) if (f !== '--keep') usage();
+  for (const f of flags) if (f !== '--keep') usage(`unknown option ${f}`);
 
   let env: TestEnv | undefined;
   let child: ReturnType<typeof spawn> | undefined;
