@@ -160,10 +160,14 @@ describe('testenv', () => {
     expect({ status: r.status, out: r.stdout.trim() }).toEqual({ status: 0, out: 'namespace/kube-system' });
   });
 
-  it('CLI rejects a missing command with usage', async () => {
+  it('CLI rejects a missing command or an unknown option with usage, naming the problem', async () => {
     const r = await runCli([]);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('usage:');
+    expect(r.stderr).toContain('a COMMAND after -- is required');
+    const bad = await runCli(['--bogus', '--', 'true']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('unknown option --bogus');
   });
 
   it('CLI stops everything on SIGINT (Ctrl-C) while the command runs', async () => {
