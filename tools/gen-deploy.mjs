@@ -558,9 +558,17 @@ export function checkDeploy(repoRoot, generated) {
 }
 
 function main() {
-  const { values } = parseArgs({
-    options: { check: { type: 'boolean' }, registry: { type: 'string' }, tag: { type: 'string' } },
-  });
+  let values;
+  try {
+    ({ values } = parseArgs({
+      options: { check: { type: 'boolean' }, registry: { type: 'string' }, tag: { type: 'string' } },
+    }));
+  } catch (e) {
+    console.error(
+      `gen-deploy: ${e.message}\nusage: node tools/gen-deploy.mjs [--check] [--registry R] [--tag T]`,
+    );
+    process.exit(2);
+  }
   const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
   const deployDir = join(repoRoot, 'deploy');
   const generated = generateDeploy(repoRoot, { registry: values.registry, tag: values.tag });

@@ -61,6 +61,20 @@ describe('deploy/ is generated', () => {
     expect(gen.checkDeploy(repoRoot, expected)).toEqual([]);
   });
 
+  it('the generator CLI: --check passes on the committed files; a bad flag is named, exit 2, no stack trace', () => {
+    const script = fileURLToPath(genDeployUrl);
+    const ok = spawnSync(process.execPath, [script, '--check'], { encoding: 'utf8' });
+    expect({ status: ok.status, stderr: ok.stderr.trim() }).toEqual({
+      status: 0,
+      stderr: 'deploy/ is current',
+    });
+    const bad = spawnSync(process.execPath, [script, '--bogus'], { encoding: 'utf8' });
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toContain("gen-deploy: Unknown option '--bogus'");
+    expect(bad.stderr).toContain('usage: node tools/gen-deploy.mjs');
+    expect(bad.stderr).not.toContain('    at ');
+  });
+
   it('has the parts an operator applies, in an order that works (namespace and CRDs first)', () => {
     const kinds = deployFiles.flatMap((f) => readObjects(f).map((o) => `${o.kind}/${o.metadata.name}`));
     expect(kinds[0]).toBe(`Namespace/${gen.NAMESPACE}`);
