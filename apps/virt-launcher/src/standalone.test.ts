@@ -1,0 +1,105 @@
+// loadVmi: what `virt-launcher standalone --vmi FILE` accepts, before anything starts.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { ExitCode, LauncherError } from './errors.js';
+import { loadVmi } from './standalone.js';
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), 'kvts-loadvmi-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function file(name: string, text: string): Promise<string> {
+  const f = path.join(dir, name);
+  await writeFile(f, text);
+  return f;
+}
+
+async function failure(p: Promise<unknown>): Promise<LauncherError> {
+  const e = await p.then(
+    () => undefined,
+    (err: unknown) => err,
+  );
+  expect(e).toBeInstanceOf(LauncherError);
+  return e as LauncherError;
+}
+
+describe('loadVmi', () => {
+  it("runs a VirtualMachine's template as its VMI: VM name and namespace, template labels, defaults applied", async () => {
+    const f = await file(
+      'vm.yaml',
+      [
+        'apiVersion: kubevirt.io/v1',
+        'kind: VirtualMachine',
+        'metadata: {name: myvm, namespace: ns1}',
+        'spec:',
+        '  runStrategy: Always',
+        '  template:',
+        '    metadata: {labels: {app: x}}',
+        '    spec:',
+        '      domain:',
+        '        resources: {requests: {memory: 64Mi}}',
+        '        devices: {autoattachPodInterface: false}',
+      ].join('\n'),
+    );
+    const vmi = await loadVmi(f);
+    expect(vmi.kind).toBe('VirtualMachineInstance');
+    expect(vmi.metadata).toMatchObject({ name: 'myvm', namespace: 'ns1', labels: { app: 'x' } });
+    expect(vmi.metadata?.uid).toBeTruthy();
+    expect(vmi.spec.domain.resources?.requests?.memory).toBe('64Mi');
+    expect(vmi.spec.domain.machine?.type).toBeTruthy(); // defaulted as a cluster would
+  });
+
+  it('takes the first document of a multi-document file; a VMI without namespace goes to "default"', async () => {
+    const f = await file(
+      'multi.yaml',
+      [
+        'apiVersion: kubevirt.io/v1',
+        'kind: VirtualMachineInstance',
+        'metadata: {name: first}',
+        'spec: {domain: {resources: {requests: {memory: 64Mi}}, devices: {}}}',
+        '---',
+        'apiVersion: kubevirt.io/v1',
+        'kind: VirtualMachineInstance',
+        'metadata: {name: second}',
+        'spec: {domain: {resources: {requests: {memory: 64Mi}}, devices: {}}}',
+      ].join('\n'),
+    );
+    const vmi = await loadVmi(f);
+    expect(vmi.metadata).toMatchObject({ name: 'first', namespace: 'default' });
+  });
+
+  it('refuses what it cannot run: missing file (exit 2), other kinds, bad YAML, invalid spec naming the field (exit 3)', async () => {
+    const missing = await failure(loadVmi(path.join(dir, 'nope.yaml')));
+    expect(missing.exitCode).toBe(ExitCode.USAGE);
+    expect(missing.message).toContain('--vmi: cannot read');
+
+    const cm = await failure(loadVmi(await file('cm.yaml', 'kind: ConfigMap\nmetadata: {name: x}\n')));
+    expect(cm.exitCode).toBe(ExitCode.INVALID_VMI);
+    expect(cm.message).toContain('kind "ConfigMap" is not VirtualMachine or VirtualMachineInstance');
+
+    const broken = await failure(loadVmi(await file('broken.yaml', 'a: [\n')));
+    expect(broken.exitCode).toBe(ExitCode.INVALID_VMI);
+    expect(broken.message).toContain('broken.yaml');
+
+    const invalid = await failure(
+      loadVmi(
+        await file(
+          'invalid.yaml',
+          [
+            'apiVersion: kubevirt.io/v1',
+            'kind: VirtualMachineInstance',
+            'metadata: {name: bad}',
+            'spec: {domain: {memory: {guest: foo}, devices: {}}}',
+          ].join('\n'),
+        ),
+      ),
+    );
+    expect(invalid.exitCode).toBe(ExitCode.INVALID_VMI);
+    expect(invalid.message).toContain('spec.domain.memory.guest: invalid quantity "foo"');
+  });
+});
