@@ -1,0 +1,77 @@
+// The launcher Pod that @kubevirt-ts/renderer writes must start this launcher: its compute command parses
+// with the in-Pod flags (the launcher refuses unknown flags), means what the renderer intended, and every
+// directory the launcher uses inside the Pod is on one of the compute container's volume mounts.
+import path from 'node:path';
+import type { VirtualMachineInstance } from '@kubevirt-ts/api';
+import { setVirtualMachineInstanceDefaults } from '@kubevirt-ts/api';
+import { renderLaunchPod, type RendererConfig } from '@kubevirt-ts/renderer';
+import { parseLauncherFlags } from './flags.js';
+import { podConfig } from './pod-config.js';
+
+function vmi(grace?: number): VirtualMachineInstance {
+  return setVirtualMachineInstanceDefaults({
+    apiVersion: 'kubevirt.io/v1',
+    kind: 'VirtualMachineInstance',
+    metadata: { name: 'contract', namespace: 'ns1', uid: 'c0ffee00-0000-4000-8000-000000000001' },
+    spec: {
+      ...(grace !== undefined ? { terminationGracePeriodSeconds: grace } : {}),
+      domain: {
+        resources: { requests: { memory: '64Mi' } },
+        devices: { disks: [{ name: 'root', disk: { bus: 'virtio' } }] },
+      },
+      volumes: [{ name: 'root', containerDisk: { image: 'example.org/disk:1' } }],
+    },
+  } as unknown as VirtualMachineInstance);
+}
+
+function compute(v: VirtualMachineInstance, config: RendererConfig) {
+  const c = renderLaunchPod(v, config).spec!.containers.find((x) => x.name === 'compute')!;
+  return { argv: [...(c.command ?? []), ...(c.args ?? [])], mounts: c.volumeMounts ?? [] };
+}
+
+const under = (dir: string, mount: string): boolean =>
+  dir === mount || !path.relative(mount, dir).startsWith('..');
+
+describe('renderer -> launcher contract', () => {
+  it.each([
+    ['defaults', undefined, { launcherImage: 'x' }],
+    [
+      'emulation, keep after failure, grace 90 s',
+      90,
+      { launcherImage: 'x', useEmulation: true, keepAfterFailure: true },
+    ],
+  ] as const)('the rendered compute command parses as in-Pod flags (%s)', (_what, grace, config) => {
+    const v = vmi(grace);
+    const { argv } = compute(v, config as RendererConfig);
+    expect(argv[1]).toBe('monitor'); // the wrapper, like upstream's virt-launcher-monitor
+    const flags = parseLauncherFlags(argv.slice(2));
+    expect(flags).toMatchObject({
+      name: 'contract',
+      namespace: 'ns1',
+      uid: v.metadata!.uid,
+      gracePeriodSeconds: v.spec.terminationGracePeriodSeconds,
+      qemuTimeoutMs: 240_000,
+      allowEmulation: Boolean((config as RendererConfig).useEmulation),
+      keepAfterFailure: Boolean((config as RendererConfig).keepAfterFailure),
+      hookSidecars: 0,
+    });
+    // podConfig checks the disk dirs against the converter's pod layout (throws when they differ)
+    expect(() => podConfig(flags)).not.toThrow();
+  });
+
+  it('every directory the launcher uses in the Pod is on a volume mount of the compute container', () => {
+    const { argv, mounts } = compute(vmi(), { launcherImage: 'x' });
+    const flags = parseLauncherFlags(argv.slice(2));
+    const cfg = podConfig(flags);
+    const dirs = {
+      sockets: cfg.socketsDir,
+      notify: cfg.notifyDir,
+      libvirt: cfg.libvirtBaseDir,
+      private: flags.privateDir,
+      ephemeralDisks: flags.ephemeralDiskDir,
+      containerDisks: flags.containerDiskDir,
+    };
+    const missing = Object.entries(dirs).filter(([, d]) => !mounts.some((m) => under(d, m.mountPath)));
+    expect(missing).toEqual([]);
+  });
+});
