@@ -77,6 +77,7 @@ test('stdin, syntax errors, unreadable files, empty files, usage', () => {
   const syn = run([file('syntax.yaml', 'a: [1, 2\n')]);
   expect(syn.code).toBe(1);
   expect(syn.out).toMatch(/^syntax\.yaml: \(syntax\): document 1: /);
+  expect(syn.out).toMatch(/line \d+, column \d+\n$/); // one line, no dangling ':' of the code frame
   const missing = run(['nope.yaml']);
   expect(missing.code).toBe(1);
   expect(missing.out).toMatch(/^nope\.yaml: \(file\): cannot read: ENOENT/);

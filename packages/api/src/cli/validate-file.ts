@@ -10,7 +10,8 @@ export function validateFile(file: string, text: string): string[] {
   try {
     docs = parseManifests(text);
   } catch (err) {
-    return [`${file}: (syntax): ${(err as Error).message.split('\n')[0]}`];
+    // the parser's first line ends with ':' before its code frame, which one line cannot show
+    return [`${file}: (syntax): ${(err as Error).message.split('\n')[0].replace(/:\s*$/, '')}`];
   }
   if (docs.length === 0) return [`${file}: (file): no manifests found`];
   const lines: string[] = [];
