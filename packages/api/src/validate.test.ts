@@ -690,6 +690,14 @@ const vmCases: Case[] = [
     (vm) => (vm.spec.dataVolumeTemplates = [{ metadata: { name: 'rootdv' }, spec: { storage: {} } }]),
     ['spec.dataVolumeTemplates[0]'],
   ],
+  [
+    'instancetype and preference (not implemented)',
+    (vm) => {
+      vm.spec.instancetype = { name: 'u1.medium' };
+      vm.spec.preference = { name: 'fedora' };
+    },
+    ['spec.instancetype', 'spec.preference'],
+  ],
 ];
 
 describe('invalid VMs', () => {
@@ -699,6 +707,22 @@ describe('invalid VMs', () => {
     expect(paths(validateObject(vm))).toEqual([...want].sort());
     expect(paths(validateVirtualMachine(vm))).toEqual([...want].sort());
   });
+});
+
+test('instancetypes say they are not implemented; a template without memory names the template paths', () => {
+  const vm = baseVm();
+  vm.spec.instancetype = { name: 'u1.medium' };
+  delete vm.spec.template.spec.domain.resources;
+  expect(validateVirtualMachine(vm)).toEqual(
+    expect.arrayContaining([
+      { path: 'spec.instancetype', reason: expect.stringMatching(/not implemented by kubevirt-ts/) },
+      {
+        path: 'spec.template.spec.domain.resources.requests.memory',
+        reason:
+          'no memory requested: set spec.template.spec.domain.resources.requests.memory, spec.template.spec.domain.resources.limits.memory or spec.template.spec.domain.memory.guest',
+      },
+    ]),
+  );
 });
 
 describe('invalid migrations and documents', () => {

@@ -284,7 +284,7 @@ function validateResourcesAndMemory(domain: Obj, base: string, e: Errs) {
   if (requests['memory'] === undefined && limits['memory'] === undefined && memory['guest'] === undefined) {
     e.add(
       sub(sub(resPath, 'requests'), 'memory'),
-      'no memory requested: set spec.domain.resources.requests.memory, spec.domain.resources.limits.memory or spec.domain.memory.guest',
+      `no memory requested: set ${resPath}.requests.memory, ${resPath}.limits.memory or ${base}.memory.guest`,
     );
   }
   if (reqMem !== undefined && reqMem > 0 && reqMem < 1e6) {
@@ -1088,6 +1088,13 @@ export function validateVirtualMachine(o: unknown): FieldError[] {
   const spec = obj(v['spec']);
   if (spec['running'] !== undefined && spec['runStrategy'] !== undefined) {
     e.add('spec.running', 'running and runStrategy are mutually exclusive: set only runStrategy');
+  }
+  for (const f of ['instancetype', 'preference']) {
+    if (spec[f] !== undefined)
+      e.add(
+        `spec.${f}`,
+        `${f === 'instancetype' ? 'instancetypes' : 'preferences'} are not implemented by kubevirt-ts: set the CPU, memory and devices in spec.template.spec.domain`,
+      );
   }
   const tmpl = obj(spec['template']);
   validateMetadata(tmpl['metadata'], 'spec.template.metadata', e, { nameRequired: false });
