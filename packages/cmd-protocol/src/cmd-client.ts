@@ -312,7 +312,8 @@ export class CmdClient {
       case grpc.status.CANCELLED:
       case grpc.status.UNAVAILABLE:
         return new LauncherUnreachableError(
-          `${rpc}: launcher at ${this.socketPath} is unreachable: ${err.details}`,
+          // grpc-js ends some details with an empty "Resolution note:"
+          `${rpc}: launcher at ${this.socketPath} is unreachable: ${err.details.replace(/\s*Resolution note:\s*$/, '')}`,
           this.socketPath,
           rpc,
           err.code,
