@@ -5,7 +5,8 @@
 //   2. the same domain XML (converter output for the same VMI and layout) started with `virsh create` on an
 //      already-running session libvirtd, until the ready line appears in the serial log; and the ratio 1/2;
 //   3. the launcher's own RSS (the Node process only; libvirtd and QEMU are separate processes): VmRSS at the
-//      ready line and VmHWM (peak) at exit.
+//      ready line and VmHWM (peak) at exit. `standalone` runs the launcher as the child of a monitor
+//      process: the figures are the launcher child's; the monitor's VmRSS at ready is printed on its own.
 // Usage: node tools/bench-launcher.mjs [--runs N]    (needs the test guest: bash tools/guest/build.sh)
 import { spawn } from 'node:child_process';
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -72,6 +73,14 @@ function rssKiB(pid, field) {
     .catch(() => NaN);
 }
 
+/** the launcher child of the standalone monitor `pid` */
+async function launcherPid(pid) {
+  const kids = (await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8').catch(() => ''))
+    .trim()
+    .split(/\s+/);
+  return Number(kids[0]);
+}
+
 async function launcherRun(i, env = {}) {
   const dir = await tmp();
   const file = path.join(dir, 'vmi.json');
@@ -104,6 +113,8 @@ async function launcherRun(i, env = {}) {
   let err = '';
   let readyMs;
   let rssAtReady;
+  let monitorRss;
+  let lpid;
   const exited = new Promise((r) => child.on('exit', (code) => r(code)));
   let hwm = NaN;
   const ready = new Promise((resolve) => {
@@ -111,7 +122,9 @@ async function launcherRun(i, env = {}) {
       out += d;
       if (readyMs === undefined && out.includes(READY)) {
         readyMs = performance.now() - t0;
-        rssAtReady = await rssKiB(child.pid, 'VmRSS');
+        lpid = await launcherPid(child.pid);
+        rssAtReady = await rssKiB(lpid, 'VmRSS');
+        monitorRss = await rssKiB(child.pid, 'VmRSS');
         resolve();
       }
     });
@@ -123,12 +136,12 @@ async function launcherRun(i, env = {}) {
     throw new Error(`launcher run ${i}: no ready line\n${err}`);
   }
   await sleep(500);
-  hwm = await rssKiB(child.pid, 'VmHWM');
+  hwm = await rssKiB(lpid, 'VmHWM');
   child.kill('SIGINT');
   const code = await exited;
   await rm(dir, { recursive: true, force: true });
   if (code !== 0) throw new Error(`launcher run ${i} exited ${code}\n${err}`);
-  return { readyMs, rssAtReady, hwm };
+  return { readyMs, rssAtReady, hwm, monitorRss };
 }
 
 async function virshRuns() {
@@ -212,6 +225,9 @@ async function benchMain() {
   );
   console.log(
     `launcher peak RSS (VmHWM, Node only):  ${(median(launcher.map((r) => r.hwm)) / 1024).toFixed(1)} MiB`,
+  );
+  console.log(
+    `standalone monitor RSS at ready:       ${(median(launcher.map((r) => r.monitorRss)) / 1024).toFixed(1)} MiB`,
   );
 }
 

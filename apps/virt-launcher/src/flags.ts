@@ -42,6 +42,8 @@ export interface StandaloneFlags {
   keepAfterFailure: boolean;
   libvirtUid?: number;
   libvirtGid?: number;
+  /** remove workDir at the end although it was given (set for the launcher a standalone monitor runs) */
+  removeWorkDir?: boolean;
 }
 
 function usage(msg: string): LauncherError {

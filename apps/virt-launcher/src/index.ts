@@ -12,6 +12,8 @@ export { runMonitor, findPidFiles, leftovers, type MonitorOptions } from './moni
 export {
   startStandalone,
   runStandalone,
+  runStandaloneMonitor,
+  STANDALONE_CHILD_ENV,
   loadVmi,
   tailFile,
   QEMU_USER,

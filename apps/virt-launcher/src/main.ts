@@ -13,7 +13,7 @@ import { parseLauncherFlags, parseStandaloneFlags } from './flags.js';
 import { Launcher } from './launcher.js';
 import { createLogger } from '@kubevirt-ts/log';
 import { runMonitor } from './monitor.js';
-import { runStandalone } from './standalone.js';
+import { STANDALONE_CHILD_ENV, runStandalone, runStandaloneMonitor } from './standalone.js';
 import { podConfig } from './pod-config.js';
 
 const USAGE = `usage:
@@ -55,6 +55,21 @@ async function runInPod(argv: string[]): Promise<number> {
   return res.exitCode;
 }
 
+/** This program as the monitor runs it: the same V8 flags as the monitor got from the shebang. */
+function selfCommand(): string[] {
+  return [process.execPath, ...process.execArgv, fileURLToPath(import.meta.url)];
+}
+
+/** `standalone`: the monitor, or (STANDALONE_CHILD_ENV set) the launcher it runs. */
+async function runStandaloneCmd(argv: string[]): Promise<number> {
+  const flags = parseStandaloneFlags(argv);
+  const child = process.env[STANDALONE_CHILD_ENV];
+  if (child === undefined) return runStandaloneMonitor(flags, argv, selfCommand());
+  delete process.env[STANDALONE_CHILD_ENV]; // not for libvirtd/QEMU
+  if (child === 'owned') flags.removeWorkDir = true;
+  return runStandalone(flags);
+}
+
 async function runMonitorCmd(argv: string[]): Promise<number> {
   const flags = parseLauncherFlags(argv);
   const logger = createLogger({
@@ -67,10 +82,8 @@ async function runMonitorCmd(argv: string[]): Promise<number> {
       uid: flags.uid,
     },
   });
-  const self = fileURLToPath(import.meta.url);
   return runMonitor({
-    // the same V8 flags as the monitor got from the shebang
-    command: [process.execPath, ...process.execArgv, self, ...argv],
+    command: [...selfCommand(), ...argv],
     libvirtBaseDir: podConfig(flags).libvirtBaseDir,
     gracePeriodSeconds: flags.gracePeriodSeconds,
     log: (level, msg, fields) => logger.log(level, msg, fields),
@@ -83,7 +96,7 @@ export async function main(argv: string[]): Promise<number> {
       process.stdout.write(USAGE);
       return 0;
     }
-    if (argv[0] === 'standalone') return await runStandalone(parseStandaloneFlags(argv.slice(1)));
+    if (argv[0] === 'standalone') return await runStandaloneCmd(argv.slice(1));
     if (argv[0] === 'monitor') return await runMonitorCmd(argv.slice(1));
     return await runInPod(argv);
   } catch (e) {

@@ -20,7 +20,14 @@ import { ExitCode, LauncherError } from './errors.js';
 import type { StandaloneFlags } from './flags.js';
 import { Launcher, type LauncherResult } from './launcher.js';
 import { createLogger } from '@kubevirt-ts/log';
+import { runMonitor } from './monitor.js';
 import { PrepareError, stageLocalImages } from './prepare/index.js';
+
+/**
+ * Set in the environment of the launcher a standalone monitor runs: 'owned' (the monitor made the
+ * work dir, the launcher removes it at its end too) or 'given' (the user's --work-dir, kept).
+ */
+export const STANDALONE_CHILD_ENV = 'KVTS_STANDALONE_CHILD';
 
 export interface StandaloneIO {
   /** progress lines (human readable) */
@@ -173,7 +180,7 @@ export async function startStandalone(flags: StandaloneFlags, io: StandaloneIO):
       : isRoot
         ? QEMU_USER
         : undefined;
-  const ownRoot = !flags.workDir;
+  const ownRoot = !flags.workDir || flags.removeWorkDir === true;
   // short: libvirt's per-domain unix sockets live under the root and are limited to 107 bytes
   const root = flags.workDir ?? (await mkdtemp('/tmp/kv-'));
   await mkdir(root, { recursive: true });
@@ -263,8 +270,11 @@ export async function startStandalone(flags: StandaloneFlags, io: StandaloneIO):
     tail = tailFile(log, io.console);
   }
 
+  let signalled = false;
   const onSignal = (sig: NodeJS.Signals) => {
-    if (launcher.listenerCount('ended') === 0) return;
+    // Ctrl-C reaches both the monitor and this process, and the monitor forwards it: act once
+    if (launcher.listenerCount('ended') === 0 || signalled) return;
+    signalled = true;
     io.progress(`${sig}: shutting the guest down (ACPI, up to ${launcher.config.gracePeriodSeconds}s)`);
     void launcher.terminate(sig);
   };
@@ -328,4 +338,53 @@ export async function runStandalone(flags: StandaloneFlags): Promise<number> {
     process.stderr.write(`virt-launcher standalone: ${err.message}\n`);
     return err.exitCode;
   }
+}
+
+/**
+ * CLI entry of `virt-launcher standalone` (the wrapper): decides the work dir, then runs the
+ * launcher (`launcherCommand` + `standalone` + argv, with STANDALONE_CHILD_ENV set) under
+ * runMonitor, so that QEMU and the private daemons are stopped even when the launcher is killed.
+ * Removes a work dir it created (unless --keep-after-failure and a failure). Returns the exit code.
+ */
+export async function runStandaloneMonitor(
+  flags: StandaloneFlags,
+  argv: string[],
+  launcherCommand: string[],
+): Promise<number> {
+  const progress = (line: string) => process.stderr.write(`[virt-launcher] ${line}\n`);
+  let vmi: VirtualMachineInstance;
+  try {
+    vmi = await loadVmi(flags.vmiFile); // for the grace period; an invalid VMI starts nothing
+  } catch (e) {
+    const err = e instanceof LauncherError ? e : new LauncherError((e as Error).message);
+    process.stderr.write(`virt-launcher standalone: ${err.message}\n`);
+    return err.exitCode;
+  }
+  const own = !flags.workDir;
+  // short: libvirt's per-domain unix sockets live under the root and are limited to 107 bytes
+  const root = path.resolve(flags.workDir ?? (await mkdtemp('/tmp/kv-')));
+  const logger = createLogger({
+    component: 'virt-launcher-monitor',
+    level: flags.logLevel,
+    identity: {
+      kind: 'VirtualMachineInstance',
+      namespace: vmi.metadata!.namespace!,
+      name: vmi.metadata!.name!,
+      uid: vmi.metadata!.uid!,
+    },
+  });
+  const code = await runMonitor({
+    command: [...launcherCommand, 'standalone', ...argv, ...(own ? ['--work-dir', root] : [])],
+    libvirtBaseDir: path.join(root, 'lv'),
+    gracePeriodSeconds: flags.gracePeriodSeconds ?? vmi.spec?.terminationGracePeriodSeconds ?? 30,
+    env: { ...process.env, [STANDALONE_CHILD_ENV]: own ? 'owned' : 'given' },
+    log: (level, msg, fields) => {
+      logger.log(level, msg, fields);
+      if (level !== 'info') progress(`monitor: ${msg}`);
+    },
+  });
+  if (own && !(flags.keepAfterFailure && code !== 0)) {
+    await rm(root, { recursive: true, force: true }).catch(() => undefined);
+  }
+  return code;
 }

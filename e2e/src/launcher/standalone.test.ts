@@ -1,5 +1,5 @@
 // virt-launcher standalone as a user runs it: a real process, real session libvirtd, QEMU under TCG.
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { CmdClient, launcherSocketPath } from '@kubevirt-ts/cmd-protocol';
@@ -64,6 +64,7 @@ describe('virt-launcher standalone', () => {
     }
     expect(res).toEqual({ code: 0, signal: null });
     expect(await processesMentioning(work)).toEqual([]);
+    expect(existsSync(work)).toBe(true); // a given --work-dir is kept
   });
 
   it('Ctrl-C (SIGINT to the whole foreground process group) shuts the guest down through ACPI and exits 0', async () => {
@@ -95,9 +96,65 @@ describe('virt-launcher standalone', () => {
     expect(p.stdout()).toContain('KUBEVIRT-TS-GUEST-POWER-BUTTON');
     expect(p.stdout()).toContain('KUBEVIRT-TS-GUEST-POWEROFF acpi-power-button');
     expect(p.stderr()).toContain('the guest shut down cleanly');
+    // the monitor and the launcher both get SIGINT (and the monitor forwards it): one shutdown
+    expect(p.stderr().split('SIGINT: shutting the guest down').length).toBe(2);
     expect(Date.now() - t0).toBeLessThan(60_000);
     expect(res.code).toBe(0);
     expect(await processesMentioning(work)).toEqual([]);
+  });
+
+  it('the launcher killed with SIGKILL: its monitor stops QEMU within the grace period, removes its temp work dir, exits non-zero', async () => {
+    const file = await writeVmiFile(dir, tinyVmi('sa-kill9'));
+    const grace = 5;
+    const p = startLauncher(
+      [
+        'standalone',
+        '--vmi',
+        file,
+        '--image',
+        imageArg,
+        '--console',
+        '--allow-emulation',
+        '--grace-period-seconds',
+        String(grace),
+      ],
+      {},
+      true,
+    );
+    try {
+      await waitFor('two heartbeats', () => heartbeats(p.stdout()) >= 2, 120_000);
+      // the monitor is p.child; the launcher is its only child, started with --work-dir <the temp dir>
+      const kids = readFileSync(`/proc/${p.child.pid}/task/${p.child.pid}/children`, 'utf8')
+        .trim()
+        .split(/\s+/)
+        .map(Number);
+      expect(kids).toHaveLength(1);
+      const launcherPid = kids[0]!;
+      const args = readFileSync(`/proc/${launcherPid}/cmdline`, 'utf8').split('\0');
+      const work = args[args.indexOf('--work-dir') + 1]!;
+      expect(work).toMatch(/^\/tmp\/kv-/);
+      const qemu = (await processesMentioning(work)).filter((x) => x.cmd.includes('qemu-system'));
+      expect(qemu).toHaveLength(1);
+      const t0 = Date.now();
+      process.kill(launcherPid, 'SIGKILL');
+      await waitFor(
+        'QEMU gone',
+        async () => (await processesMentioning(work)).length === 0,
+        (grace + 10) * 1000,
+      );
+      expect(Date.now() - t0).toBeLessThan((grace + 10) * 1000);
+      const res = await p.exited;
+      expect(res.code).not.toBe(0);
+      expect(res.code).not.toBeNull();
+      expect(p.stderr()).toContain('[virt-launcher] monitor: launcher exited (SIGKILL)');
+      expect(p.stderr()).toContain('killed QEMU after the grace period');
+      expect(existsSync(work)).toBe(false);
+    } finally {
+      if (p.child.exitCode === null && p.child.signalCode === null) {
+        process.kill(-p.child.pid!, 'SIGKILL');
+        await p.exited;
+      }
+    }
   });
 
   it('--socket-dir exposes the cmd socket: a CmdClient reads the domain and shuts it down by ACPI, exit 0', async () => {
