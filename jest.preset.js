@@ -5,6 +5,5 @@ export default {
   testEnvironment: 'node',
   testMatch: ['<rootDir>/dist/**/*.test.js'],
   transform: {},
-  passWithNoTests: true,
   reporters: ['default', fileURLToPath(new URL('./tools/jest-count-reporter.cjs', import.meta.url))],
 };

@@ -343,6 +343,8 @@ export function deployObjects({ registry = DEFAULT_REGISTRY, tag = DEFAULT_TAG }
           additionalOverheadRatio: '1',
           qemuTimeoutSeconds: '240',
           gracePeriodBufferSeconds: '15',
+          // feature gates, off by default: e.g. ["HostDisk"] lets VMIs use hostDisk volumes (node files)
+          featureGates: '[]',
         },
       },
     ],

@@ -42,6 +42,8 @@ export interface StandaloneFlags {
   keepAfterFailure: boolean;
   libvirtUid?: number;
   libvirtGid?: number;
+  /** feature gates turned on (--feature-gates A,B): HostDisk lets hostDisk volumes reach the host's files */
+  featureGates: string[];
   /** remove workDir at the end although it was given (set for the launcher a standalone monitor runs) */
   removeWorkDir?: boolean;
 }
@@ -191,6 +193,9 @@ export function parseLauncherFlags(argv: string[]): LauncherFlags {
 }
 
 /** Parses `virt-launcher standalone ...` arguments (after the word standalone). */
+/** Feature gates standalone mode knows (the cluster's are in @kubevirt-ts/renderer's config). */
+export const STANDALONE_GATES = ['HostDisk'];
+
 export function parseStandaloneFlags(argv: string[]): StandaloneFlags {
   const norm = normalizeBoolFlags(argv, ['allow-emulation', 'console', 'keep-after-failure']);
   let parsed;
@@ -211,6 +216,7 @@ export function parseStandaloneFlags(argv: string[]): StandaloneFlags {
         'log-level': { type: 'string' },
         'keep-after-failure': { type: 'boolean' },
         'libvirt-user': { type: 'string' },
+        'feature-gates': { type: 'string', multiple: true },
       },
     });
   } catch (e) {
@@ -218,6 +224,12 @@ export function parseStandaloneFlags(argv: string[]): StandaloneFlags {
   }
   const v = parsed.values;
   if (!v.vmi) throw usage('--vmi FILE.yaml is required');
+  const featureGates = (v['feature-gates'] ?? []).flatMap((g) => g.split(',')).filter((g) => g !== '');
+  for (const g of featureGates)
+    if (!STANDALONE_GATES.includes(g))
+      throw usage(
+        `--feature-gates: unknown gate ${JSON.stringify(g)} (known: ${STANDALONE_GATES.join(', ')})`,
+      );
   const images = new Map<string, string>();
   for (const spec of v.image ?? []) {
     const eq = spec.lastIndexOf('=');
@@ -242,5 +254,6 @@ export function parseStandaloneFlags(argv: string[]): StandaloneFlags {
     keepAfterFailure: norm.values.get('keep-after-failure') ?? v['keep-after-failure'] ?? false,
     libvirtUid: ug.uid,
     libvirtGid: ug.gid,
+    featureGates,
   };
 }

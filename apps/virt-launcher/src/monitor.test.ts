@@ -74,15 +74,14 @@ describe('monitor', () => {
     expect(logs.join('\n')).toMatch(/GracePeriodExpired/);
   });
 
-  it('a launcher that exits 0 with nothing left: exit 0 at once', async () => {
-    const t0 = Date.now();
+  it('a launcher that exits 0 with nothing left: exit 0 without waiting for the grace period', async () => {
+    // a grace period far beyond the test's timeout: waiting for it would fail the test
     const code = await runMonitor({
       command: [process.execPath, '-e', ''],
       libvirtBaseDir: dir,
-      gracePeriodSeconds: 30,
+      gracePeriodSeconds: 3600,
     });
     expect(code).toBe(0);
-    expect(Date.now() - t0).toBeLessThan(5000);
   });
 
   it('a launcher that cannot be started: exit 127', async () => {

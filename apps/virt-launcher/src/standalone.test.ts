@@ -1,5 +1,5 @@
 // loadVmi: what `virt-launcher standalone --vmi FILE` accepts, before anything starts.
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ExitCode, LauncherError } from './errors.js';
@@ -101,5 +101,52 @@ describe('loadVmi', () => {
     );
     expect(invalid.exitCode).toBe(ExitCode.INVALID_VMI);
     expect(invalid.message).toContain('spec.domain.memory.guest: invalid quantity "foo"');
+  });
+
+  it('a hostDisk needs --feature-gates HostDisk (off by default), naming the field', async () => {
+    const f = await file(
+      'hostdisk.yaml',
+      [
+        'apiVersion: kubevirt.io/v1',
+        'kind: VirtualMachineInstance',
+        'metadata: {name: hd}',
+        'spec:',
+        '  domain: {resources: {requests: {memory: 64Mi}}, devices: {autoattachPodInterface: false}}',
+        '  volumes: [{name: h, hostDisk: {path: /var/tmp/kvts-never-created.img, type: Disk}}]',
+      ].join('\n'),
+    );
+    const off = await failure(loadVmi(f));
+    expect(off.exitCode).toBe(ExitCode.INVALID_VMI);
+    expect(off.message).toContain(
+      'spec.volumes[0].hostDisk: hostDisk volumes need the HostDisk feature gate',
+    );
+    const on = await loadVmi(f, ['HostDisk']);
+    expect(on.spec.volumes?.[0]?.hostDisk?.path).toBe('/var/tmp/kvts-never-created.img');
+  });
+
+  it("is validated as a cluster admits it: upstream's memory.guest + dedicatedCpuPlacement VMI gets its request", async () => {
+    const f = await file(
+      'isolated.yaml',
+      [
+        'apiVersion: kubevirt.io/v1',
+        'kind: VirtualMachineInstance',
+        'metadata: {name: vmi-fedora}',
+        'spec:',
+        '  domain:',
+        '    cpu: {cores: 1, sockets: 1, threads: 1, dedicatedCpuPlacement: true, isolateEmulatorThread: true}',
+        '    devices: {autoattachPodInterface: false, disks: [{name: ro, disk: {readonly: true}}]}',
+        '    memory: {guest: 1024M}',
+        '    resources: {}',
+        '  volumes: [{name: ro, containerDisk: {image: example/disk:1}}]',
+      ].join('\n'),
+    );
+    // a read-only disk without a bus becomes a SATA disk, which cannot be read-only: refused after defaults
+    const e = await failure(loadVmi(f));
+    expect(e.message).toContain(
+      'spec.domain.devices.disks[0].disk.bus: sata hard disks do not support readonly',
+    );
+    await writeFile(f, (await readFile(f, 'utf8')).replace('readonly: true', 'bus: virtio'));
+    const vmi = await loadVmi(f);
+    expect(vmi.spec.domain.resources?.requests?.memory).toBe('1024M');
   });
 });

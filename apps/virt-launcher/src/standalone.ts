@@ -42,7 +42,10 @@ export interface StandaloneIO {
 export const QEMU_USER = { uid: 107, gid: 107 };
 
 /** Reads, defaults and validates the VMI of a file; throws a LauncherError listing every field error. */
-export async function loadVmi(file: string): Promise<VirtualMachineInstance> {
+export async function loadVmi(
+  file: string,
+  featureGates: readonly string[] = [],
+): Promise<VirtualMachineInstance> {
   let text: string;
   try {
     text = await readFile(file, 'utf8');
@@ -72,7 +75,21 @@ export async function loadVmi(file: string): Promise<VirtualMachineInstance> {
   } catch (e) {
     throw new LauncherError(`${file}: ${(e as Error).message}`, ExitCode.INVALID_VMI, 'vmi');
   }
-  const errors = validateVirtualMachineInstance(vmi);
+  // as a cluster admits it: validated as given and once defaulted (upstream validates after its defaults)
+  const defaulted = setVirtualMachineInstanceDefaults(vmi);
+  const errors = [
+    ...validateVirtualMachineInstance(vmi),
+    ...validateVirtualMachineInstance(defaulted),
+  ].filter((e, i, all) => all.findIndex((x) => x.path === e.path && x.reason === e.reason) === i);
+  // a hostDisk reaches the host's filesystem: only behind the HostDisk gate (--feature-gates HostDisk)
+  if (!featureGates.includes('HostDisk'))
+    (vmi.spec?.volumes ?? []).forEach((v, i) => {
+      if (v.hostDisk)
+        errors.push({
+          path: `spec.volumes[${i}].hostDisk`,
+          reason: 'hostDisk volumes need the HostDisk feature gate, which is off (--feature-gates HostDisk)',
+        });
+    });
   if (errors.length > 0) {
     throw new LauncherError(
       `${file}: invalid VirtualMachineInstance:\n${errors.map((e) => `  ${e.path}: ${e.reason}`).join('\n')}`,
@@ -80,7 +97,6 @@ export async function loadVmi(file: string): Promise<VirtualMachineInstance> {
       'vmi',
     );
   }
-  const defaulted = setVirtualMachineInstanceDefaults(vmi);
   defaulted.metadata ??= {};
   defaulted.metadata.namespace ||= 'default';
   defaulted.metadata.uid ||= randomUUID();
@@ -167,7 +183,7 @@ export interface StandaloneHandle {
  * resolves when it ended (after cleanup) with the exit code to use.
  */
 export async function startStandalone(flags: StandaloneFlags, io: StandaloneIO): Promise<StandaloneHandle> {
-  const vmi = await loadVmi(flags.vmiFile);
+  const vmi = await loadVmi(flags.vmiFile, flags.featureGates);
   const name = vmi.metadata!.name!;
   const namespace = vmi.metadata!.namespace!;
   const uid = vmi.metadata!.uid!;
@@ -354,7 +370,7 @@ export async function runStandaloneMonitor(
   const progress = (line: string) => process.stderr.write(`[virt-launcher] ${line}\n`);
   let vmi: VirtualMachineInstance;
   try {
-    vmi = await loadVmi(flags.vmiFile); // for the grace period; an invalid VMI starts nothing
+    vmi = await loadVmi(flags.vmiFile, flags.featureGates); // for the grace period; an invalid VMI starts nothing
   } catch (e) {
     const err = e instanceof LauncherError ? e : new LauncherError((e as Error).message);
     process.stderr.write(`virt-launcher standalone: ${err.message}\n`);

@@ -176,11 +176,10 @@ describe('in-Pod launcher over its cmd socket', () => {
         60_000,
       );
 
-      const t0 = Date.now();
       await pod.client.shutdownVMI(pod.vmi);
       const res = await pod.proc.exited;
       expect(res.code).toBe(0);
-      expect(Date.now() - t0).toBeLessThan(60_000); // well before the 60s grace period
+      // the guest powered off by ACPI (not destroyed after the 60 s grace period)
       const log = await readText(pod.serialLog);
       expect(log).toContain('KUBEVIRT-TS-GUEST-POWEROFF acpi-power-button');
       expect(pod.events.some((e) => statusOf(e) === 'Shutoff/Shutdown')).toBe(true);
@@ -195,10 +194,8 @@ describe('in-Pod launcher over its cmd socket', () => {
     try {
       await pod.client.syncVMI(pod.vmi);
       await waitFor('ready line', async () => (await readText(pod.serialLog)).includes(READY), 120_000);
-      const t0 = Date.now();
       await pod.client.killVMI(pod.vmi);
       const res = await pod.proc.exited;
-      expect(Date.now() - t0).toBeLessThan(15_000);
       expect(res.code).toBe(0);
       expect(await readText(pod.serialLog)).not.toContain('KUBEVIRT-TS-GUEST-POWEROFF');
       expect(pod.events.some((e) => statusOf(e) === 'Shutoff/Destroyed')).toBe(true);

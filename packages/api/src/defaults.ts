@@ -9,11 +9,17 @@ import type {
   VirtualMachineInstance,
   VirtualMachineInstanceSpec,
 } from './schemas.js';
-import { dropNulls } from './validate.js';
+import { HYPERV_REQUIRES, dropNulls } from './validate.js';
 
 export interface DefaultsOptions {
   /** Node architecture (amd64, arm64, s390x, ppc64le). Default: spec.architecture, else amd64. */
   arch?: string;
+  /** The cluster's default CPU model (upstream KubeVirt CR `cpuModel`). Default: `host-model` (arm64: host-passthrough). */
+  cpuModel?: string;
+  /** Memory overcommit in percent (upstream `developerConfiguration.memoryOvercommit`): the derived request is guest*100/overcommit. Default 100. */
+  memoryOvercommit?: number;
+  /** The cluster's eviction strategy (upstream `evictionStrategy`), given to VMIs that set none. Default: none. */
+  evictionStrategy?: 'None' | 'LiveMigrate' | 'LiveMigrateIfPossible' | 'External';
 }
 
 /** Upstream's namespace UUID for firmware UUIDs ("magicUUID" in pkg/virt-controller/watch/vm.go). */
@@ -75,10 +81,56 @@ const setIfUnset = (o: Obj | undefined, k: string, v: unknown) => {
   if (o && (o[k] === undefined || o[k] === '')) o[k] = v;
 };
 
+const featureEnabled = (f: unknown) => isObj(f) && f['enabled'] === true;
+
 /**
- * Apply upstream's admission defaults to a VMI spec in place. `name` is the VMI's (or VM's) name,
- * used for the stable firmware UUID. Parts that hold the wrong type are left alone (validation
- * reports them).
+ * Upstream SetHypervFeatureDependencies: an enabled hyperv feature turns on the feature it needs when the user
+ * left that one unset (an explicitly disabled requirement is left for validation to report); enabled evmcs
+ * adds the CPU feature `vmx` with policy `require`.
+ */
+function setHypervDependencies(domain: Obj) {
+  const hv = objOf(objOf(domain['features'])?.['hyperv']);
+  if (!hv) return;
+  for (const [feat, req] of HYPERV_REQUIRES) {
+    if (!featureEnabled(hv[feat])) continue;
+    const r = hv[req];
+    if (r === undefined) hv[req] = { enabled: true };
+    else if (isObj(r) && r['enabled'] === undefined) r['enabled'] = true;
+    else if (!featureEnabled(r)) return; // upstream stops at the first conflict
+  }
+  const evmcs = objOf(hv['evmcs']);
+  if (evmcs && evmcs['enabled'] !== false) {
+    const cpu = ensureObj(domain, 'cpu');
+    if (!cpu) return;
+    if (!Array.isArray(cpu['features'])) cpu['features'] = [];
+    const features = cpu['features'] as unknown[];
+    const vmx = listOf(features).find((f) => f['name'] === 'vmx');
+    if (vmx) vmx['policy'] = 'require';
+    else features.push({ name: 'vmx', policy: 'require' });
+  }
+}
+
+/** Probe defaults (upstream SetDefaults_Probe). */
+function setProbeDefaults(probe: Obj | undefined) {
+  if (!probe) return;
+  const atLeast = (k: string, min: number, v: number) => {
+    if (typeof probe[k] !== 'number' || (probe[k] as number) < min) probe[k] = v;
+  };
+  atLeast('timeoutSeconds', 1, 1);
+  atLeast('periodSeconds', 1, 10);
+  atLeast('successThreshold', 1, 1);
+  atLeast('failureThreshold', 1, 3);
+}
+
+/** A quantity holding a positive value (upstream `!q.IsZero()`). */
+const nonZero = (v: unknown) => (tryQty(v) ?? 0) !== 0;
+
+/**
+ * Apply upstream's admission defaults to a VMI spec in place, in upstream's order (v1.1.0 virt-api
+ * `SetDefaultVirtualMachineInstance`: spec defaults, `SetObjectDefaults_VirtualMachineInstance`, hyperv
+ * dependencies, architecture defaults). `name` is the VMI's (or VM's) name, used for the stable firmware
+ * UUID. Parts that hold the wrong type are left alone (validation reports them). Every default is listed,
+ * with its upstream source, in the package README.
  */
 export function applyVmiSpecDefaults(
   spec0: VirtualMachineInstanceSpec,
@@ -87,6 +139,7 @@ export function applyVmiSpecDefaults(
 ): void {
   const spec = spec0 as unknown as Obj;
   if (!isObj(spec)) return;
+  // setDefaultArchitecture
   const arch =
     opts.arch ??
     (typeof spec['architecture'] === 'string' && spec['architecture'] ? spec['architecture'] : 'amd64');
@@ -94,114 +147,150 @@ export function applyVmiSpecDefaults(
   const domain = ensureObj(spec, 'domain');
   if (!domain) return;
 
-  // machine type
+  // setDefaultMachineType
   setIfUnset(ensureObj(domain, 'machine'), 'type', DEFAULT_MACHINE_TYPE[arch] ?? 'q35');
 
-  // resources and memory: requests.memory from guest (else limits), guest from requests
+  // setDefaultResourceRequests: a limit without a request becomes the request; no memory request:
+  // memory.guest, else the hugepage size, scaled by the overcommit
   const resources = ensureObj(domain, 'resources');
-  const requests = resources ? ensureObj(resources, 'requests') : undefined;
-  const limits = objOf(resources?.['limits']) ?? {};
-  const memory0 = domain['memory'];
-  if (requests && requests['memory'] === undefined) {
-    const guest = objOf(memory0)?.['guest'];
-    if (guest !== undefined) requests['memory'] = guest;
-    else if (limits['memory'] !== undefined) requests['memory'] = limits['memory'];
-  }
-  if (requests?.['memory'] !== undefined && (memory0 === undefined || isObj(memory0))) {
-    setIfUnset(ensureObj(domain, 'memory'), 'guest', requests['memory']);
+  if (resources) {
+    const limits = objOf(resources['limits']) ?? {};
+    const requests0 = objOf(resources['requests']);
+    const req = () => ensureObj(resources, 'requests');
+    for (const k of ['cpu', 'memory'])
+      if (nonZero(limits[k]) && !nonZero(requests0?.[k])) {
+        const r = req();
+        if (r) r[k] = limits[k];
+      }
+    if (objOf(resources['requests'])?.['memory'] === undefined) {
+      const memory = objOf(domain['memory']);
+      let from: unknown = memory?.['guest'];
+      if (from === undefined) from = objOf(memory?.['hugepages'])?.['pageSize'];
+      const bytes = tryQty(from);
+      if (bytes !== undefined && bytes > 0) {
+        const overcommit = opts.memoryOvercommit ?? 100;
+        const r = req();
+        if (r) r['memory'] = overcommit === 100 ? from : String(Math.floor((bytes * 100) / overcommit));
+      }
+    }
   }
 
-  // CPU topology: unset topology takes the CPU limit (else request) as sockets; missing parts become 1.
-  const cpu = ensureObj(domain, 'cpu');
-  if (cpu) {
-    const given = ['sockets', 'cores', 'threads'].some((k) => typeof cpu[k] === 'number' && cpu[k] !== 0);
+  // SetDefaultGuestCPUTopology: no topology at all -> sockets from the CPU limit, else request (rounded up)
+  const cpu0 = domain['cpu'];
+  if (cpu0 === undefined || isObj(cpu0)) {
+    const c = objOf(cpu0);
+    const given = ['sockets', 'cores', 'threads'].some((k) => typeof c?.[k] === 'number' && c[k] !== 0);
     if (!given) {
-      const fromRes = tryQty(limits['cpu']) ?? tryQty(requests?.['cpu']);
-      cpu['sockets'] = fromRes && fromRes > 0 ? fromRes : 1;
+      const cpu = ensureObj(domain, 'cpu')!;
+      const limits = objOf(objOf(domain['resources'])?.['limits']);
+      const requests = objOf(objOf(domain['resources'])?.['requests']);
+      const q = limits?.['cpu'] !== undefined ? tryQty(limits['cpu']) : tryQty(requests?.['cpu']);
+      cpu['sockets'] = q !== undefined && q > 0 ? Math.ceil(q) : 1;
       cpu['cores'] = 1;
       cpu['threads'] = 1;
-    } else {
-      for (const k of ['sockets', 'cores', 'threads']) if (cpu[k] === undefined || cpu[k] === 0) cpu[k] = 1;
     }
-    // arm64 has no host-model: upstream's arm64 defaults use host-passthrough
-    setIfUnset(cpu, 'model', arch === 'arm64' ? 'host-passthrough' : 'host-model');
-    for (const f of listOf(cpu['features'])) setIfUnset(f, 'policy', 'require');
   }
 
-  // firmware
+  // setDefaultPullPoliciesOnContainerDisks: ":latest" or no tag/digest -> Always, else IfNotPresent
+  for (const v of listOf(spec['volumes'])) {
+    const cd = objOf(v['containerDisk']);
+    if (!cd || (cd['imagePullPolicy'] !== undefined && cd['imagePullPolicy'] !== '')) continue;
+    const image = typeof cd['image'] === 'string' ? cd['image'] : '';
+    cd['imagePullPolicy'] = image.endsWith(':latest') || !/[:@]/.test(image) ? 'Always' : 'IfNotPresent';
+  }
+
+  // setDefaultEvictionStrategy
+  if (opts.evictionStrategy) setIfUnset(spec, 'evictionStrategy', opts.evictionStrategy);
+
+  // SetVMISpecDefaultNetworkInterface: no interfaces and no networks -> masquerade on the pod network
+  const devices = ensureObj(domain, 'devices');
+  if (devices) {
+    const empty = (x: unknown) => x === undefined || (Array.isArray(x) && x.length === 0);
+    if (
+      devices['autoattachPodInterface'] !== false &&
+      empty(devices['interfaces']) &&
+      empty(spec['networks'])
+    ) {
+      devices['interfaces'] = [{ name: 'default', masquerade: {} }];
+      spec['networks'] = [{ name: 'default', pod: {} }];
+    }
+  }
+
+  // SetDefaultVolumeDisk: a volume that is neither a disk nor a filesystem gets a disk
+  if (devices && (devices['disks'] === undefined || Array.isArray(devices['disks']))) {
+    const disks = (devices['disks'] ?? []) as unknown[];
+    const taken = new Set([...listOf(disks), ...listOf(devices['filesystems'])].map((d) => d['name']));
+    for (const v of listOf(spec['volumes']))
+      if (typeof v['name'] === 'string' && v['name'] && !taken.has(v['name'])) {
+        disks.push({ name: v['name'] });
+        taken.add(v['name']);
+      }
+    if (disks.length > 0) devices['disks'] = disks;
+  }
+
+  // ---- SetObjectDefaults_VirtualMachineInstance
   const firmware = ensureObj(domain, 'firmware');
+  // upstream gives a VMI a random UUID and a VM's VMIs the UUID of the VM's name; both stable here
   if (name) setIfUnset(firmware, 'uuid', firmwareUUID(name));
-  // arm64 boots UEFI only: upstream's arm64 defaults give it EFI without secure boot
-  if (arch === 'arm64' && firmware && firmware['bootloader'] === undefined)
-    firmware['bootloader'] = { efi: { secureBoot: false } };
-  const efi = objOf(objOf(firmware?.['bootloader'])?.['efi']);
-  if (efi && efi['secureBoot'] === undefined) efi['secureBoot'] = true;
-
-  // clock timers: a timer that is given is present unless it says otherwise
-  const timer = objOf(objOf(domain['clock'])?.['timer']);
-  if (timer)
-    for (const t of Object.values(timer)) if (isObj(t) && t['present'] === undefined) t['present'] = true;
-
-  // features: a feature that is given is enabled unless it says otherwise
-  const features = objOf(domain['features']);
+  const features = ensureObj(domain, 'features');
   if (features) {
+    // ACPI is a value, not a pointer, upstream: always present and enabled unless disabled
+    if (features['acpi'] === undefined) features['acpi'] = {};
     for (const k of ['acpi', 'apic', 'smm', 'pvspinlock']) enableIfPresent(features, k);
     const hv = objOf(features['hyperv']);
     if (hv) {
       for (const k of Object.keys(hv)) enableIfPresent(hv, k);
       const sl = objOf(hv['spinlocks']);
-      if (sl && sl['spinlocks'] === undefined) sl['spinlocks'] = 4096;
+      if (sl && sl['enabled'] === true && sl['spinlocks'] === undefined) sl['spinlocks'] = 4096;
       const st = objOf(hv['synictimer']);
       if (st) enableIfPresent(st, 'direct');
     }
   }
-
-  // devices
-  const devices = ensureObj(domain, 'devices');
-  if (!devices) return;
-  if (devices['disks'] === undefined) devices['disks'] = [];
-  if (Array.isArray(devices['disks'])) {
-    const disks = devices['disks'] as unknown[];
-    // every volume without a disk gets a plain disk (upstream SetDefaultVolumeDisk)
-    const diskNames = new Set(listOf(disks).map((d) => d['name']));
-    for (const v of listOf(spec['volumes'])) {
-      if (typeof v['name'] === 'string' && v['name'] && !diskNames.has(v['name'])) {
-        disks.push({ name: v['name'], disk: {} });
-        diskNames.add(v['name']);
-      }
-    }
-    for (const d of listOf(disks)) {
+  const timer = objOf(objOf(domain['clock'])?.['timer']);
+  if (timer)
+    for (const t of Object.values(timer)) if (isObj(t) && t['present'] === undefined) t['present'] = true;
+  if (devices) {
+    for (const d of listOf(devices['disks'])) {
       if (d['disk'] === undefined && d['cdrom'] === undefined && d['lun'] === undefined) d['disk'] = {};
-      setIfUnset(objOf(d['disk']), 'bus', 'virtio');
       const cdrom = objOf(d['cdrom']);
-      setIfUnset(cdrom, 'bus', arch === 'amd64' ? 'sata' : 'scsi'); // no SATA controller off amd64
       if (cdrom && cdrom['readonly'] === undefined) cdrom['readonly'] = true;
       setIfUnset(cdrom, 'tray', 'closed');
-      setIfUnset(objOf(d['lun']), 'bus', 'scsi');
+      enableIfPresent(objOf(d['blockSize']), 'matchVolume');
     }
-    if (disks.length === 0) delete devices['disks'];
+    const wd = objOf(devices['watchdog']);
+    if (wd) setIfUnset(ensureObj(wd, 'i6300esb'), 'action', 'reset');
+    for (const g of listOf(devices['gpus']))
+      enableIfPresent(objOf(objOf(g['virtualGPUOptions'])?.['display']), 'ramFB');
+    for (const inp of listOf(devices['inputs'])) {
+      setIfUnset(inp, 'bus', 'usb');
+      setIfUnset(inp, 'type', 'tablet');
+    }
   }
+  setProbeDefaults(objOf(spec['livenessProbe']));
+  setProbeDefaults(objOf(spec['readinessProbe']));
 
-  // pod network: when no interfaces and no networks are given, one masquerade interface on the pod network
-  const noIfaces =
-    devices['interfaces'] === undefined ||
-    (Array.isArray(devices['interfaces']) && devices['interfaces'].length === 0);
-  const noNets =
-    spec['networks'] === undefined || (Array.isArray(spec['networks']) && spec['networks'].length === 0);
-  if (devices['autoattachPodInterface'] !== false && noIfaces && noNets) {
-    devices['interfaces'] = [{ name: 'default', masquerade: {} }];
-    spec['networks'] = [{ name: 'default', pod: {} }];
-  }
-  for (const i of listOf(devices['interfaces'])) {
-    if (i['sriov'] === undefined) setIfUnset(i, 'model', 'virtio');
-    for (const p of listOf(i['ports'])) setIfUnset(p, 'protocol', 'TCP');
-  }
-  const wd = objOf(devices['watchdog']);
-  if (wd) setIfUnset(ensureObj(wd, 'i6300esb'), 'action', 'reset');
-  for (const inp of listOf(devices['inputs'])) setIfUnset(inp, 'bus', 'usb');
+  // setDefaultHypervFeatureDependencies
+  setHypervDependencies(domain);
 
-  if (spec['terminationGracePeriodSeconds'] === undefined)
-    spec['terminationGracePeriodSeconds'] = DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS;
+  // setDefaultCPUArch: arm64 -> host-passthrough, UEFI without secure boot, virtio disks;
+  // everything else (upstream's amd64 defaults) -> SATA disks and the cluster's CPU model, else host-model
+  // (arm64 deviation: upstream gives a cdrom virtio, which its own validation then refuses; cdroms get scsi)
+  const bus = arch === 'arm64' ? 'virtio' : 'sata';
+  for (const d of listOf(devices?.['disks']))
+    for (const k of ['disk', 'cdrom', 'lun'])
+      setIfUnset(objOf(d[k]), 'bus', k === 'cdrom' && arch === 'arm64' ? 'scsi' : bus);
+  const cpu = ensureObj(domain, 'cpu');
+  setIfUnset(cpu, 'model', arch === 'arm64' ? 'host-passthrough' : (opts.cpuModel ?? 'host-model'));
+  if (arch === 'arm64' && firmware && firmware['bootloader'] === undefined)
+    firmware['bootloader'] = { efi: { secureBoot: false } };
+}
+
+/** Upstream setGuestMemoryStatus: a VMI with memory.guest starts with that much at boot, current and requested. */
+function setGuestMemoryStatus(vmi: Obj) {
+  const guest = objOf(objOf(objOf(vmi['spec'])?.['domain'])?.['memory'])?.['guest'];
+  if (guest === undefined) return;
+  const status = ensureObj(vmi, 'status');
+  if (status) status['memory'] = { guestAtBoot: guest, guestCurrent: guest, guestRequested: guest };
 }
 
 /** A defaulted deep copy of a VMI, as the cluster stores it after admission. */
@@ -217,6 +306,7 @@ export function setVirtualMachineInstanceDefaults(
   const meta = ensureObj(out, 'metadata');
   const spec = ensureObj(out, 'spec');
   if (spec) applyVmiSpecDefaults(spec as unknown as VirtualMachineInstanceSpec, nameOf(meta), opts);
+  setGuestMemoryStatus(out);
   return out as unknown as VirtualMachineInstance;
 }
 

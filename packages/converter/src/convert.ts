@@ -129,8 +129,8 @@ export function toDomain(vmi: VmiLike, context: ConverterContext = {}): Domain {
       throw new ConversionError('spec.domain.firmware.uuid', `not a UUID: ${JSON.stringify(uuid)}`);
     d.uuid = uuid;
   }
-  if (vmi.spec.terminationGracePeriodSeconds !== undefined && d.metadata)
-    d.metadata.gracePeriodSeconds = vmi.spec.terminationGracePeriodSeconds;
+  // as upstream: the grace period is always recorded, 30 s when the VMI sets none
+  if (d.metadata) d.metadata.gracePeriodSeconds = vmi.spec.terminationGracePeriodSeconds ?? 30;
   const clock = convertClock(vmi);
   if (clock) d.clock = clock;
   convertMemoryBacking(vmi, d);

@@ -2,7 +2,7 @@
 // spanning the fields the converter maps. User strings that the API lets through unrestricted
 // (chassis, kernel arguments) carry XML metacharacters.
 import fc from 'fast-check';
-import type { VirtualMachineInstance } from '@kubevirt-ts/api';
+import { HYPERV_REQUIRES, type VirtualMachineInstance } from '@kubevirt-ts/api';
 import type { ConverterContext } from './context.js';
 
 const META_CHARS = [
@@ -253,7 +253,17 @@ export const vmiArb: fc.Arbitrary<Vmi> = fc
     if (r.kvmHidden !== undefined) features.kvm = { hidden: r.kvmHidden };
     if (r.pvspinlock !== undefined) features.pvspinlock = { enabled: r.pvspinlock };
     if (r.hyperv) {
-      const hv = Object.fromEntries(Object.entries(r.hyperv).filter(([, v]) => v !== undefined));
+      const hv = Object.fromEntries(Object.entries(r.hyperv).filter(([, v]) => v !== undefined)) as Record<
+        string,
+        { enabled?: boolean }
+      >;
+      // a requirement of an enabled feature is never disabled (upstream's validation refuses it)
+      for (const [feat, req] of HYPERV_REQUIRES)
+        if (hv[feat] && hv[feat].enabled !== false) {
+          if (!hv[req])
+            hv[req] = {}; // what the defaults add; its own requirement is checked next
+          else if (hv[req].enabled === false) delete hv[req].enabled;
+        }
       if (Object.keys(hv).length) features.hyperv = hv as never;
     }
     if (Object.keys(features).length) domain.features = features;
@@ -276,7 +286,8 @@ export const vmiArb: fc.Arbitrary<Vmi> = fc
       if (d.kind === 'disk')
         disk.disk = {
           ...(d.diskBus ? { bus: d.diskBus } : {}),
-          ...(d.readonly !== undefined && d.diskBus !== 'sata' ? { readonly: d.readonly } : {}),
+          // sata hard disks cannot be read-only, and a disk without a bus gets sata on amd64
+          ...(d.readonly !== undefined && d.diskBus && d.diskBus !== 'sata' ? { readonly: d.readonly } : {}),
         };
       if (d.kind === 'cdrom')
         disk.cdrom = { ...(d.cdromBus ? { bus: d.cdromBus } : {}), ...(d.tray ? { tray: d.tray } : {}) };
@@ -285,8 +296,7 @@ export const vmiArb: fc.Arbitrary<Vmi> = fc
       if (d.cache) disk.cache = d.cache;
       if (d.io && d.cache === 'none') disk.io = d.io;
       if (d.errorPolicy) disk.errorPolicy = d.errorPolicy;
-      if (d.dedicatedIOThread && d.kind === 'disk' && (d.diskBus ?? 'virtio') === 'virtio')
-        disk.dedicatedIOThread = true;
+      if (d.dedicatedIOThread && d.kind === 'disk' && d.diskBus === 'virtio') disk.dedicatedIOThread = true;
       if (d.boot) disk.bootOrder = bootOrder++;
       if (d.blockSize && d.kind === 'disk')
         disk.blockSize = { custom: { logical: d.blockSize[0]!, physical: d.blockSize[1]! } };

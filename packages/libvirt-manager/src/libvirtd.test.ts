@@ -266,8 +266,7 @@ describe('DomainManager + DomainWatcher on a real session libvirtd', () => {
       const t0 = Date.now();
       expect(await mgr.shutdownVMI(deaf, { gracePeriodSeconds: 3, wait: true })).toBe('killed');
       const took = Date.now() - t0;
-      expect(took).toBeGreaterThanOrEqual(3000);
-      expect(took).toBeLessThan(15_000);
+      expect(took).toBeGreaterThanOrEqual(3000); // the guest had its grace period ...
       expect((await mgr.getDomain('default_deaf'))?.status).toEqual({
         status: 'Shutoff',
         reason: 'Destroyed',

@@ -110,7 +110,11 @@ it('every generated VMI renders to a Pod the API server accepts, Guaranteed exac
     fc.asyncProperty(vmiArb, async ({ vmi, useEmulation, wantGuaranteed }) => {
       let pod;
       try {
-        pod = renderLaunchPod(vmi, { launcherImage: 'example.com/launcher:1', useEmulation });
+        pod = renderLaunchPod(vmi, {
+          launcherImage: 'example.com/launcher:1',
+          useEmulation,
+          featureGates: ['HostDisk'],
+        });
       } catch (e) {
         if (e instanceof RenderError) return; // a named bad field is an acceptable answer
         throw e;

@@ -234,6 +234,7 @@ describe('rendered launcher Pods on a real kube-apiserver', () => {
         const pod = renderLaunchPod(created, {
           launcherImage: 'registry.example.com/kubevirt-ts/virt-launcher:0.1.0',
           useEmulation,
+          featureGates: ['HostDisk'],
         });
         const got: V1Pod = await core.createNamespacedPod({
           namespace: ns,
@@ -332,6 +333,7 @@ describe('rendered launcher Pods on a real kube-apiserver', () => {
     const pod = renderLaunchPod(created, {
       launcherImage: 'example.com/launcher:1',
       pvcVolumeModes: { blockdv: 'Block' },
+      featureGates: ['HostDisk'],
     });
     const got = await core.createNamespacedPod({
       namespace: 'privileged',
@@ -361,7 +363,7 @@ describe('rendered launcher Pods on a real kube-apiserver', () => {
     const r = await expectRejected(
       core.createNamespacedPod({
         namespace: 'restricted',
-        body: renderLaunchPod(vmi, { launcherImage: 'x:1' }),
+        body: renderLaunchPod(vmi, { launcherImage: 'x:1', featureGates: ['HostDisk'] }),
       }),
     );
     expect(r.code).toBe(403);

@@ -29,10 +29,23 @@ export interface RendererConfig {
    * "Block" claims become volumeDevices, anything else a filesystem mount (default Filesystem).
    */
   pvcVolumeModes?: Record<string, 'Block' | 'Filesystem' | undefined>;
+  /**
+   * Feature gates turned on in the cluster (upstream's `developerConfiguration.featureGates`). Off by default.
+   * Known: `HostDisk` (hostDisk volumes: files on the node's filesystem).
+   */
+  featureGates?: string[];
 }
+
+/** Feature gates this renderer knows. */
+export const FEATURE_GATES = ['HostDisk'] as const;
+export type FeatureGate = (typeof FEATURE_GATES)[number];
 
 export type ResolvedConfig = Required<Omit<RendererConfig, 'imagePullSecrets' | 'pvcVolumeModes'>> &
   Pick<RendererConfig, 'imagePullSecrets' | 'pvcVolumeModes'>;
+
+/** Whether `gate` is on in the (resolved) config. */
+export const gateEnabled = (c: Pick<RendererConfig, 'featureGates'>, gate: FeatureGate): boolean =>
+  (c.featureGates ?? []).includes(gate);
 
 /** Bad input: `path` names the field, like the API's FieldError. */
 export class RenderError extends Error {
@@ -63,6 +76,7 @@ export function resolveConfig(c: RendererConfig): ResolvedConfig {
     launcherCommand: c.launcherCommand ?? ['/usr/bin/virt-launcher', 'monitor'],
     keepAfterFailure: c.keepAfterFailure ?? false,
     pvcVolumeModes: c.pvcVolumeModes,
+    featureGates: c.featureGates ?? [],
   };
   const positive = (
     k: 'cpuAllocationRatio' | 'memoryOvercommit' | 'additionalOverheadRatio' | 'qemuTimeoutSeconds',
@@ -78,6 +92,13 @@ export function resolveConfig(c: RendererConfig): ResolvedConfig {
     throw new RenderError('config.gracePeriodBufferSeconds', 'must be a non-negative integer');
   }
   if (r.launcherCommand.length === 0) throw new RenderError('config.launcherCommand', 'must not be empty');
+  r.featureGates.forEach((g, i) => {
+    if (!(FEATURE_GATES as readonly string[]).includes(g))
+      throw new RenderError(
+        `config.featureGates[${i}]`,
+        `unknown feature gate ${JSON.stringify(g)} (known: ${FEATURE_GATES.join(', ')})`,
+      );
+  });
   return r;
 }
 
@@ -93,7 +114,7 @@ const STR_KEYS = ['launcherImage', 'imagePullPolicy', 'arch'] as const;
 
 /**
  * RendererConfig from the data of the kubevirt-ts config object (ConfigMap kubevirt-ts-config in deploy/30-config.yaml):
- * one string key per field; `launcherCommand` and `imagePullSecrets` as JSON arrays. Unknown keys and bad values
+ * one string key per field; `launcherCommand`, `imagePullSecrets` and `featureGates` as JSON arrays. Unknown keys and bad values
  * throw RenderError naming `data.<key>`.
  */
 export function rendererConfigFromData(data: Record<string, string> | undefined): RendererConfig {
@@ -110,7 +131,7 @@ export function rendererConfigFromData(data: Record<string, string> | undefined)
       if (v.trim() === '' || !Number.isFinite(n))
         throw new RenderError(`data.${k}`, `must be a number, got ${JSON.stringify(v)}`);
       out[k] = n;
-    } else if (k === 'launcherCommand' || k === 'imagePullSecrets') {
+    } else if (k === 'launcherCommand' || k === 'imagePullSecrets' || k === 'featureGates') {
       let arr: unknown;
       try {
         arr = JSON.parse(v);
@@ -123,7 +144,7 @@ export function rendererConfigFromData(data: Record<string, string> | undefined)
     } else {
       throw new RenderError(
         `data.${k}`,
-        `unknown key (known: ${[...STR_KEYS, ...BOOL_KEYS, ...NUM_KEYS, 'launcherCommand', 'imagePullSecrets'].join(', ')})`,
+        `unknown key (known: ${[...STR_KEYS, ...BOOL_KEYS, ...NUM_KEYS, 'launcherCommand', 'imagePullSecrets', 'featureGates'].join(', ')})`,
       );
     }
   }

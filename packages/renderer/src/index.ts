@@ -21,6 +21,9 @@ export {
 } from './render.js';
 export {
   RenderError,
+  FEATURE_GATES,
+  type FeatureGate,
+  gateEnabled,
   resolveConfig,
   rendererConfigFromData,
   type RendererConfig,

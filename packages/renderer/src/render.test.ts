@@ -3,6 +3,7 @@ import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { setVirtualMachineInstanceDefaults, type VirtualMachineInstance } from '@kubevirt-ts/api';
 import {
   renderLaunchPod,
+  rendererConfigFromData,
   memoryOverhead,
   RenderError,
   OVERHEAD,
@@ -379,16 +380,48 @@ describe('volumes', () => {
     expect(volOf(p, 'hot')).toBeUndefined(); // hotplugged volumes come through hotplug-disks
   });
 
-  it('hostDisk: the image folder from the host, created for DiskOrCreate', () => {
+  it('hostDisk: the image folder from the host, created for DiskOrCreate (HostDisk gate on)', () => {
     const p = render(
       vmi({
         volumes: [
           { name: 'host', hostDisk: { path: '/data/disk.img', type: 'DiskOrCreate', capacity: '1Gi' } },
         ],
       }),
+      { featureGates: ['HostDisk'] },
     );
     expect(volOf(p, 'host')!.hostPath).toEqual({ path: '/data', type: 'DirectoryOrCreate' });
     expect(mountOf(p, 'host')!.mountPath).toBe('/var/run/kubevirt-private/vmi-disks/host');
+  });
+
+  it('hostDisk: refused while the HostDisk gate is off (the default), naming the field and the gate', () => {
+    const v = vmi();
+    v.spec.volumes = [
+      { name: 'cd', containerDisk: { image: 'x:1' } },
+      { name: 'host', hostDisk: { path: '/data/disk.img', type: 'Disk' } },
+    ];
+    const e = renderError(() => render(v));
+    expect(e.path).toBe('spec.volumes[1].hostDisk');
+    expect(e.message).toMatch(/HostDisk feature gate/);
+    expect(renderError(() => render(v, { featureGates: [] })).path).toBe('spec.volumes[1].hostDisk');
+  });
+
+  it.each(['/data/../etc/disk.img', '/data/./disk.img', '/', 'data/disk.img'])(
+    'hostDisk: path %s is refused even with the gate on',
+    (hp) => {
+      const v = vmi({ volumes: [{ name: 'host', hostDisk: { path: hp, type: 'Disk' } }] });
+      expect(renderError(() => render(v, { featureGates: ['HostDisk'] })).path).toBe(
+        'spec.volumes[0].hostDisk.path',
+      );
+    },
+  );
+
+  it('an unknown feature gate is refused, naming it', () => {
+    expect(renderError(() => render(vmi(), { featureGates: ['Hostdisk'] })).path).toBe(
+      'config.featureGates[0]',
+    );
+    expect(
+      rendererConfigFromData({ launcherImage: 'x:1', featureGates: '["HostDisk"]' }).featureGates,
+    ).toEqual(['HostDisk']);
   });
 
   it('config volumes are mounted read-only where the launcher builds their ISOs from', () => {

@@ -13,7 +13,13 @@ import type {
 } from '@kubernetes/client-node';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import { podLayout } from '@kubevirt-ts/converter';
-import { RenderError, resolveConfig, type RendererConfig, type ResolvedConfig } from './config.js';
+import {
+  RenderError,
+  gateEnabled,
+  resolveConfig,
+  type RendererConfig,
+  type ResolvedConfig,
+} from './config.js';
 import { computeResources, isDedicatedCpu, wantsGuaranteedQos } from './resources.js';
 
 /** uid/gid QEMU, libvirtd and the launcher run as (upstream's "qemu" user). */
@@ -160,9 +166,16 @@ function userVolumes(vmi: VirtualMachineInstance, config: ResolvedConfig): Mount
       if (!pvc) throw new RenderError(`${path}.ephemeral.persistentVolumeClaim`, 'required');
       claim(pvc.claimName, true); // the launcher writes to a qcow2 overlay in ephemeral-disks
     } else if (v.hostDisk) {
-      const image = podLayout.hostDiskImage(v.name, v.hostDisk.path);
-      if (!v.hostDisk.path.startsWith('/'))
-        throw new RenderError(`${path}.hostDisk.path`, 'must be an absolute path');
+      // a hostDisk reaches the node's filesystem: only behind the HostDisk gate, never with relative parts
+      if (!gateEnabled(config, 'HostDisk'))
+        throw new RenderError(
+          `${path}.hostDisk`,
+          'hostDisk volumes need the HostDisk feature gate, which is off (cluster config featureGates)',
+        );
+      const hp = v.hostDisk.path;
+      if (!hp.startsWith('/') || hp === '/' || hp.split('/').some((x) => x === '..' || x === '.'))
+        throw new RenderError(`${path}.hostDisk.path`, 'must be an absolute path without . or .. components');
+      const image = podLayout.hostDiskImage(v.name, hp);
       out.volumes.push({
         name: v.name,
         hostPath: {
