@@ -42,7 +42,17 @@ function fakeLayer(): DomainLayer {
 }
 
 function ev(type: DomainEventLike['type'], status: string, reason: string): DomainEventLike {
-  return { type, domain: { domainName: 'ns_vm', status: { status, reason } }, status: { status, reason } };
+  return {
+    type,
+    domain: {
+      kind: 'Domain',
+      apiVersion: 'kubevirt.io/v1',
+      metadata: { name: 'vm', namespace: 'ns' },
+      domainName: 'ns_vm',
+      status: { status, reason } as never,
+    },
+    status: { status, reason },
+  };
 }
 
 const vmi = {

@@ -10,6 +10,7 @@ import {
   DomainManager,
   DomainWatcher,
   type DomainWatchEvent,
+  type KubevirtDomain,
   type SyncOptions,
 } from '@kubevirt-ts/libvirt-manager';
 import type { Connection } from '@kubevirt-ts/node-libvirt';
@@ -31,7 +32,7 @@ export interface SessionDaemon {
 /** A domain event as the launcher sees it. */
 export interface DomainEventLike {
   type: 'ADDED' | 'MODIFIED' | 'DELETED';
-  domain: unknown;
+  domain: KubevirtDomain;
   status: { status: string; reason: string };
 }
 

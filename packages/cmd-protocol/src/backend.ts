@@ -1,5 +1,6 @@
 import type { VirtualMachineInstance } from './api.js';
 import type { VirtualMachineOptions } from './gen/kubevirt/cmd/v1/cmd.js';
+import type { DomainModel } from './upstream/domain-json.js';
 
 /** Result of {@link CmdBackend.exec}. */
 export interface ExecResult {
@@ -52,12 +53,14 @@ export interface CmdBackend {
     options: VirtualMachineOptions | undefined,
   ): Promise<unknown>;
   hotplugHostDevices?(vmi: VirtualMachineInstance): Promise<unknown>;
-  /** The domain (JSON-serializable), or undefined when there is none yet. */
-  getDomain?(): Promise<unknown | undefined>;
+  /** The domain, or undefined when there is none yet; sent in upstream's api.Domain JSON shape. */
+  getDomain?(): Promise<DomainModel | undefined>;
   /** Domain stats (JSON-serializable), or undefined when there is no domain. */
   getDomainStats?(): Promise<unknown | undefined>;
   getGuestInfo?(): Promise<unknown>;
+  /** The guest's users: an array (or `{items}`) of v1.VirtualMachineInstanceGuestOSUser; sent as a bare array. */
   getUsers?(): Promise<unknown>;
+  /** The guest's filesystems: an array (or `{items}`) of v1.VirtualMachineInstanceFileSystem; sent as a bare array. */
   getFilesystems?(): Promise<unknown>;
   /** Optional health check; without it Ping answers success as soon as the server is serving. */
   ping?(): Promise<unknown>;

@@ -1,3 +1,4 @@
+import { fromUpstreamDomain, type DomainModel } from './upstream/domain-json.js';
 import * as grpc from '@grpc/grpc-js';
 import type { VirtualMachineInstance } from './api.js';
 import type { ExecResult } from './backend.js';
@@ -208,11 +209,17 @@ export class CmdClient {
     this.check('Ping', res);
   }
 
-  /** The domain as sent by the launcher (parsed JSON), or undefined when it has none. */
-  async getDomain(opts?: CmdCallOptions): Promise<unknown | undefined> {
+  /** The launcher's domain (upstream's api.Domain JSON, decoded), or undefined when it has none. */
+  async getDomain(opts?: CmdCallOptions): Promise<DomainModel | undefined> {
     const res = await this.unary(CmdService.getDomain, {}, opts);
     this.check('GetDomain', res.response);
-    return this.parse('GetDomain', 'domain', res.domain);
+    const json = this.parse('GetDomain', 'domain', res.domain);
+    if (json === undefined) return undefined;
+    try {
+      return fromUpstreamDomain(json);
+    } catch (err) {
+      throw new RpcFailedError(this.socketPath, 'GetDomain', `domain: ${errorMessage(err)}`);
+    }
   }
   /** Domain stats (parsed JSON), or undefined when there is no domain. */
   async getDomainStats(opts?: CmdCallOptions): Promise<unknown | undefined> {

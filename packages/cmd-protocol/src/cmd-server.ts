@@ -1,3 +1,6 @@
+import { toUpstreamGuestList } from './upstream/guest-json.js';
+import { toUpstreamDomainStats } from './upstream/stats-json.js';
+import { toUpstreamDomain } from './upstream/domain-json.js';
 import * as grpc from '@grpc/grpc-js';
 import { rename } from 'node:fs/promises';
 import { validateVirtualMachineInstance, type FieldError, type VirtualMachineInstance } from './api.js';
@@ -250,11 +253,35 @@ export class CmdServer {
         withOpts(b.finalizeMigration),
       ),
       hotplugHostDevices: this.vmiRpc('HotplugHostDevices', plain(b.hotplugHostDevices)),
-      getDomain: this.jsonRpc('GetDomain', 'domain', bind(b.getDomain)),
-      getDomainStats: this.jsonRpc('GetDomainStats', 'domainStats', bind(b.getDomainStats)),
+      getDomain: this.jsonRpc(
+        'GetDomain',
+        'domain',
+        b.getDomain &&
+          (async () => {
+            const d = await b.getDomain!.call(b);
+            return d === undefined ? undefined : toUpstreamDomain(d);
+          }),
+      ),
+      getDomainStats: this.jsonRpc(
+        'GetDomainStats',
+        'domainStats',
+        b.getDomainStats &&
+          (async () => {
+            const s = await b.getDomainStats!.call(b);
+            return s === undefined ? undefined : toUpstreamDomainStats(s as Record<string, unknown>);
+          }),
+      ),
       getGuestInfo: this.jsonRpc('GetGuestInfo', 'guestInfoResponse', bind(b.getGuestInfo)),
-      getUsers: this.jsonRpc('GetUsers', 'guestUserListResponse', bind(b.getUsers)),
-      getFilesystems: this.jsonRpc('GetFilesystems', 'guestFilesystemsResponse', bind(b.getFilesystems)),
+      getUsers: this.jsonRpc(
+        'GetUsers',
+        'guestUserListResponse',
+        b.getUsers && (async () => toUpstreamGuestList(await b.getUsers!.call(b))),
+      ),
+      getFilesystems: this.jsonRpc(
+        'GetFilesystems',
+        'guestFilesystemsResponse',
+        b.getFilesystems && (async () => toUpstreamGuestList(await b.getFilesystems!.call(b))),
+      ),
       ping: (_call, cb) => {
         if (!ping) return cb(null, { success: true, message: '' });
         void this.run('Ping', undefined, ping).then((r) => cb(null, r));

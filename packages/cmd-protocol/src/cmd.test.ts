@@ -16,6 +16,15 @@ import {
 import { CmdClient as GenCmdClient } from './gen/kubevirt/cmd/v1/cmd.js';
 import { launcherInitSocketPath, launcherSocketPath, unixTarget } from './sockets.js';
 import { quietLogger, sampleVmi, sleep, tempDir, waitFor } from './test-util.js';
+import type { DomainModel } from './upstream/domain-json.js';
+
+const TEST_DOMAIN: DomainModel = {
+  kind: 'Domain',
+  apiVersion: 'kubevirt.io/v1',
+  metadata: { name: 'testvmi', namespace: 'default', uid: 'u-1' },
+  domainName: 'default_testvmi',
+  status: { status: 'Running', reason: 'Booted' },
+};
 
 const vmi = sampleVmi() as never;
 
@@ -71,15 +80,17 @@ function recordingBackend(calls: unknown[][]): Required<CmdBackend> {
     signalTargetPodCleanup: rec('signalTargetPodCleanup'),
     finalizeMigration: rec('finalizeMigration'),
     hotplugHostDevices: rec('hotplugHostDevices'),
-    getDomain: rec('getDomain', {
-      kind: 'Domain',
-      metadata: { name: 'default_testvmi' },
-      status: { status: 'Running' },
+    getDomain: async () => (calls.push(['getDomain']), TEST_DOMAIN),
+    getDomainStats: rec('getDomainStats', {
+      Name: 'default_testvmi',
+      Cpu: { TimeSet: true, Time: 5 },
+      Vcpu: [{ StateSet: true, State: 1 }],
+      NrVirtCpu: 1,
     }),
-    getDomainStats: rec('getDomainStats', { name: 'default_testvmi', cpu: { time: 5 } }),
     getGuestInfo: rec('getGuestInfo', { hostname: 'guest' }),
     getUsers: rec('getUsers', [{ userName: 'root' }]),
-    getFilesystems: rec('getFilesystems', [{ diskName: 'vda', mountPoint: '/' }]),
+    // libvirt-manager answers list objects; upstream's wire carries the bare arrays
+    getFilesystems: rec('getFilesystems', { items: [{ diskName: 'vda', mountPoint: '/' }] }),
     ping: rec('ping'),
     exec: async (...args: unknown[]) => (calls.push(['exec', ...args]), { exitCode: 1, stdout: 'out' }),
     guestPing: rec('guestPing'),
@@ -112,12 +123,32 @@ test('every rpc round-trips with its arguments and results', async () => {
   await c.signalTargetPodCleanup(vmi);
   await c.finalizeMigration(vmi, o);
   await c.hotplugHostDevices(vmi);
-  expect(await c.getDomain()).toEqual({
-    kind: 'Domain',
-    metadata: { name: 'default_testvmi' },
-    status: { status: 'Running' },
+  expect(await c.getDomain()).toEqual(TEST_DOMAIN);
+  // upstream's stats.DomainStats, every field as Go writes it
+  expect(await c.getDomainStats()).toEqual({
+    Name: 'default_testvmi',
+    UUID: '',
+    Cpu: { TimeSet: true, Time: 5, UserSet: false, User: 0, SystemSet: false, System: 0 },
+    Memory: null,
+    MigrateDomainJobInfo: null,
+    Vcpu: [
+      {
+        StateSet: true,
+        State: 1,
+        TimeSet: false,
+        Time: 0,
+        WaitSet: false,
+        Wait: 0,
+        DelaySet: false,
+        Delay: 0,
+      },
+    ],
+    Net: null,
+    Block: null,
+    CPUMapSet: false,
+    CPUMap: null,
+    NrVirtCpu: 1,
   });
-  expect(await c.getDomainStats()).toEqual({ name: 'default_testvmi', cpu: { time: 5 } });
   expect(await c.getGuestInfo()).toEqual({ hostname: 'guest' });
   expect(await c.getUsers()).toEqual([{ userName: 'root' }]);
   expect(await c.getFilesystems()).toEqual([{ diskName: 'vda', mountPoint: '/' }]);

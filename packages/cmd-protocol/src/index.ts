@@ -1,6 +1,18 @@
 export * from './sockets.js';
 export * from './errors.js';
 export * from './backend.js';
+export {
+  toUpstreamDomain,
+  fromUpstreamDomain,
+  domainSpecXmlToGo,
+  domainSpecGoToXml,
+  type DomainModel,
+  type DomainStatusModel,
+  type MigrationModel,
+  type GoJson,
+} from './upstream/domain-json.js';
+export { toUpstreamK8sEvent, fromUpstreamK8sEvent, type K8sEventModel } from './upstream/k8s-event.js';
+export { toUpstreamDomainStats } from './upstream/stats-json.js';
 export type { SocketOwner } from './grpc-util.js';
 export { CmdServer, type CmdServerOptions } from './cmd-server.js';
 export {

@@ -16,6 +16,8 @@ import { NotifyClient } from './notify-client.js';
 import { NotifyServer, type DomainEvent } from './notify-server.js';
 import { ensureSocketDir, launcherSocketPath, notifySocketPath } from './sockets.js';
 import { quietLogger, sampleVmi, tempDir, waitFor } from './test-util.js';
+import { toUpstreamDomain, type DomainModel } from './upstream/domain-json.js';
+import { toUpstreamK8sEvent } from './upstream/k8s-event.js';
 
 const buildScript = fileURLToPath(new URL('../interop/build.sh', import.meta.url));
 let tool: string;
@@ -77,7 +79,11 @@ test('upstream virt-handler (grpc-go, upstream stubs) drives our CmdServer', asy
     freezeVMI: async (_vmi, t) => void calls.push(['freezeVMI', t]),
     migrateVMI: async (_vmi, o) => void calls.push(['migrateVMI', o]),
     killVMI: async () => void calls.push(['killVMI']),
-    getDomain: async () => ({ kind: 'Domain', metadata: { name: 'default_testvmi' } }),
+    getDomain: async () => ({
+      metadata: { name: 'testvmi', namespace: 'default', uid: 'u-1' },
+      domainName: 'default_testvmi',
+      status: { status: 'Running', reason: 'Booted' },
+    }),
     exec: async (d, c, a, t) => (calls.push(['exec', d, c, a, t]), { exitCode: 7, stdout: 'hello\n' }),
     getQemuVersion: async () => '7.2.0',
     guestPing: async () => {
@@ -144,10 +150,16 @@ test('upstream virt-handler (grpc-go, upstream stubs) drives our CmdServer', asy
     expect(calls.some((c) => c[0] === 'killVMI')).toBe(false);
     // An upstream rpc outside the spec: a clean gRPC status, no hang.
     expect(by('ResetVirtualMachine')).toMatchObject({ grpcCode: 'Unimplemented' });
-    expect(JSON.parse(by('GetDomain')!.domain)).toEqual({
+    // upstream's api.Domain shape: what upstream's handler decodes
+    const up = JSON.parse(by('GetDomain')!.domain as string);
+    expect(up).toMatchObject({
       kind: 'Domain',
-      metadata: { name: 'default_testvmi' },
+      apiVersion: 'kubevirt.io/v1',
+      ObjectMeta: { name: 'testvmi', namespace: 'default', uid: 'u-1' },
+      Spec: { Name: 'default_testvmi', Metadata: { KubeVirt: { UID: 'u-1' } } },
+      Status: { Status: 'Running', Reason: 'Booted' },
     });
+    expect(up).toEqual(toUpstreamDomain((await backend.getDomain!())!));
     expect(by('Exec')).toEqual({ rpc: 'Exec', success: true, exitCode: 7, stdOut: 'hello\n' });
     expect(calls).toContainEqual(['exec', 'default_testvmi', '/bin/echo', ['a', 'b c'], 5]);
     expect(by('GetQemuVersion')).toEqual({ rpc: 'GetQemuVersion', success: true, version: '7.2.0' });
@@ -201,8 +213,10 @@ test('our CmdClient drives an upstream-stub launcher (grpc-go)', async () => {
     });
     expect(await client.getDomain()).toEqual({
       kind: 'Domain',
-      metadata: { name: 'default_testvmi' },
-      status: { status: 'Running' },
+      apiVersion: 'kubevirt.io/v1',
+      metadata: { name: 'testvmi', namespace: 'default', uid: 'u-1' },
+      domainName: 'default_testvmi',
+      status: { status: 'Running', reason: 'Booted' },
     });
     expect(await client.exec('default_testvmi', 'uname', ['-r'], 9)).toEqual({
       exitCode: 3,
@@ -247,13 +261,15 @@ test('an upstream launcher notify client (grpc-go) talks to our NotifyServer', a
         eventType: 'MODIFIED',
         domain: {
           kind: 'Domain',
-          metadata: { name: 'testvmi', namespace: 'default' },
-          status: { status: 'Running' },
+          apiVersion: 'kubevirt.io/v1',
+          metadata: { name: 'testvmi', namespace: 'default', uid: 'u-1' },
+          domainName: 'default_testvmi',
+          status: { status: 'Running', reason: 'Booted' },
         },
       },
       {
         eventType: 'ERROR',
-        domain: { kind: 'Domain' },
+        domain: undefined,
         status: { status: 'Failure', message: 'libvirt gone' },
       },
     ]);
@@ -271,7 +287,12 @@ test('our NotifyClient talks to an upstream-stub notify server (grpc-go)', async
   const handler = await serve(['notify-server', path]);
   const client = new NotifyClient(path, { logger: quietLogger });
   try {
-    client.sendDomainEvent({ eventType: 'ADDED', domain: { kind: 'Domain', metadata: { name: 'vm' } } });
+    const sent: DomainModel = {
+      metadata: { name: 'vm', namespace: 'default' },
+      domainName: 'default_vm',
+      status: { status: 'Running', reason: 'Booted' },
+    };
+    client.sendDomainEvent({ eventType: 'ADDED', domain: sent });
     client.sendK8sEvent({ type: 'Warning', reason: 'SyncFailed', message: 'x' });
     expect(await client.flush(10_000)).toBe(true);
     await waitFor(() => handler.lines.length >= 3, 'events at the Go handler');
@@ -279,12 +300,14 @@ test('our NotifyClient talks to an upstream-stub notify server (grpc-go)', async
       {
         received: 'HandleDomainEvent',
         eventType: 'ADDED',
-        domainJSON: JSON.stringify({ kind: 'Domain', metadata: { name: 'vm' } }),
+        domainJSON: JSON.stringify(toUpstreamDomain(sent)),
         statusJSON: '',
       },
       {
         received: 'HandleK8sEvent',
-        eventJSON: JSON.stringify({ type: 'Warning', reason: 'SyncFailed', message: 'x' }),
+        eventJSON: JSON.stringify(
+          toUpstreamK8sEvent({ type: 'Warning', reason: 'SyncFailed', message: 'x' }),
+        ),
       },
     ]);
   } finally {

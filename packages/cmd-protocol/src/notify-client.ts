@@ -4,6 +4,8 @@ import { UNIX_CHANNEL_OPTIONS } from './grpc-util.js';
 import { createLogger, type Logger } from '@kubevirt-ts/log';
 import type { DomainEventType } from './notify-server.js';
 import { checkSocketPath, unixTarget } from './sockets.js';
+import { toUpstreamDomain, type DomainModel } from './upstream/domain-json.js';
+import { toUpstreamK8sEvent, type K8sEventModel } from './upstream/k8s-event.js';
 
 export interface NotifyClientOptions {
   /** At most this many k8s events wait for delivery; the oldest are dropped beyond it (default 100). */
@@ -20,9 +22,9 @@ export interface NotifyClientOptions {
 
 export interface DomainEventInput {
   eventType: DomainEventType;
-  /** The domain; serialized to domainJSON. */
-  domain: unknown;
-  /** Serialized to statusJSON when set. */
+  /** The domain; sent as domainJSON in upstream's shape (api.Domain, see upstream/domain-json.ts). */
+  domain?: DomainModel;
+  /** ERROR events: a metav1.Status (`{status: "Failure", message, reason, code}`), sent as statusJSON. */
   status?: unknown;
   /**
    * Which domain this is; only its latest state is kept. Default: metadata.namespace/metadata.name
@@ -109,8 +111,8 @@ export class NotifyClient {
     this.kick();
   }
 
-  /** Queues a k8s event (a core/v1 Event object) for delivery; drops the oldest when full. */
-  sendK8sEvent(event: unknown): void {
+  /** Queues a k8s event (sent as a core/v1 Event, as upstream's launcher does); drops the oldest when full. */
+  sendK8sEvent(event: K8sEventModel): void {
     if (this.closed) throw new Error('NotifyClient: closed');
     if (this.events.length >= this.maxQueued) {
       this.events.shift();
@@ -119,7 +121,7 @@ export class NotifyClient {
         this.log.warn('k8s event queue full, dropping the oldest', { dropped: this.counters.droppedEvents });
       }
     }
-    this.events.push(event);
+    this.events.push(toUpstreamK8sEvent(event));
     this.kick();
   }
 
@@ -195,7 +197,7 @@ export class NotifyClient {
       if (state.delivered) continue;
       const { event, version } = state;
       const req = {
-        domainJSON: jsonBytes(event.domain),
+        domainJSON: event.domain ? jsonBytes(toUpstreamDomain(event.domain)) : Buffer.alloc(0),
         statusJSON: jsonBytes(event.status),
         eventType: event.eventType,
       };
@@ -315,13 +317,8 @@ function jsonBytes(value: unknown): Buffer {
   return value === undefined ? Buffer.alloc(0) : Buffer.from(JSON.stringify(value));
 }
 
-function domainKey(domain: unknown): string {
-  const d = domain as
-    { metadata?: { namespace?: unknown; name?: unknown }; spec?: { name?: unknown } } | undefined;
+function domainKey(d: DomainModel | undefined): string {
   const name = d?.metadata?.name;
-  if (typeof name === 'string') {
-    const ns = d?.metadata?.namespace;
-    return typeof ns === 'string' && ns !== '' ? `${ns}/${name}` : name;
-  }
-  return typeof d?.spec?.name === 'string' ? d.spec.name : '';
+  if (name) return d.metadata.namespace ? `${d.metadata.namespace}/${name}` : name;
+  return d?.domainName ?? '';
 }

@@ -1,3 +1,5 @@
+import { fromUpstreamDomain, type DomainModel } from './upstream/domain-json.js';
+import { fromUpstreamK8sEvent, type K8sEventModel } from './upstream/k8s-event.js';
 import * as grpc from '@grpc/grpc-js';
 import {
   NotifyService,
@@ -12,11 +14,11 @@ import { checkSocketPath, removeSocketFile } from './sockets.js';
 export const DOMAIN_EVENT_TYPES = ['ADDED', 'MODIFIED', 'DELETED', 'ERROR'] as const;
 export type DomainEventType = (typeof DOMAIN_EVENT_TYPES)[number];
 
-/** A domain event as delivered to the handler: decoded JSON of domainJSON / statusJSON. */
+/** A domain event as delivered to the handler: domainJSON decoded from upstream's shape, statusJSON parsed. */
 export interface DomainEvent {
   eventType: DomainEventType;
-  /** The domain (parsed domainJSON), undefined when domainJSON was empty. */
-  domain: unknown;
+  /** The domain (domainJSON, upstream's api.Domain shape, decoded), undefined when domainJSON was empty. */
+  domain: DomainModel | undefined;
   /** Parsed statusJSON, undefined when empty. */
   status?: unknown;
 }
@@ -26,8 +28,8 @@ export interface NotifyServerOptions {
   socketPath: string;
   /** Called once per HandleDomainEvent; a throw/rejection answers success:false with its message. */
   onDomainEvent: (event: DomainEvent) => void | Promise<void>;
-  /** Called once per HandleK8sEvent with the parsed eventJSON (a core/v1 Event). */
-  onK8sEvent: (event: unknown) => void | Promise<void>;
+  /** Called once per HandleK8sEvent with the decoded eventJSON (a core/v1 Event). */
+  onK8sEvent: (event: K8sEventModel) => void | Promise<void>;
   /**
    * chown the socket and its directory to this user, so launchers running as that uid (107,
    * qemu) can connect through the 0700 directory / 0600 socket. Needs root (CAP_CHOWN).
@@ -65,8 +67,16 @@ export class NotifyServer {
           }
           const event: DomainEvent = {
             eventType: eventType as DomainEventType,
-            domain: parseJson('domainJSON', domainJSON),
+            domain: undefined,
           };
+          const dj = parseJson('domainJSON', domainJSON);
+          if (dj !== undefined) {
+            try {
+              event.domain = fromUpstreamDomain(dj);
+            } catch (err) {
+              throw new Error(`domainJSON: ${errorMessage(err)}`);
+            }
+          }
           const status = parseJson('statusJSON', statusJSON);
           if (status !== undefined) event.status = status;
           return this.opts.onDomainEvent(event);
@@ -76,7 +86,7 @@ export class NotifyServer {
         void this.handle('HandleK8sEvent', () => {
           const event = parseJson('eventJSON', call.request.eventJSON);
           if (event === undefined) throw new Error('eventJSON: missing');
-          return this.opts.onK8sEvent(event);
+          return this.opts.onK8sEvent(fromUpstreamK8sEvent(event));
         }).then((r) => cb(null, r));
       },
     };

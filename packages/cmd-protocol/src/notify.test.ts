@@ -7,6 +7,8 @@ import { NotifyServer, type DomainEvent } from './notify-server.js';
 import { NotifyClient as GenNotifyClient } from './gen/kubevirt/notify/v1/notify.js';
 import { ensureSocketDir, notifySocketPath, unixTarget } from './sockets.js';
 import { quietLogger, sleep, tempDir, waitFor } from './test-util.js';
+import type { DomainModel } from './upstream/domain-json.js';
+import type { K8sEventModel } from './upstream/k8s-event.js';
 
 let dir: string;
 let cleanup: () => Promise<void>;
@@ -55,11 +57,16 @@ function client(opts: NotifyClientOptions = {}): NotifyClient {
   return c;
 }
 
-const dom = (name: string, gen: number) => ({
+// a domain as the handler decodes it; the generation travels in the status reason
+const dom = (name: string, gen: number): DomainModel => ({
   kind: 'Domain',
+  apiVersion: 'kubevirt.io/v1',
   metadata: { name, namespace: 'default' },
-  status: { status: 'Running', gen },
+  domainName: `default_${name}`,
+  status: { status: 'Running', reason: `g${gen}` },
 });
+const genOf = (d: DomainModel | undefined) => Number(d?.status.reason.slice(1));
+const ev = (reason: string): K8sEventModel => ({ type: 'Normal', reason, message: '' });
 
 test('domain and k8s events arrive decoded', async () => {
   const h = await handler();
@@ -82,7 +89,7 @@ test('while the handler is away: retries with backoff, keeps only the latest sta
   const c = client({ maxQueuedEvents: 10, initialBackoffMs: 50, maxBackoffMs: 200 });
   for (let i = 1; i <= 50; i++) c.sendDomainEvent({ eventType: 'MODIFIED', domain: dom('a', i) });
   c.sendDomainEvent({ eventType: 'ADDED', domain: dom('b', 1) });
-  for (let i = 1; i <= 25; i++) c.sendK8sEvent({ reason: `r${i}` });
+  for (let i = 1; i <= 25; i++) c.sendK8sEvent(ev(`r${i}`));
   expect(c.stats()).toMatchObject({ pendingDomains: 2, queuedEvents: 10, droppedEvents: 15 });
   await sleep(1000);
   const failed = c.stats().failedAttempts;
@@ -91,17 +98,11 @@ test('while the handler is away: retries with backoff, keeps only the latest sta
 
   const h = await handler();
   expect(await c.flush(5000)).toBe(true);
-  expect(
-    h.domains.map((e) => [
-      e.eventType,
-      (e.domain as ReturnType<typeof dom>).metadata.name,
-      (e.domain as ReturnType<typeof dom>).status.gen,
-    ]),
-  ).toEqual([
+  expect(h.domains.map((e) => [e.eventType, e.domain!.metadata.name, genOf(e.domain)])).toEqual([
     ['MODIFIED', 'a', 50],
     ['ADDED', 'b', 1],
   ]);
-  expect(h.events).toEqual(Array.from({ length: 10 }, (_, i) => ({ reason: `r${i + 16}` })));
+  expect(h.events).toEqual(Array.from({ length: 10 }, (_, i) => ev(`r${i + 16}`)));
 });
 
 test('after the handler restarts, the current state of every domain is delivered again', async () => {
@@ -135,10 +136,7 @@ test('a send during the outage is delivered, and unchanged domains are resent to
   await sleep(200);
   const h2 = await handler();
   expect(await c.flush(5000)).toBe(true);
-  const seen = h2.domains.map(
-    (e) =>
-      (e.domain as ReturnType<typeof dom>).metadata.name + (e.domain as ReturnType<typeof dom>).status.gen,
-  );
+  const seen = h2.domains.map((e) => e.domain!.metadata.name + genOf(e.domain));
   expect(seen.sort()).toEqual(['a2', 'b1']);
 });
 
@@ -171,23 +169,32 @@ test('NotifyServer answers success:false for bad input instead of crashing', asy
     success: false,
     message: expect.stringMatching(/^domainJSON: not valid JSON/),
   });
+  // JSON that is not a domain (no ObjectMeta.name, no Spec.Name)
+  expect(await domainEvent({ eventType: 'ADDED', domainJSON: Buffer.from('{"kind":"Domain"}') })).toEqual({
+    success: false,
+    message: 'domainJSON: domain JSON: neither ObjectMeta.name nor Spec.Name is set',
+  });
   const k8s = (eventJSON: Buffer) =>
     new Promise<{ success: boolean; message: string }>((resolve, reject) =>
       raw.handleK8SEvent({ eventJSON }, (err, res) => (err ? reject(err) : resolve(res))),
     );
   expect(await k8s(Buffer.alloc(0))).toEqual({ success: false, message: 'eventJSON: missing' });
+  expect(await k8s(Buffer.from('{"type":"Normal","message":"no reason"}'))).toEqual({
+    success: false,
+    message: 'eventJSON: reason is missing',
+  });
   expect(await k8s(Buffer.from('{"reason":"ok"}'))).toEqual({ success: true, message: '' });
   expect(h.domains).toEqual([]);
-  expect(h.events).toEqual([{ reason: 'ok' }]);
+  expect(h.events).toEqual([{ type: 'Normal', reason: 'ok', message: '' }]);
 });
 
 test('close() stops delivery: flush reports false, further sends throw', async () => {
   const c = client();
-  c.sendK8sEvent({ reason: 'x' });
+  c.sendK8sEvent(ev('x'));
   const flushed = c.flush(5000);
   c.close();
   expect(await flushed).toBe(false);
-  expect(() => c.sendK8sEvent({ reason: 'y' })).toThrow(/closed/);
+  expect(() => c.sendK8sEvent(ev('y'))).toThrow(/closed/);
 });
 
 test('one handler serves many launchers at once', async () => {
@@ -195,13 +202,13 @@ test('one handler serves many launchers at once', async () => {
   const clients = Array.from({ length: 20 }, () => client());
   clients.forEach((c, i) => {
     for (let g = 1; g <= 5; g++) c.sendDomainEvent({ eventType: 'MODIFIED', domain: dom(`vm${i}`, g) });
-    c.sendK8sEvent({ reason: `Started-${i}` });
+    c.sendK8sEvent(ev(`Started-${i}`));
   });
   expect(await Promise.all(clients.map((c) => c.flush(10_000)))).toEqual(clients.map(() => true));
   // Per launcher: the last state (earlier ones may or may not have gone out before being replaced).
   for (let i = 0; i < 20; i++) {
-    const mine = h.domains.filter((e) => (e.domain as ReturnType<typeof dom>).metadata.name === `vm${i}`);
-    expect((mine.at(-1)!.domain as ReturnType<typeof dom>).status.gen).toBe(5);
+    const mine = h.domains.filter((e) => e.domain!.metadata.name === `vm${i}`);
+    expect(genOf(mine.at(-1)!.domain)).toBe(5);
   }
   expect(h.events.length).toBe(20);
 }, 30_000);
@@ -218,7 +225,7 @@ test('a flapping handler still ends with the last word', async () => {
     for (let round = 0; round < 5; round++) {
       const h = await handler();
       await sleep(100 + round * 20);
-      seen.push(...h.domains.map((e) => (e.domain as ReturnType<typeof dom>).status.gen));
+      seen.push(...h.domains.map((e) => genOf(e.domain)));
       await h.server.stop();
       await sleep(60);
     }
@@ -228,12 +235,12 @@ test('a flapping handler still ends with the last word', async () => {
   const last = await handler();
   expect(await c.flush(10_000)).toBe(true);
   await waitFor(() => last.domains.length > 0, 'final state');
-  const finalGen = (last.domains.at(-1)!.domain as ReturnType<typeof dom>).status.gen;
+  const finalGen = genOf(last.domains.at(-1)!.domain);
   expect(finalGen).toBe(gen);
   // Each handler instance saw increasing generations (no stale state after a newer one).
   expect(seen.length).toBeGreaterThan(0);
   for (let i = 1; i < last.domains.length; i++) {
-    const g = (e: DomainEvent) => (e.domain as ReturnType<typeof dom>).status.gen;
+    const g = (e: DomainEvent) => genOf(e.domain);
     expect(g(last.domains[i]!)).toBeGreaterThanOrEqual(g(last.domains[i - 1]!));
   }
 });

@@ -21,6 +21,13 @@ import {
   tempDir,
   type RawField,
 } from './test-util.js';
+import { toUpstreamDomain, type DomainModel } from './upstream/domain-json.js';
+
+const WIRE_DOMAIN: DomainModel = {
+  metadata: { name: 'd', namespace: 'default' },
+  domainName: 'default_d',
+  status: { status: 'Shutoff', reason: 'Destroyed' },
+};
 
 interface Fns<T> {
   encode(m: T): { finish(): Uint8Array };
@@ -424,7 +431,7 @@ describe('over a unix socket with hand-made bytes', () => {
         seen.push(`exec ${d} ${c} ${a.join(',')} ${t}`),
         { exitCode: 2, stdout: 'hi' }
       ),
-      getDomain: async () => ({ kind: 'Domain' }),
+      getDomain: async () => WIRE_DOMAIN,
     };
     const server = new CmdServer({ socketsDir: dir, backend, logger: quietLogger });
     await server.start();
@@ -475,9 +482,9 @@ describe('over a unix socket with hand-made bytes', () => {
       expect(decodeRaw(fieldsOf(dom, 1)[0]!.value as Uint8Array)).toEqual([
         { no: 1, wireType: 0, value: 1n },
       ]);
-      expect(JSON.parse(Buffer.from(fieldsOf(dom, 2)[0]!.value as Uint8Array).toString())).toEqual({
-        kind: 'Domain',
-      });
+      expect(JSON.parse(Buffer.from(fieldsOf(dom, 2)[0]!.value as Uint8Array).toString())).toEqual(
+        toUpstreamDomain(WIRE_DOMAIN),
+      );
 
       // Every other rpc exists (no UNIMPLEMENTED) and answers a well-formed "not supported".
       for (const rpc of SPEC_CMD_RPCS) {
@@ -622,19 +629,22 @@ describe('over a unix socket with hand-made bytes', () => {
     );
     const client = new NotifyClient(path, { logger: quietLogger });
     try {
-      client.sendDomainEvent({ eventType: 'DELETED', domain: { metadata: { name: 'd' } } });
-      client.sendK8sEvent({ reason: 'Stopped' });
+      client.sendDomainEvent({ eventType: 'DELETED', domain: WIRE_DOMAIN });
+      client.sendK8sEvent({ type: 'Normal', reason: 'Stopped', message: '' });
       expect(await client.flush(5000)).toBe(true);
       expect(got.map(([rpc]) => rpc)).toEqual(['HandleDomainEvent', 'HandleK8sEvent']);
       const dom = decodeRaw(got[0]![1]);
-      expect(JSON.parse(Buffer.from(fieldsOf(dom, 1)[0]!.value as Uint8Array).toString())).toEqual({
-        metadata: { name: 'd' },
-      });
+      expect(JSON.parse(Buffer.from(fieldsOf(dom, 1)[0]!.value as Uint8Array).toString())).toEqual(
+        toUpstreamDomain(WIRE_DOMAIN),
+      );
       expect(fieldsOf(dom, 2)).toEqual([]);
       expect(Buffer.from(fieldsOf(dom, 3)[0]!.value as Uint8Array).toString()).toBe('DELETED');
       const k8s = decodeRaw(got[1]![1]);
-      expect(JSON.parse(Buffer.from(fieldsOf(k8s, 1)[0]!.value as Uint8Array).toString())).toEqual({
+      expect(JSON.parse(Buffer.from(fieldsOf(k8s, 1)[0]!.value as Uint8Array).toString())).toMatchObject({
         reason: 'Stopped',
+        type: 'Normal',
+        involvedObject: {},
+        firstTimestamp: null,
       });
     } finally {
       client.close();

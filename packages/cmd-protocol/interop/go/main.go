@@ -185,7 +185,7 @@ func (launcherServer) FreezeVirtualMachine(_ context.Context, req *cmdv1.FreezeR
 }
 
 func (launcherServer) GetDomain(_ context.Context, _ *cmdv1.EmptyRequest) (*cmdv1.DomainResponse, error) {
-	return &cmdv1.DomainResponse{Response: &cmdv1.Response{Success: true}, Domain: `{"kind":"Domain","metadata":{"name":"default_testvmi"},"status":{"status":"Running"}}`}, nil
+	return &cmdv1.DomainResponse{Response: &cmdv1.Response{Success: true}, Domain: `{"kind":"Domain","apiVersion":"kubevirt.io/v1","ObjectMeta":{"name":"testvmi","namespace":"default","uid":"u-1","creationTimestamp":null},"Spec":{"Name":"default_testvmi"},"Status":{"Status":"Running","Reason":"Booted"}}`}, nil
 }
 
 func (launcherServer) Exec(_ context.Context, req *cmdv1.ExecRequest) (*cmdv1.ExecResponse, error) {
@@ -260,12 +260,13 @@ func notifyClient(socket string) {
 		emit(out)
 	}
 	r, err := c.HandleDomainEvent(ctx(), &notifyv1.DomainEventRequest{
-		DomainJSON: []byte(`{"kind":"Domain","metadata":{"name":"testvmi","namespace":"default"},"status":{"status":"Running"}}`),
+		// upstream's api.Domain as Go's encoding/json writes it (abridged: Go writes every field)
+		DomainJSON: []byte(`{"kind":"Domain","apiVersion":"kubevirt.io/v1","ObjectMeta":{"name":"testvmi","namespace":"default","uid":"u-1","creationTimestamp":null},"Spec":{"Name":"default_testvmi"},"Status":{"Status":"Running","Reason":"Booted"}}`),
 		EventType:  "MODIFIED",
 	})
 	emitResponse("HandleDomainEvent", r, err)
 	r, err = c.HandleDomainEvent(ctx(), &notifyv1.DomainEventRequest{
-		DomainJSON: []byte(`{"kind":"Domain"}`),
+		// upstream's ERROR events carry only the status
 		StatusJSON: []byte(`{"status":"Failure","message":"libvirt gone"}`),
 		EventType:  "ERROR",
 	})
