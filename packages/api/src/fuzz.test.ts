@@ -73,10 +73,10 @@ test('defaults of any structurally valid VMI mutation stay valid (or the input w
       expect(validateObject(out)).toEqual([]);
       checked++;
     }),
-    { numRuns: 600 },
+    { numRuns: 3000 },
   );
-  // most random subtrees make the VMI invalid; make sure enough valid ones were checked
-  expect(checked).toBeGreaterThanOrEqual(50);
+  // most random subtrees make the VMI invalid (3-8% stay valid); make sure enough valid ones were checked
+  expect(checked).toBeGreaterThanOrEqual(30);
 });
 
 test('binary quantities round-trip through formatBinaryQuantity', () => {
