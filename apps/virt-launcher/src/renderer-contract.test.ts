@@ -49,7 +49,7 @@ describe('renderer -> launcher contract', () => {
       name: 'contract',
       namespace: 'ns1',
       uid: v.metadata!.uid,
-      gracePeriodSeconds: v.spec.terminationGracePeriodSeconds,
+      gracePeriodSeconds: v.spec.terminationGracePeriodSeconds ?? 30, // the renderer's default when unset
       qemuTimeoutMs: 240_000,
       allowEmulation: Boolean((config as RendererConfig).useEmulation),
       keepAfterFailure: Boolean((config as RendererConfig).keepAfterFailure),
