@@ -83,6 +83,8 @@ export interface ControllerOptions {
   log: Logger;
   now?: () => number;
   rpcTimeoutMs?: number;
+  /** paths already warned about (shared with discovery: one log line per unusable path) */
+  warned?: Set<string>;
 }
 
 interface Launcher {
@@ -136,7 +138,7 @@ export class VmiController {
   private synced = new Set<string>();
   private syncErrors = new Map<string, string>();
   private firstSeen = new Map<string, number>();
-  private warned = new Set<string>();
+  private readonly warned: Set<string>;
   /** status writes done (bench figure) */
   statusWrites = 0;
   private readonly o: ControllerOptions;
@@ -147,6 +149,7 @@ export class VmiController {
     this.now = o.now ?? Date.now;
     this.domains = new DomainCache(onDomainChange);
     this.ghosts = new GhostRecords(o.handlerDir);
+    this.warned = o.warned ?? new Set();
   }
 
   /** Keys the handler must look at after a start: every ghost record and every cached domain. */
@@ -336,6 +339,8 @@ export class VmiController {
     if (!vmi || !uid) return;
     const nodeOf = vmi.status?.nodeName;
     if (nodeOf && nodeOf !== this.o.nodeName) return; // migrated away or not ours
+    // before virt-controller saw its Pod scheduled (Pending/Scheduling) the VMI is not the handler's yet
+    if (!['Scheduled', 'Running', 'Succeeded', 'Failed'].includes(vmi.status?.phase ?? '')) return;
     const log = { namespace: vmi.metadata.namespace, name: vmi.metadata.name, uid };
 
     const ghost = this.ghosts.get(uid);
@@ -358,6 +363,15 @@ export class VmiController {
       if (domainActive(domain)) domain = undefined; // nobody runs it any more
     }
 
+    // a live launcher is the source of truth: ask it before concluding that a domain is missing
+    if (alive && l && !domain) {
+      const d = await l.client.getDomain({ timeoutMs: 10_000 });
+      if (d?.metadata?.uid === uid && `${d.metadata.namespace}/${d.metadata.name}` === key) {
+        this.synced.add(uid);
+        this.domains.apply('MODIFIED', d);
+        domain = d;
+      }
+    }
     const deleting = !!vmi.metadata.deletionTimestamp;
     if (alive && l && domainActive(domain) && (deleting || isFinal(phase))) {
       await this.shutdown(vmi, l, ghost, key);

@@ -65,6 +65,7 @@ export class Handler {
   private server: http.Server | undefined;
   private synced = false;
   private warned = new Set<string>();
+  private early = new Set<string>();
   private stopping = false;
 
   constructor(readonly opts: HandlerOptions) {
@@ -95,8 +96,11 @@ export class Handler {
         kube: this.kube,
         requeueAfter: (key, ms) => this.runner.addAfter(key, ms),
         log: this.log,
+        warned: this.warned,
       },
-      (key) => this.runner.add(key),
+      // nothing is reconciled before the VMI informer has listed: a VMI it has not seen yet is not a
+      // VMI that is gone (whose domain would be killed)
+      (key) => (this.synced ? this.runner.add(key) : this.early.add(key)),
     );
     const uid = opts.launcherUid ?? 107;
     this.notify = new NotifyServer({
@@ -122,22 +126,27 @@ export class Handler {
     await this.controller.resync(found);
     const custom = o.kubeConfig.makeApiClient(CustomObjectsApi);
     const selector = `${NODE_NAME_LABEL}=${o.nodeName}`;
+    let listed = false;
     const informer = makeInformer<KubernetesObject>(
       o.kubeConfig,
       `/apis/${GROUP}/${VERSION}/${VMI_PLURAL}`,
-      () =>
-        custom.listClusterCustomObject({
+      async () => {
+        const list = (await custom.listClusterCustomObject({
           group: GROUP,
           version: VERSION,
           plural: VMI_PLURAL,
           labelSelector: selector,
-        }) as Promise<KubernetesListObject<KubernetesObject>>,
+        })) as KubernetesListObject<KubernetesObject>;
+        listed = true;
+        return list;
+      },
       selector,
     );
     const key = (v: KubernetesObject) => `${v.metadata?.namespace}/${v.metadata?.name}`;
-    informer.on('add', (v) => this.runner.add(key(v)));
-    informer.on('update', (v) => this.runner.add(key(v)));
-    informer.on('delete', (v) => this.runner.add(key(v)));
+    const add = (k: string) => (this.synced ? this.runner.add(k) : this.early.add(k));
+    informer.on('add', (v) => add(key(v)));
+    informer.on('update', (v) => add(key(v)));
+    informer.on('delete', (v) => add(key(v)));
     informer.on('error', (err) => {
       if (this.stopping) return;
       this.log.warn(`VMI watch: ${(err as Error)?.message ?? String(err)}; restarting`, {
@@ -148,8 +157,12 @@ export class Handler {
     });
     this.informer = informer;
     await informer.start();
+    // client-node's start() resolves even when the list failed: without a list the handler knows no
+    // VMI and would take every domain for an orphan, so it does not go on
+    if (!listed) throw new Error(`cannot list VirtualMachineInstances of node ${o.nodeName}`);
     this.synced = true;
-    for (const k of this.controller.knownKeys()) this.runner.add(k);
+    for (const k of [...this.early, ...this.controller.knownKeys()]) this.runner.add(k);
+    this.early.clear();
 
     const resync = setInterval(() => void this.periodic(), o.resyncIntervalMs ?? 5000);
     this.timers.push(resync);

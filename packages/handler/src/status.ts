@@ -195,6 +195,8 @@ export function computeStatus(input: StatusInput): StatusResult {
     JSON.stringify(old),
   ) as VirtualMachineInstanceStatus;
   const events: EventToRecord[] = [];
+  // a VMI that ended keeps the status it ended with
+  if (isFinal(old.phase)) return { status, events };
   const { phase, reason } = phaseFor(vmi, domain, launcher);
   status.phase = phase;
   if (reason) status.reason = reason;
