@@ -221,3 +221,18 @@ describe('LiveMigratable', () => {
     expect(liveMigratable(vmi(), NOW).status).toBe('True');
   });
 });
+
+describe('no write while nothing happened', () => {
+  it('a Scheduled VMI whose launcher has no domain yet keeps its status as virt-controller wrote it', () => {
+    const old = { phase: 'Scheduled' as const, nodeName: 'n', activePods: { p: 'n' } };
+    const { status, events } = computeStatus({
+      vmi: vmi(old),
+      domain: undefined,
+      launcher: ready,
+      nodeName: 'n',
+      now: NOW,
+    });
+    expect(sameStatus(status, old)).toBe(true);
+    expect(events).toEqual([]);
+  });
+});

@@ -252,9 +252,7 @@ export function computeStatus(input: StatusInput): StatusResult {
     }
     if (agentConnected(domain)) wanted.push(cond(COND.agentConnected, 'True', now));
     wanted.push(liveMigratable(vmi, now));
-  } else if (!isFinal(phase)) {
-    wanted.push(cond(COND.ready, 'False', now, 'NotRunning', 'the domain is not running yet'));
-  } else {
+  } else if (isFinal(phase)) {
     wanted.push(
       cond(COND.ready, 'False', now, phase, `the VMI ${phase === 'Failed' ? 'failed' : 'shut down'}`),
     );
@@ -265,7 +263,8 @@ export function computeStatus(input: StatusInput): StatusResult {
     );
   if (launcher.notReadyTimeout)
     wanted.push(cond(COND.synchronized, 'False', now, 'LauncherNotReady', launcher.notReadyTimeout));
-  status.conditions = mergeConditions(old.conditions, wanted);
+  const conditions = mergeConditions(old.conditions, wanted);
+  if (conditions.length > 0 || old.conditions) status.conditions = conditions;
 
   if (domain) {
     const ifaces = domain.status.interfaces ?? [];
