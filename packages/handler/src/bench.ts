@@ -60,7 +60,7 @@ try {
       (await custom.createNamespacedCustomObject({ ...vmiRes, body: spec })) as VirtualMachineInstance,
     );
   }
-  for (const [i, v] of created.entries()) {
+  for (let i = 0; i < created.length; i++) {
     const podUid = `pod-${i}`;
     await mkdir(podPublicDir(podsDir, podUid), { recursive: true });
     await mkdir(podSocketsDir(podsDir, podUid), { recursive: true, mode: 0o700 });
