@@ -287,9 +287,14 @@ describe('virt-handler with real launchers and a real kube-apiserver', () => {
   it('Running with status from the real domain, heartbeat, /healthz, /metrics; pause/unpause in conditions; delete -> ACPI shutdown, Succeeded', async () => {
     const pod = await startPod('vm-main');
     try {
-      const v = await waitPhase('vm-main', 'Running');
+      await waitPhase('vm-main', 'Running');
+      // libvirt starts the domain paused (reason StartingUp) and resumes it: Ready follows
+      const v = await waitFor('Ready', async () => {
+        const x = await getVmi('vm-main');
+        return cond(x, 'Ready')?.status === 'True' ? x : undefined;
+      });
+      expect(v.status!.phase).toBe('Running');
       expect(v.status!.nodeName).toBe(NODE);
-      expect(cond(v, 'Ready')?.status).toBe('True');
       expect(cond(v, 'LiveMigratable')?.status).toBe('True');
       expect(cond(v, 'Paused')).toBeUndefined();
       await waitFor(

@@ -236,3 +236,21 @@ describe('no write while nothing happened', () => {
     expect(events).toEqual([]);
   });
 });
+
+describe('start-up pause', () => {
+  it('libvirt’s StartingUp pause is Running, not Ready, and no Paused condition', () => {
+    const { status } = computeStatus({
+      vmi: vmi(),
+      domain: dom('Paused', 'StartingUp'),
+      launcher: ready,
+      nodeName: 'n',
+      now: NOW,
+    });
+    expect(status.phase).toBe('Running');
+    expect(status.conditions!.find((c) => c.type === 'Ready')).toMatchObject({
+      status: 'False',
+      reason: 'StartingUp',
+    });
+    expect(status.conditions!.find((c) => c.type === 'Paused')).toBeUndefined();
+  });
+});

@@ -229,12 +229,17 @@ export function computeStatus(input: StatusInput): StatusResult {
     const paused = domain.status.status === 'Paused';
     wanted.push(
       paused
-        ? cond(COND.ready, 'False', now, 'Paused', 'the domain is paused')
+        ? domain.status.reason === 'StartingUp'
+          ? cond(COND.ready, 'False', now, 'StartingUp', 'the domain is starting')
+          : cond(COND.ready, 'False', now, 'Paused', 'the domain is paused')
         : cond(COND.ready, 'True', now),
     );
     if (paused) {
       const r = domain.status.reason;
-      if (r === 'User') wanted.push(cond(COND.paused, 'True', now, 'PausedByUser', 'VMI was paused by user'));
+      if (r === 'StartingUp') {
+        /* libvirt's own pause while QEMU starts: not a Paused VMI */
+      } else if (r === 'User')
+        wanted.push(cond(COND.paused, 'True', now, 'PausedByUser', 'VMI was paused by user'));
       else if (r === 'IOError')
         wanted.push(
           cond(COND.paused, 'True', now, 'PausedIOError', 'VMI was paused, low-level IO error detected'),
