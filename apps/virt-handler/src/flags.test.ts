@@ -12,6 +12,7 @@ describe('virt-handler flags', () => {
       launcherReadyTimeoutMs: 300_000,
       heartbeatIntervalMs: 60_000,
       httpHost: '127.0.0.1',
+      devicePluginDir: '/var/lib/kubelet/device-plugins',
     });
     expect(f.httpPort).toBeUndefined();
   });
@@ -27,6 +28,10 @@ describe('virt-handler flags', () => {
       httpPort: 0,
       launcherReadyTimeoutMs: 7000,
     });
+    // an empty --device-plugin-dir turns the device plugins off
+    expect(
+      parseHandlerFlags(['--node-name', 'x', '--device-plugin-dir', ''], {}).devicePluginDir,
+    ).toBeUndefined();
   });
   it('names the bad flag', () => {
     expect(() => parseHandlerFlags([], {})).toThrow(/--node-name: required/);

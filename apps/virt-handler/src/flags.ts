@@ -5,7 +5,8 @@ export const USAGE = `usage: virt-handler --node-name NODE [--kubeconfig FILE] [
                     [--kubevirt-share-dir /var/run/kubevirt] [--launcher-uid 107] [--launcher-gid 107]
                     [--launcher-ready-timeout-seconds 300] [--heartbeat-interval-seconds 60]
                     [--resync-interval-seconds 5] [--port 8443] [--listen-address 127.0.0.1]
-                    [--launcher-image-version V] [--log-level info]`;
+                    [--launcher-image-version V] [--log-level info]
+                    [--device-plugin-dir /var/lib/kubelet/device-plugins]`;
 
 export class FlagError extends Error {}
 
@@ -23,6 +24,7 @@ export interface HandlerFlags {
   httpHost: string;
   launcherImageVersion?: string;
   logLevel: string;
+  devicePluginDir?: string;
 }
 
 function int(flag: string, v: string | undefined, def: number, min = 0): number {
@@ -54,6 +56,7 @@ export function parseHandlerFlags(argv: string[], env: NodeJS.ProcessEnv = proce
           'listen-address',
           'launcher-image-version',
           'log-level',
+          'device-plugin-dir',
         ].map((n) => [n, { type: 'string' as const }]),
       ),
     }) as { values: Record<string, string | undefined> });
@@ -79,5 +82,7 @@ export function parseHandlerFlags(argv: string[], env: NodeJS.ProcessEnv = proce
     httpHost: values['listen-address'] ?? '127.0.0.1',
     launcherImageVersion: values['launcher-image-version'],
     logLevel: values['log-level'] ?? 'info',
+    // empty: no device plugins
+    devicePluginDir: (values['device-plugin-dir'] ?? '/var/lib/kubelet/device-plugins') || undefined,
   };
 }

@@ -75,6 +75,8 @@ async function startHandler(): Promise<HandlerProc> {
       '1',
       '--port',
       '0',
+      '--device-plugin-dir',
+      '', // no kubelet here (device plugins: packages/handler/src/device-plugin.test.ts)
     ],
     { stdio: ['ignore', 'ignore', 'pipe'] },
   );

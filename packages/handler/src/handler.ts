@@ -26,6 +26,7 @@ import {
   VERSION,
   VMI_PLURAL,
 } from './kube.js';
+import { DevicePlugin, KUBEVIRT_DEVICES } from './device-plugin.js';
 import { discoverLaunchers } from './launchers.js';
 import { MetricsText, addDomainStats, type StatsLike } from './metrics.js';
 import { KeyedRunner } from './runner.js';
@@ -52,6 +53,8 @@ export interface HandlerOptions {
   networkSetup?: NetworkSetup;
   logger?: Logger;
   workers?: number;
+  /** kubelet's device-plugins dir: serve devices.kubevirt.io/{kvm,tun,vhost-net} there (off when unset) */
+  devicePluginDir?: string;
 }
 
 export class Handler {
@@ -67,6 +70,7 @@ export class Handler {
   private warned = new Set<string>();
   private early = new Set<string>();
   private stopping = false;
+  private plugins: DevicePlugin[] = [];
 
   constructor(readonly opts: HandlerOptions) {
     this.log = opts.logger ?? createLogger('virt-handler');
@@ -170,7 +174,29 @@ export class Handler {
     const hb = setInterval(() => void this.heartbeat(true), o.heartbeatIntervalMs ?? 60_000);
     this.timers.push(hb);
     if (o.httpPort !== undefined) await this.listen(o.httpPort, o.httpHost ?? '127.0.0.1');
+    if (o.devicePluginDir) {
+      for (const device of KUBEVIRT_DEVICES) {
+        const p = new DevicePlugin({ device, dir: o.devicePluginDir, log: this.log });
+        this.plugins.push(p);
+        void this.startPlugin(p);
+      }
+    }
     this.log.info('virt-handler started', { node: o.nodeName });
+  }
+
+  /** Starts a device plugin, retrying every 10 s while kubelet does not take the registration. */
+  private async startPlugin(p: DevicePlugin): Promise<void> {
+    try {
+      await p.start();
+    } catch (err) {
+      await p.stop();
+      if (this.stopping) return;
+      this.log.warn(`device plugin: ${(err as Error).message}; retrying in 10s`, {
+        reason: 'DevicePluginFailed',
+      });
+      const t = setTimeout(() => void this.startPlugin(p), 10_000);
+      this.timers.push(t);
+    }
   }
 
   /** Looks for new launcher sockets (logging unusable paths) and re-checks every VMI of this node. */
@@ -253,6 +279,7 @@ export class Handler {
     } catch {
       /* not started */
     }
+    for (const p of this.plugins) await p.stop();
     await this.heartbeat(false);
     await new Promise<void>((r) => (this.server ? this.server.close(() => r()) : r()));
     await this.controller.stop();

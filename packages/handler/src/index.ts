@@ -15,3 +15,4 @@ export {
   type NetworkSetup,
 } from './controller.js';
 export { Handler, defaultDirs, type HandlerOptions } from './handler.js';
+export * from './device-plugin.js';
