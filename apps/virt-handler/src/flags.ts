@@ -1,0 +1,88 @@
+// virt-handler's command line: flags -> HandlerOptions (minus the KubeConfig). Errors name the flag.
+import { parseArgs } from 'node:util';
+
+export const USAGE = `usage: virt-handler --node-name NODE [--kubeconfig FILE] [--pods-dir /var/lib/kubelet/pods]
+                    [--kubevirt-share-dir /var/run/kubevirt] [--launcher-uid 107] [--launcher-gid 107]
+                    [--launcher-ready-timeout-seconds 300] [--heartbeat-interval-seconds 60]
+                    [--resync-interval-seconds 5] [--port 8443] [--listen-address 127.0.0.1]
+                    [--launcher-image-version V] [--log-level info]
+                    [--device-plugin-dir /var/lib/kubelet/device-plugins]`;
+
+export class FlagError extends Error {}
+
+export interface HandlerFlags {
+  nodeName: string;
+  kubeconfig?: string;
+  podsDir: string;
+  handlerDir: string;
+  launcherUid: number;
+  launcherGid: number;
+  launcherReadyTimeoutMs: number;
+  heartbeatIntervalMs: number;
+  resyncIntervalMs: number;
+  httpPort?: number;
+  httpHost: string;
+  launcherImageVersion?: string;
+  logLevel: string;
+  devicePluginDir?: string;
+}
+
+function int(flag: string, v: string | undefined, def: number, min = 0): number {
+  if (v === undefined) return def;
+  if (!/^\d+$/.test(v) || Number(v) < min)
+    throw new FlagError(`--${flag}: must be an integer >= ${min}, got ${JSON.stringify(v)}`);
+  return Number(v);
+}
+
+export function parseHandlerFlags(argv: string[], env: NodeJS.ProcessEnv = process.env): HandlerFlags {
+  let values: Record<string, string | undefined>;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      strict: true,
+      allowPositionals: false,
+      options: Object.fromEntries(
+        [
+          'node-name',
+          'kubeconfig',
+          'pods-dir',
+          'kubevirt-share-dir',
+          'launcher-uid',
+          'launcher-gid',
+          'launcher-ready-timeout-seconds',
+          'heartbeat-interval-seconds',
+          'resync-interval-seconds',
+          'port',
+          'listen-address',
+          'launcher-image-version',
+          'log-level',
+          'device-plugin-dir',
+        ].map((n) => [n, { type: 'string' as const }]),
+      ),
+    }) as { values: Record<string, string | undefined> });
+  } catch (err) {
+    throw new FlagError((err as Error).message);
+  }
+  const nodeName = values['node-name'] ?? env.NODE_NAME;
+  if (!nodeName) throw new FlagError('--node-name: required (or $NODE_NAME)');
+  const uid = int('launcher-uid', values['launcher-uid'], 107);
+  return {
+    nodeName,
+    kubeconfig: values.kubeconfig ?? env.KUBECONFIG,
+    podsDir: values['pods-dir'] ?? '/var/lib/kubelet/pods',
+    handlerDir: values['kubevirt-share-dir'] ?? '/var/run/kubevirt',
+    launcherUid: uid,
+    launcherGid: int('launcher-gid', values['launcher-gid'], uid),
+    launcherReadyTimeoutMs:
+      int('launcher-ready-timeout-seconds', values['launcher-ready-timeout-seconds'], 300, 1) * 1000,
+    heartbeatIntervalMs:
+      int('heartbeat-interval-seconds', values['heartbeat-interval-seconds'], 60, 1) * 1000,
+    resyncIntervalMs: int('resync-interval-seconds', values['resync-interval-seconds'], 5, 1) * 1000,
+    httpPort: values.port === undefined ? undefined : int('port', values.port, 0),
+    httpHost: values['listen-address'] ?? '127.0.0.1',
+    launcherImageVersion: values['launcher-image-version'],
+    logLevel: values['log-level'] ?? 'info',
+    // empty: no device plugins
+    devicePluginDir: (values['device-plugin-dir'] ?? '/var/lib/kubelet/device-plugins') || undefined,
+  };
+}

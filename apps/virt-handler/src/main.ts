@@ -1,0 +1,52 @@
+#!/usr/bin/env node
+// virt-handler: the node agent. Flags, wiring and signals; the logic is @kubevirt-ts/handler.
+import { KubeConfig } from '@kubernetes/client-node';
+import { Handler } from '@kubevirt-ts/handler';
+import { createLogger } from '@kubevirt-ts/log';
+import { FlagError, USAGE, parseHandlerFlags } from './flags.js';
+
+async function main(): Promise<number> {
+  let flags;
+  try {
+    flags = parseHandlerFlags(process.argv.slice(2));
+  } catch (err) {
+    if (err instanceof FlagError) {
+      process.stderr.write(`virt-handler: ${err.message}\n${USAGE}\n`);
+      return 2;
+    }
+    throw err;
+  }
+  const log = createLogger({ component: 'virt-handler', level: flags.logLevel });
+  const kc = new KubeConfig();
+  if (flags.kubeconfig) kc.loadFromFile(flags.kubeconfig);
+  else kc.loadFromCluster();
+  const handler = new Handler({ kubeConfig: kc, logger: log, ...flags });
+  let stopping: Promise<void> | undefined;
+  const stop = (signal: string) => {
+    log.info(`${signal}: stopping (launchers keep running)`);
+    stopping ??= handler.stop();
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+  await handler.start();
+  if (handler.httpAddress) log.info(`serving /healthz and /metrics on ${handler.httpAddress}`);
+  await new Promise<void>((resolve) => {
+    const t = setInterval(() => {
+      if (stopping) {
+        clearInterval(t);
+        void stopping.then(resolve);
+      }
+    }, 100);
+  });
+  return 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: Error) => {
+    process.stderr.write(
+      `${JSON.stringify({ component: 'virt-handler', level: 'error', msg: err.message, timestamp: new Date().toISOString() })}\n`,
+    );
+    process.exit(1);
+  },
+);

@@ -1,0 +1,22 @@
+// The handler process of the benchmark: a Handler (this package) with the given dirs; prints its
+// /metrics address on stdout, stops on SIGTERM. Kept apart so its RSS is the handler's alone.
+import { KubeConfig } from '@kubernetes/client-node';
+import { createLogger } from '@kubevirt-ts/log';
+import { Handler } from './handler.js';
+
+const [kubeconfig, podsDir, handlerDir, nodeName] = process.argv.slice(2) as [string, string, string, string];
+const kc = new KubeConfig();
+kc.loadFromFile(kubeconfig);
+const h = new Handler({
+  kubeConfig: kc,
+  nodeName,
+  podsDir,
+  handlerDir,
+  launcherUid: process.getuid?.() ?? 0,
+  httpPort: 0,
+  resyncIntervalMs: 5000,
+  logger: createLogger({ component: 'virt-handler', level: 'error' }),
+});
+await h.start();
+process.stdout.write(`${h.httpAddress}\n`);
+process.on('SIGTERM', () => void h.stop().then(() => process.exit(0)));

@@ -1,0 +1,295 @@
+/**
+ * The node agent, wired: notify server, launcher discovery, VMI informer -> reconcile, heartbeat,
+ * /healthz and /metrics. apps/virt-handler only parses flags and handles signals around this.
+ */
+import http from 'node:http';
+import path from 'node:path';
+import {
+  CustomObjectsApi,
+  makeInformer,
+  type Informer,
+  type KubeConfig,
+  type KubernetesListObject,
+  type KubernetesObject,
+  type ObjectCache,
+} from '@kubernetes/client-node';
+import type { VirtualMachineInstance } from '@kubevirt-ts/api';
+import { NotifyServer, notifySocketPath } from '@kubevirt-ts/cmd-protocol';
+import { createLogger, type Logger } from '@kubevirt-ts/log';
+import { VmiController, type NetworkSetup } from './controller.js';
+import {
+  ClientNodeWriter,
+  GROUP,
+  HEARTBEAT_ANNOTATION,
+  NODE_NAME_LABEL,
+  SCHEDULABLE_LABEL,
+  VERSION,
+  VMI_PLURAL,
+} from './kube.js';
+import { DevicePlugin, KUBEVIRT_DEVICES } from './device-plugin.js';
+import { discoverLaunchers } from './launchers.js';
+import { MetricsText, addDomainStats, type StatsLike } from './metrics.js';
+import { KeyedRunner } from './runner.js';
+import type { VmOptionsInput } from '@kubevirt-ts/cmd-protocol';
+
+export interface HandlerOptions {
+  kubeConfig: KubeConfig;
+  nodeName: string;
+  /** kubelet's pods dir as seen by the handler (default /var/lib/kubelet/pods) */
+  podsDir: string;
+  /** the handler's own dir: domain-notify-pipe.sock's target, ghost-records/ (default /var/run/kubevirt) */
+  handlerDir: string;
+  launcherUid?: number;
+  launcherGid?: number;
+  launcherReadyTimeoutMs?: number;
+  heartbeatIntervalMs?: number;
+  /** how often launcher sockets are looked for and every known VMI re-checked (default 5 s) */
+  resyncIntervalMs?: number;
+  /** /healthz and /metrics; undefined: no HTTP server; 0: any free port */
+  httpPort?: number;
+  httpHost?: string;
+  vmOptions?: VmOptionsInput;
+  launcherImageVersion?: string;
+  networkSetup?: NetworkSetup;
+  logger?: Logger;
+  workers?: number;
+  /** kubelet's device-plugins dir: serve devices.kubevirt.io/{kvm,tun,vhost-net} there (off when unset) */
+  devicePluginDir?: string;
+}
+
+export class Handler {
+  readonly log: Logger;
+  readonly controller: VmiController;
+  readonly runner: KeyedRunner;
+  readonly kube: ClientNodeWriter;
+  private notify: NotifyServer;
+  private informer: (Informer<KubernetesObject> & ObjectCache<KubernetesObject>) | undefined;
+  private timers: NodeJS.Timeout[] = [];
+  private server: http.Server | undefined;
+  private synced = false;
+  private warned = new Set<string>();
+  private early = new Set<string>();
+  private stopping = false;
+  private plugins: DevicePlugin[] = [];
+
+  constructor(readonly opts: HandlerOptions) {
+    this.log = opts.logger ?? createLogger('virt-handler');
+    this.kube = new ClientNodeWriter(opts.kubeConfig, opts.nodeName);
+    const notifySocket = notifySocketPath(opts.handlerDir);
+    this.runner = new KeyedRunner((key) => this.controller.reconcile(key), {
+      workers: opts.workers ?? 4,
+      onError: (key, err) =>
+        this.log.warn(`reconcile ${key}: ${(err as Error).message}`, { reason: 'ReconcileFailed', key }),
+    });
+    this.controller = new VmiController(
+      {
+        nodeName: opts.nodeName,
+        podsDir: opts.podsDir,
+        handlerDir: opts.handlerDir,
+        notifySocket,
+        launcherUid: opts.launcherUid ?? 107,
+        launcherGid: opts.launcherGid,
+        launcherReadyTimeoutMs: opts.launcherReadyTimeoutMs,
+        vmOptions: opts.vmOptions,
+        launcherImageVersion: opts.launcherImageVersion,
+        networkSetup: opts.networkSetup,
+        getVmi: (key) => {
+          const [ns, name] = key.split('/');
+          return this.informer?.get(name!, ns) as VirtualMachineInstance | undefined;
+        },
+        kube: this.kube,
+        requeueAfter: (key, ms) => this.runner.addAfter(key, ms),
+        log: this.log,
+        warned: this.warned,
+      },
+      // nothing is reconciled before the VMI informer has listed: a VMI it has not seen yet is not a
+      // VMI that is gone (whose domain would be killed)
+      (key) => (this.synced ? this.runner.add(key) : this.early.add(key)),
+    );
+    const uid = opts.launcherUid ?? 107;
+    this.notify = new NotifyServer({
+      socketPath: notifySocket,
+      socketOwner: uid === 0 ? undefined : { uid, gid: opts.launcherGid ?? uid },
+      onDomainEvent: (e) => this.controller.domains.apply(e.eventType, e.domain),
+      onK8sEvent: async (e) => {
+        const io = e.involvedObject;
+        if (!io?.namespace || !io.name) return;
+        await this.kube.recordEvent(
+          { metadata: { namespace: io.namespace, name: io.name, uid: io.uid } } as VirtualMachineInstance,
+          { type: e.type === 'Warning' ? 'Warning' : 'Normal', reason: e.reason, message: e.message },
+        );
+      },
+      logger: this.log,
+    });
+  }
+
+  async start(): Promise<void> {
+    const o = this.opts;
+    await this.notify.start();
+    const found = await discoverLaunchers(o.podsDir, o.launcherUid ?? 107, this.log, this.warned);
+    await this.controller.resync(found);
+    const custom = o.kubeConfig.makeApiClient(CustomObjectsApi);
+    const selector = `${NODE_NAME_LABEL}=${o.nodeName}`;
+    let listed = false;
+    const informer = makeInformer<KubernetesObject>(
+      o.kubeConfig,
+      `/apis/${GROUP}/${VERSION}/${VMI_PLURAL}`,
+      async () => {
+        const list = (await custom.listClusterCustomObject({
+          group: GROUP,
+          version: VERSION,
+          plural: VMI_PLURAL,
+          labelSelector: selector,
+        })) as KubernetesListObject<KubernetesObject>;
+        listed = true;
+        return list;
+      },
+      selector,
+    );
+    const key = (v: KubernetesObject) => `${v.metadata?.namespace}/${v.metadata?.name}`;
+    const add = (k: string) => (this.synced ? this.runner.add(k) : this.early.add(k));
+    informer.on('add', (v) => add(key(v)));
+    informer.on('update', (v) => add(key(v)));
+    informer.on('delete', (v) => add(key(v)));
+    informer.on('error', (err) => {
+      if (this.stopping) return;
+      this.log.warn(`VMI watch: ${(err as Error)?.message ?? String(err)}; restarting`, {
+        reason: 'WatchError',
+      });
+      const t = setTimeout(() => void informer.start().catch(() => undefined), 2000);
+      this.timers.push(t);
+    });
+    this.informer = informer;
+    await informer.start();
+    // client-node's start() resolves even when the list failed: without a list the handler knows no
+    // VMI and would take every domain for an orphan, so it does not go on
+    if (!listed) throw new Error(`cannot list VirtualMachineInstances of node ${o.nodeName}`);
+    this.synced = true;
+    for (const k of [...this.early, ...this.controller.knownKeys()]) this.runner.add(k);
+    this.early.clear();
+
+    const resync = setInterval(() => void this.periodic(), o.resyncIntervalMs ?? 5000);
+    this.timers.push(resync);
+    await this.heartbeat(true);
+    const hb = setInterval(() => void this.heartbeat(true), o.heartbeatIntervalMs ?? 60_000);
+    this.timers.push(hb);
+    if (o.httpPort !== undefined) await this.listen(o.httpPort, o.httpHost ?? '127.0.0.1');
+    if (o.devicePluginDir) {
+      for (const device of KUBEVIRT_DEVICES) {
+        const p = new DevicePlugin({ device, dir: o.devicePluginDir, log: this.log });
+        this.plugins.push(p);
+        void this.startPlugin(p);
+      }
+    }
+    this.log.info('virt-handler started', { node: o.nodeName });
+  }
+
+  /** Starts a device plugin, retrying every 10 s while kubelet does not take the registration. */
+  private async startPlugin(p: DevicePlugin): Promise<void> {
+    try {
+      await p.start();
+    } catch (err) {
+      await p.stop();
+      if (this.stopping) return;
+      this.log.warn(`device plugin: ${(err as Error).message}; retrying in 10s`, {
+        reason: 'DevicePluginFailed',
+      });
+      const t = setTimeout(() => void this.startPlugin(p), 10_000);
+      this.timers.push(t);
+    }
+  }
+
+  /** Looks for new launcher sockets (logging unusable paths) and re-checks every VMI of this node. */
+  private async periodic(): Promise<void> {
+    try {
+      await discoverLaunchers(this.opts.podsDir, this.opts.launcherUid ?? 107, this.log, this.warned);
+      for (const v of this.informer?.list() ?? [])
+        this.runner.add(`${v.metadata?.namespace}/${v.metadata?.name}`);
+      for (const k of this.controller.knownKeys()) this.runner.add(k);
+    } catch (err) {
+      this.log.warn(`resync: ${(err as Error).message}`, { reason: 'ResyncFailed' });
+    }
+  }
+
+  private async heartbeat(schedulable: boolean): Promise<void> {
+    try {
+      await this.kube.patchNode(
+        { [SCHEDULABLE_LABEL]: String(schedulable) },
+        { [HEARTBEAT_ANNOTATION]: new Date().toISOString().replace(/\.\d+Z$/, 'Z') },
+      );
+    } catch (err) {
+      this.log.warn(`heartbeat: ${(err as Error).message}`, { reason: 'HeartbeatFailed' });
+    }
+  }
+
+  /** /healthz: the notify server and the informer are up. /metrics: kubevirt_vmi_* of every running domain. */
+  private async listen(port: number, host: string): Promise<void> {
+    const server = http.createServer((req, res) => {
+      void (async () => {
+        if (req.url === '/healthz') {
+          res.writeHead(this.synced ? 200 : 503, { 'content-type': 'text/plain' });
+          res.end(this.synced ? 'ok\n' : 'starting\n');
+        } else if (req.url === '/metrics') {
+          res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
+          res.end(await this.metrics());
+        } else {
+          res.writeHead(404).end();
+        }
+      })().catch((err: Error) => {
+        res.writeHead(500).end(err.message);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(port, host, resolve));
+    this.server = server;
+  }
+
+  get httpAddress(): string | undefined {
+    const a = this.server?.address();
+    return a && typeof a === 'object' ? `http://${a.address}:${a.port}` : undefined;
+  }
+
+  async metrics(): Promise<string> {
+    const m = new MetricsText();
+    for (const { namespace, name, client } of this.controller.liveLaunchers()) {
+      try {
+        const st = (await client.getDomainStats({ timeoutMs: 5000 })) as StatsLike | undefined;
+        if (st) addDomainStats(m, { node: this.opts.nodeName, namespace, name }, st);
+      } catch {
+        /* a launcher going away: no sample */
+      }
+    }
+    m.add(
+      'kubevirt_handler_vmi_status_writes_total',
+      'counter',
+      'VMI status writes by this handler.',
+      { node: this.opts.nodeName },
+      this.controller.statusWrites,
+    );
+    return m.toString();
+  }
+
+  /** Stops everything; marks the node unschedulable (the launchers and their guests keep running). */
+  async stop(): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    for (const t of this.timers) clearTimeout(t);
+    this.runner.stop();
+    try {
+      this.informer?.stop();
+    } catch {
+      /* not started */
+    }
+    for (const p of this.plugins) await p.stop();
+    await this.heartbeat(false);
+    await new Promise<void>((r) => (this.server ? this.server.close(() => r()) : r()));
+    await this.controller.stop();
+    await this.notify.stop(1000);
+    this.log.info('virt-handler stopped');
+  }
+}
+
+export const defaultDirs = {
+  podsDir: '/var/lib/kubelet/pods',
+  handlerDir: '/var/run/kubevirt',
+  ghostDir: path.join('/var/run/kubevirt', 'ghost-records'),
+};

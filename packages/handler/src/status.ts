@@ -1,0 +1,312 @@
+/**
+ * The pure part of the VMI reconcile: from a VMI, the domain its launcher reports (or none) and what
+ * the handler observed about the launcher, compute the VMI status the handler wants and the events
+ * to record. No I/O here, so every rule has a fast unit test (status.test.ts).
+ */
+import type { Condition, VirtualMachineInstance, VirtualMachineInstanceStatus } from '@kubevirt-ts/api';
+import type { DomainModel } from '@kubevirt-ts/cmd-protocol';
+
+export type Phase = NonNullable<VirtualMachineInstanceStatus['phase']>;
+
+export const FINAL_PHASES: readonly string[] = ['Succeeded', 'Failed'];
+
+/** Condition types the handler owns on a VMI (upstream's names). */
+export const COND = {
+  ready: 'Ready',
+  paused: 'Paused',
+  agentConnected: 'AgentConnected',
+  liveMigratable: 'LiveMigratable',
+  synchronized: 'Synchronized',
+} as const;
+const OWNED: readonly string[] = Object.values(COND);
+
+/** What the handler knows about the launcher of a VMI besides its domain. */
+export interface LauncherObservation {
+  /** the launcher answered on launcher-sock at least once for this VMI uid */
+  ready: boolean;
+  /** the launcher was ready and is no longer reachable (its socket is gone or refuses) */
+  gone: boolean;
+  /** the launcher never became ready within the timeout: the message to report */
+  notReadyTimeout?: string;
+  /** the last SyncVirtualMachine failed: the launcher's message */
+  syncError?: string;
+}
+
+export interface StatusInput {
+  vmi: VirtualMachineInstance;
+  /** the domain of this VMI (same uid), undefined when there is none */
+  domain: DomainModel | undefined;
+  launcher: LauncherObservation;
+  nodeName: string;
+  launcherImageVersion?: string;
+  now: string;
+}
+
+export interface EventToRecord {
+  type: 'Normal' | 'Warning';
+  reason: string;
+  message: string;
+}
+
+export interface StatusResult {
+  status: VirtualMachineInstanceStatus;
+  events: EventToRecord[];
+}
+
+export function isFinal(phase: string | undefined): boolean {
+  return !!phase && FINAL_PHASES.includes(phase);
+}
+
+/** A domain state that means QEMU is there (running or paused, ...). */
+export function domainActive(domain: DomainModel | undefined): boolean {
+  return (
+    !!domain && ['Running', 'Paused', 'Blocked', 'PMSuspended', 'ShuttingDown'].includes(domain.status.status)
+  );
+}
+
+/** ACPI on unless spec.domain.features.acpi.enabled is false (the default is on). */
+function acpiEnabled(vmi: VirtualMachineInstance): boolean {
+  const acpi = (vmi.spec.domain.features as { acpi?: { enabled?: boolean } } | undefined)?.acpi;
+  return acpi?.enabled !== false;
+}
+
+/**
+ * The phase the domain implies (upstream's rules): Running/Paused/Blocked/PMSuspended -> Running;
+ * Shutoff or Crashed with reason Crashed/Panicked -> Failed, Destroyed -> Failed when ACPI was
+ * there to shut it down cleanly (else Succeeded), Shutdown/Saved/FromSnapshot -> Succeeded.
+ * Without a domain: Failed when the launcher is gone (or never got ready) after being scheduled.
+ */
+export function phaseFor(
+  vmi: VirtualMachineInstance,
+  domain: DomainModel | undefined,
+  launcher: LauncherObservation,
+): { phase: Phase; reason?: string } {
+  const current = (vmi.status?.phase || 'Scheduled') as Phase;
+  if (isFinal(current)) return { phase: current, reason: vmi.status?.reason };
+  if (domain) {
+    const { status, reason } = domain.status;
+    if (['Running', 'Paused', 'Blocked', 'PMSuspended'].includes(status)) return { phase: 'Running' };
+    if (status === 'Shutoff' || status === 'Crashed') {
+      if (status === 'Crashed' || reason === 'Crashed' || reason === 'Panicked' || reason === 'Failed')
+        return { phase: 'Failed', reason: 'DomainCrashed' };
+      if (reason === 'Destroyed')
+        return acpiEnabled(vmi) ? { phase: 'Failed', reason: 'DomainDestroyed' } : { phase: 'Succeeded' };
+      if (['Shutdown', 'Saved', 'FromSnapshot'].includes(reason)) return { phase: 'Succeeded' };
+    }
+  }
+  if (launcher.notReadyTimeout) return { phase: 'Failed', reason: 'LauncherNotReady' };
+  if (launcher.gone) return { phase: 'Failed', reason: 'LauncherGone' };
+  if (!domain && current === 'Running') return { phase: 'Failed', reason: 'DomainGone' };
+  return { phase: current === 'Running' ? 'Running' : 'Scheduled' };
+}
+
+function cond(
+  type: string,
+  status: 'True' | 'False',
+  now: string,
+  reason?: string,
+  message?: string,
+): Condition {
+  return {
+    type,
+    status,
+    lastProbeTime: null,
+    lastTransitionTime: now,
+    ...(reason ? { reason } : {}),
+    ...(message ? { message } : {}),
+  };
+}
+
+/** LiveMigratable: False with upstream's reason when something pins the VMI to this node. */
+export function liveMigratable(vmi: VirtualMachineInstance, now: string): Condition {
+  const spec = vmi.spec;
+  const podNets = new Set((spec.networks ?? []).filter((n) => n.pod).map((n) => n.name));
+  const bridged = (spec.domain.devices?.interfaces ?? []).find(
+    (i) => podNets.has(i.name) && (i as { bridge?: unknown }).bridge !== undefined,
+  );
+  if (bridged)
+    return cond(
+      COND.liveMigratable,
+      'False',
+      now,
+      'InterfaceNotLiveMigratable',
+      `cannot migrate VMI which does not use masquerade to connect to the pod network (interface ${bridged.name})`,
+    );
+  const host = (spec.volumes ?? []).find((v) => (v as { hostDisk?: unknown }).hostDisk !== undefined);
+  if (host)
+    return cond(
+      COND.liveMigratable,
+      'False',
+      now,
+      'DisksNotLiveMigratable',
+      `cannot migrate VMI with a hostDisk volume (${host.name})`,
+    );
+  const devices = (spec.domain.devices ?? {}) as { hostDevices?: unknown[]; gpus?: unknown[] };
+  if ((devices.hostDevices?.length ?? 0) > 0 || (devices.gpus?.length ?? 0) > 0)
+    return cond(
+      COND.liveMigratable,
+      'False',
+      now,
+      'HostDeviceNotLiveMigratable',
+      'VMI uses a PCI host devices',
+    );
+  if ((devices as { filesystems?: unknown[] }).filesystems?.length)
+    return cond(COND.liveMigratable, 'False', now, 'VirtIOFSNotLiveMigratable', 'VMI uses virtiofs');
+  return cond(COND.liveMigratable, 'True', now);
+}
+
+/** The guest agent channel of the domain is connected (libvirt's channel state). */
+function agentConnected(domain: DomainModel | undefined): boolean {
+  const channels =
+    (domain?.spec as { devices?: { channels?: unknown[] } } | undefined)?.devices?.channels ?? [];
+  return channels.some((c) => {
+    const ch = c as { target?: { name?: string; state?: string } };
+    return ch.target?.name === 'org.qemu.guest_agent.0' && ch.target.state === 'connected';
+  });
+}
+
+const OS_INFO: Array<[string, string]> = [
+  ['name', 'name'],
+  ['kernelRelease', 'kernelRelease'],
+  ['version', 'version'],
+  ['prettyName', 'prettyName'],
+  ['versionId', 'versionId'],
+  ['kernelVersion', 'kernelVersion'],
+  ['machine', 'machine'],
+  ['id', 'id'],
+];
+
+/** Keeps lastTransitionTime of a condition whose status did not change. */
+function mergeConditions(old: Condition[] | undefined, wanted: Condition[]): Condition[] {
+  const keep = (old ?? []).filter((c) => !OWNED.includes(c.type));
+  const out = [...keep];
+  for (const w of wanted) {
+    const prev = (old ?? []).find((c) => c.type === w.type);
+    out.push(prev && prev.status === w.status ? { ...w, lastTransitionTime: prev.lastTransitionTime } : w);
+  }
+  return out;
+}
+
+/** The whole status the handler wants for this VMI, and the events its changes call for. */
+export function computeStatus(input: StatusInput): StatusResult {
+  const { vmi, domain, launcher, now } = input;
+  const old = vmi.status ?? {};
+  const status: VirtualMachineInstanceStatus = JSON.parse(
+    JSON.stringify(old),
+  ) as VirtualMachineInstanceStatus;
+  const events: EventToRecord[] = [];
+  // a VMI that ended keeps the status it ended with
+  if (isFinal(old.phase)) return { status, events };
+  const { phase, reason } = phaseFor(vmi, domain, launcher);
+  status.phase = phase;
+  if (reason) status.reason = reason;
+  else delete status.reason;
+  status.nodeName = input.nodeName;
+  if (input.launcherImageVersion) status.launcherContainerImageVersion = input.launcherImageVersion;
+
+  if (phase !== old.phase) {
+    const stamps = [...(old.phaseTransitionTimestamps ?? [])];
+    stamps.push({ phase, phaseTransitionTimestamp: now });
+    status.phaseTransitionTimestamps = stamps;
+    if (phase === 'Running')
+      events.push({ type: 'Normal', reason: 'Started', message: 'VirtualMachineInstance started.' });
+    if (phase === 'Succeeded')
+      events.push({
+        type: 'Normal',
+        reason: 'Stopped',
+        message: 'The VirtualMachineInstance was shut down.',
+      });
+    if (phase === 'Failed')
+      events.push({
+        type: 'Warning',
+        reason: 'Stopped',
+        message: `The VirtualMachineInstance crashed (${reason ?? 'unknown'}).`,
+      });
+  }
+
+  const wanted: Condition[] = [];
+  if (phase === 'Running' && domain) {
+    const paused = domain.status.status === 'Paused';
+    wanted.push(
+      paused
+        ? domain.status.reason === 'StartingUp'
+          ? cond(COND.ready, 'False', now, 'StartingUp', 'the domain is starting')
+          : cond(COND.ready, 'False', now, 'Paused', 'the domain is paused')
+        : cond(COND.ready, 'True', now),
+    );
+    if (paused) {
+      const r = domain.status.reason;
+      if (r === 'StartingUp') {
+        /* libvirt's own pause while QEMU starts: not a Paused VMI */
+      } else if (r === 'User')
+        wanted.push(cond(COND.paused, 'True', now, 'PausedByUser', 'VMI was paused by user'));
+      else if (r === 'IOError')
+        wanted.push(
+          cond(COND.paused, 'True', now, 'PausedIOError', 'VMI was paused, low-level IO error detected'),
+        );
+      else
+        wanted.push(
+          cond(
+            COND.paused,
+            'True',
+            now,
+            `Paused${r || 'Unknown'}`,
+            `VMI was paused (${r || 'unknown reason'})`,
+          ),
+        );
+    }
+    if (agentConnected(domain)) wanted.push(cond(COND.agentConnected, 'True', now));
+    wanted.push(liveMigratable(vmi, now));
+  } else if (isFinal(phase)) {
+    wanted.push(
+      cond(COND.ready, 'False', now, phase, `the VMI ${phase === 'Failed' ? 'failed' : 'shut down'}`),
+    );
+  }
+  if (launcher.syncError && !isFinal(phase))
+    wanted.push(
+      cond(COND.synchronized, 'False', now, 'Synchronizing with the Domain failed.', launcher.syncError),
+    );
+  if (launcher.notReadyTimeout)
+    wanted.push(cond(COND.synchronized, 'False', now, 'LauncherNotReady', launcher.notReadyTimeout));
+  const conditions = mergeConditions(old.conditions, wanted);
+  if (conditions.length > 0 || old.conditions) status.conditions = conditions;
+
+  if (domain) {
+    const ifaces = domain.status.interfaces ?? [];
+    const specIfaces = vmi.spec.domain.devices?.interfaces ?? [];
+    if (specIfaces.length > 0 || ifaces.length > 0) {
+      status.interfaces = specIfaces.map((s) => {
+        const d = ifaces.find((i) => i.name === s.name);
+        return {
+          name: s.name,
+          ...(d?.mac || s.macAddress ? { mac: d?.mac || s.macAddress } : {}),
+          ...(d?.ip ? { ipAddress: d.ip } : {}),
+          ...(d?.ips?.length ? { ipAddresses: d.ips } : {}),
+          ...(d?.interfaceName ? { interfaceName: d.interfaceName } : {}),
+          infoSource: d?.ip ? 'domain, guest-agent' : 'domain',
+        };
+      }) as VirtualMachineInstanceStatus['interfaces'];
+    }
+    const os = domain.status.osInfo as Record<string, string | undefined> | undefined;
+    if (os && Object.values(os).some(Boolean)) {
+      status.guestOSInfo = Object.fromEntries(
+        OS_INFO.filter(([from]) => os[from]).map(([from, to]) => [to, os[from]]),
+      );
+    }
+  }
+  return { status, events };
+}
+
+/** Status equality that ignores key order (what decides whether the handler writes). */
+export function sameStatus(a: unknown, b: unknown): boolean {
+  return canonical(a) === canonical(b);
+}
+function canonical(v: unknown): string {
+  return JSON.stringify(v, (_k, val: unknown) =>
+    val && typeof val === 'object' && !Array.isArray(val)
+      ? Object.fromEntries(
+          Object.entries(val as Record<string, unknown>).sort(([x], [y]) => x.localeCompare(y)),
+        )
+      : val,
+  );
+}
