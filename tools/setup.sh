@@ -1,9 +1,22 @@
 #!/usr/bin/env bash
 # Installs everything the project needs on a Debian 12 machine (as root) and builds it.
 # Quick when everything is already there. Used by tools/run.sh and tools/test.sh.
+#   bash tools/setup.sh          everything (the test suite: also etcd, protoc, Go, kube-apiserver and
+#                                kubectl, the cmd-protocol interop tool; builds every project)
+#   bash tools/setup.sh --run    only what the main job (tools/run.sh) needs: Node 24, npm ci, the qemu
+#                                user, the test guest, the build of virt-launcher and what it imports
 set -euo pipefail
 cd "$(dirname "$0")/.."
 log() { printf '[setup] %s\n' "$*" >&2; }
+mode=all
+case "${1:-}" in
+  '') ;;
+  --run) mode=run ;;
+  *)
+    echo "setup: unknown option '$1' (usage: setup.sh [--run])" >&2
+    exit 2
+    ;;
+esac
 
 APT_PKGS=(
   libvirt-daemon libvirt-daemon-driver-qemu libvirt-dev libvirt-clients
