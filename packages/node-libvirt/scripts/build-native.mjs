@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const root = path.resolve(import.meta.dirname, '..');
 const out = path.join(root, 'build', 'Release', 'kvts_libvirt.node');
 const force = process.argv.includes('--force');
 
@@ -30,7 +30,7 @@ if (!process.argv.includes('--locked')) {
   );
   const r = spawnSync(
     'flock',
-    [lock, process.execPath, fileURLToPath(import.meta.url), '--locked', ...process.argv.slice(2)],
+    [lock, process.execPath, import.meta.filename, '--locked', ...process.argv.slice(2)],
     {
       stdio: 'inherit',
     },
