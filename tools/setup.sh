@@ -7,7 +7,7 @@
 #                                user, the test guest, the build of virt-launcher and what it imports
 set -euo pipefail
 cd "$(dirname "$0")/.."
-log() { printf '[setup] %s\n' "$*" >&2; }
+log() { printf '[setup +%ss] %s\n' "$SECONDS" "$*" >&2; }
 mode=all
 case "${1:-}" in
   '') ;;
@@ -41,24 +41,33 @@ fi
 source tools/node-env.sh
 log "node $(node --version) ($(command -v node))"
 
-# node_modules is reinstalled when the lock file changes or it was installed under another Node.js
-stamp=node_modules/.kvts-lock-stamp
-want="$(node -p process.version) $(sha256sum package-lock.json | cut -d' ' -f1)"
-if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  log "npm ci"
-  npm ci --no-audit --no-fund --loglevel=error
-  echo "$want" >"$stamp"
-fi
-
 # Extra setup steps of parts of the project (test guest, test control plane, users, ...):
 # each tools/setup.d/NN-name.sh is idempotent and quick when its work is already done.
 # A step whose header has the line `# setup: run` is also needed by the main job; the others only by tests.
-for step in tools/setup.d/*.sh; do
-  [ -e "$step" ] || continue
-  if [ "$mode" = run ] && ! grep -qx '# setup: run' "$step"; then continue; fi
-  log "step $(basename "$step")"
-  bash "$step"
-done
+# They need no node_modules, so they run (in order) while npm ci runs.
+steps() {
+  for step in tools/setup.d/*.sh; do
+    [ -e "$step" ] || continue
+    if [ "$mode" = run ] && ! grep -qx '# setup: run' "$step"; then continue; fi
+    log "step $(basename "$step")"
+    bash "$step" || return
+  done
+}
+steps &
+steps_pid=$!
+
+# node_modules is reinstalled when the lock file changes or it was installed under another Node.js
+stamp=node_modules/.kvts-lock-stamp
+want="$(node -p process.version) $(sha256sum package-lock.json | cut -d' ' -f1)"
+npm_status=0
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  log "npm ci"
+  if npm ci --no-audit --no-fund --loglevel=error; then echo "$want" >"$stamp"; else npm_status=$?; fi
+fi
+steps_status=0
+wait "$steps_pid" || steps_status=$?
+[ "$npm_status" = 0 ] || { echo "setup: npm ci failed ($npm_status)" >&2; exit 1; }
+[ "$steps_status" = 0 ] || { echo "setup: a tools/setup.d step failed ($steps_status)" >&2; exit 1; }
 
 export NX_DAEMON=false NX_NO_CLOUD=true NX_TUI=false
 if [ "$mode" = run ]; then
