@@ -147,7 +147,7 @@ describe('tarball contents', () => {
         .files.map((f) => f.path)
         .sort();
       const manifest = JSON.parse(readFileSync(path.join(ROOT, 'packages', p, 'package.json'), 'utf8')) as {
-        exports: Record<string, { types?: string; import?: string } | string>;
+        exports: Record<string, { types?: string; import?: string; default?: string } | string>;
         bin?: Record<string, string>;
         version: string;
         engines?: { node?: string };
@@ -158,7 +158,7 @@ describe('tarball contents', () => {
       // everything exports and bin point at is in the tarball
       const targets = [
         ...Object.values(manifest.exports).flatMap((e) =>
-          typeof e === 'string' ? [e] : [e.types, e.import],
+          typeof e === 'string' ? [e] : [e.types, e.import, e.default],
         ),
         ...Object.values(manifest.bin ?? {}),
       ].filter((t): t is string => typeof t === 'string');
