@@ -8,7 +8,7 @@
 kvts_node_version="${KVTS_NODE_VERSION:-24}"
 kvts_node_major() { "$1" -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
 if [ -z "${KVTS_NODE_VERSION:-}" ] && command -v node >/dev/null && [ "$(kvts_node_major node)" -ge 24 ]; then
-  kvts_node_dir="$(cd "$(dirname "$(command -v node)")/.." && pwd)"
+  kvts_node_dir="$(dirname "$(dirname "$(readlink -f "$(command -v node)")")")"
 else
   kvts_node_dir="$(bash "$(dirname "${BASH_SOURCE[0]}")/node-install.sh" "$kvts_node_version")"
   export PATH="$kvts_node_dir/bin:$PATH"
