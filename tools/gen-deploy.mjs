@@ -17,8 +17,7 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
-import { join, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import YAML from 'yaml';
 
@@ -571,7 +570,7 @@ function main() {
     );
     process.exit(2);
   }
-  const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
+  const repoRoot = join(import.meta.dirname, '..');
   const deployDir = join(repoRoot, 'deploy');
   const generated = generateDeploy(repoRoot, { registry: values.registry, tag: values.tag });
   const wrong = checkDeploy(repoRoot, generated);
@@ -592,4 +591,4 @@ function main() {
   );
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) main();
+if (process.argv[1] && import.meta.filename === process.argv[1]) main();

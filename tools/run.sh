@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# The main job on an embedded default: installs and builds what is missing (Debian packages, npm ci,
-# the build, the tiny test guest), then runs the standalone virt-launcher on examples/vmi-tiny.yaml
+# The main job on an embedded default: installs and builds only what it needs when missing (Debian
+# packages, Node 24, npm ci, the tiny test guest, the build of virt-launcher; not the test suite's Go,
+# kube-apiserver or interop tool), then runs the standalone virt-launcher on examples/vmi-tiny.yaml
 # under QEMU emulation with the guest's serial console on the terminal. Ctrl-C powers the guest off
 # through ACPI; the command exits 0 when the guest has powered off.
 #   bash tools/run.sh                          # the tiny guest
 #   bash tools/run.sh --vmi my-vmi.yaml [--image REF=PATH]...   # another VMI (see apps/virt-launcher/README.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash tools/setup.sh
+bash tools/setup.sh --run
+source tools/node-env.sh # Node 24 (setup installed it) first on PATH: the launcher's `env node` shebang finds it
 guest="${KVTS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubevirt-ts}/guest"
 launcher=apps/virt-launcher/dist/main.js
 chmod +x "$launcher" # run as an executable so its shebang's V8 flags apply

@@ -2,6 +2,8 @@
 // an empty folder outside the repository (dependencies from the npm cache; node-libvirt's addon is
 // compiled by its install script with node-gyp), then imported and run there by plain node processes:
 // one real call per package, the bins on a reference VMI, and the README import lines type-checked.
+// Each runs under Node 22 (the oldest the packages support: engines >=22.19) and Node 24 (the project's
+// runtime), both the official builds tools/node-install.sh caches; a CommonJS consumer require()s them.
 import { spawnSync, type SpawnSyncOptions } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -23,6 +25,11 @@ const PACKAGES = [
 ] as const;
 type Pkg = (typeof PACKAGES)[number];
 
+/** The official Node.js builds the packages are run under (pinned in tools/node-install.sh). */
+const RUNTIMES = ['22', '24'] as const;
+type Runtime = (typeof RUNTIMES)[number];
+const nodeDirs = new Map<Runtime, string>();
+
 function cleanEnv(): NodeJS.ProcessEnv {
   // the npm that runs jest (workspace, prefix, ...) must not leak into the nested npm calls
   const env: NodeJS.ProcessEnv = {};
@@ -35,7 +42,17 @@ function cleanEnv(): NodeJS.ProcessEnv {
     if (k === 'NODE_OPTIONS' || k.startsWith('JEST') || k.startsWith('NX_')) continue;
     env[k] = v;
   }
-  env.npm_config_nodedir = '/usr'; // node-gyp builds against /usr/include/node
+  // node-gyp builds the addon against the headers of the node running this (an N-API addon: one
+  // build loads in every runtime below)
+  const prefix = path.resolve(process.execPath, '../..');
+  env.npm_config_nodedir = existsSync(path.join(prefix, 'include/node/node_api.h')) ? prefix : '/usr';
+  return env;
+}
+
+/** The environment with `runtime`'s node first on PATH (for `#!/usr/bin/env node` bins). */
+function runtimeEnv(runtime: Runtime): NodeJS.ProcessEnv {
+  const env = cleanEnv();
+  env.PATH = `${path.join(nodeDirs.get(runtime)!, 'bin')}:${env.PATH ?? ''}`;
   return env;
 }
 
@@ -62,6 +79,8 @@ let app: string;
 const packed = new Map<Pkg, PackResult>();
 
 beforeAll(() => {
+  for (const r of RUNTIMES)
+    nodeDirs.set(r, sh('bash', [path.join(ROOT, 'tools/node-install.sh'), r], { timeout: 300_000 }).trim());
   work = mkdtempSync(path.join(tmpdir(), 'kvts-packaging-'));
   const tarballs = path.join(work, 'tarballs');
   mkdirSync(tarballs);
@@ -110,10 +129,13 @@ const SMALL_VMI = JSON.stringify({
   spec: { domain: { resources: { requests: { memory: '128Mi' } }, devices: {} } },
 });
 
-/** Runs an ES module in the consumer folder with plain node; returns its stdout parsed as JSON. */
-function consumer(name: string, code: string): unknown {
+/** Runs a module (ES, or CommonJS for .cjs) in the consumer folder with `runtime`'s plain node;
+ * returns its stdout parsed as JSON. */
+function consumer(runtime: Runtime, name: string, code: string): unknown {
   writeFileSync(path.join(app, name), code);
-  return JSON.parse(sh(process.execPath, [name], { cwd: app, timeout: 120_000 }));
+  const node = path.join(nodeDirs.get(runtime)!, 'bin', 'node');
+  const out = sh(node, [name], { cwd: app, timeout: 120_000, env: runtimeEnv(runtime) });
+  return JSON.parse(out);
 }
 
 describe('tarball contents', () => {
@@ -125,16 +147,18 @@ describe('tarball contents', () => {
         .files.map((f) => f.path)
         .sort();
       const manifest = JSON.parse(readFileSync(path.join(ROOT, 'packages', p, 'package.json'), 'utf8')) as {
-        exports: Record<string, { types?: string; import?: string } | string>;
+        exports: Record<string, { types?: string; import?: string; default?: string } | string>;
         bin?: Record<string, string>;
         version: string;
+        engines?: { node?: string };
       };
       expect(manifest.version).toMatch(/^\d+\.\d+\.\d+$/);
+      expect(manifest.engines?.node).toBe('>=22.19');
       expect(files).toEqual(expect.arrayContaining(['README.md', 'package.json']));
       // everything exports and bin point at is in the tarball
       const targets = [
         ...Object.values(manifest.exports).flatMap((e) =>
-          typeof e === 'string' ? [e] : [e.types, e.import],
+          typeof e === 'string' ? [e] : [e.types, e.import, e.default],
         ),
         ...Object.values(manifest.bin ?? {}),
       ].filter((t): t is string => typeof t === 'string');
@@ -170,10 +194,17 @@ describe('tarball contents', () => {
   });
 });
 
-describe('installed from the tarballs, imported and called', () => {
+describe.each(RUNTIMES)('installed from the tarballs, imported and called under Node %s', (rt) => {
+  test('the runtime is that Node.js', () => {
+    expect(consumer(rt, 'version.mjs', 'console.log(JSON.stringify(process.versions.node));')).toMatch(
+      new RegExp(`^${rt}\\.`),
+    );
+  });
+
   test('api: validateObject, defaults, parseQuantity', () => {
     expect(
       consumer(
+        rt,
         'api.mjs',
         `import { validateObject, setVirtualMachineInstanceDefaults, parseQuantity } from '@kubevirt-ts/api';
 const vmi = { apiVersion: 'kubevirt.io/v1', kind: 'VirtualMachineInstance', metadata: { name: 'a' },
@@ -190,6 +221,7 @@ console.log(JSON.stringify({
 
   test('log: createLogger writes one JSON object per line', () => {
     const out = consumer(
+      rt,
       'log.mjs',
       `import { PassThrough } from 'node:stream';
 import { createLogger } from '@kubevirt-ts/log';
@@ -215,6 +247,7 @@ setImmediate(() => console.log(JSON.stringify(text.trim().split('\\n').map((l) =
 
   test('converter: toDomainXml(toDomain(vmi)) and back', () => {
     const out = consumer(
+      rt,
       'converter.mjs',
       `import { setVirtualMachineInstanceDefaults } from '@kubevirt-ts/api';
 import { toDomain, toDomainXml, parseDomainXml } from '@kubevirt-ts/converter';
@@ -229,6 +262,7 @@ console.log(JSON.stringify({ name: back.name, type: back.type, roundTrip: toDoma
 
   test('renderer: renderLaunchPod', () => {
     const out = consumer(
+      rt,
       'renderer.mjs',
       `import { setVirtualMachineInstanceDefaults } from '@kubevirt-ts/api';
 import { renderLaunchPod } from '@kubevirt-ts/renderer';
@@ -247,6 +281,7 @@ console.log(JSON.stringify({ generateName: pod.metadata.generateName, image: com
 
   test('cmd-protocol: CmdServer on a temp socket, Ping and GetDomain through a CmdClient', () => {
     const out = consumer(
+      rt,
       'cmd-protocol.mjs',
       `import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -272,6 +307,7 @@ console.log(JSON.stringify({ pinged: true, unsupported }));
 
   test('node-libvirt: open test:///default, list domains, read a state', () => {
     const out = consumer(
+      rt,
       'node-libvirt.mjs',
       `import { Connection } from '@kubevirt-ts/node-libvirt';
 const conn = await Connection.open('test:///default');
@@ -287,6 +323,7 @@ console.log(JSON.stringify(out));
 
   test('libvirt-manager: DomainManager over test:///default, getDomain', () => {
     const out = consumer(
+      rt,
       'libvirt-manager.mjs',
       `import { Connection } from '@kubevirt-ts/node-libvirt';
 import { createPodLayout } from '@kubevirt-ts/converter';
@@ -304,11 +341,33 @@ console.log(JSON.stringify({ name: dom?.spec?.name ?? dom?.metadata?.name, statu
   });
 });
 
-describe('bins from the tarballs', () => {
+describe.each(RUNTIMES)('a CommonJS consumer under Node %s', (rt) => {
+  test('require() of every package loads it (ES modules from require) and it works', () => {
+    const out = consumer(
+      rt,
+      'consumer.cjs',
+      `const names = ${JSON.stringify(PACKAGES.map((p) => `@kubevirt-ts/${p}`))};
+const exported = {};
+for (const n of names) exported[n] = typeof require(n) === 'object' && Object.keys(require(n)).length > 0;
+const { setVirtualMachineInstanceDefaults } = require('@kubevirt-ts/api');
+const { toDomain, toDomainXml } = require('@kubevirt-ts/converter');
+const xml = toDomainXml(toDomain(setVirtualMachineInstanceDefaults(${SMALL_VMI}), { allowEmulation: true, kvmAvailable: false }));
+console.log(JSON.stringify({ exported, name: xml.includes('<name>demo_small</name>') }));
+`,
+    );
+    expect(out).toEqual({
+      exported: Object.fromEntries(PACKAGES.map((p) => [`@kubevirt-ts/${p}`, true])),
+      name: true,
+    });
+  });
+});
+
+describe.each(RUNTIMES)('bins from the tarballs under Node %s', (rt) => {
   test('kv-validate: a reference VMI is ok, an invalid one names the field', () => {
     const bin = path.join(app, 'node_modules/.bin/kv-validate');
-    expect(sh(bin, [path.join(REFERENCE, '09-masquerade-ports.yaml')], { cwd: app })).toMatch(/: ok\n$/);
-    const bad = run(bin, [path.join(REFERENCE, '15-xml-metachars.yaml')], { cwd: app });
+    const env = runtimeEnv(rt);
+    expect(sh(bin, [path.join(REFERENCE, '09-masquerade-ports.yaml')], { cwd: app, env })).toMatch(/: ok\n$/);
+    const bad = run(bin, [path.join(REFERENCE, '15-xml-metachars.yaml')], { cwd: app, env });
     expect(bad.status).toBe(1);
     expect(bad.stdout + bad.stderr).toContain('spec.domain.devices.disks[0].serial');
   });
@@ -317,12 +376,10 @@ describe('bins from the tarballs', () => {
     const xml = sh(
       path.join(app, 'node_modules/.bin/virt-convert'),
       [path.join(REFERENCE, '09-masquerade-ports.yaml')],
-      {
-        cwd: app,
-      },
+      { cwd: app, env: runtimeEnv(rt) },
     );
     expect(xml).toContain('<name>default_net-masq</name>');
-    const actual = path.join(work, 'actual.xml');
+    const actual = path.join(work, `actual-${rt}.xml`);
     writeFileSync(actual, xml);
     const facts = run('python3', [
       path.join(SHARED, 'tools', 'domain-facts.py'),

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# setup: run
 # User `qemu` (uid 107, gid 107), as in KubeVirt's virt-launcher image: the launcher runs its private
 # libvirtd (session mode) and QEMU as this uid. libvirtd looks the uid up with getpwuid
 # (virGetUserEnt: "Failed to find user record for uid '107'" otherwise), so a passwd entry must exist.

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const root = path.resolve(import.meta.dirname, '..');
 const out = path.join(root, 'build', 'Release', 'kvts_libvirt.node');
 const force = process.argv.includes('--force');
 
@@ -30,7 +30,7 @@ if (!process.argv.includes('--locked')) {
   );
   const r = spawnSync(
     'flock',
-    [lock, process.execPath, fileURLToPath(import.meta.url), '--locked', ...process.argv.slice(2)],
+    [lock, process.execPath, import.meta.filename, '--locked', ...process.argv.slice(2)],
     {
       stdio: 'inherit',
     },
@@ -41,7 +41,11 @@ if (!process.argv.includes('--locked')) {
 
 // holding the lock: another build may have finished meanwhile
 if (!force && upToDate()) process.exit(0);
-const env = { ...process.env, npm_config_nodedir: process.env.npm_config_nodedir || '/usr' };
+// headers: npm_config_nodedir, else those of the node running this (an official build carries
+// include/node), else Debian's /usr/include/node. An N-API addon: one build loads in every Node >= 22.
+const prefix = path.resolve(process.execPath, '..', '..');
+const nodedir = existsSync(path.join(prefix, 'include', 'node', 'node_api.h')) ? prefix : '/usr';
+const env = { ...process.env, npm_config_nodedir: process.env.npm_config_nodedir || nodedir };
 // node-gyp: the workspace's (a devDependency at the repository root), else the one npm bundles and
 // names in npm_config_node_gyp while it runs this as the install script of an installed tarball.
 let nodeGyp;

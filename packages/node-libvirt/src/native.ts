@@ -1,7 +1,6 @@
 // Loads the compiled addon (build/Release/kvts_libvirt.node, built by `npm run build` via node-gyp).
 import { createRequire } from 'node:module';
 import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 
 export interface NativeDomRef {
@@ -29,7 +28,7 @@ interface Addon {
   NativeConnection: new () => NativeConnection;
 }
 
-const pkgRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const pkgRoot = path.resolve(import.meta.dirname, '..');
 
 function load(): Addon {
   const candidates = [
