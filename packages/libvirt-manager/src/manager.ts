@@ -40,6 +40,8 @@ export interface SyncOptions {
   VirtualMachineSMBios?:
     { manufacturer?: string; product?: string; version?: string; sku?: string; family?: string } | undefined;
   MemBalloonStatsPeriod?: number;
+  /** preallocated / thick-provisioned volumes: their disks get no discard=unmap */
+  PreallocatedVolumes?: string[];
   DisksInfo?: Record<string, { format?: string; virtualSize?: number | string } | undefined>;
   clusterConfig?: { FreePageReportingDisabled?: boolean; SerialConsoleLogDisabled?: boolean } | undefined;
 }
