@@ -162,7 +162,6 @@ export function launcherContext(
   );
   // contextWithOptions turns these off from the cluster config; the VMI's own setting wins (upstream)
   ctx.serialConsoleLog = logSerial ?? cluster?.SerialConsoleLogDisabled !== true;
-  if (options?.PreallocatedVolumes?.length) ctx.volumesDiscardIgnore = [...options.PreallocatedVolumes];
   if (found && Object.keys(found).length > 0) ctx.disksInfo = { ...ctx.disksInfo, ...found };
   return ctx;
 }

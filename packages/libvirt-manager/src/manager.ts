@@ -48,8 +48,8 @@ export interface SyncOptions {
 
 /**
  * The converter context for one sync: `base` (the launcher's facts about its Pod) with what
- * virt-handler sent in VirtualMachineOptions applied (SMBIOS, balloon stats period, image
- * formats, free page reporting, serial console log).
+ * virt-handler sent in VirtualMachineOptions applied (SMBIOS, balloon stats period, preallocated
+ * volumes, image formats, free page reporting, serial console log).
  */
 export function contextWithOptions(base: ConverterContext, o: SyncOptions | undefined): ConverterContext {
   if (!o) return base;
@@ -60,6 +60,7 @@ export function contextWithOptions(base: ConverterContext, o: SyncOptions | unde
     if (entries.length) ctx.smbios = Object.fromEntries(entries);
   }
   if (o.MemBalloonStatsPeriod) ctx.memBalloonStatsPeriod = o.MemBalloonStatsPeriod;
+  if (o.PreallocatedVolumes?.length) ctx.volumesDiscardIgnore = [...o.PreallocatedVolumes];
   if (o.DisksInfo) {
     const disksInfo: NonNullable<ConverterContext['disksInfo']> = { ...base.disksInfo };
     for (const [volume, info] of Object.entries(o.DisksInfo)) {
