@@ -30,6 +30,12 @@ function fakeLayer(): DomainLayer {
     },
     killVMI: async () => void calls.push('kill'),
     getDomain: async () => ({ domainName: 'ns_vm' }),
+    getUsers: async () => ({ items: [{ userName: 'root', loginTime: 1 }] }),
+    getFilesystems: async () => ({ items: [{ diskName: 'vda1', mountPoint: '/', fileSystemType: 'ext4' }] }),
+    exec: async (name: string, cmd: string, args: string[], timeout: number) => {
+      calls.push(`exec:${name}:${cmd}:${args.join(',')}:${timeout}`);
+      return { exitCode: 3, stdout: 'out' };
+    },
   };
   return {
     manager: manager as never,
@@ -159,6 +165,18 @@ describe('Launcher lifecycle', () => {
     ).rejects.toThrow(/this launcher runs ns\/vm, not ns\/other/);
     await expect(client.hotplugHostDevices(vmi as never)).rejects.toThrow(/not supported/);
     expect(calls).not.toContain('sync');
+    client.close();
+    await l.terminate();
+  });
+
+  it('guest agent rpcs (GetUsers, GetFilesystems, Exec) reach the DomainManager over the cmd socket', async () => {
+    const { l, client } = await started(config());
+    expect(await client.getUsers()).toEqual({ items: [{ userName: 'root', loginTime: 1 }] });
+    expect(await client.getFilesystems()).toEqual({
+      items: [{ diskName: 'vda1', mountPoint: '/', fileSystemType: 'ext4' }],
+    });
+    expect(await client.exec('ns_vm', '/bin/true', ['a', 'b'], 5)).toEqual({ exitCode: 3, stdout: 'out' });
+    expect(calls).toContain('exec:ns_vm:/bin/true:a,b:5');
     client.close();
     await l.terminate();
   });

@@ -12,7 +12,7 @@ import { CmdServer, NotifyClient, notifySocketPath, type CmdBackend } from '@kub
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import { ExitCode, LauncherError } from './errors.js';
 import { leftovers } from './monitor.js';
-import { fromPodLayout, prepareVolumes, type PodPaths } from './prepare/index.js';
+import { disksInfoOf, fromPodLayout, prepareVolumes, type PodPaths } from './prepare/index.js';
 import {
   createLayout,
   openDomainLayer,
@@ -68,6 +68,8 @@ export class Launcher extends EventEmitter {
   private notify: NotifyClient | undefined;
   private vmi: VirtualMachineInstance | undefined;
   private prepared = false;
+  /** image facts found while preparing disks (by volume), given to the converter */
+  private disksInfo: ReturnType<typeof disksInfoOf> = {};
   private started = false;
   private lastStatus: { status: string; reason: string } | undefined;
   private qemuTimer: NodeJS.Timeout | undefined;
@@ -135,6 +137,7 @@ export class Launcher extends EventEmitter {
         allowEmulation: c.allowEmulation,
         logger: this.log,
         domainName: `${c.namespace}_${c.name}`,
+        disksInfo: () => this.disksInfo,
       });
       this.stage('connect', 'connected to libvirt', { libvirtVersion: await layer.libvirtVersion() });
       return layer;
@@ -201,10 +204,11 @@ export class Launcher extends EventEmitter {
         self.vmi = vmi;
         if (!self.prepared) {
           const t0 = Date.now();
-          await prepareVolumes(vmi as never, self.paths, {
+          const prepared = await prepareVolumes(vmi as never, self.paths, {
             owner: self.config.libvirtUser,
             onStep: (msg, f) => self.log.info(msg, { stage: 'prepare', volume: f.volume, path: f.path }),
           });
+          self.disksInfo = disksInfoOf(prepared);
           self.prepared = true;
           self.log.info('disks prepared', { stage: 'prepare', ms: Date.now() - t0 });
         }
@@ -226,15 +230,20 @@ export class Launcher extends EventEmitter {
       getDomainStats: delegate('getDomainStats') as CmdBackend['getDomainStats'],
       getGuestInfo: delegate('getGuestInfo') as CmdBackend['getGuestInfo'],
       guestPing: delegate('guestPing') as CmdBackend['guestPing'],
+      getUsers: delegate('getUsers') as CmdBackend['getUsers'],
+      getFilesystems: delegate('getFilesystems') as CmdBackend['getFilesystems'],
+      exec: delegate('exec') as CmdBackend['exec'],
       getQemuVersion: delegate('getQemuVersion') as CmdBackend['getQemuVersion'],
-      // migration: passed to the DomainManager (covered by libvirt-manager's tests, not yet through a launcher)
+      // migration: passed to the DomainManager (covered by libvirt-manager's tests, not yet through a launcher);
+      // its starts and outcomes reach the notify client as domain events (the watcher re-reports the domain)
       migrateVMI: delegate('migrateVMI') as CmdBackend['migrateVMI'],
       cancelMigration: delegate('cancelMigration') as CmdBackend['cancelMigration'],
       finalizeMigration: delegate('finalizeMigration') as CmdBackend['finalizeMigration'],
       async prepareMigrationTarget(vmi, options) {
         checkVmi(vmi);
         if (!self.prepared) {
-          await prepareVolumes(vmi as never, self.paths, { owner: self.config.libvirtUser });
+          const prepared = await prepareVolumes(vmi as never, self.paths, { owner: self.config.libvirtUser });
+          self.disksInfo = disksInfoOf(prepared);
           self.prepared = true;
         }
         await dm().prepareMigrationTarget!(vmi as never, options as never);

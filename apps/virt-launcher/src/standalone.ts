@@ -21,7 +21,7 @@ import type { StandaloneFlags } from './flags.js';
 import { Launcher, type LauncherResult } from './launcher.js';
 import { createLogger } from '@kubevirt-ts/log';
 import { runMonitor } from './monitor.js';
-import { PrepareError, stageLocalImages } from './prepare/index.js';
+import { PrepareError, stageLocalImages, standaloneVmOptions, type ImageInfo } from './prepare/index.js';
 
 /**
  * Set in the environment of the launcher a standalone monitor runs: 'owned' (the monitor made the
@@ -242,8 +242,9 @@ export async function startStandalone(flags: StandaloneFlags, io: StandaloneIO):
   let launcherResult: LauncherResult | undefined;
 
   // images first: a missing image fails before any daemon starts
+  let staged: Record<string, ImageInfo> = {};
   try {
-    await stageLocalImages(vmi as never, flags.images, launcher.paths, {
+    staged = await stageLocalImages(vmi as never, flags.images, launcher.paths, {
       owner: libvirtUser,
       onStep: (msg) => io.progress(msg),
     });
@@ -320,7 +321,7 @@ export async function startStandalone(flags: StandaloneFlags, io: StandaloneIO):
     timeoutMs: flags.qemuTimeoutMs + 30_000,
   });
   try {
-    await client.syncVMI(vmi as never);
+    await client.syncVMI(vmi as never, standaloneVmOptions(staged));
     io.progress('sync: domain defined and started');
   } catch (e) {
     io.progress(`sync failed: ${(e as Error).message}`);

@@ -7,6 +7,7 @@ import type { Logger } from '@kubevirt-ts/log';
 import { createPodLayout, type ConverterContext, type PodLayout } from '@kubevirt-ts/converter';
 import {
   ConnectionHolder,
+  contextWithOptions,
   DomainManager,
   DomainWatcher,
   type DomainWatchEvent,
@@ -115,6 +116,57 @@ export async function saveCaps(baseDir: string, cacheDir: string): Promise<void>
   }
 }
 
+/** The parts of a VMI that decide per-VMI launcher options (upstream's launcher reads the same). */
+export interface VmiFacts {
+  metadata?: { annotations?: Record<string, string> };
+  spec?: {
+    domain?: {
+      cpu?: { dedicatedCpuPlacement?: boolean; realtime?: unknown };
+      memory?: { hugepages?: unknown };
+      devices?: { autoattachMemBalloon?: boolean; logSerialConsole?: boolean };
+    };
+  };
+}
+
+/**
+ * The converter context of one sync, as upstream's launcher builds it: the handler's
+ * VirtualMachineOptions (SMBIOS, balloon stats period, preallocated volumes, disksInfo, cluster config)
+ * over the launcher's base; free page reporting on unless the cluster, the VMI (no balloon,
+ * dedicated CPUs / realtime / hugepages, annotation kubevirt.io/free-page-reporting-disabled) turns
+ * it off; serial console log unless the VMI or the cluster turns it off. `found` (what disk
+ * preparation found) wins over the handler's disksInfo: it describes the file QEMU will open.
+ */
+export function launcherContext(
+  base: ConverterContext,
+  vmi: VmiFacts | undefined,
+  options: SyncOptions | undefined,
+  found?: ConverterContext['disksInfo'],
+): ConverterContext {
+  const cluster = options?.clusterConfig;
+  const dom = vmi?.spec?.domain;
+  const highPerformance =
+    dom?.cpu?.dedicatedCpuPlacement === true || dom?.cpu?.realtime != null || dom?.memory?.hugepages != null;
+  const freePageReporting = !(
+    cluster?.FreePageReportingDisabled === true ||
+    dom?.devices?.autoattachMemBalloon === false ||
+    highPerformance ||
+    vmi?.metadata?.annotations?.['kubevirt.io/free-page-reporting-disabled'] === 'true'
+  );
+  const logSerial = dom?.devices?.logSerialConsole;
+  const ctx = contextWithOptions(
+    {
+      ...base,
+      freePageReporting,
+      serialConsoleLog: logSerial ?? cluster?.SerialConsoleLogDisabled !== true,
+    },
+    options,
+  );
+  // contextWithOptions turns these off from the cluster config; the VMI's own setting wins (upstream)
+  ctx.serialConsoleLog = logSerial ?? cluster?.SerialConsoleLogDisabled !== true;
+  if (found && Object.keys(found).length > 0) ctx.disksInfo = { ...ctx.disksInfo, ...found };
+  return ctx;
+}
+
 export const openDomainLayer = {
   async startDaemon(opts: {
     baseDir: string;
@@ -137,7 +189,14 @@ export const openDomainLayer = {
 
   async connect(
     daemon: SessionDaemon,
-    opts: { root: string; allowEmulation: boolean; logger: Logger; domainName: string },
+    opts: {
+      root: string;
+      allowEmulation: boolean;
+      logger: Logger;
+      domainName: string;
+      /** what disk preparation found (image formats, sizes by volume), read at each sync */
+      disksInfo?: () => ConverterContext['disksInfo'];
+    },
   ): Promise<DomainLayer> {
     const { Connection } = await nodeLibvirt();
     const holder = new ConnectionHolder(() => Connection.open(daemon.uri) as never);
@@ -147,17 +206,19 @@ export const openDomainLayer = {
       kvmAvailable: kvmAvailable(opts.allowEmulation),
       layout: createLayout(opts.root),
     };
-    // upstream logs the serial console to a file unless the cluster config disables it
-    const context = (_vmi: unknown, options: SyncOptions | undefined): ConverterContext => ({
-      ...base,
-      serialConsoleLog: options?.clusterConfig?.SerialConsoleLogDisabled !== true,
-      memBalloonStatsPeriod: options?.MemBalloonStatsPeriod,
-    });
+    // the handler's VirtualMachineOptions (SMBIOS, balloon stats period, disksInfo, cluster config)
+    // applied as libvirt-manager does; upstream logs the serial console to a file unless the cluster
+    // config disables it. What this launcher found on disk wins over the handler's disksInfo: it is
+    // the file QEMU will open.
+    const context = (vmi: unknown, options: SyncOptions | undefined): ConverterContext =>
+      launcherContext(base, vmi as VmiFacts, options, opts.disksInfo?.());
     const manager = new DomainManager({ connection: holder, context, logger: opts.logger });
     const watcher = new DomainWatcher({
       connection: holder,
       filter: (n) => n === opts.domainName,
       logger: opts.logger,
+      // migration starts and outcomes re-report the domain, so they reach the notify client
+      migrations: manager,
     });
     const listeners: Array<(ev: DomainEventLike) => void> = [];
     watcher.on('event', (ev: DomainWatchEvent) => {

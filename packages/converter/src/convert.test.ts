@@ -337,11 +337,15 @@ describe('storage', () => {
         source: { file: '/var/run/kubevirt/container-disks/disk_0.img' },
       },
     });
+    // format from disksInfo (what the launcher found); the chain ends there (no probing of the image)
     expect(by.iso!.backingStore).toEqual({
       type: 'file',
       format: 'raw',
       source: { file: '/var/run/kubevirt/container-disks/disk_7.img' },
+      terminated: true,
     });
+    expect(by.root!.backingStore!.terminated).toBe(true);
+    expect(by.eph!.backingStore!.terminated).toBeUndefined();
     expect(by.pvcfile).toMatchObject({
       type: 'file',
       source: { file: '/var/run/kubevirt-private/vmi-disks/pvcfile/disk.img' },

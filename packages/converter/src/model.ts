@@ -169,7 +169,14 @@ export interface Disk {
   source?: { file?: string; dev?: string };
   target: { dev: string; bus: 'virtio' | 'sata' | 'scsi' | 'usb'; tray?: 'open' | 'closed' };
   driver: DiskDriver;
-  backingStore?: { type: 'file' | 'block'; format: string; source: { file?: string; dev?: string } };
+  /** `terminated`: an empty <backingStore/> inside ends the chain, so libvirt does not probe the
+   * backing image for a backing file of its own */
+  backingStore?: {
+    type: 'file' | 'block';
+    format: string;
+    source: { file?: string; dev?: string };
+    terminated?: boolean;
+  };
   readonly?: true;
   shareable?: true;
   serial?: string;

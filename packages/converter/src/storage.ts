@@ -217,6 +217,8 @@ function convertVolume(v: VmiVolume, index: number, disk: Disk, ctx: ResolvedCon
       type: 'file',
       format: ctx.disksInfo[v.name]?.format ?? 'qcow2',
       source: { file: L.containerDiskImage(index) },
+      // the container image is used as it is: its own backing file (refused by the launcher) is never read
+      terminated: true,
     };
     disk.driver.discard = 'unmap';
   } else if (v.ephemeral) {

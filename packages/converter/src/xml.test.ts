@@ -190,3 +190,27 @@ describe('parseDomainXml', () => {
     }
   });
 });
+
+describe('containerDisk backing store', () => {
+  test('the chain is terminated with an empty <backingStore/> and parses back', () => {
+    const vmi = setVirtualMachineInstanceDefaults({
+      apiVersion: 'kubevirt.io/v1',
+      kind: 'VirtualMachineInstance',
+      metadata: { name: 'v', namespace: 'default' },
+      spec: {
+        domain: { resources: { requests: { memory: '64Mi' } }, devices: { disks: [{ name: 'root' }] } },
+        volumes: [{ name: 'root', containerDisk: { image: 'img' } }],
+      },
+    } as never);
+    const xml = toDomainXml(toDomain(vmi, { disksInfo: { root: { format: 'raw' } } }));
+    expect(xml).toMatch(
+      /<backingStore type="file">\s*<format type="raw"\/>\s*<source file="\/var\/run\/kubevirt\/container-disks\/disk_0\.img"\/>\s*<backingStore\/>\s*<\/backingStore>/,
+    );
+    expect(parseDomainXml(xml).devices.disks![0]!.backingStore).toEqual({
+      type: 'file',
+      format: 'raw',
+      source: { file: '/var/run/kubevirt/container-disks/disk_0.img' },
+      terminated: true,
+    });
+  });
+});

@@ -267,6 +267,7 @@ function diskToXml(d: Disk): ONode {
       el('backingStore', { type: d.backingStore.type }, [
         el('format', { type: d.backingStore.format }),
         el('source', { file: d.backingStore.source.file, dev: d.backingStore.source.dev }),
+        ...(d.backingStore.terminated ? [el('backingStore')] : []),
       ]),
     );
   c.push(el('target', { dev: d.target.dev, bus: d.target.bus, tray: d.target.tray }));
@@ -712,6 +713,7 @@ function parseDisk(n: XNode, i: number): Disk {
       type: (attr(bs, 'type') ?? 'file') as 'file',
       format: attr(node(bs, 'format'), 'type') ?? 'raw',
       source: cleanAttrs(node(bs, 'source'), ['file', 'dev']) ?? {},
+      ...(node(bs, 'backingStore') ? { terminated: true } : {}),
     };
   if (node(n, 'readonly')) d.readonly = true;
   if (node(n, 'shareable')) d.shareable = true;

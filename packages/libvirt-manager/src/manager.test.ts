@@ -465,6 +465,7 @@ describe('contextWithOptions', () => {
       contextWithOptions(base, {
         VirtualMachineSMBios: { manufacturer: 'KubeVirt', product: '', version: '1', sku: '', family: '' },
         MemBalloonStatsPeriod: 10,
+        PreallocatedVolumes: ['thick'],
         DisksInfo: { disk0: { format: 'raw', virtualSize: 1024 }, bad: { format: 'vmdk' } },
         clusterConfig: { FreePageReportingDisabled: true, SerialConsoleLogDisabled: true },
       }),
@@ -474,6 +475,7 @@ describe('contextWithOptions', () => {
       serialConsoleLog: false,
       smbios: { manufacturer: 'KubeVirt', version: '1' },
       memBalloonStatsPeriod: 10,
+      volumesDiscardIgnore: ['thick'],
       disksInfo: { disk0: { format: 'raw', virtualSize: 1024 } },
     });
   });

@@ -40,14 +40,16 @@ export interface SyncOptions {
   VirtualMachineSMBios?:
     { manufacturer?: string; product?: string; version?: string; sku?: string; family?: string } | undefined;
   MemBalloonStatsPeriod?: number;
+  /** preallocated / thick-provisioned volumes: their disks get no discard=unmap */
+  PreallocatedVolumes?: string[];
   DisksInfo?: Record<string, { format?: string; virtualSize?: number | string } | undefined>;
   clusterConfig?: { FreePageReportingDisabled?: boolean; SerialConsoleLogDisabled?: boolean } | undefined;
 }
 
 /**
  * The converter context for one sync: `base` (the launcher's facts about its Pod) with what
- * virt-handler sent in VirtualMachineOptions applied (SMBIOS, balloon stats period, image
- * formats, free page reporting, serial console log).
+ * virt-handler sent in VirtualMachineOptions applied (SMBIOS, balloon stats period, preallocated
+ * volumes, image formats, free page reporting, serial console log).
  */
 export function contextWithOptions(base: ConverterContext, o: SyncOptions | undefined): ConverterContext {
   if (!o) return base;
@@ -58,6 +60,7 @@ export function contextWithOptions(base: ConverterContext, o: SyncOptions | unde
     if (entries.length) ctx.smbios = Object.fromEntries(entries);
   }
   if (o.MemBalloonStatsPeriod) ctx.memBalloonStatsPeriod = o.MemBalloonStatsPeriod;
+  if (o.PreallocatedVolumes?.length) ctx.volumesDiscardIgnore = [...o.PreallocatedVolumes];
   if (o.DisksInfo) {
     const disksInfo: NonNullable<ConverterContext['disksInfo']> = { ...base.disksInfo };
     for (const [volume, info] of Object.entries(o.DisksInfo)) {

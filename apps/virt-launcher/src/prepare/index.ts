@@ -38,6 +38,17 @@ export interface PreparedVolume {
   kind: string;
   path: string;
   action: 'created' | 'exists';
+  /** containerDisk: what qemu-img found in the image (its format reaches the converter as disksInfo) */
+  image?: ImageInfo;
+}
+
+/** What `qemu-img info` says about an image file. */
+export interface ImageInfo {
+  format: string;
+  /** virtual size in bytes */
+  virtualSize: number;
+  /** the image's backing file, when it has one (a qcow2 chain) */
+  backingFile?: string;
 }
 
 /** Thrown with the field path of the volume that could not be prepared. */
@@ -75,12 +86,57 @@ function qemuImg(): string {
   return p;
 }
 
+/**
+ * What qemu-img sees in an image file: format, virtual size, backing file. Only this file is opened
+ * (`--backing-chain` is not used), so a backing file named inside it is never read.
+ */
+export async function imageInfo(file: string): Promise<ImageInfo> {
+  const { stdout } = await run(qemuImg(), ['info', '--output=json', file]);
+  const j = JSON.parse(stdout) as {
+    format?: string;
+    'virtual-size'?: number;
+    'backing-filename'?: string;
+    'full-backing-filename'?: string;
+  };
+  if (!j.format) throw new Error(`qemu-img info ${file}: no format`);
+  const backingFile = j['full-backing-filename'] ?? j['backing-filename'];
+  return { format: j.format, virtualSize: j['virtual-size'] ?? 0, ...(backingFile ? { backingFile } : {}) };
+}
+
 /** The format of an image file as qemu-img sees it (raw, qcow2, ...). */
 export async function imageFormat(file: string): Promise<string> {
-  const { stdout } = await run(qemuImg(), ['info', '--output=json', file]);
-  const fmt = (JSON.parse(stdout) as { format?: string }).format;
-  if (!fmt) throw new Error(`qemu-img info ${file}: no format`);
-  return fmt;
+  return (await imageInfo(file)).format;
+}
+
+/**
+ * Checks a containerDisk image the way upstream does before using it: raw or qcow2, and no backing
+ * file (a qcow2 chain would let the image name any file QEMU can read). Returns the facts found.
+ */
+export async function checkContainerDiskImage(file: string, field: string): Promise<ImageInfo> {
+  const info = await imageInfo(file).catch((e: Error) => {
+    throw new PrepareError(field, e.message);
+  });
+  if (info.format !== 'raw' && info.format !== 'qcow2')
+    throw new PrepareError(field, `image format ${info.format} is not supported (raw or qcow2 only)`);
+  if (info.backingFile !== undefined)
+    throw new PrepareError(
+      field,
+      `image has a backing file (${JSON.stringify(info.backingFile)}): container disk images with a backing file are refused; flatten it with qemu-img convert`,
+    );
+  return info;
+}
+
+/** The converter's disksInfo (format, virtual size by volume name) from what preparation found. */
+export function disksInfoOf(
+  prepared: PreparedVolume[],
+): Record<string, { format: 'raw' | 'qcow2'; virtualSize?: number }> {
+  const out: Record<string, { format: 'raw' | 'qcow2'; virtualSize?: number }> = {};
+  for (const p of prepared) {
+    const f = p.image?.format;
+    if (f !== 'raw' && f !== 'qcow2') continue;
+    out[p.volume] = { format: f, ...(p.image!.virtualSize > 0 ? { virtualSize: p.image!.virtualSize } : {}) };
+  }
+  return out;
 }
 
 async function chownTree(p: string, stopAt: string, owner: PrepareOptions['owner']): Promise<void> {
@@ -180,19 +236,32 @@ export async function prepareVolumes(
           `container disk image for volume ${JSON.stringify(vol.name)} not found at ${base}`,
         );
       }
+      // checked on every start, also when the overlay exists (a restarted launcher)
+      const image = await checkContainerDiskImage(base, `${field}.containerDisk`);
       const overlay = paths.ephemeralOverlay(vol.name);
       if (await exists(overlay)) {
-        await done({ volume: vol.name, kind: 'containerDisk overlay', path: overlay, action: 'exists' });
+        await done({
+          volume: vol.name,
+          kind: 'containerDisk overlay',
+          path: overlay,
+          action: 'exists',
+          image,
+        });
         continue;
       }
-      const fmt = await imageFormat(base).catch((e: Error) => {
-        throw new PrepareError(`${field}.containerDisk`, e.message);
-      });
       await mkdir(path.dirname(overlay), { recursive: true });
-      await run(qemuImg(), ['create', '-f', 'qcow2', '-b', base, '-F', fmt, overlay]).catch((e: Error) => {
-        throw new PrepareError(`${field}.containerDisk`, e.message);
+      await run(qemuImg(), ['create', '-f', 'qcow2', '-b', base, '-F', image.format, overlay]).catch(
+        (e: Error) => {
+          throw new PrepareError(`${field}.containerDisk`, e.message);
+        },
+      );
+      await done({
+        volume: vol.name,
+        kind: 'containerDisk overlay',
+        path: overlay,
+        action: 'created',
+        image,
       });
-      await done({ volume: vol.name, kind: 'containerDisk overlay', path: overlay, action: 'created' });
     } else if (vol.emptyDisk) {
       const cap = quantityToBytes(
         (vol.emptyDisk as { capacity?: unknown }).capacity,
@@ -346,7 +415,8 @@ export async function stageLocalImages(
   images: ImageMap,
   paths: PodPaths,
   opts: PrepareOptions = {},
-): Promise<void> {
+): Promise<Record<string, ImageInfo>> {
+  const found: Record<string, ImageInfo> = {};
   const volumes = vmi.spec?.volumes ?? [];
   const missing: string[] = [];
   const lookup = (ref: string | undefined, field: string): string | undefined => {
@@ -383,6 +453,8 @@ export async function stageLocalImages(
     } catch (e) {
       throw new PrepareError(field, (e as Error).message);
     }
+    // what virt-handler checks before it starts a Pod: refused here before any daemon starts
+    found[vol.name] = await checkContainerDiskImage(file, field);
     const base = paths.containerDiskImage(i);
     await mkdir(path.dirname(base), { recursive: true });
     await rm(base, { force: true });
@@ -419,4 +491,24 @@ export async function stageLocalImages(
       missing[0]!.split(':')[0]!,
       missing.map((m) => m.slice(m.indexOf(':') + 2)).join('; '),
     );
+  return found;
+}
+
+/**
+ * The VirtualMachineOptions standalone mode sends with SyncVirtualMachine, as virt-handler would:
+ * the default SMBIOS of a KubeVirt cluster config and the disksInfo of the staged container disks.
+ */
+export function standaloneVmOptions(found: Record<string, ImageInfo>): {
+  VirtualMachineSMBios: { manufacturer: string; product: string; family: string };
+  DisksInfo: Record<string, { format: string; virtualSize: number; backingFile: string }>;
+} {
+  return {
+    VirtualMachineSMBios: { manufacturer: 'KubeVirt', product: 'None', family: 'KubeVirt' },
+    DisksInfo: Object.fromEntries(
+      Object.entries(found).map(([vol, i]) => [
+        vol,
+        { format: i.format, virtualSize: i.virtualSize, backingFile: i.backingFile ?? '' },
+      ]),
+    ),
+  };
 }

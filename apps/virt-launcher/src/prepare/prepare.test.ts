@@ -3,12 +3,14 @@ import os from 'node:os';
 import path from 'node:path';
 import {
   PrepareError,
+  disksInfoOf,
   imageFormat,
   podPaths,
   prepareVolumes,
   quantityToBytes,
   run,
   stageLocalImages,
+  standaloneVmOptions,
   type VmiLike,
 } from './index.js';
 
@@ -90,6 +92,60 @@ describe('prepareVolumes (real qemu-img / genisoimage)', () => {
     );
     expect(info['backing-filename-format']).toBe('qcow2');
     expect(await imageFormat(paths.ephemeralOverlay('r'))).toBe('qcow2');
+  });
+
+  it('reports what it found in container disk images: format and virtual size reach disksInfo', async () => {
+    const paths = podPaths(root);
+    await mkdir(path.dirname(paths.containerDiskImage(0)), { recursive: true });
+    await writeFile(paths.containerDiskImage(0), Buffer.alloc(2 * 1024 * 1024));
+    await run('qemu-img', ['create', '-f', 'qcow2', paths.containerDiskImage(1), '3M']);
+    const vmi: VmiLike = {
+      spec: {
+        volumes: [
+          { name: 'rawdisk', containerDisk: { image: 'a' } },
+          { name: 'qdisk', containerDisk: { image: 'b' } },
+          { name: 'scratch', emptyDisk: { capacity: '1Mi' } },
+        ],
+      },
+    };
+    const res = await prepareVolumes(vmi, paths);
+    expect(res[0]!.image).toEqual({ format: 'raw', virtualSize: 2 * 1024 * 1024 });
+    expect(res[1]!.image).toEqual({ format: 'qcow2', virtualSize: 3 * 1024 * 1024 });
+    expect(disksInfoOf(res)).toEqual({
+      rawdisk: { format: 'raw', virtualSize: 2 * 1024 * 1024 },
+      qdisk: { format: 'qcow2', virtualSize: 3 * 1024 * 1024 },
+    });
+    // a restarted launcher (overlays exist) finds the same facts
+    expect(disksInfoOf(await prepareVolumes(vmi, paths))).toEqual(disksInfoOf(res));
+  });
+
+  it('refuses a container disk image with a backing file (a real qcow2 chain), naming the field', async () => {
+    const paths = podPaths(root);
+    const secret = path.join(root, 'secret.raw');
+    await writeFile(secret, Buffer.alloc(1024 * 1024, 0x41));
+    await mkdir(path.dirname(paths.containerDiskImage(0)), { recursive: true });
+    await run('qemu-img', ['create', '-f', 'qcow2', '-b', secret, '-F', 'raw', paths.containerDiskImage(0)]);
+    const vmi: VmiLike = { spec: { volumes: [{ name: 'r', containerDisk: { image: 'i' } }] } };
+    const err = await prepareVolumes(vmi, paths).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(PrepareError);
+    expect((err as PrepareError).path).toBe('spec.volumes[0].containerDisk');
+    expect((err as Error).message).toContain('backing file');
+    expect((err as Error).message).toContain(secret);
+    // nothing half-done: no overlay was created
+    await expect(stat(paths.ephemeralOverlay('r'))).rejects.toThrow();
+  });
+
+  it('refuses a container disk image whose format is neither raw nor qcow2', async () => {
+    const paths = podPaths(root);
+    await mkdir(path.dirname(paths.containerDiskImage(0)), { recursive: true });
+    await run('qemu-img', ['create', '-f', 'vmdk', paths.containerDiskImage(0), '1M']);
+    const err = await prepareVolumes(
+      { spec: { volumes: [{ name: 'r', containerDisk: { image: 'i' } }] } },
+      paths,
+    ).catch((e: unknown) => e);
+    expect((err as Error).message).toBe(
+      'spec.volumes[0].containerDisk: image format vmdk is not supported (raw or qcow2 only)',
+    );
   });
 
   it('builds NoCloud and ConfigDrive ISOs with the upstream labels and files', async () => {
@@ -209,6 +265,24 @@ describe('prepareVolumes (real qemu-img / genisoimage)', () => {
 });
 
 describe('stageLocalImages (standalone)', () => {
+  it('refuses a container disk image with a backing file before anything is staged', async () => {
+    const paths = podPaths(path.join(root, 'pod'));
+    const base = path.join(root, 'base.qcow2');
+    await run('qemu-img', ['create', '-f', 'qcow2', base, '1M']);
+    const top = path.join(root, 'top.qcow2');
+    await run('qemu-img', ['create', '-f', 'qcow2', '-b', base, '-F', 'qcow2', top]);
+    const err = await stageLocalImages(
+      { spec: { volumes: [{ name: 'root', containerDisk: { image: 'reg/cd:1' } }] } },
+      new Map([['reg/cd:1', top]]),
+      paths,
+    ).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(PrepareError);
+    expect((err as Error).message).toMatch(
+      /^spec\.volumes\[0\]\.containerDisk\.image: image has a backing file \(".*base\.qcow2"\)/,
+    );
+    await expect(stat(paths.containerDiskImage(0))).rejects.toThrow();
+  });
+
   it('maps container disk and kernel boot image references to local files', async () => {
     const paths = podPaths(path.join(root, 'pod'));
     const img = path.join(root, 'images');
@@ -232,7 +306,7 @@ describe('stageLocalImages (standalone)', () => {
         ],
       },
     };
-    await stageLocalImages(
+    const staged = await stageLocalImages(
       vmi,
       new Map([
         ['reg/k:1', path.join(img, 'kernel')],
@@ -240,6 +314,12 @@ describe('stageLocalImages (standalone)', () => {
       ]),
       paths,
     );
+    expect(staged).toEqual({ root: { format: 'raw', virtualSize: 4096 } });
+    // what standalone sends with SyncVirtualMachine, as virt-handler would
+    expect(standaloneVmOptions(staged)).toEqual({
+      VirtualMachineSMBios: { manufacturer: 'KubeVirt', product: 'None', family: 'KubeVirt' },
+      DisksInfo: { root: { format: 'raw', virtualSize: 4096, backingFile: '' } },
+    });
     expect(await readlink(paths.containerDiskImage(1))).toBe(path.join(img, 'cd', 'disk', 'root.img'));
     expect(await readFile(paths.kernelBootFile('/boot/vmlinuz'), 'utf8')).toBe('K');
     expect(await readFile(paths.kernelBootFile('/boot/initrd.gz'), 'utf8')).toBe('I');

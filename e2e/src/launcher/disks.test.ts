@@ -1,0 +1,143 @@
+// virt-launcher standalone with every kind of disk a containerDisk user meets: real qemu-img images, a real
+// session libvirtd and QEMU under TCG, the test guest booted from them.
+import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import {
+  GUEST_DIR,
+  GUEST_IMAGE,
+  READY,
+  processesMentioning,
+  requireGuest,
+  shortTmp,
+  startLauncher,
+  tinyVmi,
+  writeVmiFile,
+} from './helpers.js';
+
+beforeAll(() => requireGuest());
+
+const imageArg = `${GUEST_IMAGE}=${GUEST_DIR}`;
+
+/** Every file under dir whose name matches re (the QEMU log of the domain is in the libvirt base dir). */
+async function findFiles(dir: string, re: RegExp): Promise<string[]> {
+  const out: string[] = [];
+  for (const e of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    if (e.isFile() && re.test(e.name)) out.push(path.join(e.parentPath, e.name));
+  }
+  return out;
+}
+
+function withDisks(name: string) {
+  const vmi = tinyVmi(name, { poweroff: true }) as unknown as {
+    spec: {
+      domain: { devices: { disks: unknown[] } };
+      volumes: unknown[];
+    };
+  };
+  vmi.spec.domain.devices.disks = [
+    { name: 'rawdisk', disk: { bus: 'virtio' } },
+    { name: 'qcowdisk', disk: { bus: 'sata' } },
+    { name: 'scratch', disk: { bus: 'virtio' } },
+    { name: 'nocloud', disk: { bus: 'virtio' } },
+    { name: 'configdrive', cdrom: { bus: 'sata' } },
+  ];
+  vmi.spec.volumes = [
+    { name: 'rawdisk', containerDisk: { image: 'e2e/raw:1' } },
+    { name: 'qcowdisk', containerDisk: { image: 'e2e/qcow:1' } },
+    { name: 'scratch', emptyDisk: { capacity: '16Mi' } },
+    { name: 'nocloud', cloudInitNoCloud: { userData: '#cloud-config\n' } },
+    { name: 'configdrive', cloudInitConfigDrive: { userData: '#cloud-config\n' } },
+  ];
+  return vmi;
+}
+
+describe('virt-launcher standalone: disks', () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await shortTmp();
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('boots with a raw and a qcow2 containerDisk, an emptyDisk, NoCloud and ConfigDrive together', async () => {
+    const raw = path.join(dir, 'raw.img');
+    await writeFile(raw, Buffer.alloc(8 * 1024 * 1024));
+    const qcow = path.join(dir, 'disk.qcow2');
+    execFileSync('qemu-img', ['create', '-q', '-f', 'qcow2', qcow, '24M']);
+    const file = await writeVmiFile(dir, withDisks('sa-disks'));
+    const work = path.join(dir, 'w');
+    const p = startLauncher([
+      'standalone',
+      '--vmi',
+      file,
+      '--image',
+      imageArg,
+      '--image',
+      `e2e/raw:1=${raw}`,
+      '--image',
+      `e2e/qcow:1=${qcow}`,
+      '--console',
+      '--allow-emulation',
+      '--work-dir',
+      work,
+    ]);
+    const res = await p.exited;
+    expect(p.stderr()).toContain('[virt-launcher] domain: Running (Booted)');
+    expect(p.stdout()).toContain(READY);
+    expect(res).toEqual({ code: 0, signal: null });
+    // QEMU opened each containerDisk with the format found in it, and nothing beyond it
+    const logs = await findFiles(work, /^e2e_sa-disks\.log$/);
+    expect(logs).toHaveLength(1);
+    const qemuLog = await readFile(logs[0]!, 'utf8');
+    const nodes = [...qemuLog.matchAll(/-blockdev '(\{[^']*\})'/g)].map(
+      (m) => JSON.parse(m[1]!) as Record<string, unknown>,
+    );
+    const formatOf = (file: string) => {
+      const storage = nodes.find((n) => String(n.filename ?? '').endsWith(file));
+      expect(storage).toBeDefined();
+      const fmt = nodes.find((n) => n.file === storage!['node-name']);
+      return fmt?.driver;
+    };
+    expect(formatOf('/disk_0.img')).toBe('raw');
+    expect(formatOf('/disk_1.img')).toBe('qcow2');
+    for (const n of nodes.filter((x) => String(x.filename ?? '').match(/disk_[01]\.img$/))) {
+      const fmt = nodes.find((x) => x.file === n['node-name'])!;
+      expect(fmt.backing ?? null).toBeNull(); // the chain ends at the container image
+    }
+    expect(await processesMentioning(work)).toEqual([]);
+  });
+
+  it('refuses a containerDisk image that has a backing file, before any daemon starts', async () => {
+    const secret = path.join(dir, 'host-secret.raw');
+    await writeFile(secret, Buffer.alloc(1024 * 1024, 0x53));
+    const chain = path.join(dir, 'chain.qcow2');
+    execFileSync('qemu-img', ['create', '-q', '-f', 'qcow2', '-b', secret, '-F', 'raw', chain]);
+    const vmi = withDisks('sa-chain');
+    const file = await writeVmiFile(dir, vmi);
+    const raw = path.join(dir, 'raw.img');
+    await writeFile(raw, Buffer.alloc(1024 * 1024));
+    const work = path.join(dir, 'w');
+    const p = startLauncher([
+      'standalone',
+      '--vmi',
+      file,
+      '--image',
+      imageArg,
+      '--image',
+      `e2e/raw:1=${raw}`,
+      '--image',
+      `e2e/qcow:1=${chain}`,
+      '--allow-emulation',
+      '--work-dir',
+      work,
+    ]);
+    const res = await p.exited;
+    expect(res.code).not.toBe(0);
+    expect(p.stderr()).toContain('spec.volumes[1].containerDisk.image: image has a backing file');
+    expect(p.stderr()).toContain(secret);
+    expect(p.stderr()).not.toContain('[virt-launcher] libvirtd:');
+    expect(await processesMentioning(work)).toEqual([]);
+  });
+});
