@@ -28,3 +28,4 @@ export {
 export { Informer, keyOf, splitKey, type InformerOptions, type Handler } from './informer.js';
 export { updateIfChanged, type UpdateIfChangedOptions, type UpdateResult } from './status.js';
 export { deepEqual, clone } from './equal.js';
+export { LeaderElector, type LeaderElectorOptions, type Lease } from './leader.js';
