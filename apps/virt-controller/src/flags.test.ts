@@ -13,6 +13,9 @@ describe('virt-controller flags', () => {
       leaseNamespace: 'ns1',
       identity: 'vc-1',
       logLevel: undefined,
+      tlsCertFile: undefined,
+      tlsKeyFile: undefined,
+      webhookPort: 8443,
     });
     expect(parseControllerFlags([], {}, 'host').identity).toBe('host');
   });
@@ -24,6 +27,8 @@ describe('virt-controller flags', () => {
     [['--vm-workers=0'], /--vm-workers: must be a positive integer/],
     [['--log-level=loud'], /--log-level/],
     [['--nope'], /nope/],
+    [['--tls-cert-file=/c'], /go together/],
+    [['--webhook-port=x'], /--webhook-port/],
   ])('refuses %j', (argv, re) => {
     expect(() => parseControllerFlags(argv, {}, 'h')).toThrow(UsageError);
     expect(() => parseControllerFlags(argv, {}, 'h')).toThrow(re);

@@ -12,6 +12,10 @@ export interface ControllerFlags {
   leaseNamespace: string;
   identity: string;
   logLevel?: string;
+  /** serve the admission webhooks over TLS when both are given */
+  tlsCertFile?: string;
+  tlsKeyFile?: string;
+  webhookPort: number;
 }
 
 export class UsageError extends Error {}
@@ -33,7 +37,10 @@ export const USAGE = `usage: virt-controller [flags]
   --lease-name NAME          the Lease (default kubevirt-ts-controller)
   --lease-namespace NS       its namespace (default: $POD_NAMESPACE, else kubevirt-ts)
   --identity ID              this replica in the Lease (default: $POD_NAME, else the host name)
-  --log-level LEVEL          error, warn, info, debug (default $KVTS_LOG_LEVEL, else info)`;
+  --log-level LEVEL          error, warn, info, debug (default $KVTS_LOG_LEVEL, else info)
+  --tls-cert-file PATH       serving certificate (PEM) of the admission webhooks
+  --tls-key-file PATH        its key; with both, the webhooks are served on every replica
+  --webhook-port N           their HTTPS port (default 8443)`;
 
 export function parseControllerFlags(
   argv: string[],
@@ -57,11 +64,16 @@ export function parseControllerFlags(
         'lease-namespace': { type: 'string' },
         identity: { type: 'string' },
         'log-level': { type: 'string' },
+        'tls-cert-file': { type: 'string' },
+        'tls-key-file': { type: 'string' },
+        'webhook-port': { type: 'string' },
       },
     }).values;
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
+  if (!v['tls-cert-file'] !== !v['tls-key-file'])
+    throw new UsageError('--tls-cert-file and --tls-key-file go together');
   const level = v['log-level'];
   if (level !== undefined && !['error', 'warn', 'info', 'debug'].includes(level))
     throw new UsageError(`--log-level: must be error, warn, info or debug, got ${JSON.stringify(level)}`);
@@ -76,5 +88,8 @@ export function parseControllerFlags(
     leaseNamespace: v['lease-namespace'] ?? env['POD_NAMESPACE'] ?? 'kubevirt-ts',
     identity: v.identity ?? env['POD_NAME'] ?? hostname,
     logLevel: level,
+    tlsCertFile: v['tls-cert-file'],
+    tlsKeyFile: v['tls-key-file'],
+    webhookPort: posInt('webhook-port', v['webhook-port'], 8443),
   };
 }

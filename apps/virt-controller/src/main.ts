@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 // virt-controller: flags, wiring, signals. The controllers live in @kubevirt-ts/virt-controller-core.
+import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient, LeaderElector } from '@kubevirt-ts/controller-runtime';
 import { createLogger } from '@kubevirt-ts/log';
-import { VirtController } from '@kubevirt-ts/virt-controller-core';
+import { VirtController, startWebhookServer, type WebhookServer } from '@kubevirt-ts/virt-controller-core';
 import { USAGE, UsageError, parseControllerFlags } from './flags.js';
 
 async function main(): Promise<number> {
@@ -31,6 +32,25 @@ async function main(): Promise<number> {
     vmWorkers: flags.vmWorkers,
     vmiWorkers: flags.vmiWorkers,
   });
+  // admission is served by every replica, leader or not
+  let webhooks: WebhookServer | undefined;
+  if (flags.tlsCertFile && flags.tlsKeyFile) {
+    const load = () => ({ cert: readFileSync(flags.tlsCertFile!), key: readFileSync(flags.tlsKeyFile!) });
+    webhooks = await startWebhookServer({ ...load(), port: flags.webhookPort, log });
+    log.info('serving admission webhooks', { port: webhooks.port });
+    // a rotated certificate (e.g. a re-mounted Secret) is picked up on SIGHUP
+    process.on('SIGHUP', () => {
+      try {
+        const c = load();
+        webhooks!.setCertificate(c.cert, c.key);
+        log.info('reloaded the webhook certificate');
+      } catch (e) {
+        log.error('could not reload the webhook certificate', {
+          reason: e instanceof Error ? e.message : String(e),
+        });
+      }
+    });
+  }
   let exitCode = 0;
   let resolveDone!: () => void;
   const done = new Promise<void>((r) => (resolveDone = r));
@@ -41,6 +61,7 @@ async function main(): Promise<number> {
     exitCode = code;
     await elector?.stop();
     if (running) await controller.stop();
+    await webhooks?.close();
     resolveDone();
   };
   process.once('SIGTERM', () => void shutdown(0));
