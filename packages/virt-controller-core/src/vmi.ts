@@ -33,6 +33,7 @@ export const REASON_POD_TERMINATING = 'PodTerminating';
 export const REASON_GUEST_NOT_RUNNING = 'GuestNotRunning';
 export const REASON_POD_CONDITION_MISSING = 'PodConditionMissing';
 
+const isFinalPhase = (p: string) => p === 'Succeeded' || p === 'Failed';
 const isPodDown = (p: Pod) => p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed';
 const computeStatus = (p: Pod) => p.status?.containerStatuses?.find((c) => c.name === COMPUTE_CONTAINER);
 const isComputeDown = (p: Pod) => !!computeStatus(p)?.state?.terminated;
@@ -164,7 +165,11 @@ export class VmiController {
     const oldPhase = status.phase ?? '';
     const podExists = !!pod;
     const podsLeft = this.ctx.podsOfVmi(vmi.metadata.uid ?? '').length;
-    const setPhase = (p: Phase) => (status.phase = p);
+    const passed: Phase[] = [];
+    const setPhase = (p: Phase) => {
+      if (p !== (status.phase ?? '')) passed.push(p);
+      status.phase = p;
+    };
 
     this.syncReadyCondition(vmi, pod);
 
@@ -172,11 +177,13 @@ export class VmiController {
       (vmi.metadata.finalizers ??= []).push(VMI_FINALIZER);
 
     if (isUnprocessed(vmi)) {
+      // with a Pod the VMI is Scheduling, and the Scheduling rules below apply at once (one write, not two)
       if (podExists) setPhase('Scheduling');
       else if (vmi.metadata.deletionTimestamp) setPhase('Failed');
       else if (syncErr && !syncErr.retry) setPhase('Failed');
       else setPhase('Pending');
-    } else if (oldPhase === 'Scheduling') {
+    }
+    if (status.phase === 'Scheduling') {
       if (pod) {
         if (pod.status?.qosClass) status.qosClass = pod.status.qosClass;
         else delete status.qosClass;
@@ -191,7 +198,7 @@ export class VmiController {
           status.nodeName = node;
         } else if (isPodDownOrGoingDown(pod)) setPhase('Failed');
       } else setPhase('Failed'); // someone else deleted the Pod
-    } else if (isFinal(vmi)) {
+    } else if (isFinal(vmi) && isFinalPhase(oldPhase)) {
       if (podsLeft === 0 && vmi.metadata.finalizers) {
         vmi.metadata.finalizers = vmi.metadata.finalizers.filter((f) => f !== VMI_FINALIZER);
       }
@@ -218,12 +225,9 @@ export class VmiController {
         });
       else removeCondition(status, 'Synchronized');
     }
-    if ((status.phase ?? '') !== oldPhase && status.phase) {
-      (status.phaseTransitionTimestamps ??= []).push({
-        phase: status.phase,
-        phaseTransitionTimestamp: nowTimestamp(),
-      });
-    }
+    // every phase passed gets its timestamp, also when one reconcile passes two (Pending -> Scheduling -> Scheduled)
+    for (const p of passed)
+      (status.phaseTransitionTimestamps ??= []).push({ phase: p, phaseTransitionTimestamp: nowTimestamp() });
     return vmi;
   }
 
@@ -264,7 +268,7 @@ export class VmiController {
   private async updateStatus(key: string, vmi: Vmi, pod: Pod | undefined, syncErr: SyncError | undefined) {
     const { ctx } = this;
     const write = async (sub: 'status' | undefined, pick: (cur: Vmi, want: Vmi) => Vmi) => {
-      ctx.vmiExpectations.setExpectations(key, 1, 0);
+      ctx.vmiExpectations.raiseExpectations(key, 1, 0);
       try {
         const r = await updateIfChanged<Vmi>({
           client: ctx.client,
