@@ -16,6 +16,7 @@ describe('virt-controller flags', () => {
       tlsCertFile: undefined,
       tlsKeyFile: undefined,
       webhookPort: 8443,
+      metricsPort: 8080,
     });
     expect(parseControllerFlags([], {}, 'host').identity).toBe('host');
   });

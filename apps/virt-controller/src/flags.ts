@@ -16,6 +16,8 @@ export interface ControllerFlags {
   tlsCertFile?: string;
   tlsKeyFile?: string;
   webhookPort: number;
+  /** plain-HTTP /metrics port; 0 turns it off */
+  metricsPort: number;
 }
 
 export class UsageError extends Error {}
@@ -40,7 +42,8 @@ export const USAGE = `usage: virt-controller [flags]
   --log-level LEVEL          error, warn, info, debug (default $KVTS_LOG_LEVEL, else info)
   --tls-cert-file PATH       serving certificate (PEM) of the admission webhooks
   --tls-key-file PATH        its key; with both, the webhooks are served on every replica
-  --webhook-port N           their HTTPS port (default 8443)`;
+  --webhook-port N           their HTTPS port (default 8443)
+  --metrics-port N           Prometheus /metrics over HTTP (default 8080; 0: off)`;
 
 export function parseControllerFlags(
   argv: string[],
@@ -67,6 +70,7 @@ export function parseControllerFlags(
         'tls-cert-file': { type: 'string' },
         'tls-key-file': { type: 'string' },
         'webhook-port': { type: 'string' },
+        'metrics-port': { type: 'string' },
       },
     }).values;
   } catch (e) {
@@ -91,5 +95,6 @@ export function parseControllerFlags(
     tlsCertFile: v['tls-cert-file'],
     tlsKeyFile: v['tls-key-file'],
     webhookPort: posInt('webhook-port', v['webhook-port'], 8443),
+    metricsPort: v['metrics-port'] === '0' ? 0 : posInt('metrics-port', v['metrics-port'], 8080),
   };
 }

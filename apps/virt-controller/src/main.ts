@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 // virt-controller: flags, wiring, signals. The controllers live in @kubevirt-ts/virt-controller-core.
 import { readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
 import { hostname } from 'node:os';
 import { KubeConfig } from '@kubernetes/client-node';
-import { KubeClient, LeaderElector } from '@kubevirt-ts/controller-runtime';
+import { KubeClient, LeaderElector, PROMETHEUS_CONTENT_TYPE } from '@kubevirt-ts/controller-runtime';
 import { createLogger } from '@kubevirt-ts/log';
 import { VirtController, startWebhookServer, type WebhookServer } from '@kubevirt-ts/virt-controller-core';
 import { USAGE, UsageError, parseControllerFlags } from './flags.js';
@@ -32,6 +33,21 @@ async function main(): Promise<number> {
     vmWorkers: flags.vmWorkers,
     vmiWorkers: flags.vmiWorkers,
   });
+  // metrics: every replica (a standby reports empty queues and no reconciles)
+  let metrics: Server | undefined;
+  if (flags.metricsPort) {
+    metrics = createServer((req, res) => {
+      if (req.method === 'GET' && req.url?.split('?')[0] === '/metrics') {
+        const text = controller.metrics.render();
+        res.writeHead(200, { 'Content-Type': PROMETHEUS_CONTENT_TYPE }).end(text);
+      } else res.writeHead(404).end();
+    });
+    await new Promise<void>((resolve, reject) => {
+      metrics!.once('error', reject);
+      metrics!.listen(flags.metricsPort, () => resolve());
+    });
+    log.info('serving metrics', { port: flags.metricsPort });
+  }
   // admission is served by every replica, leader or not
   let webhooks: WebhookServer | undefined;
   if (flags.tlsCertFile && flags.tlsKeyFile) {
@@ -62,6 +78,8 @@ async function main(): Promise<number> {
     await elector?.stop();
     if (running) await controller.stop();
     await webhooks?.close();
+    metrics?.closeAllConnections();
+    metrics?.close();
     resolveDone();
   };
   process.once('SIGTERM', () => void shutdown(0));

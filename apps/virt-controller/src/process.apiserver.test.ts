@@ -2,6 +2,7 @@
 // CRDs and config object: two replicas with --leader-elect, one leads; it turns a VMI into a launcher
 // Pod; on SIGTERM it exits 0 and releases the Lease, and the other replica takes over.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,7 +30,16 @@ async function until<T>(fn: () => Promise<T | undefined | false>): Promise<T> {
 const manifests = (f: string) =>
   parseManifests(readFileSync(join(repoRoot, 'deploy', f), 'utf8')) as KubeObject[];
 
-function replica(id: string): { proc: ChildProcess; exit: Promise<number | null> } {
+/** a free loopback port */
+async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+  const port = (s.address() as { port: number }).port;
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+function replica(id: string, metricsPort: number): { proc: ChildProcess; exit: Promise<number | null> } {
   const proc = spawn(
     process.execPath,
     [
@@ -39,6 +49,7 @@ function replica(id: string): { proc: ChildProcess; exit: Promise<number | null>
       '--leader-elect',
       `--identity=${id}`,
       '--lease-namespace=kubevirt-ts',
+      `--metrics-port=${metricsPort}`,
     ],
     { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, KVTS_LOG_LEVEL: 'info' } },
   );
@@ -90,8 +101,9 @@ afterAll(async () => {
 });
 
 it('two replicas, one leader; the leader makes launcher Pods with the config object; SIGTERM hands over', async () => {
-  const a = replica('replica-a');
-  const b = replica('replica-b');
+  const ports = { 'replica-a': await freePort(), 'replica-b': await freePort() };
+  const a = replica('replica-a', ports['replica-a']);
+  const b = replica('replica-b', ports['replica-b']);
   const first = await until(holder);
   expect(['replica-a', 'replica-b']).toContain(first);
   const pod1 = await vmiGetsPod('one');
@@ -101,6 +113,14 @@ it('two replicas, one leader; the leader makes launcher Pods with the config obj
       (c) => c.name === 'compute',
     )?.image,
   ).toBe(cfg.data['launcherImage']);
+  // the leader's /metrics shows its work
+  const metrics = await until(async () => {
+    const text = await (await fetch(`http://127.0.0.1:${ports[first as keyof typeof ports]}/metrics`)).text();
+    return /kubevirt_ts_vmi_phase_count\{phase="Scheduling"\} 1/.test(text) ? text : undefined;
+  });
+  expect(metrics).toMatch(
+    /^kubevirt_ts_controller_reconcile_total\{controller="vmi",result="success"\} [1-9]\d*$/m,
+  );
   const [leader, other] = first === 'replica-a' ? [a, b] : [b, a];
   const otherId = first === 'replica-a' ? 'replica-b' : 'replica-a';
   leader.proc.kill('SIGTERM');

@@ -29,3 +29,4 @@ export { Informer, keyOf, splitKey, type InformerOptions, type Handler } from '.
 export { updateIfChanged, type UpdateIfChangedOptions, type UpdateResult } from './status.js';
 export { deepEqual, clone } from './equal.js';
 export { LeaderElector, type LeaderElectorOptions, type Lease } from './leader.js';
+export { MetricsRegistry, Counter, Gauge, Histogram, PROMETHEUS_CONTENT_TYPE } from './metrics.js';

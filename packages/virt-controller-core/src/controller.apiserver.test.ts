@@ -532,6 +532,24 @@ describe('VM controller: run strategies', () => {
   });
 });
 
+describe('metrics', () => {
+  it('counts reconciles, their latency, VMIs per phase and creation-to-running in the Prometheus text format', () => {
+    const text = controller!.metrics.render();
+    expect(text).toMatch(
+      /^kubevirt_ts_controller_reconcile_total\{controller="vm",result="success"\} [1-9]\d*$/m,
+    );
+    expect(text).toMatch(
+      /^kubevirt_ts_controller_reconcile_total\{controller="vmi",result="success"\} [1-9]\d*$/m,
+    );
+    expect(text).toMatch(
+      /^kubevirt_ts_controller_reconcile_duration_seconds_count\{controller="vmi"\} [1-9]\d*$/m,
+    );
+    expect(text).toMatch(/^kubevirt_ts_controller_queue_depth\{controller="vm"\} \d+$/m);
+    expect(text).toMatch(/^kubevirt_ts_vmi_phase_count\{phase="Failed"\} [1-9]\d*$/m);
+    expect(text).toMatch(/^kubevirt_ts_vmi_creation_to_running_seconds_count [1-9]\d*$/m);
+  });
+});
+
 describe('restart of the controller', () => {
   it('in the middle of 50 VMIs: no duplicate Pod, no lost status', async () => {
     const N = 50;
