@@ -51,7 +51,7 @@ export const CONTROLLER_CLUSTER_RULES = [
     apiGroups: ['kubevirt.io'],
     resources: ['virtualmachines'],
     verbs: ['update', 'patch'],
-    why: 'update/patch: adds and removes its finalizer on VirtualMachines',
+    why: 'update/patch: adds and removes its finalizer on VirtualMachines; a start request on a Halted VM sets running: true (runStrategy: Always), as upstream',
   },
   {
     apiGroups: ['kubevirt.io'],

@@ -1,1 +1,1 @@
-export {};
+export { parseControllerFlags, UsageError, USAGE, type ControllerFlags } from './flags.js';

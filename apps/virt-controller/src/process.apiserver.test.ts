@@ -1,0 +1,132 @@
+// virt-controller as processes against a real kube-apiserver (tools/testenv) with deploy/'s namespace,
+// CRDs and config object: two replicas with --leader-elect, one leads; it turns a VMI into a launcher
+// Pod; on SIGTERM it exits 0 and releases the Lease, and the other replica takes over.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseManifests } from '@kubevirt-ts/api';
+import { KubeClient, LEASES, PODS, type Lease } from '@kubevirt-ts/controller-runtime';
+import { VMIS, type Pod, type Vmi } from '@kubevirt-ts/virt-controller-core';
+import { serverSideApply, startTestEnv, type KubeObject, type TestEnv } from '@kubevirt-ts/testenv';
+
+const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
+const main = fileURLToPath(new URL('./main.js', import.meta.url));
+const NS = 'proc-test';
+let env: TestEnv;
+let api: KubeClient;
+const procs: ChildProcess[] = [];
+let finished = false;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+async function until<T>(fn: () => Promise<T | undefined | false>): Promise<T> {
+  while (!finished) {
+    const v = await fn().catch(() => undefined);
+    if (v !== undefined && v !== false) return v;
+    await sleep(100);
+  }
+  throw new Error('suite finished');
+}
+const manifests = (f: string) =>
+  parseManifests(readFileSync(join(repoRoot, 'deploy', f), 'utf8')) as KubeObject[];
+
+/** a free loopback port */
+async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+  const port = (s.address() as { port: number }).port;
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+function replica(id: string, metricsPort: number): { proc: ChildProcess; exit: Promise<number | null> } {
+  const proc = spawn(
+    process.execPath,
+    [
+      main,
+      '--kubeconfig',
+      env.kubeconfigPath,
+      '--leader-elect',
+      `--identity=${id}`,
+      '--lease-namespace=kubevirt-ts',
+      `--metrics-port=${metricsPort}`,
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, KVTS_LOG_LEVEL: 'info' } },
+  );
+  proc.stderr!.resume();
+  procs.push(proc);
+  return { proc, exit: new Promise((r) => proc.on('exit', (code) => r(code))) };
+}
+const holder = async () =>
+  (await api.getOrUndefined<Lease>(LEASES, 'kubevirt-ts', 'kubevirt-ts-controller'))?.spec?.holderIdentity;
+async function vmiGetsPod(name: string): Promise<Pod> {
+  const vmi = await api.create<Vmi>(VMIS, NS, {
+    apiVersion: 'kubevirt.io/v1',
+    kind: 'VirtualMachineInstance',
+    metadata: { name, namespace: NS },
+    spec: { domain: { devices: {}, resources: { requests: { memory: '64Mi' } } } },
+  } as Vmi);
+  return until(async () => {
+    const l = await api.list<Pod>(PODS, NS, { labelSelector: `kubevirt.io/created-by=${vmi.metadata.uid}` });
+    return l.items.length === 1 ? l.items[0] : undefined;
+  });
+}
+
+beforeAll(async () => {
+  env = await startTestEnv();
+  api = new KubeClient(env.kubeConfig());
+  await serverSideApply(
+    env.kubeConfig(),
+    [
+      ...manifests('00-namespace.yaml'),
+      ...manifests('01-crd-virtualmachines.yaml'),
+      ...manifests('01-crd-virtualmachineinstances.yaml'),
+      ...manifests('01-crd-virtualmachineinstancemigrations.yaml'),
+      ...manifests('30-config.yaml'),
+    ],
+    { fieldManager: 'process-test' },
+  );
+  await api.create({ group: '', version: 'v1', plural: 'namespaces', namespaced: false }, undefined, {
+    apiVersion: 'v1',
+    kind: 'Namespace',
+    metadata: { name: NS },
+  });
+}, 120000);
+
+afterAll(async () => {
+  finished = true;
+  for (const p of procs) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
+  api?.close();
+  await env?.stop();
+});
+
+it('two replicas, one leader; the leader makes launcher Pods with the config object; SIGTERM hands over', async () => {
+  const ports = { 'replica-a': await freePort(), 'replica-b': await freePort() };
+  const a = replica('replica-a', ports['replica-a']);
+  const b = replica('replica-b', ports['replica-b']);
+  const first = await until(holder);
+  expect(['replica-a', 'replica-b']).toContain(first);
+  const pod1 = await vmiGetsPod('one');
+  const cfg = manifests('30-config.yaml')[0] as KubeObject & { data: Record<string, string> };
+  expect(
+    (pod1 as { spec: { containers: { name: string; image: string }[] } }).spec.containers.find(
+      (c) => c.name === 'compute',
+    )?.image,
+  ).toBe(cfg.data['launcherImage']);
+  // the leader's /metrics shows its work
+  const metrics = await until(async () => {
+    const text = await (await fetch(`http://127.0.0.1:${ports[first as keyof typeof ports]}/metrics`)).text();
+    return /kubevirt_ts_vmi_phase_count\{phase="Scheduling"\} 1/.test(text) ? text : undefined;
+  });
+  expect(metrics).toMatch(
+    /^kubevirt_ts_controller_reconcile_total\{controller="vmi",result="success"\} [1-9]\d*$/m,
+  );
+  const [leader, other] = first === 'replica-a' ? [a, b] : [b, a];
+  const otherId = first === 'replica-a' ? 'replica-b' : 'replica-a';
+  leader.proc.kill('SIGTERM');
+  expect(await leader.exit).toBe(0);
+  await until(async () => (await holder()) === otherId);
+  await vmiGetsPod('two');
+  other.proc.kill('SIGTERM');
+  expect(await other.exit).toBe(0);
+}, 180000);

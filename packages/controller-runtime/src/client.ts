@@ -1,0 +1,243 @@
+// A small JSON REST client over a @kubernetes/client-node KubeConfig. Objects travel as the wire's
+// JSON, unchanged: client-node's typed models rename or drop keys they do not know and turn
+// timestamps into Dates, and the informer's watch events are plain JSON anyway, so reads, writes and
+// the cache all see one representation. Writes are counted (benchmarks: API writes per VMI).
+import { Agent as HttpsAgent, request as httpsRequest, type RequestOptions } from 'node:https';
+import { Agent as HttpAgent, request as httpRequest } from 'node:http';
+import type { KubeConfig } from '@kubernetes/client-node';
+
+export interface ObjectMeta {
+  name?: string;
+  generateName?: string;
+  namespace?: string;
+  uid?: string;
+  resourceVersion?: string;
+  generation?: number;
+  creationTimestamp?: string | null;
+  deletionTimestamp?: string | null;
+  deletionGracePeriodSeconds?: number;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  finalizers?: string[];
+  ownerReferences?: {
+    apiVersion: string;
+    kind: string;
+    name: string;
+    uid: string;
+    controller?: boolean;
+    blockOwnerDeletion?: boolean;
+  }[];
+}
+
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: ObjectMeta;
+}
+
+export interface KubeList<T> {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: { resourceVersion?: string; continue?: string };
+  items: T[];
+}
+
+/** A REST resource: group ('' for core), version, plural, and whether it lives in namespaces. */
+export interface Resource {
+  group: string;
+  version: string;
+  plural: string;
+  namespaced: boolean;
+}
+
+export const PODS: Resource = { group: '', version: 'v1', plural: 'pods', namespaced: true };
+export const CONFIGMAPS: Resource = { group: '', version: 'v1', plural: 'configmaps', namespaced: true };
+export const LEASES: Resource = {
+  group: 'coordination.k8s.io',
+  version: 'v1',
+  plural: 'leases',
+  namespaced: true,
+};
+
+/** `/api/v1/namespaces/ns/pods/name/status` and friends (namespace omitted: across all namespaces). */
+export function resourcePath(r: Resource, namespace?: string, name?: string, subresource?: string): string {
+  let p = r.group === '' ? `/api/${r.version}` : `/apis/${r.group}/${r.version}`;
+  if (r.namespaced && namespace) p += `/namespaces/${encodeURIComponent(namespace)}`;
+  p += `/${r.plural}`;
+  if (name) p += `/${encodeURIComponent(name)}`;
+  if (subresource) p += `/${subresource}`;
+  return p;
+}
+
+/** The API server's answer to a failed request; `status` is the HTTP status. */
+export class KubeApiError extends Error {
+  readonly reason: string;
+  constructor(
+    readonly status: number,
+    readonly body: string,
+    readonly method: string,
+    readonly path: string,
+  ) {
+    let message = body;
+    let reason = '';
+    try {
+      const s = JSON.parse(body) as { message?: string; reason?: string };
+      message = s.message ?? body;
+      reason = s.reason ?? '';
+    } catch {
+      /* not a Status */
+    }
+    super(`${method} ${path}: ${status} ${message}`);
+    this.name = 'KubeApiError';
+    this.reason = reason;
+  }
+}
+
+export const isNotFound = (e: unknown): boolean => e instanceof KubeApiError && e.status === 404;
+export const isConflict = (e: unknown): boolean => e instanceof KubeApiError && e.status === 409;
+export const isAlreadyExists = (e: unknown): boolean =>
+  e instanceof KubeApiError && e.status === 409 && e.reason === 'AlreadyExists';
+
+export type PatchType = 'merge' | 'json' | 'strategic';
+const PATCH_CONTENT_TYPE: Record<PatchType, string> = {
+  merge: 'application/merge-patch+json',
+  json: 'application/json-patch+json',
+  strategic: 'application/strategic-merge-patch+json',
+};
+
+export interface ListOptions {
+  labelSelector?: string;
+  fieldSelector?: string;
+}
+
+export class KubeClient {
+  /** writes sent (create, update, patch, delete), for benchmarks and tests */
+  writes = 0;
+  readonly writesByVerb: Record<string, number> = {};
+  private agent: HttpsAgent | HttpAgent | undefined;
+
+  constructor(readonly kc: KubeConfig) {}
+
+  async request<T>(
+    method: string,
+    path: string,
+    body?: unknown,
+    contentType = 'application/json',
+  ): Promise<T> {
+    const cluster = this.kc.getCurrentCluster();
+    if (!cluster) throw new Error('kubeconfig has no current cluster');
+    const url = new URL(path, cluster.server);
+    const opts: RequestOptions = { method, headers: { Accept: 'application/json' } };
+    await this.kc.applyToHTTPSOptions(opts);
+    const secure = url.protocol === 'https:';
+    this.agent ??= secure
+      ? new HttpsAgent({
+          keepAlive: true,
+          ca: opts.ca,
+          cert: opts.cert,
+          key: opts.key,
+          rejectUnauthorized: opts.rejectUnauthorized,
+          servername: opts.servername,
+        })
+      : new HttpAgent({ keepAlive: true });
+    opts.agent = this.agent;
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    if (payload !== undefined)
+      opts.headers = {
+        ...opts.headers,
+        'Content-Type': contentType,
+        'Content-Length': Buffer.byteLength(payload),
+      };
+    if (method !== 'GET') {
+      this.writes++;
+      this.writesByVerb[method] = (this.writesByVerb[method] ?? 0) + 1;
+    }
+    const send = secure ? httpsRequest : httpRequest;
+    return new Promise<T>((resolve, reject) => {
+      const req = send(url, opts, (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => (text += d));
+        res.on('end', () => {
+          const status = res.statusCode ?? 0;
+          if (status < 200 || status > 299) return reject(new KubeApiError(status, text, method, path));
+          try {
+            resolve((text ? JSON.parse(text) : undefined) as T);
+          } catch (e) {
+            reject(e as Error);
+          }
+        });
+        res.on('error', reject);
+      });
+      req.on('error', reject);
+      if (payload !== undefined) req.write(payload);
+      req.end();
+    });
+  }
+
+  get<T extends KubeObject>(r: Resource, namespace: string | undefined, name: string): Promise<T> {
+    return this.request<T>('GET', resourcePath(r, namespace, name));
+  }
+  /** undefined when the object does not exist */
+  async getOrUndefined<T extends KubeObject>(r: Resource, namespace: string | undefined, name: string) {
+    try {
+      return await this.get<T>(r, namespace, name);
+    } catch (e) {
+      if (isNotFound(e)) return undefined;
+      throw e;
+    }
+  }
+  list<T extends KubeObject>(r: Resource, namespace?: string, opts: ListOptions = {}): Promise<KubeList<T>> {
+    const q = new URLSearchParams();
+    if (opts.labelSelector) q.set('labelSelector', opts.labelSelector);
+    if (opts.fieldSelector) q.set('fieldSelector', opts.fieldSelector);
+    const qs = q.toString();
+    return this.request<KubeList<T>>('GET', resourcePath(r, namespace) + (qs ? `?${qs}` : ''));
+  }
+  create<T extends KubeObject>(r: Resource, namespace: string | undefined, obj: T): Promise<T> {
+    return this.request<T>('POST', resourcePath(r, namespace), obj);
+  }
+  /** PUT of the whole object; metadata.resourceVersion makes it conditional (409 on conflict). */
+  update<T extends KubeObject>(r: Resource, obj: T, subresource?: string): Promise<T> {
+    const m = obj.metadata ?? {};
+    if (!m.name) throw new Error('update: metadata.name is required');
+    return this.request<T>('PUT', resourcePath(r, m.namespace, m.name, subresource), obj);
+  }
+  updateStatus<T extends KubeObject>(r: Resource, obj: T): Promise<T> {
+    return this.update(r, obj, 'status');
+  }
+  patch<T extends KubeObject>(
+    r: Resource,
+    namespace: string | undefined,
+    name: string,
+    patch: unknown,
+    type: PatchType = 'merge',
+    subresource?: string,
+  ): Promise<T> {
+    return this.request<T>(
+      'PATCH',
+      resourcePath(r, namespace, name, subresource),
+      patch,
+      PATCH_CONTENT_TYPE[type],
+    );
+  }
+  /** DELETE; `preconditionUid` makes it apply to that incarnation of the object only. */
+  async delete(
+    r: Resource,
+    namespace: string | undefined,
+    name: string,
+    opts: { preconditionUid?: string; gracePeriodSeconds?: number; propagationPolicy?: string } = {},
+  ): Promise<void> {
+    const body: Record<string, unknown> = { apiVersion: 'v1', kind: 'DeleteOptions' };
+    if (opts.preconditionUid) body['preconditions'] = { uid: opts.preconditionUid };
+    if (opts.gracePeriodSeconds !== undefined) body['gracePeriodSeconds'] = opts.gracePeriodSeconds;
+    if (opts.propagationPolicy) body['propagationPolicy'] = opts.propagationPolicy;
+    await this.request('DELETE', resourcePath(r, namespace, name), body);
+  }
+
+  /** Close idle keep-alive connections. */
+  close(): void {
+    this.agent?.destroy();
+    this.agent = undefined;
+  }
+}

@@ -1,0 +1,32 @@
+// @kubevirt-ts/controller-runtime: the control-plane plumbing shared by virt-controller and virt-handler.
+export {
+  WorkQueue,
+  ExponentialFailureRateLimiter,
+  runWorkers,
+  type RateLimiter,
+  type WorkQueueOptions,
+  type WorkerLogger,
+} from './workqueue.js';
+export { ControllerExpectations, EXPECTATIONS_TIMEOUT_MS, type Expectation } from './expectations.js';
+export {
+  KubeClient,
+  KubeApiError,
+  resourcePath,
+  isNotFound,
+  isConflict,
+  isAlreadyExists,
+  PODS,
+  CONFIGMAPS,
+  LEASES,
+  type KubeObject,
+  type KubeList,
+  type ObjectMeta,
+  type Resource,
+  type ListOptions,
+  type PatchType,
+} from './client.js';
+export { Informer, keyOf, splitKey, type InformerOptions, type Handler } from './informer.js';
+export { updateIfChanged, type UpdateIfChangedOptions, type UpdateResult } from './status.js';
+export { deepEqual, clone } from './equal.js';
+export { LeaderElector, type LeaderElectorOptions, type Lease } from './leader.js';
+export { MetricsRegistry, Counter, Gauge, Histogram, PROMETHEUS_CONTENT_TYPE } from './metrics.js';

@@ -1,0 +1,124 @@
+// Admission, as upstream's virt-api webhooks: the mutating webhook applies @kubevirt-ts/api's defaults
+// (and the VMI finalizer), the validating webhook rejects with every error and its field path, and a
+// VMI's spec cannot change after creation. Served over TLS by virt-controller (webhook.ts).
+import {
+  setVirtualMachineDefaults,
+  setVirtualMachineInstanceDefaults,
+  validateObject,
+  type FieldError,
+  type VirtualMachine,
+  type VirtualMachineInstance,
+} from '@kubevirt-ts/api';
+import { deepEqual } from '@kubevirt-ts/controller-runtime';
+import { VMI_FINALIZER } from './common.js';
+
+export interface AdmissionRequest {
+  uid: string;
+  kind?: { group?: string; version?: string; kind?: string };
+  operation?: 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
+  object?: unknown;
+  oldObject?: unknown;
+  userInfo?: { username?: string };
+}
+export interface AdmissionReview {
+  apiVersion: string;
+  kind: 'AdmissionReview';
+  request?: AdmissionRequest;
+  response?: AdmissionResponse;
+}
+export interface AdmissionResponse {
+  uid: string;
+  allowed: boolean;
+  status?: {
+    code: number;
+    reason?: string;
+    message: string;
+    details?: { causes: { field: string; message: string; reason: string }[] };
+  };
+  patchType?: 'JSONPatch';
+  /** base64 of the JSON Patch */
+  patch?: string;
+}
+
+type JsonPatchOp = { op: 'add' | 'replace'; path: string; value: unknown };
+
+/** The one-line form of an error, as kv-validate prints it: `path: reason`. */
+export const formatFieldError = (e: FieldError): string => (e.path ? `${e.path}: ${e.reason}` : e.reason);
+
+function deny(uid: string, kind: string, errs: FieldError[]): AdmissionResponse {
+  return {
+    uid,
+    allowed: false,
+    status: {
+      code: 422,
+      reason: 'Invalid',
+      message: `${kind} is invalid:\n${errs.map(formatFieldError).join('\n')}`,
+      details: {
+        causes: errs.map((e) => ({ field: e.path, message: e.reason, reason: 'FieldValueInvalid' })),
+      },
+    },
+  };
+}
+
+/** Mutating webhook: defaults for VM and VMI (VMI: on create only), and the VMI finalizer. */
+export function mutate(req: AdmissionRequest): AdmissionResponse {
+  const obj = req.object as
+    { kind?: string; spec?: unknown; metadata?: { finalizers?: string[] } } | undefined;
+  const kind = req.kind?.kind ?? obj?.kind;
+  const ops: JsonPatchOp[] = [];
+  try {
+    if (kind === 'VirtualMachineInstance' && req.operation === 'CREATE' && obj) {
+      const d = setVirtualMachineInstanceDefaults(obj as VirtualMachineInstance);
+      if (!deepEqual(d.spec, obj.spec))
+        ops.push({ op: obj.spec === undefined ? 'add' : 'replace', path: '/spec', value: d.spec });
+      const fin = obj.metadata?.finalizers;
+      if (!fin) ops.push({ op: 'add', path: '/metadata/finalizers', value: [VMI_FINALIZER] });
+      else if (!fin.includes(VMI_FINALIZER))
+        ops.push({ op: 'add', path: '/metadata/finalizers/-', value: VMI_FINALIZER });
+    } else if (kind === 'VirtualMachine' && obj) {
+      const d = setVirtualMachineDefaults(obj as VirtualMachine);
+      if (!deepEqual(d.spec, obj.spec))
+        ops.push({ op: obj.spec === undefined ? 'add' : 'replace', path: '/spec', value: d.spec });
+    }
+  } catch {
+    // not an object the defaults understand: the validating webhook explains what is wrong
+    return { uid: req.uid, allowed: true };
+  }
+  if (ops.length === 0) return { uid: req.uid, allowed: true };
+  return {
+    uid: req.uid,
+    allowed: true,
+    patchType: 'JSONPatch',
+    patch: Buffer.from(JSON.stringify(ops)).toString('base64'),
+  };
+}
+
+/** Validating webhook: every error with its field path; a VMI's spec is immutable. */
+export function validate(req: AdmissionRequest): AdmissionResponse {
+  const obj = req.object as { kind?: string; spec?: unknown } | undefined;
+  const kind = req.kind?.kind ?? obj?.kind ?? 'object';
+  if (req.operation !== 'CREATE' && req.operation !== 'UPDATE') return { uid: req.uid, allowed: true };
+  const errs = validateObject(obj);
+  if (req.operation === 'UPDATE' && kind === 'VirtualMachineInstance') {
+    const old = req.oldObject as { spec?: unknown } | undefined;
+    if (old && !deepEqual(old.spec, obj?.spec))
+      errs.push({
+        path: 'spec',
+        reason: 'Forbidden: the spec of a VirtualMachineInstance cannot change after creation',
+      });
+  }
+  return errs.length ? deny(req.uid, kind, errs) : { uid: req.uid, allowed: true };
+}
+
+/** An AdmissionReview answer for a review (v1). */
+export function review(
+  body: AdmissionReview,
+  handler: (r: AdmissionRequest) => AdmissionResponse,
+): AdmissionReview {
+  if (!body?.request?.uid) throw new Error('not an AdmissionReview with a request');
+  return {
+    apiVersion: body.apiVersion || 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    response: handler(body.request),
+  };
+}

@@ -1,0 +1,276 @@
+// virt-controller's controllers wired together: informers on VMs, VMIs, launcher Pods and the config
+// object; a work queue per controller; expectations lowered by the informers' events.
+import type { KubeConfig } from '@kubernetes/client-node';
+import {
+  CONFIGMAPS,
+  ControllerExpectations,
+  Informer,
+  KubeClient,
+  MetricsRegistry,
+  PODS,
+  WorkQueue,
+  keyOf,
+  runWorkers,
+  type KubeObject,
+} from '@kubevirt-ts/controller-runtime';
+import { createLogger, type Logger } from '@kubevirt-ts/log';
+import {
+  LABEL_APP,
+  LABEL_CREATED_BY,
+  rendererConfigFromData,
+  type RendererConfig,
+} from '@kubevirt-ts/renderer';
+import { VMIS, VMS, controllerRef, errorMessage, type Vm, type Vmi } from './common.js';
+import type { ControllerContext, Pod } from './context.js';
+import { VmController } from './vm.js';
+import { VmiController } from './vmi.js';
+
+export const CONFIG_NAMESPACE = 'kubevirt-ts';
+export const CONFIG_NAME = 'kubevirt-ts-config';
+
+export interface VirtControllerOptions {
+  kubeConfig: KubeConfig;
+  log?: Logger;
+  /** namespace of the config object (default kubevirt-ts) */
+  configNamespace?: string;
+  configName?: string;
+  /** use this instead of the config object (tests, benchmarks) */
+  rendererConfig?: RendererConfig;
+  /** workers per controller (upstream defaults: VM 3, VMI 10) */
+  vmWorkers?: number;
+  vmiWorkers?: number;
+}
+
+export class VirtController {
+  readonly client: KubeClient;
+  readonly ctx: ControllerContext;
+  readonly vm: VmController;
+  readonly vmi: VmiController;
+  private readonly configInformer: Informer<KubeObject & { data?: Record<string, string> }> | undefined;
+  private config: RendererConfig | undefined;
+  private readonly podIndex = new Map<string, Map<string, Pod>>();
+  private workers: Promise<void>[] = [];
+  private readonly log: Logger;
+  /** Prometheus metrics: reconciles, their latency, queue depth, VMIs per phase, creation to Running */
+  readonly metrics = new MetricsRegistry();
+  private readonly reconciles = this.metrics.counter(
+    'kubevirt_ts_controller_reconcile_total',
+    'Reconciles by controller and result (success, error).',
+  );
+  private readonly reconcileSeconds = this.metrics.histogram(
+    'kubevirt_ts_controller_reconcile_duration_seconds',
+    'Time of one reconcile, by controller.',
+    [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  );
+  private readonly toRunning = this.metrics.histogram(
+    'kubevirt_ts_vmi_creation_to_running_seconds',
+    "From a VMI's creation to its Running phase.",
+    [1, 2, 5, 10, 20, 30, 60, 120, 300, 600],
+  );
+  private readonly seenRunning = new Set<string>();
+
+  constructor(private readonly opts: VirtControllerOptions) {
+    const kc = opts.kubeConfig;
+    this.log = opts.log ?? createLogger('virt-controller');
+    this.client = new KubeClient(kc);
+    const log = this.log;
+    const vms = new Informer<Vm>(kc, this.client, { resource: VMS, log });
+    const vmis = new Informer<Vmi>(kc, this.client, { resource: VMIS, log });
+    const pods = new Informer<Pod>(kc, this.client, {
+      resource: PODS,
+      labelSelector: `${LABEL_APP}=virt-launcher`,
+      log,
+    });
+    this.config = opts.rendererConfig;
+    if (!opts.rendererConfig)
+      this.configInformer = new Informer(kc, this.client, {
+        resource: CONFIGMAPS,
+        namespace: opts.configNamespace ?? CONFIG_NAMESPACE,
+        fieldSelector: `metadata.name=${opts.configName ?? CONFIG_NAME}`,
+        log,
+      });
+    this.ctx = {
+      client: this.client,
+      log,
+      vms,
+      vmis,
+      pods,
+      podsOfVmi: (uid) => [...(this.podIndex.get(uid)?.values() ?? [])],
+      vmQueue: new WorkQueue<string>(),
+      vmiQueue: new WorkQueue<string>(),
+      vmExpectations: new ControllerExpectations(),
+      podExpectations: new ControllerExpectations(),
+      vmiExpectations: new ControllerExpectations(),
+      rendererConfig: () => this.config,
+    };
+    this.metrics.gauge(
+      'kubevirt_ts_controller_queue_depth',
+      'Keys waiting in the work queue, by controller.',
+      () => [
+        [{ controller: 'vm' }, this.ctx.vmQueue.len()],
+        [{ controller: 'vmi' }, this.ctx.vmiQueue.len()],
+      ],
+    );
+    this.metrics.gauge('kubevirt_ts_vmi_phase_count', 'VMIs per phase (as the cache shows them).', () => {
+      const counts = new Map<string, number>();
+      for (const v of this.ctx.vmis.list()) {
+        const p = v.status?.phase || 'Unprocessed';
+        counts.set(p, (counts.get(p) ?? 0) + 1);
+      }
+      return [...counts].map(([phase, n]) => [{ phase }, n]);
+    });
+    this.vm = new VmController(this.ctx);
+    this.vmi = new VmiController(this.ctx);
+    this.wire();
+  }
+
+  private wire(): void {
+    const { ctx } = this;
+    const ownerVmKey = (vmi: Vmi): string | undefined => {
+      const ref = controllerRef(vmi, 'VirtualMachine');
+      return ref ? `${vmi.metadata.namespace}/${ref.name}` : undefined;
+    };
+    ctx.vms.onChange((vm) => ctx.vmQueue.add(keyOf(vm)));
+    ctx.vmis.onAdd((vmi) => {
+      const key = keyOf(vmi);
+      const vmKey = ownerVmKey(vmi);
+      if (vmKey) {
+        ctx.vmExpectations.creationObserved(vmKey);
+        ctx.vmQueue.add(vmKey);
+      }
+      ctx.vmiQueue.add(key);
+    });
+    ctx.vmis.onUpdate((vmi) => {
+      const key = keyOf(vmi);
+      this.observeRunning(vmi);
+      ctx.vmiExpectations.lowerExpectations(key, 1, 0);
+      const vmKey = ownerVmKey(vmi);
+      if (vmKey) ctx.vmQueue.add(vmKey);
+      ctx.vmiQueue.add(key);
+    });
+    ctx.vmis.onDelete((vmi) => {
+      const key = keyOf(vmi);
+      this.seenRunning.delete(vmi.metadata.uid ?? '');
+      const vmKey = ownerVmKey(vmi);
+      if (vmKey) {
+        ctx.vmExpectations.deletionObserved(vmKey);
+        ctx.vmQueue.add(vmKey);
+      }
+      ctx.vmiQueue.add(key);
+    });
+    const vmiKeyOfPod = (pod: Pod): string | undefined => {
+      const ref = controllerRef(pod, 'VirtualMachineInstance');
+      return ref ? `${pod.metadata?.namespace}/${ref.name}` : undefined;
+    };
+    const index = (pod: Pod, present: boolean) => {
+      const uid = pod.metadata?.labels?.[LABEL_CREATED_BY];
+      if (!uid) return;
+      let m = this.podIndex.get(uid);
+      if (present) {
+        if (!m) this.podIndex.set(uid, (m = new Map()));
+        m.set(pod.metadata!.uid!, pod);
+      } else if (m) {
+        m.delete(pod.metadata!.uid!);
+        if (m.size === 0) this.podIndex.delete(uid);
+      }
+    };
+    ctx.pods.onAdd((pod) => {
+      index(pod, true);
+      const key = vmiKeyOfPod(pod);
+      if (!key) return;
+      ctx.podExpectations.creationObserved(key);
+      ctx.vmiQueue.add(key);
+    });
+    ctx.pods.onUpdate((pod) => {
+      index(pod, true);
+      const key = vmiKeyOfPod(pod);
+      if (key) ctx.vmiQueue.add(key);
+    });
+    ctx.pods.onDelete((pod) => {
+      index(pod, false);
+      const key = vmiKeyOfPod(pod);
+      if (!key) return;
+      ctx.podExpectations.deletionObserved(key);
+      ctx.vmiQueue.add(key);
+    });
+    const onConfig = (cm: KubeObject & { data?: Record<string, string> }, present: boolean) => {
+      if (!present) {
+        this.log.warn('the config object was deleted; launcher Pods cannot be rendered until it is back');
+        this.config = undefined;
+        return;
+      }
+      try {
+        this.config = rendererConfigFromData(cm.data);
+        this.log.info('cluster config loaded', { launcherImage: this.config.launcherImage });
+      } catch (e) {
+        this.log.error('the config object is invalid; keeping the previous one', { reason: errorMessage(e) });
+      }
+      // VMIs that could not get a Pod without it
+      for (const vmi of ctx.vmis.list())
+        if (!vmi.status?.phase || vmi.status.phase === 'Pending') ctx.vmiQueue.add(keyOf(vmi));
+    };
+    this.configInformer?.onAdd((cm) => onConfig(cm, true));
+    this.configInformer?.onUpdate((cm) => onConfig(cm, true));
+    this.configInformer?.onDelete((cm) => onConfig(cm, false));
+  }
+
+  private observeRunning(vmi: Vmi): void {
+    const uid = vmi.metadata.uid ?? '';
+    if (vmi.status?.phase !== 'Running' || this.seenRunning.has(uid)) return;
+    this.seenRunning.add(uid);
+    const created = Date.parse(vmi.metadata.creationTimestamp ?? '');
+    const ts = vmi.status.phaseTransitionTimestamps?.find(
+      (t) => t.phase === 'Running',
+    )?.phaseTransitionTimestamp;
+    const running = ts ? Date.parse(ts) : Date.now();
+    if (Number.isFinite(created)) this.toRunning.observe({}, Math.max(0, (running - created) / 1000));
+  }
+
+  /** Starts the informers, waits until their caches are filled, then starts the workers. */
+  async start(): Promise<void> {
+    const { ctx } = this;
+    await Promise.all([this.configInformer?.start(), ctx.pods.start(), ctx.vmis.start(), ctx.vms.start()]);
+    this.log.info('caches synced, starting workers', {
+      vms: ctx.vms.list().length,
+      vmis: ctx.vmis.list().length,
+      pods: ctx.pods.list().length,
+    });
+    const wrap = (controller: string, fn: (key: string) => Promise<void>) => async (key: string) => {
+      const t = performance.now();
+      let result = 'success';
+      try {
+        await fn(key);
+      } catch (e) {
+        result = 'error';
+        throw e instanceof Error ? e : new Error(String(e));
+      } finally {
+        this.reconciles.inc({ controller, result });
+        this.reconcileSeconds.observe({ controller }, (performance.now() - t) / 1000);
+      }
+    };
+    this.workers = [
+      runWorkers(
+        ctx.vmQueue,
+        this.opts.vmWorkers ?? 3,
+        wrap('vm', (k) => this.vm.reconcile(k)),
+        this.log,
+      ),
+      runWorkers(
+        ctx.vmiQueue,
+        this.opts.vmiWorkers ?? 10,
+        wrap('vmi', (k) => this.vmi.reconcile(k)),
+        this.log,
+      ),
+    ];
+  }
+
+  /** Stops taking keys, waits for the reconciles in flight, stops the informers. */
+  async stop(): Promise<void> {
+    const { ctx } = this;
+    ctx.vmQueue.shutDown();
+    ctx.vmiQueue.shutDown();
+    await Promise.all(this.workers);
+    await Promise.all([this.configInformer?.stop(), ctx.pods.stop(), ctx.vmis.stop(), ctx.vms.stop()]);
+    this.client.close();
+  }
+}

@@ -1,0 +1,437 @@
+// The VM controller: a VirtualMachine's run strategy decides whether its VirtualMachineInstance
+// exists (upstream v1.1.0's startStop), and the VM's status mirrors the VMI (printableStatus, ready,
+// created, conditions, start-failure backoff). Level-triggered, one key at a time; expectations keep a
+// lagging cache from creating a second VMI or deleting one twice.
+import { isNotFound, updateIfChanged } from '@kubevirt-ts/controller-runtime';
+import {
+  setVirtualMachineDefaults,
+  vmRunStrategy,
+  type Condition,
+  type VirtualMachineStatus,
+} from '@kubevirt-ts/api';
+import {
+  ANNOTATION_VM_GENERATION,
+  SyncError,
+  VMIS,
+  VMI_FINALIZER,
+  VMS,
+  VM_CONTROLLER_FINALIZER,
+  controllerRef,
+  errorMessage,
+  getCondition,
+  hasCondition,
+  isFinal,
+  nowTimestamp,
+  removeCondition,
+  updateCondition,
+  type Vm,
+  type Vmi,
+} from './common.js';
+import type { ControllerContext } from './context.js';
+import { REASON_ERR_IMAGE_PULL, REASON_IMAGE_PULL_BACKOFF } from './vmi.js';
+
+/** upstream's defaultMaxCrashLoopBackoffDelaySeconds */
+export const MAX_CRASHLOOP_BACKOFF_SECONDS = 300;
+
+/** Seconds before the next start after `failCount` consecutive early failures (10 s * n², +0..50 %, max 300 s). */
+export function startBackoffSeconds(
+  failCount: number,
+  maxDelay = MAX_CRASHLOOP_BACKOFF_SECONDS,
+  rand = Math.random,
+) {
+  const n = Math.max(1, failCount);
+  const interval = Math.max(10, Math.floor(maxDelay / 30));
+  let delay = interval * n * n;
+  delay += Math.floor(rand() * (Math.floor(delay / 2) + 1));
+  return Math.min(delay, maxDelay);
+}
+
+type StateChange = NonNullable<VirtualMachineStatus['stateChangeRequests']>[number];
+const firstRequest = (vm: Vm): StateChange | undefined => vm.status?.stateChangeRequests?.[0];
+export const hasStartRequest = (vm: Vm): boolean => firstRequest(vm)?.action === 'Start';
+export const hasStartPausedRequest = (vm: Vm): boolean =>
+  hasStartRequest(vm) && firstRequest(vm)?.data?.['paused'] === 'true';
+export const hasStopRequestForVmi = (vm: Vm, vmi: Vmi): boolean => {
+  const r = firstRequest(vm);
+  return r?.action === 'Stop' && !!r.uid && r.uid === vmi.metadata.uid;
+};
+
+const wasRunning = (vmi: Vmi | undefined): boolean =>
+  !!vmi &&
+  (vmi.status?.phase === 'Running' ||
+    !!vmi.status?.phaseTransitionTimestamps?.some((t) => t.phase === 'Running'));
+const failedEarly = (vmi: Vmi | undefined): boolean => !!vmi && isFinal(vmi) && !wasRunning(vmi);
+const isMigrating = (vmi: Vmi): boolean => {
+  const m = vmi.status?.migrationState;
+  return !!m && !!m.startTimestamp && !m.endTimestamp && !m.completed && !m.failed;
+};
+
+export class VmController {
+  constructor(private readonly ctx: ControllerContext) {}
+
+  private startExpected = (key: string) => this.ctx.vmExpectations.pendingAdds(key) > 0;
+  private stopExpected = (key: string) => this.ctx.vmExpectations.pendingDeletes(key) > 0;
+
+  async reconcile(key: string): Promise<void> {
+    const { ctx } = this;
+    let vm = ctx.vms.getByKey(key);
+    if (!vm) {
+      ctx.vmExpectations.deleteExpectations(key);
+      return;
+    }
+    let vmi = ctx.vmis.getByKey(key);
+    let syncErr: SyncError | undefined;
+    if (vmi && controllerRef(vmi, 'VirtualMachine')?.uid !== vm.metadata.uid) {
+      // a VMI of the same name that this VM does not own: neither adopted nor touched
+      syncErr = new SyncError(
+        'FailedCreate',
+        `VirtualMachineInstance ${key} exists and is not owned by this VirtualMachine`,
+      );
+      vmi = undefined;
+    } else if (ctx.vmExpectations.satisfiedExpectations(key)) {
+      try {
+        if (vm.metadata.deletionTimestamp) {
+          if (!vmi) vm = (await this.setVmFinalizer(vm, false)) ?? vm;
+          else await this.stopVmi(key, vm, vmi);
+          if (!vm.metadata.deletionTimestamp) return;
+        } else {
+          vm = (await this.setVmFinalizer(vm, true)) ?? vm;
+          syncErr = await this.startStop(key, vm, vmi);
+        }
+      } catch (e) {
+        if (!(e instanceof SyncError)) throw e;
+        syncErr = e;
+      }
+    }
+    await this.updateStatus(key, vm, vmi, syncErr);
+    if (syncErr) throw syncErr;
+  }
+
+  private async setVmFinalizer(vm: Vm, present: boolean): Promise<Vm | undefined> {
+    const has = !!vm.metadata.finalizers?.includes(VM_CONTROLLER_FINALIZER);
+    if (has === present) return vm;
+    try {
+      const r = await updateIfChanged<Vm>({
+        client: this.ctx.client,
+        resource: VMS,
+        current: vm,
+        mutate: (latest) => {
+          const f = (latest.metadata.finalizers ?? []).filter((x) => x !== VM_CONTROLLER_FINALIZER);
+          if (present) f.push(VM_CONTROLLER_FINALIZER);
+          latest.metadata.finalizers = f;
+          if (f.length === 0) delete latest.metadata.finalizers;
+          return latest;
+        },
+      });
+      return r.object;
+    } catch (e) {
+      if (isNotFound(e)) return undefined;
+      throw e;
+    }
+  }
+
+  /** upstream's startStop: what the run strategy wants done about the VMI */
+  private async startStop(key: string, vm: Vm, vmi: Vmi | undefined): Promise<SyncError | undefined> {
+    const strategy = vmRunStrategy(vm);
+    switch (strategy) {
+      case 'Always':
+        if (vmi) {
+          if (hasStopRequestForVmi(vm, vmi) || isFinal(vmi)) await this.stopVmi(key, vm, vmi);
+          return undefined;
+        }
+        return this.startUnlessBackingOff(key, vm);
+      case 'RerunOnFailure':
+        if (vmi) {
+          if (hasStopRequestForVmi(vm, vmi) || vmi.status?.phase === 'Failed')
+            await this.stopVmi(key, vm, vmi);
+          return undefined;
+        }
+        return this.startUnlessBackingOff(key, vm);
+      case 'Manual':
+        if (vmi) {
+          if (hasStopRequestForVmi(vm, vmi)) await this.stopVmi(key, vm, vmi);
+        } else if (hasStartRequest(vm)) await this.startVmi(key, vm);
+        return undefined;
+      case 'Halted':
+        if (!vmi) {
+          // a start request on a halted VM (virtctl start) switches it to Always / running: true
+          if (hasStartRequest(vm)) {
+            try {
+              await updateIfChanged<Vm>({
+                client: this.ctx.client,
+                resource: VMS,
+                current: vm,
+                mutate: (latest) => {
+                  if (latest.spec.runStrategy !== undefined) latest.spec.runStrategy = 'Always';
+                  else latest.spec.running = true;
+                  return latest;
+                },
+              });
+            } catch (e) {
+              return new SyncError('FailedCreate', `failure while starting VMI: ${errorMessage(e)}`);
+            }
+          }
+          return undefined;
+        }
+        await this.stopVmi(key, vm, vmi);
+        return undefined;
+      case 'Once':
+        if (!vmi) await this.startVmi(key, vm);
+        return undefined;
+      default:
+        return new SyncError('FailedCreate', `unknown runstrategy: ${String(strategy)}`);
+    }
+  }
+
+  private async startUnlessBackingOff(key: string, vm: Vm): Promise<undefined> {
+    const left = this.backoffLeftSeconds(vm);
+    if (left > 0) {
+      this.ctx.log.info('delaying the start of the VM: start failure backoff', {
+        kind: 'VirtualMachine',
+        namespace: vm.metadata.namespace,
+        name: vm.metadata.name,
+        seconds: left,
+      });
+      this.ctx.vmQueue.addAfter(key, left * 1000);
+      return undefined;
+    }
+    await this.startVmi(key, vm);
+    return undefined;
+  }
+
+  private backoffLeftSeconds(vm: Vm): number {
+    const at = vm.status?.startFailure?.retryAfterTimestamp;
+    if (!at) return 0;
+    const diff = Math.ceil((Date.parse(at) - Date.now()) / 1000);
+    return diff > 0 ? diff : 0;
+  }
+
+  /** The VMI this VM starts: its template, name, owner reference, labels, firmware UUID, finalizers. */
+  vmiFromVm(vm: Vm): Vmi {
+    const d = setVirtualMachineDefaults(vm);
+    const tmeta = structuredClone(vm.spec.template.metadata ?? {}) as Vmi['metadata'];
+    delete tmeta.generateName;
+    const spec = structuredClone(d.spec.template.spec);
+    if (hasStartPausedRequest(vm)) spec.startStrategy = 'Paused';
+    return {
+      apiVersion: 'kubevirt.io/v1',
+      kind: 'VirtualMachineInstance',
+      metadata: {
+        ...tmeta,
+        name: vm.metadata.name,
+        namespace: vm.metadata.namespace,
+        labels: vm.spec.template.metadata?.labels,
+        annotations: {
+          ...(tmeta.annotations ?? {}),
+          [ANNOTATION_VM_GENERATION]: String(vm.metadata.generation ?? 0),
+        },
+        ownerReferences: [
+          {
+            apiVersion: 'kubevirt.io/v1',
+            kind: 'VirtualMachine',
+            name: vm.metadata.name!,
+            uid: vm.metadata.uid!,
+            controller: true,
+            blockOwnerDeletion: true,
+          },
+        ],
+        finalizers: [VMI_FINALIZER, VM_CONTROLLER_FINALIZER],
+      },
+      spec,
+    } as Vmi;
+  }
+
+  private async startVmi(key: string, vm: Vm): Promise<void> {
+    const { ctx } = this;
+    const vmi = this.vmiFromVm(vm);
+    ctx.vmExpectations.expectCreations(key, 1);
+    try {
+      await ctx.client.create<Vmi>(VMIS, vm.metadata.namespace, vmi);
+    } catch (e) {
+      ctx.vmExpectations.creationObserved(key);
+      throw new SyncError('FailedCreate', `failure while starting VMI: ${errorMessage(e)}`);
+    }
+    ctx.log.info('started the VM by creating its VMI', {
+      kind: 'VirtualMachine',
+      namespace: vm.metadata.namespace,
+      name: vm.metadata.name,
+      uid: vm.metadata.uid,
+    });
+  }
+
+  private async stopVmi(key: string, vm: Vm, vmi: Vmi): Promise<void> {
+    const { ctx } = this;
+    if (vmi.metadata.deletionTimestamp) return;
+    ctx.vmExpectations.expectDeletions(key, 1);
+    try {
+      // the VMI's own terminationGracePeriodSeconds applies (virt-handler shuts the guest down)
+      await ctx.client.delete(VMIS, vmi.metadata.namespace, vmi.metadata.name!, {
+        preconditionUid: vmi.metadata.uid,
+      });
+    } catch (e) {
+      ctx.vmExpectations.deletionObserved(key);
+      if (isNotFound(e)) return;
+      throw new SyncError('FailedDelete', `failure while deleting VMI: ${errorMessage(e)}`);
+    }
+    ctx.log.info('stopped the VM by deleting its VMI', {
+      kind: 'VirtualMachine',
+      namespace: vm.metadata.namespace,
+      name: vm.metadata.name,
+      vmi: vmi.metadata.uid,
+      phase: vmi.status?.phase,
+    });
+  }
+
+  /** The status the VM should have (upstream's updateStatus without DataVolumes, hotplug, revisions). */
+  desiredStatus(key: string, vm: Vm, vmi: Vmi | undefined, syncErr: SyncError | undefined, vmiGone: boolean) {
+    const status: VirtualMachineStatus = structuredClone(vm.status ?? {});
+    status.created = !!vmi;
+    status.ready = !!vmi && hasCondition(vmi.status?.conditions, 'Ready', 'True');
+    if (!status.ready) delete status.ready;
+    if (!status.created) delete status.created;
+
+    // the first state change request is done once its effect is visible
+    const req = status.stateChangeRequests?.[0];
+    if (req) {
+      let trim = false;
+      if (req.action === 'Stop') trim = vmi ? !req.uid || req.uid !== vmi.metadata.uid : vmiGone;
+      else if (req.action === 'Start') trim = !!vmi;
+      if (trim) {
+        status.stateChangeRequests = status.stateChangeRequests!.slice(1);
+        if (status.stateChangeRequests.length === 0) delete status.stateChangeRequests;
+      }
+    }
+
+    // start failures: cleared once a VMI ran, or under a strategy that does not restart on its own
+    const strategy = vmRunStrategy(vm);
+    const restarts = strategy === 'Always' || strategy === 'RerunOnFailure' || strategy === 'Once';
+    if (wasRunning(vmi) || !restarts) delete status.startFailure;
+    else if (vmi && failedEarly(vmi) && status.startFailure?.lastFailedVMIUID !== vmi.metadata.uid) {
+      const count = (status.startFailure?.consecutiveFailCount ?? 0) + 1;
+      const delay = startBackoffSeconds(count);
+      status.startFailure = {
+        consecutiveFailCount: count,
+        lastFailedVMIUID: vmi.metadata.uid,
+        retryAfterTimestamp: new Date(Date.now() + delay * 1000).toISOString().replace(/\.\d+Z$/, 'Z'),
+      };
+    }
+
+    // conditions: Ready from the VMI, Failure from the sync error, the VMI's others mirrored
+    const now = nowTimestamp();
+    const vmiReady = getCondition(vmi?.status?.conditions, 'Ready');
+    if (!vmi)
+      updateCondition(status, {
+        type: 'Ready',
+        status: 'False',
+        reason: 'VMINotExists',
+        message: 'VMI does not exist',
+        lastProbeTime: null,
+        lastTransitionTime: now,
+      });
+    else if (!vmiReady)
+      updateCondition(status, {
+        type: 'Ready',
+        status: 'False',
+        reason: 'VMIConditionMissing',
+        message: 'VMI is missing the Ready condition',
+        lastProbeTime: null,
+        lastTransitionTime: now,
+      });
+    else updateCondition(status, { ...vmiReady });
+    if (syncErr)
+      updateCondition(status, {
+        type: 'Failure',
+        status: 'True',
+        reason: syncErr.reason,
+        message: syncErr.message,
+        lastProbeTime: null,
+        lastTransitionTime: now,
+      });
+    else removeCondition(status, 'Failure');
+    if (vmi) {
+      const mirrored = new Set<string>();
+      for (const c of vmi.status?.conditions ?? []) {
+        if (c.type === 'Ready' || c.type === 'Failure') continue;
+        mirrored.add(c.type);
+        updateCondition(status, { ...c } as Condition);
+      }
+      for (const c of [...(status.conditions ?? [])])
+        if (c.type !== 'Ready' && c.type !== 'Failure' && !mirrored.has(c.type))
+          removeCondition(status, c.type);
+    }
+
+    status.printableStatus = this.printableStatus(key, vm, vmi, status);
+    return status;
+  }
+
+  /** First match wins, in upstream's order. */
+  printableStatus(key: string, vm: Vm, vmi: Vmi | undefined, status: VirtualMachineStatus): string {
+    const conds = vmi?.status?.conditions;
+    const paused = hasCondition(conds, 'Paused', 'True');
+    const sync = getCondition(conds, 'Synchronized');
+    const running = vmi?.status?.phase === 'Running';
+    if (vm.metadata.deletionTimestamp) return 'Terminating';
+    if (vmi && !isFinal(vmi) && (vmi.metadata.deletionTimestamp || this.stopExpected(key))) return 'Stopping';
+    if (vmi && isMigrating(vmi)) return 'Migrating';
+    if (vmi && running && paused) return 'Paused';
+    if (vmi && running) return 'Running';
+    if (sync?.status === 'False' && sync.reason === 'FailedPvcNotFound') return 'ErrorPvcNotFound';
+    if (hasCondition(conds, 'PodScheduled', 'False', 'Unschedulable')) return 'ErrorUnschedulable';
+    if (sync?.status === 'False' && sync.reason === REASON_ERR_IMAGE_PULL) return 'ErrImagePull';
+    if (sync?.status === 'False' && sync.reason === REASON_IMAGE_PULL_BACKOFF) return 'ImagePullBackOff';
+    if (
+      vmi
+        ? ['', 'Pending', 'Scheduling', 'Scheduled'].includes(vmi.status?.phase ?? '')
+        : this.startExpected(key)
+    )
+      return 'Starting';
+    const strategy = vmRunStrategy(vm);
+    if (
+      (!vmi || isFinal(vmi)) &&
+      !this.startExpected(key) &&
+      (status.startFailure?.consecutiveFailCount ?? 0) > 0 &&
+      (strategy === 'Always' || strategy === 'RerunOnFailure' || strategy === 'Once')
+    )
+      return 'CrashLoopBackOff';
+    if (vmi ? isFinal(vmi) : !this.startExpected(key)) return 'Stopped';
+    return 'Unknown';
+  }
+
+  private async updateStatus(key: string, vm: Vm, vmi: Vmi | undefined, syncErr: SyncError | undefined) {
+    const { ctx } = this;
+    // a Stop request with no VMI in the cache is confirmed against the server before it is dropped
+    let vmiGone = false;
+    if (!vmi && firstRequest(vm)?.action === 'Stop')
+      vmiGone = !(await ctx.client.getOrUndefined<Vmi>(VMIS, vm.metadata.namespace, vm.metadata.name!));
+    try {
+      await updateIfChanged<Vm>({
+        client: ctx.client,
+        resource: VMS,
+        current: vm,
+        subresource: 'status',
+        mutate: (latest) => ({ ...latest, status: this.desiredStatus(key, latest, vmi, syncErr, vmiGone) }),
+      });
+    } catch (e) {
+      if (!isNotFound(e)) throw e;
+    }
+    // the VM has recorded what it needed from a finished VMI: let it go
+    if (vmi && isFinal(vmi) && vmi.metadata.finalizers?.includes(VM_CONTROLLER_FINALIZER)) {
+      try {
+        await updateIfChanged<Vmi>({
+          client: ctx.client,
+          resource: VMIS,
+          current: vmi,
+          mutate: (latest) => {
+            latest.metadata.finalizers = latest.metadata.finalizers?.filter(
+              (f) => f !== VM_CONTROLLER_FINALIZER,
+            );
+            if (latest.metadata.finalizers?.length === 0) delete latest.metadata.finalizers;
+            return latest;
+          },
+        });
+      } catch (e) {
+        if (!isNotFound(e)) throw e;
+      }
+    }
+  }
+}

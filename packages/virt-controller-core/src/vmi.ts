@@ -1,0 +1,296 @@
+// The VMI controller: one launcher Pod per VirtualMachineInstance, rendered by @kubevirt-ts/renderer,
+// and the VMI's phase from that Pod: "" -> Pending (Pod being created) -> Scheduling (Pod exists) ->
+// Scheduled (Pod running: handed to virt-handler on pod.spec.nodeName). Pod failures (unschedulable,
+// image pull errors, eviction, deletion by someone else) show in the VMI's conditions and phase.
+// Level-triggered: everything is computed from the cached VMI and Pod, whatever event woke the key.
+import { isNotFound, updateIfChanged, PODS } from '@kubevirt-ts/controller-runtime';
+import { renderLaunchPod, RenderError, COMPUTE_CONTAINER } from '@kubevirt-ts/renderer';
+import type { Condition } from '@kubevirt-ts/api';
+import {
+  LABEL_NODE_NAME,
+  SyncError,
+  VMIS,
+  VMI_FINALIZER,
+  VM_CONTROLLER_FINALIZER,
+  controllerRef,
+  errorMessage,
+  isFinal,
+  isUnprocessed,
+  nowTimestamp,
+  removeCondition,
+  updateCondition,
+  type Phase,
+  type Vmi,
+} from './common.js';
+import type { ControllerContext, Pod } from './context.js';
+
+export const REASON_FAILED_CREATE_POD = 'FailedCreate';
+export const REASON_FAILED_DELETE_POD = 'FailedDelete';
+export const REASON_ERR_IMAGE_PULL = 'ErrImagePull';
+export const REASON_IMAGE_PULL_BACKOFF = 'ImagePullBackOff';
+export const REASON_POD_NOT_EXISTS = 'PodNotExists';
+export const REASON_POD_TERMINATING = 'PodTerminating';
+export const REASON_GUEST_NOT_RUNNING = 'GuestNotRunning';
+export const REASON_POD_CONDITION_MISSING = 'PodConditionMissing';
+
+const isFinalPhase = (p: string) => p === 'Succeeded' || p === 'Failed';
+const isPodDown = (p: Pod) => p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed';
+const computeStatus = (p: Pod) => p.status?.containerStatuses?.find((c) => c.name === COMPUTE_CONTAINER);
+const isComputeDown = (p: Pod) => !!computeStatus(p)?.state?.terminated;
+export const isPodDownOrGoingDown = (p: Pod): boolean =>
+  isPodDown(p) || isComputeDown(p) || !!p.metadata?.deletionTimestamp;
+
+/** Running, compute container started and every other container ready (upstream's hand-over test). */
+export function isPodReady(p: Pod): boolean {
+  if (isPodDownOrGoingDown(p)) return false;
+  for (const c of p.status?.containerStatuses ?? []) {
+    if (c.name === COMPUTE_CONTAINER) {
+      if (!c.state?.running) return false;
+    } else if (!c.ready) return false;
+  }
+  return p.status?.phase === 'Running';
+}
+
+function imageError(p: Pod): SyncError | undefined {
+  for (const c of [...(p.status?.initContainerStatuses ?? []), ...(p.status?.containerStatuses ?? [])]) {
+    const r = c.state?.waiting?.reason;
+    if (r === REASON_ERR_IMAGE_PULL || r === REASON_IMAGE_PULL_BACKOFF)
+      return new SyncError(r, c.state?.waiting?.message ?? r);
+  }
+  return undefined;
+}
+
+export class VmiController {
+  constructor(private readonly ctx: ControllerContext) {}
+
+  /** The VMI's current launcher Pod: the newest one (migration targets come with the migration controller). */
+  currentPod(vmi: Vmi): Pod | undefined {
+    const pods = this.ctx.podsOfVmi(vmi.metadata.uid ?? '');
+    let best: Pod | undefined;
+    for (const p of pods)
+      if (!best || (p.metadata?.creationTimestamp ?? '') > (best.metadata?.creationTimestamp ?? '')) best = p;
+    return best;
+  }
+
+  async reconcile(key: string): Promise<void> {
+    const { ctx } = this;
+    const vmi = ctx.vmis.getByKey(key);
+    if (!vmi) {
+      ctx.podExpectations.deleteExpectations(key);
+      ctx.vmiExpectations.deleteExpectations(key);
+      return;
+    }
+    // until the cache shows our own Pod creations and VMI writes, acting could duplicate them
+    if (!ctx.podExpectations.satisfiedExpectations(key) || !ctx.vmiExpectations.satisfiedExpectations(key))
+      return;
+    const pod = this.currentPod(vmi);
+    const syncErr = await this.sync(key, vmi, pod);
+    await this.updateStatus(key, vmi, pod, syncErr);
+    if (syncErr && syncErr.retry && !isFinal(vmi)) throw syncErr;
+  }
+
+  private async sync(key: string, vmi: Vmi, pod: Pod | undefined): Promise<SyncError | undefined> {
+    const { ctx } = this;
+    if (vmi.metadata.deletionTimestamp) {
+      try {
+        await this.deleteAllPods(vmi);
+      } catch (e) {
+        return new SyncError(REASON_FAILED_DELETE_POD, `failed to delete pod: ${errorMessage(e)}`);
+      }
+      return undefined;
+    }
+    if (isFinal(vmi) || pod) return undefined;
+    // a Pod is created once, while the VMI is unprocessed; a lost Pod later is a failure, not a re-create
+    if (!isUnprocessed(vmi)) return undefined;
+    const config = ctx.rendererConfig();
+    if (!config)
+      return new SyncError(
+        REASON_FAILED_CREATE_POD,
+        'the kubevirt-ts config object is missing (launcher image unknown)',
+      );
+    let podSpec;
+    try {
+      podSpec = renderLaunchPod(vmi, config);
+    } catch (e) {
+      // the VMI's spec is immutable: rendering will fail the same way every time
+      if (e instanceof RenderError)
+        return new SyncError(
+          REASON_FAILED_CREATE_POD,
+          `failed to render launch manifest: ${e.message}`,
+          false,
+        );
+      return new SyncError(REASON_FAILED_CREATE_POD, `failed to render launch manifest: ${errorMessage(e)}`);
+    }
+    ctx.podExpectations.expectCreations(key, 1);
+    try {
+      const created = await ctx.client.create<Pod>(PODS, vmi.metadata.namespace, podSpec as Pod);
+      ctx.log.info('created launcher pod', {
+        kind: 'VirtualMachineInstance',
+        namespace: vmi.metadata.namespace,
+        name: vmi.metadata.name,
+        uid: vmi.metadata.uid,
+        pod: created.metadata?.name,
+      });
+    } catch (e) {
+      ctx.podExpectations.creationObserved(key);
+      const msg = errorMessage(e);
+      if (msg.includes('violates PodSecurity'))
+        return new SyncError(
+          REASON_FAILED_CREATE_POD,
+          `failed to create pod for vmi ${key}, it needs a privileged namespace to run: ${msg}`,
+        );
+      return new SyncError(REASON_FAILED_CREATE_POD, `failed to create virtual machine pod: ${msg}`);
+    }
+    return undefined;
+  }
+
+  private async deleteAllPods(vmi: Vmi): Promise<void> {
+    for (const p of this.ctx.podsOfVmi(vmi.metadata.uid ?? '')) {
+      if (p.metadata?.deletionTimestamp) continue;
+      try {
+        await this.ctx.client.delete(PODS, p.metadata?.namespace, p.metadata!.name!, {
+          preconditionUid: p.metadata?.uid,
+        });
+      } catch (e) {
+        if (!isNotFound(e)) throw e;
+      }
+    }
+  }
+
+  /** The status (and finalizers, labels) the VMI should have, from the cached VMI and Pod. */
+  desired(latest: Vmi, pod: Pod | undefined, syncErrIn: SyncError | undefined): Vmi {
+    const vmi = latest;
+    const status = (vmi.status ??= {});
+    let syncErr = syncErrIn;
+    const oldPhase = status.phase ?? '';
+    const podExists = !!pod;
+    const podsLeft = this.ctx.podsOfVmi(vmi.metadata.uid ?? '').length;
+    const passed: Phase[] = [];
+    const setPhase = (p: Phase) => {
+      if (p !== (status.phase ?? '')) passed.push(p);
+      status.phase = p;
+    };
+
+    this.syncReadyCondition(vmi, pod);
+
+    if (!isFinal(vmi) && !vmi.metadata.deletionTimestamp && !vmi.metadata.finalizers?.includes(VMI_FINALIZER))
+      (vmi.metadata.finalizers ??= []).push(VMI_FINALIZER);
+
+    if (isUnprocessed(vmi)) {
+      // with a Pod the VMI is Scheduling, and the Scheduling rules below apply at once (one write, not two)
+      if (podExists) setPhase('Scheduling');
+      else if (vmi.metadata.deletionTimestamp) setPhase('Failed');
+      else if (syncErr && !syncErr.retry) setPhase('Failed');
+      else setPhase('Pending');
+    }
+    if (status.phase === 'Scheduling') {
+      if (pod) {
+        if (pod.status?.qosClass) status.qosClass = pod.status.qosClass;
+        else delete status.qosClass;
+        const sched = pod.status?.conditions?.find((c) => c.type === 'PodScheduled');
+        if (sched && sched.status === 'False') updateCondition(status, { ...sched } as Condition);
+        else removeCondition(status, 'PodScheduled');
+        syncErr = imageError(pod) ?? syncErr;
+        if (isPodReady(pod) && !vmi.metadata.deletionTimestamp) {
+          setPhase('Scheduled');
+          const node = pod.spec?.nodeName ?? '';
+          (vmi.metadata.labels ??= {})[LABEL_NODE_NAME] = node;
+          status.nodeName = node;
+        } else if (isPodDownOrGoingDown(pod)) setPhase('Failed');
+      } else setPhase('Failed'); // someone else deleted the Pod
+    } else if (isFinal(vmi) && isFinalPhase(oldPhase)) {
+      if (podsLeft === 0 && vmi.metadata.finalizers) {
+        vmi.metadata.finalizers = vmi.metadata.finalizers.filter((f) => f !== VMI_FINALIZER);
+      }
+      const owner = controllerRef(vmi, 'VirtualMachine');
+      if (!owner || !this.ctx.vms.get(vmi.metadata.namespace, owner.name)) {
+        if (vmi.metadata.finalizers)
+          vmi.metadata.finalizers = vmi.metadata.finalizers.filter((f) => f !== VM_CONTROLLER_FINALIZER);
+      }
+      if (vmi.metadata.finalizers?.length === 0) delete vmi.metadata.finalizers;
+    }
+    // Scheduled and Running belong to virt-handler: only the Ready condition above is kept current
+    if (status.nodeName) (vmi.metadata.labels ??= {})[LABEL_NODE_NAME] = status.nodeName;
+
+    // a final VMI keeps the Synchronized condition that explains why it failed
+    if (!['Scheduled', 'Running', 'Succeeded', 'Failed'].includes(oldPhase)) {
+      if (syncErr)
+        updateCondition(status, {
+          type: 'Synchronized',
+          status: 'False',
+          reason: syncErr.reason,
+          message: syncErr.message,
+          lastProbeTime: null,
+          lastTransitionTime: nowTimestamp(),
+        });
+      else removeCondition(status, 'Synchronized');
+    }
+    // every phase passed gets its timestamp, also when one reconcile passes two (Pending -> Scheduling -> Scheduled)
+    for (const p of passed)
+      (status.phaseTransitionTimestamps ??= []).push({ phase: p, phaseTransitionTimestamp: nowTimestamp() });
+    return vmi;
+  }
+
+  private syncReadyCondition(vmi: Vmi, pod: Pod | undefined): void {
+    const status = vmi.status!;
+    const now = nowTimestamp();
+    const set = (s: string, reason: string, message: string) =>
+      updateCondition(status, {
+        type: 'Ready',
+        status: s,
+        reason,
+        message,
+        lastProbeTime: null,
+        lastTransitionTime: now,
+      });
+    if (!pod) set('False', REASON_POD_NOT_EXISTS, 'virt-launcher pod has not yet been scheduled');
+    else if (isPodDownOrGoingDown(pod))
+      set('False', REASON_POD_TERMINATING, 'virt-launcher pod is terminating');
+    else if (status.phase !== 'Running')
+      set('False', REASON_GUEST_NOT_RUNNING, 'Guest VM is not reported as running');
+    else {
+      const r = pod.status?.conditions?.find((c) => c.type === 'Ready');
+      if (r)
+        updateCondition(status, {
+          type: 'Ready',
+          status: r.status,
+          reason: r.reason,
+          message: r.message,
+          lastProbeTime: r.lastProbeTime ?? null,
+          lastTransitionTime: r.lastTransitionTime ?? now,
+        });
+      else set('False', REASON_POD_CONDITION_MISSING, 'virt-launcher pod is missing the Ready condition');
+    }
+    if (status.conditions) for (const c of status.conditions) if (c.reason === undefined) delete c.reason;
+  }
+
+  /** Status first (status subresource), then metadata (finalizers, node label): two writes at most. */
+  private async updateStatus(key: string, vmi: Vmi, pod: Pod | undefined, syncErr: SyncError | undefined) {
+    const { ctx } = this;
+    const write = async (sub: 'status' | undefined, pick: (cur: Vmi, want: Vmi) => Vmi) => {
+      ctx.vmiExpectations.raiseExpectations(key, 1, 0);
+      try {
+        const r = await updateIfChanged<Vmi>({
+          client: ctx.client,
+          resource: VMIS,
+          current: cur,
+          subresource: sub,
+          mutate: (latest) => pick(latest, this.desired(structuredClone(latest), pod, syncErr)),
+        });
+        if (!r.written) ctx.vmiExpectations.lowerExpectations(key, 1, 0);
+        if (r.object) cur = r.object;
+        return r;
+      } catch (e) {
+        ctx.vmiExpectations.lowerExpectations(key, 1, 0);
+        if (isNotFound(e)) return undefined;
+        throw e;
+      }
+    };
+    let cur = vmi;
+    await write('status', (latest, want) => ({ ...latest, status: want.status }));
+    await write(undefined, (latest, want) => ({
+      ...latest,
+      metadata: { ...latest.metadata, finalizers: want.metadata.finalizers, labels: want.metadata.labels },
+    }));
+  }
+}

@@ -1,0 +1,271 @@
+// The admission webhooks through a real kube-apiserver (tools/testenv): the API server calls the
+// webhook server over TLS on loopback (a CA and serving certificate made by openssl for the test),
+// registered with failurePolicy Fail, as deploy/ will register it.
+import { execFile, spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  parseManifests,
+  setVirtualMachineInstanceDefaults,
+  validateObject,
+  type VirtualMachineInstance,
+} from '@kubevirt-ts/api';
+import { KubeClient, type KubeObject, type Resource } from '@kubevirt-ts/controller-runtime';
+import {
+  serverSideApply,
+  startTestEnv,
+  type KubeObject as TestObject,
+  type TestEnv,
+} from '@kubevirt-ts/testenv';
+import { formatFieldError } from './admission.js';
+import { VMIS, VMS, VMI_FINALIZER, type Vm, type Vmi } from './common.js';
+import { MUTATE_PATH, VALIDATE_PATH, startWebhookServer, type WebhookServer } from './webhook.js';
+
+const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
+const NS = 'hook-test';
+const MWC: Resource = {
+  group: 'admissionregistration.k8s.io',
+  version: 'v1',
+  plural: 'mutatingwebhookconfigurations',
+  namespaced: false,
+};
+const VWC: Resource = {
+  group: 'admissionregistration.k8s.io',
+  version: 'v1',
+  plural: 'validatingwebhookconfigurations',
+  namespaced: false,
+};
+
+let env: TestEnv;
+let api: KubeClient;
+let hook: WebhookServer;
+let certDir: string;
+
+function openssl(args: string[]) {
+  const r = spawnSync('openssl', args, { cwd: certDir, encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`openssl ${args.join(' ')}: ${r.stderr}`);
+}
+/** a CA and a serving certificate for 127.0.0.1 */
+function makeCerts(): { ca: string; cert: string; key: string } {
+  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+  openssl([
+    'req',
+    '-x509',
+    ...ec,
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.crt',
+    '-days',
+    '2',
+    '-subj',
+    '/CN=webhook-test-ca',
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign,cRLSign',
+  ]);
+  writeFileSync(
+    join(certDir, 'srv.ext'),
+    'basicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1\n',
+  );
+  openssl([
+    'req',
+    '-new',
+    ...ec,
+    '-keyout',
+    'srv.key',
+    '-out',
+    'srv.csr',
+    '-subj',
+    '/CN=virt-controller-webhook',
+  ]);
+  openssl([
+    'x509',
+    '-req',
+    '-in',
+    'srv.csr',
+    '-CA',
+    'ca.crt',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-days',
+    '2',
+    '-extfile',
+    'srv.ext',
+    '-out',
+    'srv.crt',
+  ]);
+  const read = (f: string) => readFileSync(join(certDir, f), 'utf8');
+  return { ca: read('ca.crt'), cert: read('srv.crt'), key: read('srv.key') };
+}
+
+function webhookConfig(kind: 'Mutating' | 'Validating', port: number, ca: string): KubeObject {
+  const path = kind === 'Mutating' ? MUTATE_PATH : VALIDATE_PATH;
+  const name = kind === 'Mutating' ? 'mutate' : 'validate';
+  const rule = (resources: string[], operations: string[]) => ({
+    apiGroups: ['kubevirt.io'],
+    apiVersions: ['v1'],
+    resources,
+    operations,
+    scope: 'Namespaced',
+  });
+  return {
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: `${kind}WebhookConfiguration`,
+    metadata: { name: `kubevirt-ts-${name}` },
+    webhooks: [
+      {
+        name: `${name}.kubevirt-ts.kubevirt.io`,
+        clientConfig: {
+          url: `https://127.0.0.1:${port}${path}`,
+          caBundle: Buffer.from(ca).toString('base64'),
+        },
+        rules:
+          kind === 'Mutating'
+            ? [rule(['virtualmachineinstances'], ['CREATE']), rule(['virtualmachines'], ['CREATE', 'UPDATE'])]
+            : [
+                rule(
+                  ['virtualmachines', 'virtualmachineinstances', 'virtualmachineinstancemigrations'],
+                  ['CREATE', 'UPDATE'],
+                ),
+              ],
+        failurePolicy: 'Fail',
+        sideEffects: 'None',
+        admissionReviewVersions: ['v1'],
+        timeoutSeconds: 10,
+      },
+    ],
+  } as KubeObject;
+}
+
+beforeAll(async () => {
+  env = await startTestEnv();
+  api = new KubeClient(env.kubeConfig());
+  certDir = mkdtempSync(join(tmpdir(), 'kvts-webhook-'));
+  const crdDir = join(repoRoot, 'deploy', 'crds');
+  const crds = readdirSync(crdDir)
+    .filter((f) => f.endsWith('.yaml'))
+    .flatMap((f) => parseManifests(readFileSync(join(crdDir, f), 'utf8')) as TestObject[]);
+  await serverSideApply(env.kubeConfig(), crds, { fieldManager: 'webhook-test' });
+  await api.create({ group: '', version: 'v1', plural: 'namespaces', namespaced: false }, undefined, {
+    apiVersion: 'v1',
+    kind: 'Namespace',
+    metadata: { name: NS },
+  });
+  const { ca, cert, key } = makeCerts();
+  hook = await startWebhookServer({ cert, key, host: '127.0.0.1' });
+  await api.create(MWC, undefined, webhookConfig('Mutating', hook.port, ca));
+  await api.create(VWC, undefined, webhookConfig('Validating', hook.port, ca));
+}, 120000);
+
+afterAll(async () => {
+  await hook?.close();
+  api?.close();
+  await env?.stop();
+  if (certDir) rmSync(certDir, { recursive: true, force: true });
+});
+
+const badVm = {
+  apiVersion: 'kubevirt.io/v1',
+  kind: 'VirtualMachine',
+  metadata: { name: 'bad', namespace: NS },
+  spec: {
+    running: true,
+    runStrategy: 'Always',
+    template: {
+      spec: {
+        domain: {
+          devices: {
+            disks: [
+              { name: 'root', disk: {} },
+              { name: 'root', disk: {} },
+            ],
+          },
+          resources: { requests: { memory: '64Mi' } },
+        },
+      },
+    },
+  },
+};
+
+describe('admission webhooks through the API server', () => {
+  it('kubectl apply of an invalid VM prints every error with its field path, as kv-validate does', async () => {
+    const expected = validateObject(badVm).map(formatFieldError);
+    expect(expected.length).toBeGreaterThanOrEqual(2);
+    const file = join(certDir, 'bad-vm.json');
+    writeFileSync(file, JSON.stringify(badVm));
+    const kubectl = env.binaries.kubectl;
+    expect(kubectl).toBeDefined();
+    // asynchronously: the webhook server answering the API server runs in this process
+    const r = await new Promise<{ status: number; stderr: string }>((resolve) =>
+      execFile(kubectl!, ['--kubeconfig', env.kubeconfigPath, 'apply', '-f', file], (err, _out, stderr) =>
+        resolve({ status: err ? ((err as { code?: number }).code ?? 1) : 0, stderr }),
+      ),
+    );
+    expect(r.status).not.toBe(0);
+    // kubectl lists the causes of the webhook's Status: one `* path: reason` line per error
+    expect(r.stderr).toMatch(/The request is invalid/);
+    for (const line of expected) expect(r.stderr).toContain(`* ${line}\n`);
+  });
+
+  it('a VMI is stored with the API defaults and the finalizer', async () => {
+    const vmi = {
+      apiVersion: 'kubevirt.io/v1',
+      kind: 'VirtualMachineInstance',
+      metadata: { name: 'defaults', namespace: NS },
+      spec: { domain: { devices: {}, resources: { requests: { memory: '64Mi' } } } },
+    } as unknown as VirtualMachineInstance;
+    const created = await api.create<Vmi>(VMIS, NS, vmi as Vmi);
+    expect(created.spec).toEqual(setVirtualMachineInstanceDefaults(vmi).spec);
+    expect(created.spec.domain.firmware?.uuid).toBeDefined();
+    expect(created.metadata.finalizers).toEqual([VMI_FINALIZER]);
+  });
+
+  it('a VMI spec cannot change after creation; its labels can', async () => {
+    const cur = await api.get<Vmi>(VMIS, NS, 'defaults');
+    const changed = structuredClone(cur);
+    changed.spec.domain.resources = { requests: { memory: '128Mi' } };
+    await expect(api.update(VMIS, changed)).rejects.toThrow(
+      /spec: Forbidden: the spec of a VirtualMachineInstance cannot change/,
+    );
+    const relabeled = structuredClone(cur);
+    relabeled.metadata.labels = { a: 'b' };
+    const ok = await api.update<Vmi>(VMIS, relabeled);
+    expect(ok.metadata.labels).toEqual({ a: 'b' });
+  });
+
+  it('a valid VM is accepted with its template defaulted; an invalid update is rejected', async () => {
+    const vm = await api.create<Vm>(VMS, NS, {
+      ...badVm,
+      metadata: { name: 'good', namespace: NS },
+      spec: {
+        running: false,
+        template: { spec: { domain: { devices: {}, resources: { requests: { memory: '64Mi' } } } } },
+      },
+    } as unknown as Vm);
+    expect(vm.spec.template.spec.domain.firmware?.uuid).toBeDefined();
+    const bad = structuredClone(vm);
+    bad.spec.runStrategy = 'Always';
+    await expect(api.update(VMS, bad)).rejects.toThrow(
+      /spec\.running: running and runStrategy are mutually exclusive/,
+    );
+  });
+
+  it('failurePolicy Fail: with the webhook down, kubevirt objects are refused', async () => {
+    await hook.close();
+    await expect(
+      api.create<Vm>(VMS, NS, {
+        ...badVm,
+        metadata: { name: 'nohook', namespace: NS },
+        spec: {
+          running: false,
+          template: { spec: { domain: { devices: {}, resources: { requests: { memory: '64Mi' } } } } },
+        },
+      } as unknown as Vm),
+    ).rejects.toThrow(/failed calling webhook/);
+  });
+});

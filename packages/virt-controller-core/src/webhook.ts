@@ -1,0 +1,83 @@
+// The admission webhooks over HTTPS: POST /mutate and /validate with an AdmissionReview (v1).
+import { createServer, type Server } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from '@kubevirt-ts/log';
+import { mutate, review, validate, type AdmissionReview } from './admission.js';
+import { errorMessage } from './common.js';
+
+export const MUTATE_PATH = '/mutate';
+export const VALIDATE_PATH = '/validate';
+const MAX_BODY = 8 * 1024 * 1024;
+
+export interface WebhookServerOptions {
+  /** PEM serving certificate (chain) and key */
+  cert: string | Buffer;
+  key: string | Buffer;
+  host?: string;
+  /** 0: any free port */
+  port?: number;
+  log?: Logger;
+}
+
+export interface WebhookServer {
+  server: Server;
+  port: number;
+  close(): Promise<void>;
+  /** replace the serving certificate (rotation) without a restart */
+  setCertificate(cert: string | Buffer, key: string | Buffer): void;
+}
+
+export async function startWebhookServer(o: WebhookServerOptions): Promise<WebhookServer> {
+  const server = createServer({ cert: o.cert, key: o.key, minVersion: 'TLSv1.2' }, (req, res) => {
+    const handler =
+      req.url?.split('?')[0] === MUTATE_PATH
+        ? mutate
+        : req.url?.split('?')[0] === VALIDATE_PATH
+          ? validate
+          : undefined;
+    if (req.method !== 'POST' || !handler) {
+      res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found\n');
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > MAX_BODY) req.destroy(new Error('request body too large'));
+      else chunks.push(c);
+    });
+    req.on('end', () => {
+      try {
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as AdmissionReview;
+        const out = review(body, handler);
+        if (!out.response?.allowed)
+          o.log?.info('admission denied', {
+            kind: body.request?.kind?.kind,
+            namespace: (body.request?.object as { metadata?: { namespace?: string } })?.metadata?.namespace,
+            name: (body.request?.object as { metadata?: { name?: string } })?.metadata?.name,
+            reason: out.response?.status?.message,
+          });
+        const text = JSON.stringify(out);
+        res
+          .writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) })
+          .end(text);
+      } catch (e) {
+        res.writeHead(400, { 'Content-Type': 'text/plain' }).end(`bad AdmissionReview: ${errorMessage(e)}\n`);
+      }
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(o.port ?? 0, o.host ?? '0.0.0.0', () => resolve());
+  });
+  return {
+    server,
+    port: (server.address() as AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+    setCertificate: (cert, key) => server.setSecureContext({ cert, key, minVersion: 'TLSv1.2' }),
+  };
+}
