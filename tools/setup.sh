@@ -9,6 +9,7 @@ APT_PKGS=(
   libvirt-daemon libvirt-daemon-driver-qemu libvirt-dev libvirt-clients
   qemu-system-x86 qemu-utils busybox-static cpio genisoimage xorriso
   protobuf-compiler etcd-server python3 build-essential pkg-config ovmf
+  passt dnsmasq-base nftables iproute2
 )
 missing=()
 for p in "${APT_PKGS[@]}"; do
