@@ -294,6 +294,16 @@ describe('kvts-pod-network CLI, DHCP as the launcher user (uid 107)', () => {
       ok.kill('SIGINT');
       expect(await closed).toBe(0); // a clean stop
       expect(readdirSync(path.join(runDir, 'x'))).toEqual([]); // the lease file is gone
+      // a SIGKILLed launcher takes its DHCP server with it
+      const killed = spawn('ip', launcherArgv(['net_admin', 'net_raw', 'net_bind_service'], args), {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      await new Promise((resolve) => killed.stdout.once('data', resolve));
+      const server = () =>
+        spawnSync('pgrep', ['-f', `dhcp-leasefile=${path.join(runDir, 'x')}/`]).status === 0;
+      expect(server()).toBe(true);
+      killed.kill('SIGKILL');
+      while (server()) await new Promise((r) => setTimeout(r, 100));
       const down = spawnSync(process.execPath, [CLI, 'teardown', '--config', cfg, '--netns', t.podPath], {
         encoding: 'utf8',
       });

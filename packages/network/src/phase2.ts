@@ -95,7 +95,14 @@ export async function startDhcpServer(o: DhcpOptions): Promise<DhcpServer> {
     });
   mkdirSync(o.runDir, { recursive: true, mode: 0o700 });
   const leaseFile = path.join(o.runDir, 'dnsmasq.leases');
-  const argv = inNetns(o.netns, o.dnsmasq ?? 'dnsmasq', dnsmasqArgs(o, leaseFile));
+  // setpriv --pdeathsig: dnsmasq ends with its parent even when that is SIGKILLed (no orphan server)
+  const argv = inNetns(o.netns, 'setpriv', [
+    '--pdeathsig',
+    'SIGTERM',
+    '--',
+    o.dnsmasq ?? 'dnsmasq',
+    ...dnsmasqArgs(o, leaseFile),
+  ]);
   const child: ChildProcess = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   const lines: string[] = [];
