@@ -136,7 +136,14 @@ export const openDomainLayer = {
 
   async connect(
     daemon: SessionDaemon,
-    opts: { root: string; allowEmulation: boolean; logger: Logger; domainName: string },
+    opts: {
+      root: string;
+      allowEmulation: boolean;
+      logger: Logger;
+      domainName: string;
+      /** no Pod network set up by phase 1 (standalone): the pod network's binding instead */
+      podNetworkBinding?: 'passt' | 'slirp';
+    },
   ): Promise<DomainLayer> {
     const { Connection } = await nodeLibvirt();
     const holder = new ConnectionHolder(() => Connection.open(daemon.uri) as never);
@@ -145,6 +152,7 @@ export const openDomainLayer = {
       allowEmulation: opts.allowEmulation,
       kvmAvailable: kvmAvailable(opts.allowEmulation),
       layout: createLayout(opts.root),
+      ...(opts.podNetworkBinding ? { podNetworkBinding: opts.podNetworkBinding } : {}),
     };
     // upstream logs the serial console to a file unless the cluster config disables it
     const context = (_vmi: unknown, options: SyncOptions | undefined): ConverterContext => ({
