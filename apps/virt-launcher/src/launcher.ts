@@ -43,6 +43,8 @@ export interface LauncherConfig {
   logger: Logger;
   /** host-wide cache of libvirt's QEMU capability probes, shared by launchers on one host (optional) */
   capsCacheDir?: string;
+  /** standalone (no Pod network namespace): the binding of the pod network instead of a tap */
+  podNetworkBinding?: 'passt' | 'slirp';
 }
 
 export type Stage = 'dirs' | 'libvirtd' | 'connect' | 'cmd-server' | 'notify' | 'ready';
@@ -138,6 +140,7 @@ export class Launcher extends EventEmitter {
         logger: this.log,
         domainName: `${c.namespace}_${c.name}`,
         disksInfo: () => this.disksInfo,
+        podNetworkBinding: c.podNetworkBinding,
       });
       this.stage('connect', 'connected to libvirt', { libvirtVersion: await layer.libvirtVersion() });
       return layer;

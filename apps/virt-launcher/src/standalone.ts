@@ -224,6 +224,8 @@ export async function startStandalone(flags: StandaloneFlags, io: StandaloneIO):
     libvirtUser,
     keepAfterFailure: flags.keepAfterFailure,
     logger,
+    // no Pod network namespace here: QEMU user-mode networking (the passt backend is refused by libvirt 9.0)
+    podNetworkBinding: 'slirp',
     capsCacheDir:
       process.env.KVTS_QEMU_CAPS_CACHE ??
       path.join(

@@ -196,6 +196,8 @@ export const openDomainLayer = {
       domainName: string;
       /** what disk preparation found (image formats, sizes by volume), read at each sync */
       disksInfo?: () => ConverterContext['disksInfo'];
+      /** no Pod network set up by phase 1 (standalone): the pod network's binding instead */
+      podNetworkBinding?: 'passt' | 'slirp';
     },
   ): Promise<DomainLayer> {
     const { Connection } = await nodeLibvirt();
@@ -205,6 +207,7 @@ export const openDomainLayer = {
       allowEmulation: opts.allowEmulation,
       kvmAvailable: kvmAvailable(opts.allowEmulation),
       layout: createLayout(opts.root),
+      ...(opts.podNetworkBinding ? { podNetworkBinding: opts.podNetworkBinding } : {}),
     };
     // the handler's VirtualMachineOptions (SMBIOS, balloon stats period, disksInfo, cluster config)
     // applied as libvirt-manager does; upstream logs the serial console to a file unless the cluster

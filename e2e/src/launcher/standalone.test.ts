@@ -1,9 +1,10 @@
 // virt-launcher standalone as a user runs it: a real process, real session libvirtd, QEMU under TCG.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { CmdClient, launcherSocketPath } from '@kubevirt-ts/cmd-protocol';
 import { loadVmi } from '@kubevirt-ts/virt-launcher';
+import { setVirtualMachineInstanceDefaults } from '@kubevirt-ts/api';
 import {
   GUEST_DIR,
   GUEST_IMAGE,
@@ -65,6 +66,40 @@ describe('virt-launcher standalone', () => {
     expect(res).toEqual({ code: 0, signal: null });
     expect(await processesMentioning(work)).toEqual([]);
     expect(existsSync(work)).toBe(true); // a given --work-dir is kept
+  });
+
+  it('the default pod network (masquerade interface) boots: QEMU user-mode networking, no tap needed', async () => {
+    const vmi = tinyVmi('sa-podnet', { poweroff: true });
+    delete vmi.spec.domain.devices!.autoattachPodInterface;
+    const file = await writeVmiFile(
+      dir,
+      setVirtualMachineInstanceDefaults({ ...vmi, spec: { ...vmi.spec, networks: undefined } } as never),
+    );
+    expect(JSON.parse(readFileSync(file, 'utf8')).spec.domain.devices.interfaces).toEqual([
+      { name: 'default', masquerade: {}, model: 'virtio' },
+    ]);
+    const work = path.join(dir, 'w');
+    const p = startLauncher([
+      'standalone',
+      '--vmi',
+      file,
+      '--image',
+      imageArg,
+      '--console',
+      '--allow-emulation',
+      '--work-dir',
+      work,
+    ]);
+    const res = await p.exited;
+    expect(p.stdout()).toContain(READY);
+    expect(p.stderr()).not.toContain("specified dev doesn't exist");
+    expect(res).toEqual({ code: 0, signal: null });
+    // QEMU's command line (libvirt's domain log): the NIC is user-mode networking
+    const logs = readdirSync(work, { recursive: true, encoding: 'utf8' }).filter((f) =>
+      f.endsWith('sa-podnet.log'),
+    );
+    const qemuLog = logs.map((f) => readFileSync(path.join(work, f), 'utf8')).join('');
+    expect(qemuLog).toMatch(/-netdev '?\{"type":"user"|-netdev user,/);
   });
 
   it('Ctrl-C (SIGINT to the whole foreground process group) shuts the guest down through ACPI and exits 0', async () => {

@@ -180,6 +180,21 @@ const vmiCases: Case[] = [
     ['spec.domain.devices.interfaces[0].ports[0].port'],
   ],
   [
+    'port 0',
+    (v) => (v.spec.domain.devices.interfaces[0].ports = [{ port: 80 }, { port: 0 }]),
+    ['spec.domain.devices.interfaces[0].ports[1].port'],
+  ],
+  [
+    'duplicate port (TCP is the default protocol)',
+    (v) =>
+      (v.spec.domain.devices.interfaces[0].ports = [
+        { port: 80 },
+        { port: 53, protocol: 'UDP' },
+        { port: 80, protocol: 'TCP' },
+      ]),
+    ['spec.domain.devices.interfaces[0].ports[2].port'],
+  ],
+  [
     'two pod networks',
     (v) => {
       v.spec.networks.push({ name: 'second', pod: {} });

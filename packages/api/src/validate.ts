@@ -890,12 +890,19 @@ function validateNetworks(spec: Obj, base: string, boot: BootOrderUse[], e: Errs
       e.add(sub(p, 'ports'), 'port forwarding is only supported with masquerade, slirp or passt');
     }
     const portNames = new Set<string>();
+    const portKeys = new Set<string>();
     ports.forEach((pt0, j) => {
       const pt = obj(pt0);
       const pp = sub(sub(p, 'ports'), j);
       const port = num(pt['port']);
       if (port !== undefined && (port < 1 || port > 65535))
         e.add(sub(pp, 'port'), `must be between 1 and 65535, got ${port}`);
+      else if (port !== undefined) {
+        // the same port and protocol twice would be two NAT rules for one port
+        const key = `${str(pt['protocol']) ?? 'TCP'}/${port}`;
+        if (portKeys.has(key)) e.add(sub(pp, 'port'), `duplicate port ${key}`);
+        portKeys.add(key);
+      }
       const pn = str(pt['name']);
       if (pn) {
         if (portNames.has(pn)) e.add(sub(pp, 'name'), `duplicate port name "${pn}"`);

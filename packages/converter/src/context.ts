@@ -81,6 +81,10 @@ export interface ConverterContext {
   freePageReporting?: boolean;
   /** log the serial console to a file beside its socket (upstream's serial console log). Default false. */
   serialConsoleLog?: boolean;
+  /** the binding of the pod network's masquerade/bridge interface when no Pod network namespace is set
+   * up by phase 1 (standalone): 'passt' (libvirt's passt backend) or 'slirp' (QEMU user-mode
+   * networking). Default: the binding the VMI names (a tap set up by phase 1). */
+  podNetworkBinding?: 'passt' | 'slirp';
 }
 
 export interface ResolvedContext {
@@ -98,4 +102,5 @@ export interface ResolvedContext {
   memBalloonStatsPeriod: number;
   freePageReporting: boolean;
   serialConsoleLog: boolean;
+  podNetworkBinding?: 'passt' | 'slirp';
 }

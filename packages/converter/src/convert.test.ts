@@ -3,6 +3,7 @@ import { describe, expect, test } from '@jest/globals';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import { setVirtualMachineInstanceDefaults } from '@kubevirt-ts/api';
 import { toDomain } from './convert.js';
+import { parseDomainXml, toDomainXml } from './xml.js';
 import { createPodLayout } from './layout.js';
 import { formatDeviceName } from './storage.js';
 import { ConversionError } from './errors.js';
@@ -567,6 +568,54 @@ describe('network', () => {
     expect(conv(setVirtualMachineInstanceDefaults(CASES['slirp-pod-network']!)).devices.interfaces).toEqual([
       { type: 'user', model: 'e1000', rom: { enabled: 'no' }, alias: 'ua-default' },
     ]);
+  });
+  test('passt: libvirt passt backend with the listed ports; binding {name: passt} alike; the standalone context turns the pod network to passt or slirp', () => {
+    const base = (iface: object, networks: object[] = [{ name: 'default', pod: {} }]) =>
+      vmi({ devices: { interfaces: [iface as never] } }, { networks: networks as never });
+    const passt = conv(
+      base({
+        name: 'default',
+        passt: {},
+        ports: [{ port: 8080 }, { port: 53, protocol: 'UDP' }, { port: 22, protocol: 'TCP' }],
+      }),
+    ).devices.interfaces![0]!;
+    expect(passt).toMatchObject({
+      type: 'user',
+      backend: { type: 'passt' },
+      portForward: [
+        { proto: 'tcp', ranges: [{ start: 8080 }, { start: 22 }] },
+        { proto: 'udp', ranges: [{ start: 53 }] },
+      ],
+    });
+    expect(passt.target).toBeUndefined();
+    const xml = toDomainXml(
+      conv(base({ name: 'default', binding: { name: 'passt' }, ports: [{ port: 8080 }] })),
+    );
+    expect(xml).toMatch(
+      /<interface type="user">\s*<portForward proto="tcp">\s*<range start="8080"\/>\s*<\/portForward>\s*<model type="[^"]+"\/>\s*<backend type="passt"\/>/,
+    );
+    expect(parseDomainXml(xml).devices.interfaces![0]).toMatchObject({
+      backend: { type: 'passt' },
+      portForward: [{ proto: 'tcp', ranges: [{ start: 8080 }] }],
+    });
+    const standalone = toDomain(base({ name: 'default', masquerade: {}, ports: [{ port: 80 }] }), {
+      podNetworkBinding: 'passt',
+    }).devices.interfaces![0]!;
+    expect(standalone).toMatchObject({ type: 'user', backend: { type: 'passt' } });
+    const slirp = toDomain(base({ name: 'default', bridge: {} }), { podNetworkBinding: 'slirp' }).devices
+      .interfaces![0]!;
+    expect(slirp.type).toBe('user');
+    expect(slirp.backend).toBeUndefined();
+    expect(slirp.target).toBeUndefined();
+    expect(conv(base({ name: 'default', masquerade: {} })).devices.interfaces![0]!.target).toEqual({
+      dev: 'tap0',
+      managed: 'no',
+    });
+    expect(
+      err(() =>
+        conv(base({ name: 'default', passt: {} }, [{ name: 'default', multus: { networkName: 'x' } }])),
+      ).path,
+    ).toBe('spec.domain.devices.interfaces[0].passt');
   });
   test('absent interfaces are skipped; unknown network and unimplemented bindings are errors', () => {
     const base = (iface: object) =>

@@ -50,6 +50,7 @@ export function resolveContext(vmi: VmiLike, c: ConverterContext = {}): Resolved
     memBalloonStatsPeriod: c.memBalloonStatsPeriod ?? 0,
     freePageReporting: c.freePageReporting ?? false,
     serialConsoleLog: c.serialConsoleLog ?? false,
+    ...(c.podNetworkBinding ? { podNetworkBinding: c.podNetworkBinding } : {}),
   };
 }
 

@@ -209,6 +209,10 @@ export interface Interface {
   acpi?: { index: number };
   alias?: string;
   address?: PciAddress;
+  /** type='user' with libvirt's passt backend (passt runs unprivileged, started by libvirt) */
+  backend?: { type: 'passt' };
+  /** passt: ports of the host side forwarded to the guest (<portForward proto=...><range start=.../>) */
+  portForward?: { proto: 'tcp' | 'udp'; ranges: { start: number }[] }[];
 }
 
 export interface Controller {

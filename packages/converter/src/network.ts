@@ -33,24 +33,34 @@ export function convertInterfaces(vmi: VmiLike, ctx: ResolvedContext, vcpus: num
     ).filter((b) => iface[b] !== undefined);
     if (bindings.length > 1)
       throw new ConversionError(p, `only one binding may be set (got ${bindings.join(', ')})`);
-    const binding = bindings[0] ?? 'bridge';
-    if (binding === 'sriov' || binding === 'macvtap' || binding === 'passt' || binding === 'binding')
+    let binding = bindings[0] ?? 'bridge';
+    // upstream's passt network binding plugin ({binding: {name: passt}}) is the same thing here
+    if (binding === 'binding' && iface.binding?.name === 'passt') binding = 'passt';
+    if (binding === 'sriov' || binding === 'macvtap' || binding === 'binding')
       notImplemented(`${p}.${binding}`, `the ${binding} interface binding`);
     if (binding === 'masquerade' && !net.pod)
       throw new ConversionError(`${p}.masquerade`, 'masquerade is only allowed on the pod network');
+    if (binding === 'passt' && !net.pod)
+      throw new ConversionError(`${p}.${bindings[0]}`, 'passt is only allowed on the pod network');
+    // no Pod network namespace set up (standalone): the pod network goes through passt
+    if (net.pod && ctx.podNetworkBinding && (binding === 'masquerade' || binding === 'bridge'))
+      binding = ctx.podNetworkBinding;
     const model = iface.model || 'virtio';
     if (!MODELS.has(model))
       throw new ConversionError(`${p}.model`, `unknown interface model ${JSON.stringify(model)}`);
 
+    const nicModel = model === 'virtio' ? vmodel : model;
     const out1: Interface =
       binding === 'slirp'
-        ? { type: 'user', model: model === 'virtio' ? vmodel : model }
-        : {
-            type: 'ethernet',
-            // the launcher's network setup creates this tap in the Pod and plugs it into the bridge / NAT
-            target: { dev: ctx.layout.tapDevice(i), managed: 'no' },
-            model: model === 'virtio' ? vmodel : model,
-          };
+        ? { type: 'user', model: nicModel }
+        : binding === 'passt'
+          ? { type: 'user', model: nicModel, backend: { type: 'passt' }, ...passtPorts(iface.ports) }
+          : {
+              type: 'ethernet',
+              // the launcher's network setup creates this tap in the Pod and plugs it into the bridge / NAT
+              target: { dev: ctx.layout.tapDevice(i), managed: 'no' },
+              model: model === 'virtio' ? vmodel : model,
+            };
     if (iface.macAddress !== undefined && iface.macAddress !== '') {
       if (!MAC_RE.test(iface.macAddress))
         throw new ConversionError(
@@ -59,7 +69,8 @@ export function convertInterfaces(vmi: VmiLike, ctx: ResolvedContext, vcpus: num
         );
       out1.mac = iface.macAddress.replace(/-/g, ':').toLowerCase();
     }
-    if (multiQueue && model === 'virtio') out1.driver = { name: 'vhost', queues: vcpus };
+    if (multiQueue && model === 'virtio' && binding !== 'passt')
+      out1.driver = { name: 'vhost', queues: vcpus };
     if (iface.bootOrder !== undefined) {
       if (!Number.isInteger(iface.bootOrder) || iface.bootOrder < 1)
         throw new ConversionError(`${p}.bootOrder`, 'must be a positive integer');
@@ -75,4 +86,18 @@ export function convertInterfaces(vmi: VmiLike, ctx: ResolvedContext, vcpus: num
     out.push(out1);
   });
   return out;
+}
+
+/** passt: each listed port is forwarded from the same port on the host side (the Pod, or this host standalone). */
+function passtPorts(
+  ports: { port: number; protocol?: string }[] | undefined,
+): Pick<Interface, 'portForward'> {
+  const out: NonNullable<Interface['portForward']> = [];
+  for (const proto of ['tcp', 'udp'] as const) {
+    const ranges = (ports ?? [])
+      .filter((x) => (x.protocol ?? 'TCP').toLowerCase() === proto)
+      .map((x) => ({ start: x.port }));
+    if (ranges.length) out.push({ proto, ranges });
+  }
+  return out.length ? { portForward: out } : {};
 }

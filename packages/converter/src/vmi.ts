@@ -37,6 +37,7 @@ export interface VmiInterface {
   bootOrder?: number;
   pciAddress?: string;
   acpiIndex?: number;
+  ports?: { name?: string; protocol?: string; port: number }[];
   state?: 'absent';
 }
 

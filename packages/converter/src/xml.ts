@@ -291,7 +291,16 @@ function interfaceToXml(i: Interface): ONode {
   const c: ONode[] = [];
   if (i.mac !== undefined) c.push(el('mac', { address: i.mac }));
   if (i.target) c.push(el('target', { dev: i.target.dev, managed: i.target.managed }));
+  for (const pf of i.portForward ?? [])
+    c.push(
+      el(
+        'portForward',
+        { proto: pf.proto },
+        pf.ranges.map((r) => el('range', { start: r.start })),
+      ),
+    );
   c.push(el('model', { type: i.model }));
+  if (i.backend) c.push(el('backend', { type: i.backend.type }));
   if (i.driver) c.push(el('driver', { name: i.driver.name, queues: i.driver.queues }));
   if (i.mtu !== undefined) c.push(el('mtu', { size: i.mtu }));
   if (i.boot) c.push(el('boot', { order: i.boot.order }));
@@ -751,6 +760,16 @@ function parseInterface(n: XNode, i: number): Interface {
   if (acpi) it.acpi = { index: reqNum(attr(acpi, 'index'), `${p}/acpi/@index`) };
   put(it, 'alias', attr(node(n, 'alias'), 'name'));
   put(it, 'address', parseAddress(node(n, 'address')) as Interface['address']);
+  const backend = attr(node(n, 'backend'), 'type');
+  if (backend === 'passt') it.backend = { type: 'passt' };
+  const pfs = list(n, 'portForward');
+  if (pfs.length)
+    it.portForward = pfs.map((pf, j) => ({
+      proto: (attr(pf, 'proto') ?? 'tcp') as 'tcp' | 'udp',
+      ranges: list(pf, 'range').map((r) => ({
+        start: reqNum(attr(r, 'start'), `${p}/portForward[${j}]/range/@start`),
+      })),
+    }));
   return it;
 }
 

@@ -1,0 +1,315 @@
+// Real kernel networking: network namespaces this test creates (root only), real ip/nft/dnsmasq,
+// busybox udhcpc as the DHCP client of a stand-in guest NIC plugged into the Pod's bridge.
+import { spawn, spawnSync } from 'node:child_process';
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import os from 'node:os';
+import path from 'node:path';
+import type { VirtualMachineInstance } from '@kubevirt-ts/api';
+import { planPodNetwork } from './plan.js';
+import { setupPodNetwork, teardownPodNetwork, NFT_TABLE } from './phase1.js';
+import { startDhcpServer } from './phase2.js';
+import {
+  isRoot,
+  createTopology,
+  tcpEcho,
+  tcpGet,
+  NODE_IP,
+  POD_IP,
+  POD_MTU,
+  type Topology,
+} from './test-netns.js';
+
+const rootTest = isRoot ? test : test.skip;
+if (!isRoot) test.skip('network namespace tests need root (skipped: not root)', () => undefined);
+
+const vmi = (iface: object) =>
+  ({
+    metadata: { name: 'vm1' },
+    spec: {
+      domain: { devices: { interfaces: [{ name: 'default', ...iface }] } },
+      networks: [{ name: 'default', pod: {} }],
+    },
+  }) as unknown as VirtualMachineInstance;
+const dns = {
+  nameservers: ['10.96.0.10', '10.96.0.11'],
+  searchDomains: ['ns1.svc.cluster.local', 'cluster.local'],
+};
+const runDir = () => mkdtempSync(path.join(os.tmpdir(), 'kvts-dhcp-'));
+const nftTables = (t: Topology) => t.exec(t.pod, ['nft', 'list', 'tables']);
+
+let t: Topology;
+beforeEach(() => {
+  if (isRoot) t = createTopology();
+});
+afterEach(() => {
+  if (isRoot) t.destroy();
+});
+
+describe('masquerade', () => {
+  rootTest(
+    'tap owned by 107 with the Pod MTU; the guest gets 10.0.2.2, gateway, DNS, search, hostname, MTU by DHCP; NAT both ways',
+    async () => {
+      const plan = planPodNetwork(vmi({ masquerade: {}, ports: [{ port: 8080 }] }))!;
+      const config = await setupPodNetwork(plan, { netns: t.podPath });
+      const tap = JSON.parse(t.exec(t.pod, ['ip', '-d', '-json', 'link', 'show', 'tap0']))[0];
+      expect(tap.mtu).toBe(POD_MTU);
+      expect(tap.master).toBe('k6t-eth0');
+      expect(tap.linkinfo.info_kind).toBe('tun');
+      expect(String(tap.linkinfo.info_data.user)).toMatch(/^(107|qemu)$/);
+      expect(config).toMatchObject({
+        podAddress: POD_IP,
+        mtu: POD_MTU,
+        guest: { address: '10.0.2.2', gateway: '10.0.2.1' },
+      });
+
+      const guest = t.addGuest(plan.bridge);
+      const dhcp = await startDhcpServer({
+        config,
+        dns,
+        hostname: 'vm1',
+        runDir: runDir(),
+        netns: t.podPath,
+      });
+      try {
+        const lease = t.dhcp(guest);
+        expect(lease).toMatchObject({
+          ip: '10.0.2.2',
+          mask: '24',
+          router: '10.0.2.1',
+          dns: '10.96.0.10 10.96.0.11',
+          search: 'ns1.svc.cluster.local cluster.local',
+          hostname: 'vm1',
+          mtu: String(POD_MTU),
+        });
+        expect(await dhcp.waitForLease()).toMatch(/^10\.0\.2\.2 ([0-9a-f]{2}:){5}[0-9a-f]{2} vm1$/);
+        // inbound: node -> Pod IP:8080 reaches the guest
+        const inbound = tcpEcho(guest, '0.0.0.0', 8080);
+        await inbound.ready;
+        expect(tcpGet(t.node, POD_IP, 8080)).toBe(NODE_IP);
+        inbound.stop();
+        // a port not listed is not forwarded (nothing listens in the Pod itself)
+        const other = tcpEcho(guest, '0.0.0.0', 8081);
+        await other.ready;
+        expect(() => tcpGet(t.node, POD_IP, 8081)).toThrow('ECONNREFUSED');
+        other.stop();
+        // outbound: the guest reaches the node with the Pod IP as its source
+        const outbound = tcpEcho(t.node, NODE_IP, 9090);
+        await outbound.ready;
+        expect(tcpGet(guest, NODE_IP, 9090)).toBe(POD_IP);
+        outbound.stop();
+      } finally {
+        await dhcp.stop();
+      }
+      await teardownPodNetwork(config, { netns: t.podPath });
+      expect(t.links(t.pod)).not.toContain('tap0');
+      expect(t.links(t.pod)).not.toContain('k6t-eth0');
+      expect(nftTables(t)).not.toContain(NFT_TABLE);
+    },
+  );
+
+  rootTest('no ports listed: every port is forwarded', async () => {
+    const config = await setupPodNetwork(planPodNetwork(vmi({ masquerade: {} }))!, { netns: t.podPath });
+    const guest = t.addGuest(config.bridge);
+    const dhcp = await startDhcpServer({ config, dns, runDir: runDir(), netns: t.podPath });
+    try {
+      t.dhcp(guest);
+      const srv = tcpEcho(guest, '0.0.0.0', 2222);
+      await srv.ready;
+      expect(tcpGet(t.node, POD_IP, 2222)).toBe(NODE_IP);
+      srv.stop();
+    } finally {
+      await dhcp.stop();
+    }
+  });
+});
+
+describe('bridge', () => {
+  rootTest('the guest holds the Pod IP and the Pod gateway; teardown gives the address back', async () => {
+    const config = await setupPodNetwork(planPodNetwork(vmi({ bridge: {} }))!, { netns: t.podPath });
+    expect(t.exec(t.pod, ['ip', '-4', 'addr', 'show', 'dev', 'eth0'])).not.toContain(POD_IP);
+    const guest = t.addGuest(config.bridge);
+    const dhcp = await startDhcpServer({ config, dns, hostname: 'vm1', runDir: runDir(), netns: t.podPath });
+    try {
+      expect(t.dhcp(guest)).toMatchObject({ ip: POD_IP, mask: '24', router: NODE_IP, hostname: 'vm1' });
+      const srv = tcpEcho(guest, POD_IP, 8080);
+      await srv.ready;
+      expect(tcpGet(t.node, POD_IP, 8080)).toBe(NODE_IP);
+      srv.stop();
+    } finally {
+      await dhcp.stop();
+    }
+    await teardownPodNetwork(config, { netns: t.podPath });
+    expect(t.exec(t.pod, ['ip', '-4', 'addr', 'show', 'dev', 'eth0'])).toContain(`${POD_IP}/24`);
+    expect(t.exec(t.pod, ['ip', 'route', 'show', 'default'])).toContain(NODE_IP);
+    expect(t.links(t.pod)).not.toContain('k6t-eth0');
+  });
+});
+
+describe('failures leave nothing behind', () => {
+  rootTest('a failed nft command: clear error, no bridge, tap or table', async () => {
+    const failingNft = path.join(t.tmp, 'nft');
+    // the real nft for the checks, a failure for the ruleset (-f)
+    writeFileSync(
+      failingNft,
+      '#!/bin/sh\ncase "$2" in "{"*) echo "Error: injected" >&2; exit 1;; esac\nexec nft "$@"\n',
+      {
+        mode: 0o755,
+      },
+    );
+    await expect(
+      setupPodNetwork(planPodNetwork(vmi({ masquerade: {} }))!, { netns: t.podPath, nft: failingNft }),
+    ).rejects.toThrow(/nft -j \{.*\} failed \(exit 1\): Error: injected/);
+    expect(t.links(t.pod)).toEqual(['lo', 'eth0']);
+    expect(nftTables(t)).not.toContain(NFT_TABLE);
+  });
+
+  rootTest('a missing Pod interface: clear error, nothing created', async () => {
+    await expect(
+      setupPodNetwork(planPodNetwork(vmi({ masquerade: {} }), 'eth9')!, { netns: t.podPath }),
+    ).rejects.toThrow('Pod interface eth9 not found');
+    expect(t.links(t.pod)).toEqual(['lo', 'eth0']);
+  });
+
+  rootTest('a second setup is refused and leaves the first intact', async () => {
+    const plan = planPodNetwork(vmi({ masquerade: {} }))!;
+    await setupPodNetwork(plan, { netns: t.podPath });
+    await expect(setupPodNetwork(plan, { netns: t.podPath })).rejects.toThrow('already exists');
+    expect(t.links(t.pod)).toEqual(expect.arrayContaining(['tap0', 'k6t-eth0']));
+  });
+
+  rootTest('DHCP without phase 1 (no bridge/tap): clear error, no process', async () => {
+    const config = {
+      binding: 'masquerade' as const,
+      podInterface: 'eth0',
+      bridge: 'k6t-eth0',
+      tap: 'tap0',
+      mtu: 1500,
+      serverAddress: '10.0.2.1',
+      guest: { address: '10.0.2.2', prefix: 24, gateway: '10.0.2.1', routes: [] },
+      podAddress: POD_IP,
+    };
+    await expect(startDhcpServer({ config, dns, runDir: runDir(), netns: t.podPath })).rejects.toThrow(
+      'k6t-eth0 does not exist: the Pod network is not set up',
+    );
+  });
+
+  rootTest(
+    'DHCP server that cannot bind: dnsmasq reason in the error, no process, no lease file',
+    async () => {
+      const config = await setupPodNetwork(planPodNetwork(vmi({ masquerade: {} }))!, { netns: t.podPath });
+      // something else holds the DHCP port in the Pod
+      const holder = spawn(
+        'ip',
+        [
+          'netns',
+          'exec',
+          t.pod,
+          process.execPath,
+          '-e',
+          "require('dgram').createSocket('udp4').bind(67, () => console.log('up'))",
+        ],
+        { stdio: ['ignore', 'pipe', 'inherit'] },
+      );
+      try {
+        await new Promise((resolve) => holder.stdout.once('data', resolve));
+        const dir = runDir();
+        await expect(startDhcpServer({ config, dns, runDir: dir, netns: t.podPath })).rejects.toThrow(
+          /DHCP server for k6t-eth0 failed to start \(dnsmasq exit \d+\): .*Address (already )?in use/,
+        );
+        expect(spawnSync('pgrep', ['-f', `dhcp-leasefile=${dir}`]).status).toBe(1); // 1: no such process
+        expect(readdirSync(dir)).toEqual([]);
+      } finally {
+        holder.kill();
+      }
+    },
+  );
+});
+
+describe('kvts-pod-network CLI, DHCP as the launcher user (uid 107)', () => {
+  const CLI = fileURLToPath(new URL('../bin/kvts-pod-network.js', import.meta.url));
+  const launcherArgv = (caps: string[], args: string[]) => [
+    'netns',
+    'exec',
+    t.pod,
+    'setpriv',
+    '--reuid=107',
+    '--regid=107',
+    '--clear-groups',
+    `--inh-caps=-all${caps.map((c) => `,+${c}`).join('')}`,
+    `--ambient-caps=-all${caps.map((c) => `,+${c}`).join('')}`,
+    process.execPath,
+    CLI,
+    ...args,
+  ];
+  const asLauncher = (caps: string[], args: string[]) =>
+    spawnSync('ip', launcherArgv(caps, args), { encoding: 'utf8' });
+
+  rootTest(
+    'setup/teardown from a VMI manifest; dnsmasq needs NET_BIND_SERVICE, NET_ADMIN and NET_RAW, and says which is missing',
+    async () => {
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'kvts-cli-'));
+      chmodSync(dir, 0o755);
+      const vmiFile = path.join(dir, 'vmi.yaml');
+      writeFileSync(
+        vmiFile,
+        'apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: vm1}\nspec:\n  domain:\n    devices:\n      interfaces: [{name: default, masquerade: {}}]\n    resources: {requests: {memory: 64Mi}}\n  networks: [{name: default, pod: {}}]\n',
+      );
+      const cfg = path.join(dir, 'net.json');
+      const setup = spawnSync(
+        process.execPath,
+        [CLI, 'setup', '--vmi', vmiFile, '--netns', t.podPath, '--out', cfg],
+        { encoding: 'utf8' },
+      );
+      expect(setup.status).toBe(0);
+      chmodSync(cfg, 0o644);
+      const resolv = path.join(dir, 'resolv.conf');
+      writeFileSync(resolv, 'nameserver 10.96.0.10\n');
+      const runDir = path.join(dir, 'run');
+      mkdirSync(runDir);
+      chownSync(runDir, 107, 107);
+      const args = ['dhcp', '--config', cfg, '--run-dir', path.join(runDir, 'x'), '--resolv-conf', resolv];
+      const noAdmin = asLauncher(['net_bind_service', 'net_raw'], args);
+      expect(noAdmin.status).toBe(1);
+      expect(noAdmin.stderr).toContain('missing required capability NET_ADMIN');
+      const noRaw = asLauncher(['net_bind_service', 'net_admin'], args);
+      expect(noRaw.status).toBe(1);
+      expect(noRaw.stderr).toContain('missing required capability NET_RAW');
+      const noBind = asLauncher(['net_admin', 'net_raw'], args);
+      expect(noBind.status).toBe(1);
+      expect(noBind.stderr).toContain('failed to bind DHCP server socket: Permission denied');
+      const ok = spawn('ip', launcherArgv(['net_admin', 'net_raw', 'net_bind_service'], args), {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      let out = '';
+      const closed = new Promise<number | null>((resolve) => ok.on('close', resolve));
+      await new Promise<void>((resolve) => {
+        ok.stdout.on('data', (d: Buffer) => {
+          out += d.toString();
+          if (out.includes('\n')) resolve();
+        });
+        void closed.then(() => resolve()); // exited early: the expectation below says so
+      });
+      expect(out).toBe('ready\n');
+      ok.kill('SIGINT');
+      expect(await closed).toBe(0); // a clean stop
+      expect(readdirSync(path.join(runDir, 'x'))).toEqual([]); // the lease file is gone
+      // a SIGKILLed launcher takes its DHCP server with it
+      const killed = spawn('ip', launcherArgv(['net_admin', 'net_raw', 'net_bind_service'], args), {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      await new Promise((resolve) => killed.stdout.once('data', resolve));
+      const server = () =>
+        spawnSync('pgrep', ['-f', `dhcp-leasefile=${path.join(runDir, 'x')}/`]).status === 0;
+      expect(server()).toBe(true);
+      killed.kill('SIGKILL');
+      while (server()) await new Promise((r) => setTimeout(r, 100));
+      const down = spawnSync(process.execPath, [CLI, 'teardown', '--config', cfg, '--netns', t.podPath], {
+        encoding: 'utf8',
+      });
+      expect(down.status).toBe(0);
+      expect(t.links(t.pod)).toEqual(['lo', 'eth0']);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  );
+});

@@ -1,0 +1,268 @@
+// Phase 1, privileged (virt-handler, in the launcher Pod's network namespace): the bridge, the tap
+// the guest's NIC uses (owned by the launcher's user, the Pod interface's MTU), and for masquerade
+// the nftables NAT. Every step is undone in reverse order when a later one fails.
+import type { Logger } from '@kubevirt-ts/log';
+import { ipJson, run, NetworkSetupError, type NetnsOption } from './exec.js';
+import {
+  BRIDGE_FAKE_IP,
+  LAUNCHER_UID,
+  guestAddresses,
+  type PodBinding,
+  type PodNetworkPlan,
+} from './plan.js';
+
+/** nftables table phase 1 owns in the Pod's namespace (deleting it removes every rule it added). */
+export const NFT_TABLE = 'kubevirt';
+
+export interface Route {
+  dst: string;
+  gateway?: string;
+}
+
+/** What phase 1 set up: the input of phase 2 (written as JSON between the two). */
+export interface PodNetworkConfig {
+  binding: PodBinding;
+  podInterface: string;
+  bridge: string;
+  tap: string;
+  mtu: number;
+  /** the DHCP server's address on the bridge */
+  serverAddress: string;
+  /** what the guest gets by DHCP */
+  guest: { address: string; prefix: number; gateway?: string; routes: Route[] };
+  /** the Pod's IPv4 address (masquerade: the source of the guest's outbound traffic) */
+  podAddress: string;
+  /** bridge binding: the Pod interface's former address and routes, restored by teardown */
+  moved?: { address: string; prefix: number; routes: Route[] };
+}
+
+export interface Phase1Options extends NetnsOption {
+  log?: Logger;
+  /** owner of the tap (default 107, the launcher's user) */
+  tapOwner?: number;
+  /** the nft program (default "nft" from PATH) */
+  nft?: string;
+}
+
+interface IpLink {
+  ifname: string;
+  mtu: number;
+  address?: string;
+}
+interface IpAddr {
+  addr_info?: { family: string; local: string; prefixlen: number; scope?: string }[];
+}
+interface IpRoute {
+  dst: string;
+  gateway?: string;
+  protocol?: string;
+}
+
+async function podInterfaceInfo(name: string, o: NetnsOption) {
+  let link: IpLink | undefined;
+  try {
+    [link] = await ipJson<IpLink[]>(['link', 'show', 'dev', name], o);
+  } catch (e) {
+    throw new NetworkSetupError(`Pod interface ${name} not found: ${(e as Error).message}`);
+  }
+  if (!link) throw new NetworkSetupError(`Pod interface ${name} not found`);
+  const [addr] = await ipJson<IpAddr[]>(['-4', 'addr', 'show', 'dev', name], o);
+  const v4 = addr?.addr_info?.find((a) => a.family === 'inet' && a.scope !== 'host');
+  if (!v4) throw new NetworkSetupError(`Pod interface ${name} has no IPv4 address`);
+  const routes = (await ipJson<IpRoute[]>(['-4', 'route', 'show', 'dev', name], o))
+    .filter((r) => r.protocol !== 'kernel')
+    .map((r): Route => (r.gateway ? { dst: r.dst, gateway: r.gateway } : { dst: r.dst }));
+  return { mtu: link.mtu, address: v4.local, prefix: v4.prefixlen, routes };
+}
+
+async function nftTableExists(o: Phase1Options): Promise<boolean> {
+  const out = JSON.parse(await run(o.nft ?? 'nft', ['-j', 'list', 'tables', 'ip'], o)) as {
+    nftables: { table?: { name: string } }[];
+  };
+  return out.nftables.some((x) => x.table?.name === NFT_TABLE);
+}
+
+/** The masquerade ruleset as nft JSON (one atomic batch). */
+export function masqueradeRuleset(plan: PodNetworkPlan, guest: string): object {
+  const family = 'ip';
+  const table = NFT_TABLE;
+  const meta = (key: string, right: unknown) => ({ match: { op: '==', left: { meta: { key } }, right } });
+  const rules: object[] = [];
+  const rule = (chain: string, expr: object[]) =>
+    rules.push({ add: { rule: { family, table, chain, expr } } });
+  // inbound: what reaches the Pod interface goes to the guest (all ports, or the listed ones)
+  const inbound = [meta('iifname', plan.podInterface)];
+  if (plan.ports.length === 0) rule('prerouting', [...inbound, { dnat: { addr: guest } }]);
+  for (const proto of ['tcp', 'udp'] as const) {
+    const ports = plan.ports.filter((p) => p.protocol === proto).map((p) => p.port);
+    if (ports.length === 0) continue;
+    const right = ports.length === 1 ? ports[0] : { set: ports };
+    rule('prerouting', [
+      ...inbound,
+      { match: { op: '==', left: { payload: { protocol: proto, field: 'dport' } }, right } },
+      { dnat: { addr: guest } },
+    ]);
+  }
+  // outbound: the guest's traffic leaves with the Pod's address
+  rule('postrouting', [
+    { match: { op: '==', left: { payload: { protocol: 'ip', field: 'saddr' } }, right: guest } },
+    { match: { op: '!=', left: { meta: { key: 'oifname' } }, right: plan.bridge } },
+    { masquerade: null },
+  ]);
+  const chain = (name: string, hook: string, prio: number) => ({
+    add: { chain: { family, table, name, type: 'nat', hook, prio, policy: 'accept' } },
+  });
+  return {
+    nftables: [
+      { add: { table: { family, name: table } } },
+      chain('prerouting', 'prerouting', -100),
+      chain('postrouting', 'postrouting', 100),
+      ...rules,
+    ],
+  };
+}
+
+/**
+ * Sets up the Pod network for `plan` (masquerade or bridge) in the namespace `opts.netns`.
+ * Fails with a NetworkSetupError, leaving nothing it created behind.
+ */
+export async function setupPodNetwork(
+  plan: PodNetworkPlan,
+  opts: Phase1Options = {},
+): Promise<PodNetworkConfig> {
+  if (plan.binding !== 'masquerade' && plan.binding !== 'bridge')
+    throw new NetworkSetupError(`the ${plan.binding} binding needs no Pod network setup`);
+  const o: NetnsOption = { netns: opts.netns };
+  const log = opts.log;
+  const uid = String(opts.tapOwner ?? LAUNCHER_UID);
+  const undo: { what: string; fn: () => Promise<unknown> }[] = [];
+  const ip = (...args: string[]) => run('ip', args, o);
+  const step = async (what: string, doIt: () => Promise<unknown>, undoIt?: () => Promise<unknown>) => {
+    await doIt();
+    if (undoIt) undo.push({ what, fn: undoIt });
+  };
+  try {
+    const pod = await podInterfaceInfo(plan.podInterface, o);
+    if (plan.binding === 'masquerade' && (await nftTableExists(opts)))
+      throw new NetworkSetupError(
+        `nftables table ip ${NFT_TABLE} already exists: the Pod network is already set up`,
+      );
+    await step(
+      `bridge ${plan.bridge}`,
+      () => ip('link', 'add', 'name', plan.bridge, 'type', 'bridge'),
+      () => ip('link', 'del', plan.bridge),
+    );
+    await step(
+      `tap ${plan.tap}`,
+      () => ip('tuntap', 'add', 'dev', plan.tap, 'mode', 'tap', 'user', uid, 'group', uid),
+      () => ip('link', 'del', plan.tap),
+    );
+    await ip('link', 'set', 'dev', plan.tap, 'mtu', String(pod.mtu), 'master', plan.bridge, 'up');
+    let config: PodNetworkConfig;
+    if (plan.binding === 'masquerade') {
+      const g = guestAddresses(plan.vmCidr);
+      await ip('addr', 'add', `${g.gateway}/${g.prefix}`, 'dev', plan.bridge);
+      await ip('link', 'set', 'dev', plan.bridge, 'up');
+      await run('sysctl', ['-q', '-w', 'net.ipv4.ip_forward=1'], o);
+      const ruleset = JSON.stringify(masqueradeRuleset(plan, g.guest));
+      await step(
+        `nftables table ip ${NFT_TABLE}`,
+        () => run(opts.nft ?? 'nft', ['-j', ruleset], o), // one argument: no shell, one atomic batch
+        () => run(opts.nft ?? 'nft', ['delete', 'table', 'ip', NFT_TABLE], o),
+      );
+      config = {
+        binding: 'masquerade',
+        podInterface: plan.podInterface,
+        bridge: plan.bridge,
+        tap: plan.tap,
+        mtu: pod.mtu,
+        serverAddress: g.gateway,
+        guest: { address: g.guest, prefix: g.prefix, gateway: g.gateway, routes: [] },
+        podAddress: pod.address,
+      };
+    } else {
+      // bridge: the Pod's address moves to the guest; the Pod interface becomes a bridge port
+      const gw = pod.routes.find((r) => r.dst === 'default')?.gateway;
+      const cidr = `${pod.address}/${pod.prefix}`;
+      await step(
+        `address ${cidr} of ${plan.podInterface}`,
+        () => ip('addr', 'del', cidr, 'dev', plan.podInterface),
+        async () => {
+          await ip('addr', 'add', cidr, 'dev', plan.podInterface);
+          for (const r of pod.routes)
+            await ip(
+              'route',
+              'replace',
+              r.dst,
+              ...(r.gateway ? ['via', r.gateway] : []),
+              'dev',
+              plan.podInterface,
+            );
+        },
+      );
+      await step(
+        `${plan.podInterface} in ${plan.bridge}`,
+        () => ip('link', 'set', 'dev', plan.podInterface, 'master', plan.bridge),
+        () => ip('link', 'set', 'dev', plan.podInterface, 'nomaster'),
+      );
+      await ip('addr', 'add', `${BRIDGE_FAKE_IP}/32`, 'dev', plan.bridge);
+      await ip('link', 'set', 'dev', plan.bridge, 'up');
+      config = {
+        binding: 'bridge',
+        podInterface: plan.podInterface,
+        bridge: plan.bridge,
+        tap: plan.tap,
+        mtu: pod.mtu,
+        serverAddress: BRIDGE_FAKE_IP,
+        guest: {
+          address: pod.address,
+          prefix: pod.prefix,
+          ...(gw ? { gateway: gw } : {}),
+          routes: pod.routes.filter((r) => r.dst !== 'default'),
+        },
+        podAddress: pod.address,
+        moved: { address: pod.address, prefix: pod.prefix, routes: pod.routes },
+      };
+    }
+    log?.info('pod network set up', {
+      binding: plan.binding,
+      bridge: plan.bridge,
+      tap: plan.tap,
+      mtu: pod.mtu,
+    });
+    return config;
+  } catch (e) {
+    for (const u of undo.reverse()) {
+      try {
+        await u.fn();
+      } catch (ue) {
+        log?.error('undoing a pod network step failed', { step: u.what, reason: (ue as Error).message });
+      }
+    }
+    log?.error('pod network setup failed', { binding: plan.binding, reason: (e as Error).message });
+    throw e;
+  }
+}
+
+/** Removes what setupPodNetwork created (what is already gone is skipped). */
+export async function teardownPodNetwork(config: PodNetworkConfig, opts: Phase1Options = {}): Promise<void> {
+  const o: NetnsOption = { netns: opts.netns };
+  const quiet = (p: Promise<unknown>) => p.catch(() => undefined);
+  if (config.binding === 'masquerade' && (await nftTableExists(opts)))
+    await run(opts.nft ?? 'nft', ['delete', 'table', 'ip', NFT_TABLE], o);
+  await quiet(run('ip', ['link', 'del', config.tap], o));
+  if (config.moved) await quiet(run('ip', ['link', 'set', 'dev', config.podInterface, 'nomaster'], o));
+  await quiet(run('ip', ['link', 'del', config.bridge], o));
+  if (config.moved) {
+    const m = config.moved;
+    await quiet(run('ip', ['addr', 'add', `${m.address}/${m.prefix}`, 'dev', config.podInterface], o));
+    for (const r of m.routes)
+      await quiet(
+        run(
+          'ip',
+          ['route', 'replace', r.dst, ...(r.gateway ? ['via', r.gateway] : []), 'dev', config.podInterface],
+          o,
+        ),
+      );
+  }
+}

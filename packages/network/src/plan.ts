@@ -1,0 +1,127 @@
+// What a VMI asks of the Pod network: which interface sits on the pod network, with which binding,
+// which ports are forwarded. Pure: no system access.
+import type { VirtualMachineInstance } from '@kubevirt-ts/api';
+import { podLayout } from '@kubevirt-ts/converter';
+
+export class NetworkConfigError extends Error {
+  constructor(
+    readonly path: string,
+    reason: string,
+  ) {
+    super(`${path}: ${reason}`);
+    this.name = 'NetworkConfigError';
+  }
+}
+
+/** Bindings set up in the Pod's network namespace by phase 1 (passt needs none: libvirt starts passt). */
+export type PodBinding = 'masquerade' | 'bridge';
+export type Binding = PodBinding | 'passt';
+
+export interface ForwardedPort {
+  protocol: 'tcp' | 'udp';
+  port: number;
+}
+
+/** Upstream's masquerade subnet: the guest is .2, the gateway (the bridge) is .1. */
+export const DEFAULT_VM_CIDR = '10.0.2.0/24';
+/** Link-local address on the bridge of the bridge binding (the guest holds the Pod IP). */
+export const BRIDGE_FAKE_IP = '169.254.75.10';
+/** The launcher's user: the tap belongs to it so its unprivileged QEMU can open it. */
+export const LAUNCHER_UID = 107;
+
+export interface PodNetworkPlan {
+  binding: Binding;
+  /** index in spec.domain.devices.interfaces (names the tap) */
+  interfaceIndex: number;
+  interfaceName: string;
+  /** the Pod's interface (eth0 in a Pod) */
+  podInterface: string;
+  /** bridge between the tap and the guest side (masquerade) or the Pod interface (bridge) */
+  bridge: string;
+  /** tap device the domain's <interface> targets (the converter's name for it) */
+  tap: string;
+  /** masquerade: forwarded ports; empty = every port */
+  ports: ForwardedPort[];
+  /** masquerade: the guest's subnet (spec.networks[].pod.vmNetworkCIDR, else 10.0.2.0/24) */
+  vmCidr: string;
+}
+
+/** The plan for the VMI's pod-network interface; undefined when it has none (or it is absent). */
+export function planPodNetwork(
+  vmi: VirtualMachineInstance,
+  podInterface = 'eth0',
+): PodNetworkPlan | undefined {
+  const networks = vmi.spec.networks ?? [];
+  networks.forEach((n, i) => {
+    if (n.multus)
+      throw new NetworkConfigError(
+        `spec.networks[${i}].multus`,
+        'Multus secondary networks are not supported yet (only the pod network is)',
+      );
+  });
+  const ifaces = vmi.spec.domain.devices?.interfaces ?? [];
+  const podNet = networks.find((n) => n.pod);
+  if (!podNet) return undefined;
+  const index = ifaces.findIndex((f) => f.name === podNet.name);
+  if (index < 0) return undefined;
+  const iface = ifaces[index]!;
+  if (iface.state === 'absent') return undefined;
+  const p = `spec.domain.devices.interfaces[${index}]`;
+  let binding: Binding;
+  if (iface.masquerade) binding = 'masquerade';
+  else if (iface.passt || iface.binding?.name === 'passt') binding = 'passt';
+  else if (iface.bridge || !(iface.slirp || iface.sriov || iface.macvtap || iface.binding))
+    binding = 'bridge';
+  else {
+    const b = iface.slirp ? 'slirp' : iface.sriov ? 'sriov' : iface.macvtap ? 'macvtap' : 'binding';
+    throw new NetworkConfigError(`${p}.${b}`, `the ${b} binding is not supported on the pod network`);
+  }
+  const seen = new Set<string>();
+  const ports = (iface.ports ?? []).map((pt, j): ForwardedPort => {
+    const protocol = (pt.protocol ?? 'TCP').toLowerCase() as 'tcp' | 'udp';
+    if (!Number.isInteger(pt.port) || pt.port < 1 || pt.port > 65535)
+      throw new NetworkConfigError(`${p}.ports[${j}].port`, `must be between 1 and 65535, got ${pt.port}`);
+    const key = `${protocol}/${pt.port}`;
+    if (seen.has(key)) throw new NetworkConfigError(`${p}.ports[${j}].port`, `duplicate port ${key}`);
+    seen.add(key);
+    return { protocol, port: pt.port };
+  });
+  const vmCidr = podNet.pod?.vmNetworkCIDR || DEFAULT_VM_CIDR;
+  if (binding === 'masquerade')
+    guestAddresses(vmCidr, `spec.networks[${networks.indexOf(podNet)}].pod.vmNetworkCIDR`);
+  return {
+    binding,
+    interfaceIndex: index,
+    interfaceName: iface.name,
+    podInterface,
+    bridge: `k6t-${podInterface}`,
+    tap: podLayout.tapDevice(index),
+    ports,
+    vmCidr,
+  };
+}
+
+function toInt(ip: string): number {
+  return ip.split('.').reduce((a, o) => a * 256 + Number(o), 0);
+}
+function toIp(n: number): string {
+  return [24, 16, 8, 0].map((s) => Math.floor(n / 2 ** s) % 256).join('.');
+}
+
+/** Gateway (first host) and guest (second host) of an IPv4 CIDR with room for both. */
+export function guestAddresses(
+  cidr: string,
+  path = 'vmNetworkCIDR',
+): { gateway: string; guest: string; prefix: number } {
+  const m = /^(\d{1,3}(?:\.\d{1,3}){3})\/(\d{1,2})$/.exec(cidr);
+  const prefix = m ? Number(m[2]) : NaN;
+  if (!m || m[1]!.split('.').some((o) => Number(o) > 255) || prefix > 30)
+    throw new NetworkConfigError(path, `${JSON.stringify(cidr)} is not an IPv4 CIDR with room for two hosts`);
+  const base = toInt(m[1]!) - (toInt(m[1]!) % 2 ** (32 - prefix));
+  return { gateway: toIp(base + 1), guest: toIp(base + 2), prefix };
+}
+
+/** Dotted netmask of a prefix length. */
+export function netmask(prefix: number): string {
+  return toIp(prefix === 0 ? 0 : 2 ** 32 - 2 ** (32 - prefix));
+}

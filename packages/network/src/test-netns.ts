@@ -1,0 +1,162 @@
+// Test topology with real network namespaces: a "node" netns, a "Pod" netns joined to it by a veth
+// (the Pod's eth0), and optionally a "guest" netns whose eth0 is a veth port of the Pod's bridge,
+// standing in for the guest's NIC so DHCP and NAT can be exercised without a VM.
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, chmodSync, existsSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+export const isRoot = process.getuid?.() === 0;
+export const NODE_IP = '192.168.77.1';
+export const POD_IP = '192.168.77.2';
+export const POD_MTU = 1400;
+let counter = 0;
+
+const sh = (argv: string[]) => execFileSync(argv[0]!, argv.slice(1), { encoding: 'utf8' });
+const inNs = (ns: string, argv: string[]) => ['ip', 'netns', 'exec', ns, ...argv];
+
+export interface Topology {
+  node: string;
+  pod: string;
+  nodePath: string;
+  podPath: string;
+  tmp: string;
+  exec(ns: string, argv: string[]): string;
+  /** adds a guest netns whose eth0 is plugged into `bridge` in the Pod netns */
+  addGuest(bridge: string): string;
+  /** runs busybox udhcpc in the guest netns; resolves with what it was given (udhcpc's variables) */
+  dhcp(guest: string): Record<string, string>;
+  links(ns: string): string[];
+  destroy(): void;
+}
+
+export function createTopology(): Topology {
+  const id = `kvts${process.pid}x${counter++}`;
+  const node = `${id}n`;
+  const pod = `${id}p`;
+  const tmp = mkdtempSync(path.join(os.tmpdir(), 'kvts-net-'));
+  const nss = [node, pod];
+  sh(['ip', 'netns', 'add', node]);
+  sh(['ip', 'netns', 'add', pod]);
+  sh(['ip', '-n', node, 'link', 'add', 'node0', 'type', 'veth', 'peer', 'name', 'eth0', 'netns', pod]);
+  sh(['ip', '-n', node, 'addr', 'add', `${NODE_IP}/24`, 'dev', 'node0']);
+  sh(['ip', '-n', node, 'link', 'set', 'node0', 'mtu', String(POD_MTU), 'up']);
+  sh(['ip', '-n', node, 'link', 'set', 'lo', 'up']);
+  sh(['ip', '-n', pod, 'addr', 'add', `${POD_IP}/24`, 'dev', 'eth0']);
+  sh(['ip', '-n', pod, 'link', 'set', 'eth0', 'mtu', String(POD_MTU), 'up']);
+  sh(['ip', '-n', pod, 'link', 'set', 'lo', 'up']);
+  sh(['ip', '-n', pod, 'route', 'add', 'default', 'via', NODE_IP]);
+  const script = path.join(tmp, 'udhcpc.sh');
+  // udhcpc's hook: apply the lease like a guest would and record every variable it got
+  writeFileSync(
+    script,
+    [
+      '#!/bin/sh',
+      'env > "$UDHCPC_OUT.$1"',
+      '[ "$1" = bound ] || exit 0',
+      'ip addr add "$ip/$mask" dev "$interface"',
+      '[ -n "$mtu" ] && ip link set dev "$interface" mtu "$mtu"',
+      '[ -n "$router" ] && ip route add default via "$router"',
+      'exit 0',
+      '',
+    ].join('\n'),
+  );
+  chmodSync(script, 0o755);
+  return {
+    node,
+    pod,
+    nodePath: `/run/netns/${node}`,
+    podPath: `/run/netns/${pod}`,
+    tmp,
+    exec: (ns, argv) => sh(inNs(ns, argv)),
+    addGuest(bridge) {
+      const guest = `${id}g${nss.length}`;
+      sh(['ip', 'netns', 'add', guest]);
+      nss.push(guest);
+      sh([
+        'ip',
+        '-n',
+        pod,
+        'link',
+        'add',
+        `gst${nss.length}`,
+        'type',
+        'veth',
+        'peer',
+        'name',
+        'eth0',
+        'netns',
+        guest,
+      ]);
+      sh(['ip', '-n', pod, 'link', 'set', `gst${nss.length}`, 'master', bridge, 'up']);
+      sh(['ip', '-n', guest, 'link', 'set', 'eth0', 'up']);
+      sh(['ip', '-n', guest, 'link', 'set', 'lo', 'up']);
+      return guest;
+    },
+    dhcp(guest) {
+      const out = path.join(tmp, `lease-${guest}`);
+      const r = spawnSync(
+        'ip',
+        inNs(guest, [
+          'busybox',
+          'udhcpc',
+          '-i',
+          'eth0',
+          '-f',
+          '-q',
+          '-n',
+          '-t',
+          '10',
+          '-T',
+          '2',
+          '-O',
+          'search',
+          '-O',
+          'hostname',
+          '-O',
+          'mtu',
+          '-s',
+          script,
+        ]).slice(1),
+        { encoding: 'utf8', env: { ...process.env, UDHCPC_OUT: out } },
+      );
+      if (r.status !== 0 || !existsSync(`${out}.bound`))
+        throw new Error(`udhcpc got no lease (exit ${r.status}): ${r.stderr}`);
+      return Object.fromEntries(
+        readFileSync(`${out}.bound`, 'utf8')
+          .split('\n')
+          .filter((l) => l.includes('='))
+          .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+      );
+    },
+    links: (ns) =>
+      (JSON.parse(sh(['ip', '-n', ns, '-json', 'link', 'show'])) as { ifname: string }[]).map(
+        (l) => l.ifname,
+      ),
+    destroy() {
+      for (const ns of nss.reverse()) spawnSync('ip', ['netns', 'del', ns]);
+      rmSync(tmp, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A TCP server in `ns` on `port` that answers each connection with the peer's address, then closes. */
+export function tcpEcho(ns: string, host: string, port: number): { ready: Promise<void>; stop(): void } {
+  const code = `const s=require('net').createServer(c=>{c.end(c.remoteAddress+'\\n')});s.listen(${port},${JSON.stringify(host)},()=>console.log('up'))`;
+  const child = spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', code], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const ready = new Promise<void>((resolve, reject) => {
+    child.stdout.once('data', () => resolve());
+    child.once('exit', (c) => reject(new Error(`tcp server exited ${c}`)));
+  });
+  return { ready, stop: () => child.kill() };
+}
+
+/** Connects from `ns` to host:port; resolves with what the server said, rejects with the error. */
+export function tcpGet(ns: string, host: string, port: number): string {
+  const code = `const c=require('net').connect(${port},${JSON.stringify(host)});let d='';c.setTimeout(20000,()=>{console.error('timeout');process.exit(3)});c.on('data',x=>d+=x);c.on('end',()=>{process.stdout.write(d)});c.on('error',e=>{console.error(e.code);process.exit(2)})`;
+  const r = spawnSync('ip', ['netns', 'exec', ns, process.execPath, '-e', code], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`connect ${host}:${port} from ${ns}: ${r.stderr.trim()}`);
+  return r.stdout.trim();
+}
