@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=1 --lite-mode --no-expose-wasm
+#!/usr/bin/env -S node --max-semi-space-size=1 --lite-mode
 // The V8 flags keep the launcher's own memory small: it does little CPU work, so no optimizing
 // compiler (lite mode) and a small young generation suffice. Run it as an executable to get them.
 // virt-launcher entry point:
