@@ -3,7 +3,7 @@
 # tests (unit and integration against real libvirtd/QEMU/kube-apiserver) and the e2e suites.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash tools/setup.sh
+KVTS_SETUP_CLUSTER=1 bash tools/setup.sh
 export NX_DAEMON=false NX_NO_CLOUD=true NX_TUI=false
 export JEST_JSON_DIR="${JEST_JSON_DIR:-$(mktemp -d)}"
 status=0

@@ -2,7 +2,7 @@
 # Builds the project's container images with buildah, FROM scratch on Debian 12 root filesystems made by
 # mmdebstrap (no registry is used). Each image is tagged <package version>-<git commit>, exported as a
 # docker-archive to $KVTS_CACHE/images/<name>.tar (what `tools/cluster.sh load-images` imports into
-# containerd) and listed with its digest in deploy/images.json. Prints each image's size.
+# containerd) and listed with its digest in deploy/images/images.json. Prints each image's size.
 # Usage: tools/images/build.sh [pause|container-disk-tools|virt-launcher|virt-controller|virt-handler|guest ...]
 #   (no argument: all). Needs root, buildah, mmdebstrap, gcc; the apps built (tools/setup.sh).
 set -euo pipefail
@@ -20,7 +20,7 @@ mkdir -p "$out/rootfs"
 commit="$(git rev-parse --short=12 HEAD)"
 [ -z "$(git status --porcelain --untracked-files=no)" ] || commit="$commit-dirty"
 REPO="${KVTS_IMAGE_REPO:-localhost/kubevirt-ts}"
-manifest="$root/deploy/images.json"
+manifest="$root/deploy/images/images.json"
 source "$here/packages.sh"
 
 # Node.js: the same official binary the project runs on (tools/node-env.sh installs it from the npm registry's
