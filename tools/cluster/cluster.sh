@@ -171,6 +171,9 @@ leftovers() { # prints what the cluster could leave behind; empty when clean
 cmd_down() {
   need_root
   KUBE_DIR="$(bash "$root/tools/testenv/build-kube-apiserver.sh" kube-apiserver kubectl kubelet kube-scheduler kube-controller-manager kube-proxy)"
+  # nothing may recreate Pods while they go
+  stop kube-controller-manager
+  stop kube-scheduler
   # Pods first, while kubelet still runs, so CNI DEL removes their veths and rules and kubelet unmounts their volumes
   if running kube-apiserver && running kubelet; then
     log "deleting all Pods"
@@ -181,8 +184,6 @@ cmd_down() {
     done
   fi
   stop kube-proxy
-  stop kube-scheduler
-  stop kube-controller-manager
   stop kubelet
   # whatever containers remain (a Pod kubelet did not finish): stop their sandboxes through CRI-less ctr
   if running containerd; then
@@ -229,11 +230,13 @@ cleanup_network() {
   for t in iptables ip6tables; do
     command -v "$t-save" >/dev/null || continue
     for table in nat filter mangle; do
-      "$t-save" -t "$table" 2>/dev/null | grep -E '^-A .*(KUBE-|CNI-)' | sed 's/^-A/-D/' | while read -r rule; do
-        eval "$t -t $table $rule" 2>/dev/null || true
-      done
-      "$t-save" -t "$table" 2>/dev/null | sed -n -E 's/^:((KUBE|CNI)-[^ ]*).*/\1/p' | while read -r ch; do "$t" -t "$table" -F "$ch" 2>/dev/null || true; done
-      "$t-save" -t "$table" 2>/dev/null | sed -n -E 's/^:((KUBE|CNI)-[^ ]*).*/\1/p' | while read -r ch; do "$t" -t "$table" -X "$ch" 2>/dev/null || true; done
+      # rules that jump to or live in those chains (iptables-save prints them quoted for a shell)
+      { "$t-save" -t "$table" 2>/dev/null || true; } | { grep -E '^-A .*(KUBE-|CNI-)' || true; } | sed 's/^-A/-D/' |
+        while read -r rule; do eval "$t -t $table $rule" 2>/dev/null || true; done
+      local chains
+      chains="$({ "$t-save" -t "$table" 2>/dev/null || true; } | sed -n -E 's/^:((KUBE|CNI)-[^ ]*).*/\1/p')"
+      for ch in $chains; do "$t" -t "$table" -F "$ch" 2>/dev/null || true; done
+      for ch in $chains; do "$t" -t "$table" -X "$ch" 2>/dev/null || true; done
     done
   done
   for tbl in $(nft list tables 2>/dev/null | awk '/kube-proxy|cni/ {print $2 ":" $3}'); do nft delete table "${tbl%%:*}" "${tbl#*:}" 2>/dev/null || true; done

@@ -159,7 +159,7 @@ build_app() {
   app_bundle "$app" "$ctx/opt/kubevirt-ts"
   if [ "$app" = virt-launcher ]; then cp "$(static_bin container-disk)" "$ctx/container-disk"; fi
   log "buildah bud $app"
-  buildah bud --quiet --layers=false -f "apps/$app/Containerfile" -t "$REPO/$app:build" "$ctx" >/dev/null
+  buildah bud --quiet --layers=false --network=none -f "apps/$app/Containerfile" -t "$REPO/$app:build" "$ctx" >/dev/null
   local c
   c="$(buildah from --quiet "$REPO/$app:build")"
   finish "$app" "$(version_of "$app")" "$c"
