@@ -33,6 +33,10 @@ function notRunnable(): string | undefined {
   if (process.getuid?.() !== 0) return 'needs root (the node runs as root)';
   if (!existsSync(KUBECTL)) return `kubectl ${kubeVersion()} not built (${KUBECTL})`;
   if (!existsSync(KUBECONFIG)) return `no cluster (${KUBECONFIG} missing): run bash tools/cluster.sh up`;
+  // the apiserver's address lives on the node device only while the cluster is up: never dial it otherwise
+  // (it would leave the machine through the default route)
+  if (!existsSync('/sys/class/net/kvts-node0'))
+    return 'cluster not up (no node device kvts-node0): run bash tools/cluster.sh up';
   const r = spawnSync(KUBECTL, ['--kubeconfig', KUBECONFIG, 'get', '--raw', '/readyz'], { encoding: 'utf8' });
   if (r.status !== 0)
     return `cluster not up (kube-apiserver: ${r.stderr.trim()}): run bash tools/cluster.sh up`;
