@@ -3,7 +3,7 @@
 # tests (unit and integration against real libvirtd/QEMU/kube-apiserver) and the e2e suites.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash tools/setup.sh
+KVTS_SETUP_CLUSTER=1 bash tools/setup.sh
 source tools/node-env.sh # Node 24 (setup installed it) first on PATH: npm, nx, jest, `env node` shebangs
 export NX_DAEMON=false NX_NO_CLOUD=true NX_TUI=false
 export JEST_JSON_DIR="${JEST_JSON_DIR:-$(mktemp -d)}"

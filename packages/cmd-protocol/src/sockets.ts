@@ -8,7 +8,7 @@
  *
  * Directories are created 0700, sockets are chmod-ed 0600 right after they are bound.
  */
-import { chmod, lstat, mkdir, unlink } from 'node:fs/promises';
+import { chmod, lstat, mkdir, stat, unlink } from 'node:fs/promises';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 
 export const LAUNCHER_SOCKET_NAME = 'launcher-sock';
@@ -56,10 +56,21 @@ export function checkSocketPath(socketPath: string, what = 'socketPath'): void {
   }
 }
 
-/** Creates `dir` (and parents) and makes it 0700 even when it already existed. */
+/**
+ * Creates `dir` (and parents) and makes it 0700 even when it already existed. A directory this process
+ * does not own and so cannot chmod (EPERM) is used as it is: in a Pod the socket dir is a kubelet emptyDir
+ * owned by root (mode 0777, visible only to the Pod's containers), and the sockets themselves are still made
+ * 0600 right after bind, so other users cannot connect.
+ */
 export async function ensureSocketDir(dir: string): Promise<void> {
   await mkdir(dir, { recursive: true, mode: SOCKET_DIR_MODE });
-  await chmod(dir, SOCKET_DIR_MODE);
+  try {
+    await chmod(dir, SOCKET_DIR_MODE);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EPERM') throw err;
+    const st = await stat(dir);
+    if (st.uid === process.getuid?.()) throw err;
+  }
 }
 
 /**

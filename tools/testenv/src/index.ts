@@ -24,7 +24,7 @@ export function cacheDir(): string {
   return join(xdg, 'kubevirt-ts');
 }
 
-/** The Kubernetes version pinned in tools/testenv/kube-apiserver/go.mod, e.g. "v1.32.13". */
+/** The Kubernetes version pinned in tools/testenv/kube-apiserver/go.mod, e.g. "v1.33.13". */
 export function pinnedKubeVersion(): string {
   const goMod = fileURLToPath(new URL('../kube-apiserver/go.mod', import.meta.url));
   const m = /^require\s+k8s\.io\/kubernetes\s+(v\S+)/m.exec(readFileSync(goMod, 'utf8'));

@@ -1,0 +1,231 @@
+// The single-node cluster of tools/cluster.sh (a real kubelet, containerd, runc, CNI bridge, kube-proxy):
+// the node is Ready, `kubectl apply -f deploy/` succeeds, and the images of tools/images/build.sh run under it.
+// Runs only when that cluster is up (bash tools/cluster.sh up && bash tools/cluster.sh load-images); otherwise
+// every test is skipped with the reason.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { chown, copyFile, mkdir, rm, symlink } from 'node:fs/promises';
+import path from 'node:path';
+import { CmdClient, launcherSocketPath } from '@kubevirt-ts/cmd-protocol';
+import { renderLaunchPod } from '@kubevirt-ts/renderer';
+import { READY, REPO, processesMentioning, readText, tinyVmi, waitFor } from '../launcher/helpers.js';
+
+const STATE_DIR = process.env.KVTS_CLUSTER_DIR ?? '/var/lib/kubevirt-ts-cluster';
+const KUBECONFIG = path.join(STATE_DIR, 'admin.kubeconfig');
+const NODE_NAME = 'kvts-node';
+
+function kubeVersion(): string {
+  const goMod = readFileSync(path.join(REPO, 'tools/testenv/kube-apiserver/go.mod'), 'utf8');
+  return /^require\s+k8s\.io\/kubernetes\s+(v\S+)/m.exec(goMod)![1]!;
+}
+const CACHE =
+  process.env.KVTS_CACHE ??
+  path.join(process.env.XDG_CACHE_HOME ?? path.join(process.env.HOME ?? '/root', '.cache'), 'kubevirt-ts');
+const KUBECTL = path.join(CACHE, 'kube', kubeVersion(), 'kubectl');
+
+function kubectl(...args: string[]): string {
+  return execFileSync(KUBECTL, ['--kubeconfig', KUBECONFIG, ...args], { encoding: 'utf8' });
+}
+
+/** why the cluster tests cannot run here, or undefined when they can */
+function notRunnable(): string | undefined {
+  if (process.getuid?.() !== 0) return 'needs root (the node runs as root)';
+  if (!existsSync(KUBECTL)) return `kubectl ${kubeVersion()} not built (${KUBECTL})`;
+  if (!existsSync(KUBECONFIG)) return `no cluster (${KUBECONFIG} missing): run bash tools/cluster.sh up`;
+  // the apiserver's address lives on the node device only while the cluster is up: never dial it otherwise
+  // (it would leave the machine through the default route)
+  if (!existsSync('/sys/class/net/kvts-node0'))
+    return 'cluster not up (no node device kvts-node0): run bash tools/cluster.sh up';
+  const r = spawnSync(KUBECTL, ['--kubeconfig', KUBECONFIG, 'get', '--raw', '/readyz'], { encoding: 'utf8' });
+  if (r.status !== 0)
+    return `cluster not up (kube-apiserver: ${r.stderr.trim()}): run bash tools/cluster.sh up`;
+  return undefined;
+}
+const reason = notRunnable();
+if (reason) console.warn(`cluster e2e skipped: ${reason}`);
+const clusterTest = reason ? test.skip : test;
+
+describe(`single-node cluster (${reason ? `skipped: ${reason}` : 'tools/cluster.sh'})`, () => {
+  clusterTest(
+    'the node is Ready, runs the pinned kubelet on containerd, and has the pinned apiserver',
+    () => {
+      const node = JSON.parse(kubectl('get', 'node', NODE_NAME, '-o', 'json'));
+      const ready = node.status.conditions.find((c: { type: string }) => c.type === 'Ready');
+      expect(ready.status).toBe('True');
+      expect(node.status.nodeInfo.kubeletVersion).toBe(kubeVersion());
+      expect(node.status.nodeInfo.containerRuntimeVersion).toMatch(/^containerd:\/\//);
+      const version = JSON.parse(kubectl('version', '-o', 'json'));
+      expect(version.serverVersion.gitVersion).toBe(kubeVersion());
+    },
+  );
+
+  clusterTest('kubectl apply -f deploy/ succeeds: CRDs established, RBAC, config, workloads created', () => {
+    kubectl('apply', '-f', path.join(REPO, 'deploy'));
+    kubectl(
+      'wait',
+      '--for=condition=Established',
+      'crd/virtualmachines.kubevirt.io',
+      'crd/virtualmachineinstances.kubevirt.io',
+      'crd/virtualmachineinstancemigrations.kubevirt.io',
+      '--timeout=120s',
+    );
+    // the workloads exist; they become Ready once the controller and handler apps are written (they are empty
+    // shells today, so their Pods start and exit)
+    expect(kubectl('get', 'deployment', '-n', 'kubevirt-ts', '-o', 'name')).toMatch(/virt-controller/);
+    expect(kubectl('get', 'daemonset', '-n', 'kubevirt-ts', '-o', 'name')).toMatch(/virt-handler/);
+  });
+
+  clusterTest(
+    'a Pod of the locally loaded virt-launcher image runs under kubelet (no pull): node, libvirtd, QEMU',
+    () => {
+      const name = `kvts-image-check-${process.pid}`;
+      const images = JSON.parse(readFileSync(path.join(REPO, 'deploy/images/images.json'), 'utf8')).images;
+      const pod = {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name, namespace: 'default' },
+        spec: {
+          restartPolicy: 'Never',
+          containers: [
+            {
+              name: 'check',
+              image: images['virt-launcher'].image,
+              imagePullPolicy: 'Never',
+              command: ['/bin/sh', '-c'],
+              args: [
+                'id -u; node --version; libvirtd --version; qemu-system-x86_64 --version | head -1; qemu-img --version | head -1',
+              ],
+            },
+          ],
+        },
+      };
+      try {
+        execFileSync(KUBECTL, ['--kubeconfig', KUBECONFIG, 'apply', '-f', '-'], {
+          input: JSON.stringify(pod),
+        });
+        kubectl('wait', '--for=jsonpath={.status.phase}=Succeeded', `pod/${name}`, '--timeout=180s');
+        const out = kubectl('logs', name);
+        expect(out).toMatch(/^107\n/);
+        expect(out).toMatch(/^v24\./m);
+        expect(out).toMatch(/libvirtd \(libvirt\) 9\./);
+        expect(out).toMatch(/QEMU emulator version 7\./);
+        expect(out).toMatch(/qemu-img version 7\./);
+      } finally {
+        spawnSync(KUBECTL, [
+          '--kubeconfig',
+          KUBECONFIG,
+          'delete',
+          'pod',
+          name,
+          '--wait=true',
+          '--ignore-not-found',
+        ]);
+      }
+    },
+  );
+
+  // virt-handler is not written yet, so the test plays it: it puts the kernelBoot image's files where the
+  // handler would mount them, connects to the launcher's cmd socket through the Pod's volume on the node, and
+  // sends SyncVirtualMachine. (The real handler bind-mounts the container's files; the test copies them.)
+  clusterTest(
+    'a launcher Pod rendered by @kubevirt-ts/renderer boots the test guest under kubelet; deleting the Pod shuts it down by ACPI',
+    async () => {
+      const images = JSON.parse(readFileSync(path.join(REPO, 'deploy/images/images.json'), 'utf8')).images;
+      const name = `kvts-pod-${process.pid}`;
+      const vmi = tinyVmi(name, { uid: randomUUID(), grace: 60 });
+      vmi.metadata!.namespace = 'default';
+      vmi.spec.domain.firmware!.kernelBoot!.container = {
+        image: images['guest-kernel-boot'].image,
+        imagePullPolicy: 'Never',
+        kernelPath: '/boot/vmlinuz',
+        initrdPath: '/boot/initramfs.img',
+      };
+      const pod = renderLaunchPod(vmi, {
+        launcherImage: images['virt-launcher'].image,
+        imagePullPolicy: 'Never',
+        useEmulation: true,
+        // tini as the container's PID 1 reaps what libvirtd leaves to it (QEMU processes): the Node.js monitor
+        // cannot wait() for processes it did not spawn, so with it as PID 1 an exited QEMU stays a zombie and
+        // the launcher waits for it until the grace period ends
+        launcherCommand: ['/usr/bin/tini', '-g', '--', '/usr/bin/virt-launcher', 'monitor'],
+      });
+      // no VMI object exists in the cluster: without this the garbage collector would delete the orphan Pod
+      delete pod.metadata!.ownerReferences;
+      delete pod.metadata!.generateName;
+      pod.metadata!.name = `virt-launcher-${name}`;
+      const podName = pod.metadata!.name;
+      let client: CmdClient | undefined;
+      const shortLink = `/tmp/kvts-sock-${process.pid}`;
+      // what virt-handler does on a node it serves: the launcher Pod's node selector asks for it
+      kubectl('label', 'node', NODE_NAME, 'kubevirt.io/schedulable=true', '--overwrite');
+      try {
+        const created = JSON.parse(
+          execFileSync(KUBECTL, ['--kubeconfig', KUBECONFIG, 'create', '-f', '-', '-o', 'json'], {
+            input: JSON.stringify(pod),
+            encoding: 'utf8',
+          }),
+        );
+        const emptyDir = (v: string) =>
+          path.join('/var/lib/kubelet/pods', created.metadata.uid, 'volumes/kubernetes.io~empty-dir', v);
+        // the kernel-boot container runs the container-disk helper: its root filesystem holds the files
+        const helper = await waitFor(
+          'kernel-boot container',
+          async () =>
+            (await processesMentioning(`${vmi.metadata!.uid}/kernel-boot`)).find((p) =>
+              p.cmd.includes('container-disk'),
+            ),
+          300_000,
+        );
+        const dest = path.join(emptyDir('container-disks'), 'kernel-boot');
+        await mkdir(dest, { recursive: true });
+        await chown(dest, 107, 107);
+        for (const f of ['vmlinuz', 'initramfs.img']) {
+          await copyFile(`/proc/${helper.pid}/root/boot/${f}`, path.join(dest, f));
+          await chown(path.join(dest, f), 107, 107);
+        }
+        const sock = launcherSocketPath(emptyDir('sockets'));
+        await waitFor('launcher-sock', () => existsSync(sock), 300_000);
+        // the kubelet path is longer than a unix socket path may be (108 bytes): dial through a short symlink
+        await symlink(emptyDir('sockets'), shortLink);
+        client = await CmdClient.connect(launcherSocketPath(shortLink), { timeoutMs: 120_000 });
+        await client.syncVMI(vmi);
+        const serial = path.join(emptyDir('private'), vmi.metadata!.uid!, 'virt-serial0-log');
+        await waitFor('guest ready line', async () => (await readText(serial)).includes(READY), 300_000);
+        const qemu = (await processesMentioning(`guest=default_${name}`)).filter((p) =>
+          /qemu-system/.test(p.cmd),
+        );
+        expect(qemu).toHaveLength(1);
+        client.close();
+        client = undefined;
+
+        // deletion: SIGTERM to the launcher -> ACPI power button -> the guest powers off -> the Pod goes away
+        kubectl('delete', 'pod', podName, '--wait=false');
+        await waitFor(
+          'guest power-off by ACPI',
+          async () => (await readText(serial)).includes('KUBEVIRT-TS-GUEST-POWEROFF acpi-power-button'),
+          300_000,
+        );
+        kubectl('wait', '--for=delete', `pod/${podName}`, '--timeout=300s');
+        const left = (await processesMentioning(`guest=default_${name}`)).filter((p) =>
+          /qemu-system|libvirtd/.test(p.cmd),
+        );
+        expect(left).toEqual([]);
+      } finally {
+        client?.close();
+        await rm(shortLink, { force: true });
+        spawnSync(KUBECTL, [
+          '--kubeconfig',
+          KUBECONFIG,
+          'delete',
+          'pod',
+          podName,
+          '--wait=true',
+          '--ignore-not-found',
+        ]);
+      }
+    },
+    // image start, libvirtd and a TCG guest boot on a shared 2-core machine
+    900_000,
+  );
+});

