@@ -90,7 +90,17 @@ async function runMonitorCmd(argv: string[]): Promise<number> {
   });
 }
 
+/**
+ * A broken stdout/stderr (the reader of a pipe went away: EPIPE) must never kill the launcher or the
+ * monitor, or QEMU would outlive them: write errors are dropped, the run goes on (JSON logs and progress
+ * are lost from then on, nothing else).
+ */
+function tolerateBrokenOutput(): void {
+  for (const s of [process.stdout, process.stderr]) s.on('error', () => undefined);
+}
+
 export async function main(argv: string[]): Promise<number> {
+  tolerateBrokenOutput();
   try {
     if (argv[0] === '-h' || argv[0] === '--help' || argv[0] === 'help') {
       process.stdout.write(USAGE);

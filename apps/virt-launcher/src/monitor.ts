@@ -100,7 +100,8 @@ export async function runMonitor(opts: MonitorOptions): Promise<number> {
   const handlers = new Map<NodeJS.Signals, () => void>();
   for (const sig of FORWARDED) {
     const h = () => {
-      if ((sig === 'SIGTERM' || sig === 'SIGINT') && termAt === undefined) termAt = Date.now();
+      if ((sig === 'SIGTERM' || sig === 'SIGINT' || sig === 'SIGHUP') && termAt === undefined)
+        termAt = Date.now();
       log('info', `forwarding ${sig} to the launcher`, { pid: child.pid, signal: sig });
       child.kill(sig);
     };
@@ -162,6 +163,7 @@ export async function runMonitor(opts: MonitorOptions): Promise<number> {
       }
     }
   }
-  if (result.signal !== null) return result.signal === 'SIGTERM' || result.signal === 'SIGINT' ? 0 : 1;
+  if (result.signal !== null)
+    return result.signal === 'SIGTERM' || result.signal === 'SIGINT' || result.signal === 'SIGHUP' ? 0 : 1;
   return result.code ?? 1;
 }

@@ -297,14 +297,17 @@ export async function startStandalone(flags: StandaloneFlags, io: StandaloneIO):
     io.progress(`${sig}: shutting the guest down (ACPI, up to ${launcher.config.gracePeriodSeconds}s)`);
     void launcher.terminate(sig);
   };
+  // SIGHUP (the terminal went away) is a shutdown request like Ctrl-C
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  process.on('SIGHUP', onSignal);
 
   const done = (async () => {
     const result = await launcher.ended();
     launcherResult = result;
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+    process.off('SIGHUP', onSignal);
     await tail?.stop();
     if (consoleSock) {
       io.input?.unpipe(consoleSock);

@@ -14,6 +14,7 @@ import {
   processesMentioning,
   requireGuest,
   shortTmp,
+  sleep,
   startLauncher,
   tinyVmi,
   waitFor,
@@ -123,7 +124,6 @@ describe('virt-launcher standalone', () => {
       true,
     );
     await waitFor('two heartbeats', () => heartbeats(p.stdout()) >= 2, 120_000);
-    const t0 = Date.now();
     // what a terminal's Ctrl-C does: every process of the job's group gets SIGINT, so the private
     // libvirtd and QEMU must not be in it (they would die before the ACPI shutdown)
     process.kill(-p.child.pid!, 'SIGINT');
@@ -133,9 +133,49 @@ describe('virt-launcher standalone', () => {
     expect(p.stderr()).toContain('the guest shut down cleanly');
     // the monitor and the launcher both get SIGINT (and the monitor forwards it): one shutdown
     expect(p.stderr().split('SIGINT: shutting the guest down').length).toBe(2);
-    expect(Date.now() - t0).toBeLessThan(60_000);
     expect(res.code).toBe(0);
     expect(await processesMentioning(work)).toEqual([]);
+  });
+
+  // the terminal closing (SIGHUP), and its reader dying first (EPIPE on stdout/stderr), must end in an
+  // ACPI shutdown with nothing left behind, never in a QEMU that outlives the launcher
+  it.each([
+    ['SIGHUP to the whole process group (the terminal closed)', 'SIGHUP', false],
+    ['stdout and stderr readers gone (EPIPE), then SIGINT', 'SIGINT', true],
+  ] as const)('%s: ACPI shutdown, exit 0, nothing left', async (_what, sig, breakPipes) => {
+    const file = await writeVmiFile(dir, tinyVmi(`sa-${sig.toLowerCase()}`));
+    const work = path.join(dir, 'w');
+    const p = startLauncher(
+      [
+        'standalone',
+        '--vmi',
+        file,
+        '--image',
+        imageArg,
+        '--console',
+        '--allow-emulation',
+        '--work-dir',
+        work,
+      ],
+      {},
+      true,
+    );
+    await waitFor('two heartbeats', () => heartbeats(p.stdout()) >= 2, 120_000);
+    if (breakPipes) {
+      // the reader goes away (as `| tee` killed by Ctrl-C): the next writes fail with EPIPE
+      p.child.stdout!.destroy();
+      p.child.stderr!.destroy();
+      await sleep(1500); // heartbeats keep coming: the console writes hit the broken pipe meanwhile
+    }
+    process.kill(-p.child.pid!, sig);
+    const res = await p.exited;
+    expect(res.code).toBe(0);
+    // the guest powered off through ACPI: its serial log (kept in the given work dir) says so
+    const logs = readdirSync(work, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('-log'));
+    const serial = logs.map((f) => readFileSync(path.join(work, f), 'utf8')).join('');
+    expect(serial).toContain('KUBEVIRT-TS-GUEST-POWEROFF acpi-power-button');
+    expect(await processesMentioning(work)).toEqual([]);
+    expect(existsSync(work)).toBe(true); // a given --work-dir is kept (only a temp one is removed)
   });
 
   it('the launcher killed with SIGKILL: its monitor stops QEMU within the grace period, removes its temp work dir, exits non-zero', async () => {
@@ -170,14 +210,13 @@ describe('virt-launcher standalone', () => {
       expect(work).toMatch(/^\/tmp\/kv-/);
       const qemu = (await processesMentioning(work)).filter((x) => x.cmd.includes('qemu-system'));
       expect(qemu).toHaveLength(1);
-      const t0 = Date.now();
       process.kill(launcherPid, 'SIGKILL');
+      // the monitor gives QEMU the grace period, then kills it (waitFor fails the test if it never goes)
       await waitFor(
         'QEMU gone',
         async () => (await processesMentioning(work)).length === 0,
         (grace + 10) * 1000,
       );
-      expect(Date.now() - t0).toBeLessThan((grace + 10) * 1000);
       const res = await p.exited;
       expect(res.code).not.toBe(0);
       expect(res.code).not.toBeNull();
@@ -222,10 +261,8 @@ describe('virt-launcher standalone', () => {
       const dom = (await client.getDomain()) as { domainName: string; status: { status: string } };
       expect(dom.domainName).toBe('e2e_sa-socket');
       expect(dom.status.status).toBe('Running');
-      const t0 = Date.now();
       await client.shutdownVMI(vmi);
       const res = await p.exited;
-      expect(Date.now() - t0).toBeLessThan(60_000); // ACPI, well before the grace period
       expect(res).toEqual({ code: 0, signal: null });
       expect(p.stdout()).toContain('KUBEVIRT-TS-GUEST-POWEROFF acpi-power-button');
       expect(await processesMentioning(work)).toEqual([]);
