@@ -171,10 +171,11 @@ describe('Launcher lifecycle', () => {
 
   it('guest agent rpcs (GetUsers, GetFilesystems, Exec) reach the DomainManager over the cmd socket', async () => {
     const { l, client } = await started(config());
-    expect(await client.getUsers()).toEqual({ items: [{ userName: 'root', loginTime: 1 }] });
-    expect(await client.getFilesystems()).toEqual({
-      items: [{ diskName: 'vda1', mountPoint: '/', fileSystemType: 'ext4' }],
-    });
+    // upstream's wire shape: bare arrays (the manager's lists are unwrapped by the cmd server)
+    expect(await client.getUsers()).toEqual([{ userName: 'root', loginTime: 1 }]);
+    expect(await client.getFilesystems()).toEqual([
+      { diskName: 'vda1', mountPoint: '/', fileSystemType: 'ext4' },
+    ]);
     expect(await client.exec('ns_vm', '/bin/true', ['a', 'b'], 5)).toEqual({ exitCode: 3, stdout: 'out' });
     expect(calls).toContain('exec:ns_vm:/bin/true:a,b:5');
     client.close();

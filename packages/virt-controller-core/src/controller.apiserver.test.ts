@@ -381,7 +381,12 @@ describe('VM controller: run strategies', () => {
     // running: false -> stopped
     await api.patch(VMS, NS, 'always', { spec: { running: false } });
     await vmiGoesAway(v4);
-    const stopped = await vmStatus('always', 'Stopped');
+    // level-triggered: the status settles once the cache has seen the VMI go (it may pass through a
+    // write where only printableStatus changed)
+    const stopped = await until('always stopped, no VMI', async () => {
+      const vm = await getVm('always');
+      return vm?.status?.printableStatus === 'Stopped' && vm.status.created === undefined ? vm : undefined;
+    });
     expect(stopped.status?.created).toBeUndefined();
     expect(stopped.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({
       status: 'False',
