@@ -12,6 +12,7 @@ export default tseslint.config(
       '**/node_modules/**',
       'packages/cmd-protocol/src/gen/**',
       '**/*.d.ts',
+      'docs/api/**',
     ],
   },
   js.configs.recommended,

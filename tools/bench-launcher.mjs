@@ -4,12 +4,12 @@
 //      appears on its console (includes its own libvirtd start-up, disk preparation, sync over the cmd socket);
 //   2. the same domain XML (converter output for the same VMI and layout) started with `virsh create` on an
 //      already-running session libvirtd, until the ready line appears in the serial log; and the ratio 1/2;
-//   3. the launcher's own RSS (the Node process only; libvirtd and QEMU are separate processes): VmRSS at the
-//      ready line and VmHWM (peak) at exit. `standalone` runs the launcher as the child of a monitor
-//      process: the figures are the launcher child's; the monitor's VmRSS at ready is printed on its own.
+//   3. the RSS of every process of the run 2 s after the ready line (the native monitor, as root also its PID 1
+//      in the run's PID namespace, the launcher's Node process, libvirtd, virtlogd, QEMU) and the sum of all
+//      but QEMU (issue 12's per-VM overhead); the launcher's VmHWM (peak) at exit.
 // Usage: node tools/bench-launcher.mjs [--runs N]    (needs the test guest: bash tools/guest/build.sh)
 import { spawn } from 'node:child_process';
-import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -73,12 +73,43 @@ function rssKiB(pid, field) {
     .catch(() => NaN);
 }
 
-/** the launcher child of the standalone monitor `pid` */
-async function launcherPid(pid) {
-  const kids = (await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8').catch(() => ''))
-    .trim()
-    .split(/\s+/);
-  return Number(kids[0]);
+/** every descendant of pid, from /proc/<pid>/task/<tid>/children */
+async function descendants(pid) {
+  const out = [];
+  const tasks = await readdir(`/proc/${pid}/task`).catch(() => []);
+  for (const t of tasks) {
+    const kids = (await readFile(`/proc/${pid}/task/${t}/children`, 'utf8').catch(() => ''))
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number);
+    for (const k of kids) out.push(k, ...(await descendants(k)));
+  }
+  return out;
+}
+
+/** what a process of the run is, from its command line */
+async function kindOf(pid, monitorPid) {
+  const argv = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
+  if (pid === monitorPid) return 'monitor';
+  if (argv[0].endsWith('virt-launcher-monitor')) return 'monitor (PID 1 of the PID namespace)';
+  if (argv.includes(main)) return 'launcher (Node)';
+  if (/qemu-system|qemu-kvm/.test(argv[0])) return 'qemu';
+  if (/libvirtd$/.test(argv[0])) return 'libvirtd';
+  if (/virtlogd$/.test(argv[0])) return 'virtlogd';
+  return path.basename(argv[0] || `pid ${pid}`);
+}
+
+/** VmRSS (KiB) of each process of the standalone run under the monitor `pid`, by kind; launcher pid */
+async function runRss(pid) {
+  const rss = {};
+  let launcher;
+  for (const p of [pid, ...(await descendants(pid))]) {
+    const kind = await kindOf(p, pid);
+    if (kind === 'launcher (Node)') launcher = p;
+    rss[kind] = (rss[kind] ?? 0) + (await rssKiB(p, 'VmRSS'));
+  }
+  return { rss, launcher };
 }
 
 async function launcherRun(i, env = {}) {
@@ -113,7 +144,7 @@ async function launcherRun(i, env = {}) {
   let err = '';
   let readyMs;
   let rssAtReady;
-  let monitorRss;
+  let perProcess;
   let lpid;
   const exited = new Promise((r) => child.on('exit', (code) => r(code)));
   let hwm = NaN;
@@ -122,9 +153,11 @@ async function launcherRun(i, env = {}) {
       out += d;
       if (readyMs === undefined && out.includes(READY)) {
         readyMs = performance.now() - t0;
-        lpid = await launcherPid(child.pid);
-        rssAtReady = await rssKiB(lpid, 'VmRSS');
-        monitorRss = await rssKiB(child.pid, 'VmRSS');
+        await sleep(2000); // steady state: the guest is idle
+        const r = await runRss(child.pid);
+        lpid = r.launcher;
+        perProcess = r.rss;
+        rssAtReady = r.rss['launcher (Node)'];
         resolve();
       }
     });
@@ -141,7 +174,7 @@ async function launcherRun(i, env = {}) {
   const code = await exited;
   await rm(dir, { recursive: true, force: true });
   if (code !== 0) throw new Error(`launcher run ${i} exited ${code}\n${err}`);
-  return { readyMs, rssAtReady, hwm, monitorRss };
+  return { readyMs, rssAtReady, hwm, perProcess };
 }
 
 async function virshRuns() {
@@ -221,13 +254,20 @@ async function benchMain() {
     `launcher, cold QEMU capability probe:  ${fmt(cold.readyMs)}   (no host-wide capability cache; ratio ${(cold.readyMs / vMs).toFixed(2)})`,
   );
   console.log(
-    `launcher RSS at ready (Node only):     ${(median(launcher.map((r) => r.rssAtReady)) / 1024).toFixed(1)} MiB`,
-  );
-  console.log(
     `launcher peak RSS (VmHWM, Node only):  ${(median(launcher.map((r) => r.hwm)) / 1024).toFixed(1)} MiB`,
   );
   console.log(
-    `standalone monitor RSS at ready:       ${(median(launcher.map((r) => r.monitorRss)) / 1024).toFixed(1)} MiB`,
+    `RSS per process, 2 s after the ready line (medians; ${process.getuid?.() === 0 ? 'root: the run is in a PID namespace' : 'not root'}):`,
+  );
+  const kinds = [...new Set(launcher.flatMap((r) => Object.keys(r.perProcess)))];
+  let sum = 0;
+  for (const k of kinds) {
+    const m = median(launcher.map((r) => r.perProcess[k] ?? 0));
+    if (k !== 'qemu') sum += m;
+    console.log(`  ${k.padEnd(38)} ${(m / 1024).toFixed(1)} MiB`);
+  }
+  console.log(
+    `non-QEMU sum (every process but QEMU): ${(sum / 1024).toFixed(1)} MiB   (issue 12 goal: <= 110 MiB)`,
   );
 }
 

@@ -26,6 +26,13 @@ export const CONTROLLER = 'kubevirt-ts-controller';
 export const HANDLER = 'kubevirt-ts-handler';
 export const CONFIG_NAME = 'kubevirt-ts-config';
 export const LEASE_NAME = 'kubevirt-ts-controller';
+/** the admission webhooks: their TLS Secret (made and rotated by virt-controller), Service and configurations */
+export const WEBHOOK_SECRET = 'kubevirt-ts-webhook-certs';
+export const WEBHOOK_SERVICE = 'virt-controller-webhook';
+export const MUTATING_WEBHOOK = 'kubevirt-ts-mutator';
+export const VALIDATING_WEBHOOK = 'kubevirt-ts-validator';
+export const WEBHOOK_PORT = 8443;
+export const METRICS_PORT = 8080;
 export const DEFAULT_REGISTRY = 'ghcr.io/kubevirt-ts';
 export const DEFAULT_TAG = '0.1.0';
 
@@ -98,8 +105,8 @@ export const CONTROLLER_CLUSTER_RULES = [
   {
     apiGroups: [''],
     resources: ['nodes'],
-    verbs: ['get', 'list', 'watch'],
-    why: 'get/list/watch: VMIs on a node whose virt-handler heartbeat stopped are marked Failed (read only: no node writes)',
+    verbs: ['get', 'list', 'watch', 'patch'],
+    why: "get/list/watch: VMIs on a node whose virt-handler heartbeat stopped are marked Failed; patch: such a node's kubevirt.io/schedulable label is set to false (upstream's node controller); no create, update or delete",
   },
   {
     apiGroups: ['', 'events.k8s.io'],
@@ -107,9 +114,29 @@ export const CONTROLLER_CLUSTER_RULES = [
     verbs: ['create', 'patch'],
     why: 'create/patch: events on VMs, VMIs and migrations (patch aggregates repeated events)',
   },
+  {
+    apiGroups: ['admissionregistration.k8s.io'],
+    resources: ['mutatingwebhookconfigurations', 'validatingwebhookconfigurations'],
+    resourceNames: [MUTATING_WEBHOOK, VALIDATING_WEBHOOK],
+    verbs: ['get', 'patch'],
+    why: "get/patch: sets the caBundle of kubevirt-ts's own two webhook configurations to the CA it manages (no other webhook, no create or delete)",
+  },
 ];
 
 export const CONTROLLER_NAMESPACE_RULES = [
+  {
+    apiGroups: [''],
+    resources: ['secrets'],
+    verbs: ['create'],
+    why: 'create: the webhook TLS Secret the first time, when the operator supplied none (create cannot be limited to a name)',
+  },
+  {
+    apiGroups: [''],
+    resources: ['secrets'],
+    resourceNames: [WEBHOOK_SECRET],
+    verbs: ['get', 'update'],
+    why: 'get/update: reads the webhook CA and serving certificate (every replica serves them) and renews them before they expire; this Secret only',
+  },
   {
     apiGroups: ['coordination.k8s.io'],
     resources: ['leases'],
@@ -186,6 +213,9 @@ export const HANDLER_HOST_PATHS = [
   {
     name: 'kubelet-pods',
     path: '/var/lib/kubelet/pods',
+    // upstream's short path: a launcher socket under /var/lib/kubelet/pods/<uid>/volumes/kubernetes.io~empty-dir/
+    // is longer than a unix socket path may be (107 bytes); the handler gets --pods-dir=/pods
+    mountPath: '/pods',
     type: 'Directory',
     mountPropagation: 'Bidirectional',
     why: "each launcher Pod's emptyDirs (cmd socket, domain-notify pipe in public, container-disks, hotplug-disks): talks to the launcher and bind-mounts container disks into the Pod (Bidirectional so the Pod sees them)",
@@ -204,6 +234,50 @@ export const HANDLER_HOST_PATHS = [
   },
 ];
 
+/** The aggregated API subresources.kubevirt.io/v1, served by every virt-controller replica. */
+export const SUBRESOURCES_SERVICE = 'virt-api';
+export const SUBRESOURCES_PORT = 8444;
+export const SUBRESOURCES_ROLE = 'kubevirt-ts-controller-subresources';
+export const SUBRESOURCES_CLUSTER_RULES = [
+  {
+    apiGroups: ['apiregistration.k8s.io'],
+    resources: ['apiservices'],
+    resourceNames: ['v1.subresources.kubevirt.io'],
+    verbs: ['get', 'patch'],
+    why: 'get/patch: sets the caBundle of its own APIService to the CA it manages (the one the webhooks use); no other APIService, no create or delete',
+  },
+  {
+    apiGroups: ['authorization.k8s.io'],
+    resources: ['subjectaccessreviews'],
+    verbs: ['create'],
+    why: 'create: every subresource request is authorized by a SubjectAccessReview for the user the API server names, as an aggregated API server must',
+  },
+  {
+    apiGroups: ['kubevirt.io'],
+    resources: ['virtualmachines', 'virtualmachineinstances'],
+    verbs: ['get', 'patch'],
+    why: 'get: the VM/VMI a request names; patch: start/stop set running or runStrategy, stop sets the VMI grace period',
+  },
+  {
+    apiGroups: ['kubevirt.io'],
+    resources: ['virtualmachines/status'],
+    verbs: ['patch'],
+    why: 'patch status: start/stop/restart queue stateChangeRequests (a JSON patch guarded by a test of the old queue)',
+  },
+  {
+    apiGroups: ['kubevirt.io'],
+    resources: ['virtualmachineinstancemigrations'],
+    verbs: ['create'],
+    why: 'create: the migrate subresource creates a VirtualMachineInstanceMigration',
+  },
+  {
+    apiGroups: [''],
+    resources: ['pods'],
+    verbs: ['list', 'delete'],
+    why: "list/delete: restart with gracePeriodSeconds 0 deletes the VMI's launcher Pod (grace 1 s), as upstream",
+  },
+];
+
 /** ClusterRoles for people: aggregated into the built-in view / edit / admin roles, or bound directly. */
 export const USER_ROLES = {
   'kubevirt-ts:view': {
@@ -215,6 +289,28 @@ export const USER_ROLES = {
         verbs: ['get', 'list', 'watch'],
         why: 'get/list/watch: see VMs, VMIs and migrations and their status',
       },
+      {
+        apiGroups: ['subresources.kubevirt.io'],
+        resources: [
+          'virtualmachineinstances/guestosinfo',
+          'virtualmachineinstances/userlist',
+          'virtualmachineinstances/filesystemlist',
+        ],
+        verbs: ['get'],
+        why: "get: read the guest agent's OS info, users and filesystems (upstream kubevirt.io:view allows it)",
+      },
+    ],
+  },
+  'kubevirt-ts:default': {
+    aggregateTo: [],
+    bindToAuthenticated: true,
+    rules: [
+      {
+        apiGroups: ['subresources.kubevirt.io'],
+        resources: ['version'],
+        verbs: ['get', 'list'],
+        why: "get/list: any signed-in user may read the server's version (virtctl version), as upstream's kubevirt.io:default",
+      },
     ],
   },
   'kubevirt-ts:edit': {
@@ -225,6 +321,32 @@ export const USER_ROLES = {
         resources: ['virtualmachines', 'virtualmachineinstances', 'virtualmachineinstancemigrations'],
         verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete', 'deletecollection'],
         why: 'get/list/watch/create/update/patch/delete/deletecollection: manage the VMs, VMIs and migrations of the namespace (their status stays with the components)',
+      },
+      {
+        apiGroups: ['subresources.kubevirt.io'],
+        resources: [
+          'virtualmachines/start',
+          'virtualmachines/stop',
+          'virtualmachines/restart',
+          'virtualmachines/migrate',
+          'virtualmachineinstances/pause',
+          'virtualmachineinstances/unpause',
+          'virtualmachineinstances/softreboot',
+          'virtualmachineinstances/freeze',
+          'virtualmachineinstances/unfreeze',
+        ],
+        verbs: ['update'],
+        why: 'update: act on VMs and VMIs through subresources.kubevirt.io (virtctl start/stop/restart/migrate/pause/...), as upstream kubevirt.io:edit',
+      },
+      {
+        apiGroups: ['subresources.kubevirt.io'],
+        resources: [
+          'virtualmachineinstances/guestosinfo',
+          'virtualmachineinstances/userlist',
+          'virtualmachineinstances/filesystemlist',
+        ],
+        verbs: ['get'],
+        why: "get: read the guest agent's OS info, users and filesystems",
       },
     ],
   },
@@ -312,21 +434,36 @@ export function deployObjects({ registry = DEFAULT_REGISTRY, tag = DEFAULT_TAG }
     })),
     '20-rbac-controller.yaml': rbacDocs(CONTROLLER, CONTROLLER_CLUSTER_RULES, CONTROLLER_NAMESPACE_RULES),
     '21-rbac-handler.yaml': rbacDocs(HANDLER, HANDLER_CLUSTER_RULES, HANDLER_NAMESPACE_RULES),
-    '22-rbac-users.yaml': Object.entries(USER_ROLES).map(([name, r]) => ({
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'ClusterRole',
-      metadata: {
-        name,
-        labels: {
-          ...labels('user-roles'),
-          ...Object.fromEntries(
-            r.aggregateTo.map((to) => [`rbac.authorization.k8s.io/aggregate-to-${to}`, 'true']),
-          ),
+    '22-rbac-users.yaml': Object.entries(USER_ROLES)
+      .map(([name, r]) => ({
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRole',
+        metadata: {
+          name,
+          labels: {
+            ...labels('user-roles'),
+            ...Object.fromEntries(
+              r.aggregateTo.map((to) => [`rbac.authorization.k8s.io/aggregate-to-${to}`, 'true']),
+            ),
+          },
         },
-      },
-      rules: rules(r.rules),
-      _why: r.rules,
-    })),
+        rules: rules(r.rules),
+        _why: r.rules,
+      }))
+      .concat(
+        // roles every signed-in user has (upstream binds kubevirt.io:default to system:authenticated)
+        Object.entries(USER_ROLES)
+          .filter(([, r]) => r.bindToAuthenticated)
+          .map(([name]) => ({
+            apiVersion: 'rbac.authorization.k8s.io/v1',
+            kind: 'ClusterRoleBinding',
+            metadata: { name, labels: labels('user-roles') },
+            roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+            subjects: [
+              { apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:authenticated' },
+            ],
+          })),
+      ),
     '30-config.yaml': [
       {
         apiVersion: 'v1',
@@ -384,7 +521,24 @@ export function deployObjects({ registry = DEFAULT_REGISTRY, tag = DEFAULT_TAG }
                   name: 'virt-controller',
                   image: img.controller,
                   imagePullPolicy: 'IfNotPresent',
-                  args: ['--leader-elect', `--lease-name=${LEASE_NAME}`],
+                  args: [
+                    '--leader-elect',
+                    `--lease-name=${LEASE_NAME}`,
+                    `--webhook-secret=${WEBHOOK_SECRET}`,
+                    `--webhook-service=${WEBHOOK_SERVICE}`,
+                    `--webhook-port=${WEBHOOK_PORT}`,
+                    `--metrics-port=${METRICS_PORT}`,
+                    `--subresources-port=${SUBRESOURCES_PORT}`,
+                  ],
+                  ports: [
+                    { name: 'webhooks', containerPort: WEBHOOK_PORT, protocol: 'TCP' },
+                    { name: 'subresources', containerPort: SUBRESOURCES_PORT, protocol: 'TCP' },
+                    { name: 'metrics', containerPort: METRICS_PORT, protocol: 'TCP' },
+                  ],
+                  readinessProbe: {
+                    httpGet: { path: '/readyz', port: 'webhooks', scheme: 'HTTPS' },
+                    periodSeconds: 10,
+                  },
                   env: [
                     ...envCommon,
                     {
@@ -409,6 +563,69 @@ export function deployObjects({ registry = DEFAULT_REGISTRY, tag = DEFAULT_TAG }
         kind: 'PodDisruptionBudget',
         metadata: { name: 'virt-controller', namespace: NAMESPACE, labels: labels('virt-controller') },
         spec: { minAvailable: 1, selector: { matchLabels: { 'kubevirt.io': 'virt-controller' } } },
+      },
+      {
+        // the API server calls the admission webhooks of every ready replica through this Service
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name: WEBHOOK_SERVICE, namespace: NAMESPACE, labels: labels('virt-controller') },
+        spec: {
+          selector: { 'kubevirt.io': 'virt-controller' },
+          ports: [{ name: 'webhooks', port: 443, targetPort: 'webhooks', protocol: 'TCP' }],
+        },
+      },
+    ],
+    '50-webhooks.yaml': webhookConfigurations(),
+    '23-rbac-subresources.yaml': [
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRole',
+        metadata: { name: SUBRESOURCES_ROLE, labels: labels(CONTROLLER) },
+        rules: rules(SUBRESOURCES_CLUSTER_RULES),
+        _why: SUBRESOURCES_CLUSTER_RULES,
+      },
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRoleBinding',
+        metadata: { name: SUBRESOURCES_ROLE, labels: labels(CONTROLLER) },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: SUBRESOURCES_ROLE },
+        subjects: [{ kind: 'ServiceAccount', name: CONTROLLER, namespace: NAMESPACE }],
+      },
+      {
+        // the built-in role that reads kube-system/extension-apiserver-authentication (front-proxy CA and headers)
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'RoleBinding',
+        metadata: { name: SUBRESOURCES_ROLE, namespace: 'kube-system', labels: labels(CONTROLLER) },
+        roleRef: {
+          apiGroup: 'rbac.authorization.k8s.io',
+          kind: 'Role',
+          name: 'extension-apiserver-authentication-reader',
+        },
+        subjects: [{ kind: 'ServiceAccount', name: CONTROLLER, namespace: NAMESPACE }],
+      },
+    ],
+    '43-subresources-api.yaml': [
+      {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name: SUBRESOURCES_SERVICE, namespace: NAMESPACE, labels: labels('virt-controller') },
+        spec: {
+          selector: { 'kubevirt.io': 'virt-controller' },
+          ports: [{ name: 'subresources', port: 443, targetPort: SUBRESOURCES_PORT, protocol: 'TCP' }],
+        },
+      },
+      {
+        apiVersion: 'apiregistration.k8s.io/v1',
+        kind: 'APIService',
+        metadata: { name: 'v1.subresources.kubevirt.io', labels: labels('virt-controller') },
+        spec: {
+          group: 'subresources.kubevirt.io',
+          version: 'v1',
+          groupPriorityMinimum: 1000,
+          versionPriority: 15,
+          service: { namespace: NAMESPACE, name: SUBRESOURCES_SERVICE, port: 443 },
+          // caBundle: the CA of virt-controller's serving certificate, set at run time (never insecureSkipTLSVerify)
+        },
       },
     ],
     '41-virt-handler.yaml': [
@@ -437,12 +654,14 @@ export function deployObjects({ registry = DEFAULT_REGISTRY, tag = DEFAULT_TAG }
                       valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'spec.nodeName' } },
                     },
                   ],
+                  // the Pods' dirs as mounted here, and as the host names them (container disks are mounted there)
+                  args: ['--pods-dir=/pods', '--host-pods-dir=/var/lib/kubelet/pods'],
                   resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '512Mi' } },
                   // privileged: Bidirectional mount propagation and network setup inside launcher Pods require it
                   securityContext: { privileged: true, runAsUser: 0 },
                   volumeMounts: HANDLER_HOST_PATHS.map((h) => ({
                     name: h.name,
-                    mountPath: h.path,
+                    mountPath: h.mountPath ?? h.path,
                     ...(h.mountPropagation ? { mountPropagation: h.mountPropagation } : {}),
                   })),
                 },
@@ -459,6 +678,59 @@ export function deployObjects({ registry = DEFAULT_REGISTRY, tag = DEFAULT_TAG }
   };
 }
 
+/** admission rules: kubevirt.io/v1 resources and operations */
+const admissionRule = (resources, operations) => ({
+  apiGroups: ['kubevirt.io'],
+  apiVersions: ['v1'],
+  resources,
+  operations,
+  scope: 'Namespaced',
+});
+
+/**
+ * The mutating and validating webhook configurations, as upstream's virt-api registers them: failurePolicy
+ * Fail (an object is never stored unchecked), calls through the Service; the caBundle is not in the file:
+ * virt-controller sets it (kubectl apply leaves a field it does not manage alone).
+ */
+export function webhookConfigurations() {
+  const hook = (name, path, rules) => ({
+    name,
+    clientConfig: { service: { namespace: NAMESPACE, name: WEBHOOK_SERVICE, path, port: 443 } },
+    rules,
+    failurePolicy: 'Fail',
+    matchPolicy: 'Equivalent',
+    sideEffects: 'None',
+    admissionReviewVersions: ['v1'],
+    timeoutSeconds: 10,
+  });
+  return [
+    {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'MutatingWebhookConfiguration',
+      metadata: { name: MUTATING_WEBHOOK, labels: labels('virt-controller') },
+      webhooks: [
+        hook('mutate.kubevirt-ts.kubevirt.io', '/mutate', [
+          admissionRule(['virtualmachineinstances'], ['CREATE']),
+          admissionRule(['virtualmachines'], ['CREATE', 'UPDATE']),
+        ]),
+      ],
+    },
+    {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingWebhookConfiguration',
+      metadata: { name: VALIDATING_WEBHOOK, labels: labels('virt-controller') },
+      webhooks: [
+        hook('validate.kubevirt-ts.kubevirt.io', '/validate', [
+          admissionRule(
+            ['virtualmachines', 'virtualmachineinstances', 'virtualmachineinstancemigrations'],
+            ['CREATE', 'UPDATE'],
+          ),
+        ]),
+      ],
+    },
+  ];
+}
+
 const COMMENTS = {
   '00-namespace.yaml': 'Namespace of virt-controller and virt-handler.',
   '10-service-accounts.yaml': 'One ServiceAccount per component.',
@@ -467,12 +739,18 @@ const COMMENTS = {
   '21-rbac-handler.yaml':
     'virt-handler: least privilege. Each rule says why each verb is needed; anything else is denied.',
   '22-rbac-users.yaml':
-    'Roles for people: kubevirt-ts:view and kubevirt-ts:edit, aggregated into the built-in view, edit and admin ClusterRoles.',
+    'Roles for people: kubevirt-ts:view and kubevirt-ts:edit, aggregated into the built-in view, edit and admin ClusterRoles; kubevirt-ts:default (the version of subresources.kubevirt.io) bound to every signed-in user.',
   '30-config.yaml':
     'The kubevirt-ts config object (RendererConfig of @kubevirt-ts/renderer, one key per field).',
   '40-virt-controller.yaml':
-    'virt-controller: 2 replicas, one active at a time through leader election on a Lease; a PodDisruptionBudget keeps one.',
+    'virt-controller: 2 replicas, one active at a time through leader election on a Lease; a PodDisruptionBudget keeps one; every replica serves the admission webhooks behind the Service.',
   '41-virt-handler.yaml': 'virt-handler: one per node; host paths listed with the reason each is needed.',
+  '50-webhooks.yaml':
+    'Admission webhooks served by virt-controller (defaults, validation), failurePolicy Fail; virt-controller sets their caBundle.',
+  '23-rbac-subresources.yaml':
+    'virt-controller serving subresources.kubevirt.io: least privilege for the subresource verbs; each rule says why.',
+  '43-subresources-api.yaml':
+    'The aggregated API subresources.kubevirt.io/v1 (virtctl start/stop/...), served by virt-controller on port 8444 behind Service virt-api.',
 };
 
 function toYaml(obj) {

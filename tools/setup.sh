@@ -21,8 +21,8 @@ esac
 APT_PKGS=(
   libvirt-daemon libvirt-daemon-driver-qemu libvirt-dev libvirt-clients
   qemu-system-x86 qemu-utils busybox-static cpio genisoimage xorriso
-  python3 build-essential pkg-config ovmf
-  passt dnsmasq-base nftables iproute2
+  python3 build-essential pkg-config ovmf kmod
+  passt nftables iproute2
 )
 # only for the tests: the test control plane's etcd; protoc for tools/gen-proto.sh
 [ "$mode" = run ] || APT_PKGS+=(protobuf-compiler etcd-server)

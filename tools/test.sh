@@ -1,16 +1,47 @@
 #!/usr/bin/env bash
 # The whole test suite: installs and builds what is missing, then runs every project's
 # tests (unit and integration against real libvirtd/QEMU/kube-apiserver) and the e2e suites.
+# The e2e suites run last, against the real single-node cluster (tools/cluster.sh): this script builds the
+# images (tools/images/build.sh), brings the node up, loads the images, and takes it down afterwards (also when
+# a test fails or the run is interrupted). The cluster suite is required here (KVTS_REQUIRE_CLUSTER=1): when the
+# node cannot come up, its tests fail with the reason instead of skipping.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+t_setup=$SECONDS
 KVTS_SETUP_CLUSTER=1 bash tools/setup.sh
+t_setup=$((SECONDS - t_setup))
 source tools/node-env.sh # Node 24 (setup installed it) first on PATH: npm, nx, jest, `env node` shebangs
 export NX_DAEMON=false NX_NO_CLOUD=true NX_TUI=false
 export JEST_JSON_DIR="${JEST_JSON_DIR:-$(mktemp -d)}"
 status=0
 echo "[test] lint (eslint) and format (prettier --check)" >&2
 npm run --silent lint || status=1
-npx nx run-many -t test --outputStyle=stream --parallel=1 || status=$?
+t_tests=$SECONDS
+npx nx run-many -t test --exclude @kubevirt-ts/e2e --outputStyle=stream --parallel=1 || status=$?
+t_tests=$((SECONDS - t_tests))
+
+# the real node for e2e/src/cluster: images, cluster up, images loaded; down on any exit
+t_images=$SECONDS
+cluster=ok
+bash tools/images/build.sh || cluster="images failed"
+t_images=$((SECONDS - t_images))
+t_up=$SECONDS
+trap 'bash tools/cluster.sh down >&2 || true' EXIT
+if [ "$cluster" = ok ]; then
+  { bash tools/cluster.sh up && bash tools/cluster.sh load-images; } || cluster="cluster up failed"
+fi
+t_up=$((SECONDS - t_up))
+[ "$cluster" = ok ] || { echo "[test] the single-node cluster is not available: $cluster (the cluster e2e fails)" >&2; status=1; }
+t_e2e=$SECONDS
+KVTS_REQUIRE_CLUSTER=1 npx nx run @kubevirt-ts/e2e:test --outputStyle=stream || status=$?
+t_e2e=$((SECONDS - t_e2e))
+t_down=$SECONDS
+trap - EXIT
+bash tools/cluster.sh down || { echo "[test] tools/cluster.sh down failed (see above)" >&2; status=1; }
+t_down=$((SECONDS - t_down))
+
 echo "node: $(node --version)"
+printf '[test] times: setup %ss, tests %ss, images %ss, cluster up+load %ss, e2e %ss, cluster down %ss, total %ss\n' \
+  "$t_setup" "$t_tests" "$t_images" "$t_up" "$t_e2e" "$t_down" "$SECONDS"
 node tools/summarize-tests.js "$JEST_JSON_DIR" || status=1
 exit $status

@@ -110,11 +110,22 @@ cmd_up() {
     --authorization-kubeconfig "$STATE_DIR/scheduler.kubeconfig" --bind-address 127.0.0.1 --leader-elect=false
   wait_for containerd 30 ctr --address "$CONTAINERD_SOCK" version
   cmd_load_pause
+  kubelet_dir_shared
   start kubelet "$KUBE_DIR/kubelet" --config "$STATE_DIR/kubelet.yaml" --kubeconfig "$STATE_DIR/kubelet.kubeconfig" \
     --hostname-override "$NODE_NAME" --node-ip "$NODE_IP" --v 1
   start kube-proxy "$KUBE_DIR/kube-proxy" --config "$STATE_DIR/kube-proxy.yaml" --hostname-override "$NODE_NAME"
   wait_for "node $NODE_NAME Ready" 120 kc wait --for=condition=Ready "node/$NODE_NAME" --timeout=2s
   log "up in $((SECONDS - t0))s; node $NODE_NAME Ready; export KUBECONFIG=$ADMIN_KUBECONFIG"
+}
+
+# kubelet's dir as a shared mount (what a systemd host has): the handler's Bidirectional hostPath mount needs it
+# (runc refuses Bidirectional on a private mount), and the container disks virt-handler bind-mounts on the host
+# propagate from there into the launcher Pods (HostToContainer). Here / is private (no systemd), so kubelet's dir
+# becomes a bind mount of itself made rshared; down unmounts it with everything under it.
+kubelet_dir_shared() {
+  mkdir -p "$KUBELET_DIR"
+  mountpoint -q "$KUBELET_DIR" || mount --bind "$KUBELET_DIR" "$KUBELET_DIR"
+  mount --make-rshared "$KUBELET_DIR"
 }
 
 # the sandbox image: imported and tagged as containerd's sandbox_image
@@ -147,6 +158,11 @@ cmd_load_images() {
         log "  tagged $DEPLOY_REGISTRY/$name:$version"
         ;;
       pause) ctr --address "$CONTAINERD_SOCK" -n k8s.io images tag --force "$ref" "$PAUSE_IMAGE" >/dev/null ;;
+      guest-kernel-boot | guest-container-disk)
+        # the stable name examples/vm-tiny.yaml uses (with imagePullPolicy: IfNotPresent)
+        ctr --address "$CONTAINERD_SOCK" -n k8s.io images tag --force "$ref" "${ref%%:*}:latest" >/dev/null
+        log "  tagged ${ref%%:*}:latest"
+        ;;
     esac
     n=$((n + 1))
   done
@@ -154,11 +170,10 @@ cmd_load_images() {
 }
 
 leftovers() { # prints what the cluster could leave behind; empty when clean
-  local p
-  for p in etcd containerd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy containerd-shim-runc-v2; do
-    pgrep -x "$p" >/dev/null 2>&1 && pgrep -a -x "$p" | sed 's/^/process: /'
-  done
-  pgrep -f "$STATE_DIR" >/dev/null 2>&1 && pgrep -a -f "$STATE_DIR" | grep -v "cluster.sh" | sed 's/^/process: /'
+  # the cluster's processes only (other etcd/kube-apiserver processes on this machine, e.g. tools/testenv's, are
+  # not ours): every component names $STATE_DIR on its command line, the shims name our containerd's socket
+  pgrep -a -f "$STATE_DIR" 2>/dev/null | grep -v "cluster.sh" | sed 's/^/process: /' || true
+  pgrep -a -f "containerd-shim-runc-v2 .*-address $CONTAINERD_SOCK" 2>/dev/null | sed 's/^/process: /' || true
   awk -v a="$KUBELET_DIR" -v b="$CONTAINERD_ROOT" -v c="$CONTAINERD_STATE" -v d="/run/netns/cni-" \
     'index($2,a)==1||index($2,b)==1||index($2,c)==1||index($2,d)==1 {print "mount: " $2}' /proc/self/mounts
   ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | grep -E "^($NODE_DEV|$CNI_BRIDGE|veth|kube-ipvs0)" | sed 's/^/network device: /' || true

@@ -49,28 +49,44 @@ deb="$(ls "$work"/*.deb)"
 mkdir "$work/k"
 dpkg-deb -x "$deb" "$work/k"
 kver="$(ls "$work/k/lib/modules")"
-moddir="$work/k/lib/modules/$kver/kernel"
+
 
 # initramfs tree
 root="$work/root"
 mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,run,etc/acpi/PWRF,lib/modules}
 cp "$busybox_bin" "$root/bin/busybox"
-for applet in sh mount umount mkdir cat echo sleep grep insmod poweroff reboot acpid ls cut sync dmesg ps kill; do
+for applet in sh mount umount mkdir cat echo sleep grep modprobe poweroff reboot acpid ls cut sync dmesg ps kill \
+  dd tr sed head ip udhcpc nc hostname wc; do
   ln -s busybox "$root/bin/$applet"
 done
-# Modules the kernel has as =m but the guest needs, in load order (dependencies first).
-n=0
-for m in drivers/input/evdev.ko drivers/acpi/button.ko; do
-  src="$moddir/$m"
-  for ext in "" .xz .zst; do [ -f "$src$ext" ] && break; done
-  [ -f "$src$ext" ] || { echo "guest: module $m not found in $kpkg" >&2; exit 1; }
-  case "$ext" in
-    .xz) xz -dc "$src$ext" >"$root/lib/modules/$(printf '%02d' $n)-$(basename "$m")" ;;
-    .zst) zstd -qdc "$src$ext" >"$root/lib/modules/$(printf '%02d' $n)-$(basename "$m")" ;;
-    *) cp "$src" "$root/lib/modules/$(printf '%02d' $n)-$(basename "$m")" ;;
-  esac
-  n=$((n + 1))
+# Modules the kernel has as =m but the guest needs, with their dependencies (from depmod's modules.dep of the
+# unpacked package), decompressed into /lib/modules/<kver>/ with a modules.dep for busybox modprobe:
+#   always: evdev + the ACPI button (busybox acpid and the power button)
+#   kvts.disks: the disk buses KubeVirt gives a guest (virtio-blk, virtio-scsi, SATA/AHCI, SCSI disks and cdroms)
+#   kvts.net: virtio-net (the interface model of the pod network)
+modules="evdev button virtio_pci virtio_blk virtio_scsi ahci sd_mod sr_mod isofs virtio_net"
+command -v depmod >/dev/null || { echo "guest: depmod (Debian package kmod) is required" >&2; exit 1; }
+depmod -b "$work/k" "$kver"
+mkdir -p "$root/lib/modules/$kver"
+want=""
+for m in $modules; do
+  line="$(grep -E "(^|/)$m\.ko(\.xz|\.zst)?:" "$work/k/lib/modules/$kver/modules.dep" | head -n1)"
+  [ -n "$line" ] || { echo "guest: module $m not found in $kpkg" >&2; exit 1; }
+  want="$want ${line%%:*} ${line#*:}"
 done
+for rel in $(printf '%s\n' $want | sort -u); do
+  src="$work/k/lib/modules/$kver/$rel"
+  dst="$root/lib/modules/$kver/${rel%.xz}"
+  dst="${dst%.zst}"
+  mkdir -p "$(dirname "$dst")"
+  case "$rel" in
+    *.xz) xz -dc "$src" >"$dst" ;;
+    *.zst) zstd -qdc "$src" >"$dst" ;;
+    *) cp "$src" "$dst" ;;
+  esac
+done
+cp "$work/k/lib/modules/$kver"/modules.builtin* "$work/k/lib/modules/$kver/modules.order" "$root/lib/modules/$kver/"
+depmod -b "$root" "$kver"
 install -m 0755 "$here/init" "$root/init"
 # busybox acpid maps the power button (KEY_POWER) to the event "PWRF" and runs ./PWRF/00000080 in its config dir.
 printf '#!/bin/sh\necho KUBEVIRT-TS-GUEST-POWER-BUTTON >/dev/console\nexec /init poweroff\n' >"$root/etc/acpi/PWRF/00000080"

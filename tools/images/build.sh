@@ -133,7 +133,7 @@ finish() {
   DIGESTS[$name]="sha256:$id"
   SIZES[$name]="$size"
   TAGS[$name]="$tag"
-  printf '[images] %-22s %8.1f MiB  %s  (image id sha256:%s)\n' "$name" "$(echo "$size / 1048576" | bc -l)" "$tag" "${id:0:12}"
+  printf '[images] %-22s %8s MiB  %s  (image id sha256:%s)\n' "$name" "$(awk -v s="$size" 'BEGIN {printf "%.1f", s / 1048576}')" "$tag" "${id:0:12}"
 }
 
 build_pause() {
@@ -159,6 +159,7 @@ build_app() {
   cp "$node_dir/bin/node" "$ctx/node/bin/node"
   app_bundle "$app" "$ctx/opt/kubevirt-ts"
   if [ "$app" = virt-launcher ]; then cp "$(static_bin container-disk)" "$ctx/container-disk"; fi
+  if [ "$app" = virt-handler ]; then cp "$(static_bin hostmount)" "$ctx/kvts-hostmount"; fi
   log "buildah bud $app"
   buildah bud --quiet --layers=false --network=none -f "apps/$app/Containerfile" -t "$REPO/$app:build" "$ctx" >/dev/null
   local c

@@ -4,4 +4,4 @@ IMG_PKGS_BASE="libc6,libstdc++6,libgcc-s1,ca-certificates"
 # virt-handler: + ip (iproute2) and nft (nftables) for Pod networking phase 1
 IMG_PKGS_HANDLER="$IMG_PKGS_BASE,iproute2,nftables"
 # virt-launcher: libvirt (session daemon), QEMU, disks, cloud-init ISOs, guest networking, a reaping PID 1
-IMG_PKGS_LAUNCHER="$IMG_PKGS_BASE,libvirt-daemon,libvirt-daemon-driver-qemu,libvirt-clients,qemu-system-x86,qemu-utils,genisoimage,xorriso,nftables,iproute2,dnsmasq-base,passt,tini,util-linux"
+IMG_PKGS_LAUNCHER="$IMG_PKGS_BASE,libvirt-daemon,libvirt-daemon-driver-qemu,libvirt-clients,qemu-system-x86,qemu-utils,genisoimage,xorriso,nftables,iproute2,passt,tini,util-linux"

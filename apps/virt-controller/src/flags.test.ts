@@ -1,3 +1,6 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { parseManifests } from '@kubevirt-ts/api';
 import { UsageError, parseControllerFlags } from './flags.js';
 
 describe('virt-controller flags', () => {
@@ -16,13 +19,62 @@ describe('virt-controller flags', () => {
       tlsCertFile: undefined,
       tlsKeyFile: undefined,
       webhookPort: 8443,
+      webhookSecret: undefined,
+      webhookNamespace: 'kubevirt-ts',
+      webhookService: 'virt-controller-webhook',
+      webhookExtraSans: [],
+      mutatingWebhook: 'kubevirt-ts-mutator',
+      validatingWebhook: 'kubevirt-ts-validator',
+      webhookCaValiditySeconds: 7 * 86400,
+      webhookCertValiditySeconds: 86400,
+      webhookCheckSeconds: 60,
+      heartbeatTimeoutSeconds: 300,
       metricsPort: 8080,
+      subresourcesPort: 8444,
+      handlerClient: undefined,
     });
+    expect(
+      parseControllerFlags(
+        ['--handler-client-cert-file=c', '--handler-client-key-file=k', '--handler-ca-file=ca'],
+        { POD_NAMESPACE: 'kv' },
+        'h',
+      ).handlerClient,
+    ).toEqual({ certFile: 'c', keyFile: 'k', caFile: 'ca', port: 8186, namespace: 'kv' });
+    expect(() => parseControllerFlags(['--handler-ca-file=ca'], {}, 'h')).toThrow(
+      '--handler-client-cert-file, --handler-client-key-file and --handler-ca-file go together',
+    );
+    expect(parseControllerFlags(['--subresources-port=0'], {}, 'h').subresourcesPort).toBe(0);
+    expect(() => parseControllerFlags(['--subresources-port=x'], {}, 'h')).toThrow(
+      '--subresources-port: must be a positive integer, got "x"',
+    );
     expect(parseControllerFlags([], {}, 'host').identity).toBe('host');
   });
   it('takes the flags deploy/ passes', () => {
     const f = parseControllerFlags(['--leader-elect', '--lease-name=x', '--vmi-workers', '4'], {}, 'h');
     expect(f).toMatchObject({ leaderElect: true, leaseName: 'x', vmiWorkers: 4 });
+    const dep = parseManifests(
+      readFileSync(
+        fileURLToPath(new URL('../../../deploy/40-virt-controller.yaml', import.meta.url)),
+        'utf8',
+      ),
+    )[0] as { spec: { template: { spec: { containers: { args: string[] }[] } } } };
+    const args = dep.spec.template.spec.containers[0]!.args;
+    expect(parseControllerFlags(args, { KVTS_NAMESPACE: 'kubevirt-ts' }, 'h')).toMatchObject({
+      leaderElect: true,
+      leaseName: 'kubevirt-ts-controller',
+      webhookSecret: 'kubevirt-ts-webhook-certs',
+      webhookService: 'virt-controller-webhook',
+      webhookNamespace: 'kubevirt-ts',
+      webhookPort: 8443,
+      metricsPort: 8080,
+    });
+    expect(
+      parseControllerFlags(
+        ['--webhook-extra-sans= 127.0.0.1 ,vc.example', '--webhook-cert-validity=60'],
+        {},
+        'h',
+      ),
+    ).toMatchObject({ webhookExtraSans: ['127.0.0.1', 'vc.example'], webhookCertValiditySeconds: 60 });
   });
   it.each([
     [['--vm-workers=0'], /--vm-workers: must be a positive integer/],
@@ -30,6 +82,9 @@ describe('virt-controller flags', () => {
     [['--nope'], /nope/],
     [['--tls-cert-file=/c'], /go together/],
     [['--webhook-port=x'], /--webhook-port/],
+    [['--webhook-secret=s', '--tls-cert-file=/c', '--tls-key-file=/k'], /give one/],
+    [['--webhook-cert-validity=0'], /--webhook-cert-validity: must be a positive integer/],
+    [['--handler-heartbeat-timeout=-1'], /--handler-heartbeat-timeout: must be a positive integer/],
   ])('refuses %j', (argv, re) => {
     expect(() => parseControllerFlags(argv, {}, 'h')).toThrow(UsageError);
     expect(() => parseControllerFlags(argv, {}, 'h')).toThrow(re);

@@ -16,8 +16,27 @@ export interface ControllerFlags {
   tlsCertFile?: string;
   tlsKeyFile?: string;
   webhookPort: number;
+  /** the webhook TLS Secret virt-controller reads, and creates and renews when it is its own */
+  webhookSecret?: string;
+  /** namespace of the Secret and the Service */
+  webhookNamespace: string;
+  /** the Service the API server calls the webhooks through: its DNS names go into the certificate */
+  webhookService: string;
+  /** more names / IPs for the serving certificate */
+  webhookExtraSans: string[];
+  mutatingWebhook: string;
+  validatingWebhook: string;
+  webhookCaValiditySeconds: number;
+  webhookCertValiditySeconds: number;
+  webhookCheckSeconds: number;
+  /** a node whose virt-handler heartbeat is older than this is unresponsive: its stuck VMIs fail */
+  heartbeatTimeoutSeconds: number;
   /** plain-HTTP /metrics port; 0 turns it off */
   metricsPort: number;
+  /** HTTPS port of the aggregated API subresources.kubevirt.io (same certificate as the webhooks); 0 turns it off */
+  subresourcesPort: number;
+  /** mutual TLS to virt-handler's subresource endpoint (VMI verbs): all three files or none */
+  handlerClient?: { certFile: string; keyFile: string; caFile: string; port: number; namespace: string };
 }
 
 export class UsageError extends Error {}
@@ -43,7 +62,28 @@ export const USAGE = `usage: virt-controller [flags]
   --tls-cert-file PATH       serving certificate (PEM) of the admission webhooks
   --tls-key-file PATH        its key; with both, the webhooks are served on every replica
   --webhook-port N           their HTTPS port (default 8443)
-  --metrics-port N           Prometheus /metrics over HTTP (default 8080; 0: off)`;
+  --webhook-secret NAME      serve the webhooks with the certificate in this Secret (tls.crt, tls.key,
+                             ca.crt); created and renewed by virt-controller when absent, used unchanged
+                             when the operator made it (no kubevirt-ts.io/managed-by annotation)
+  --webhook-namespace NS     namespace of that Secret and of the Service (default: $KVTS_NAMESPACE, else kubevirt-ts)
+  --webhook-service NAME     the Service in front of the webhooks (default virt-controller-webhook)
+  --webhook-extra-sans LIST  more DNS names / IPs for the serving certificate, comma separated
+  --mutating-webhook NAME    MutatingWebhookConfiguration whose caBundle it keeps (default kubevirt-ts-mutator)
+  --validating-webhook NAME  ValidatingWebhookConfiguration whose caBundle it keeps (default kubevirt-ts-validator)
+  --webhook-ca-validity S    lifetime of a CA it makes, seconds (default 604800: 7 days)
+  --webhook-cert-validity S  lifetime of a serving certificate, seconds (default 86400); both are renewed
+                             once 80% of it has passed
+  --webhook-check-interval S how often the Secret is checked (renewal due, another replica rotated; default 60)
+  --metrics-port N           Prometheus /metrics over HTTP (default 8080; 0: off)
+  --handler-heartbeat-timeout S
+                             a node whose virt-handler heartbeat is older is unresponsive: it is marked
+                             unschedulable and its VMIs without a live launcher Pod fail (default 300)
+  --subresources-port N      HTTPS port of the aggregated API subresources.kubevirt.io, with the
+                             --tls-* certificate, on every replica (default 8444; 0: off)
+  --handler-client-cert-file, --handler-client-key-file, --handler-ca-file PATH
+                             client certificate for virt-handler's subresource endpoint and the CA of
+                             its serving certificate; without them VMI verbs (pause, ...) answer 503
+  --handler-port N           that endpoint's port (default 8186)`;
 
 export function parseControllerFlags(
   argv: string[],
@@ -70,7 +110,22 @@ export function parseControllerFlags(
         'tls-cert-file': { type: 'string' },
         'tls-key-file': { type: 'string' },
         'webhook-port': { type: 'string' },
+        'webhook-secret': { type: 'string' },
+        'webhook-namespace': { type: 'string' },
+        'webhook-service': { type: 'string' },
+        'webhook-extra-sans': { type: 'string' },
+        'mutating-webhook': { type: 'string' },
+        'validating-webhook': { type: 'string' },
+        'webhook-ca-validity': { type: 'string' },
+        'webhook-cert-validity': { type: 'string' },
+        'webhook-check-interval': { type: 'string' },
         'metrics-port': { type: 'string' },
+        'handler-heartbeat-timeout': { type: 'string' },
+        'subresources-port': { type: 'string' },
+        'handler-client-cert-file': { type: 'string' },
+        'handler-client-key-file': { type: 'string' },
+        'handler-ca-file': { type: 'string' },
+        'handler-port': { type: 'string' },
       },
     }).values;
   } catch (e) {
@@ -78,6 +133,15 @@ export function parseControllerFlags(
   }
   if (!v['tls-cert-file'] !== !v['tls-key-file'])
     throw new UsageError('--tls-cert-file and --tls-key-file go together');
+  if (v['tls-cert-file'] && v['webhook-secret'])
+    throw new UsageError(
+      '--webhook-secret and --tls-cert-file are two ways to get the certificate: give one',
+    );
+  const handlerTls = [v['handler-client-cert-file'], v['handler-client-key-file'], v['handler-ca-file']];
+  if (handlerTls.some((x) => x) && !handlerTls.every((x) => x))
+    throw new UsageError(
+      '--handler-client-cert-file, --handler-client-key-file and --handler-ca-file go together',
+    );
   const level = v['log-level'];
   if (level !== undefined && !['error', 'warn', 'info', 'debug'].includes(level))
     throw new UsageError(`--log-level: must be error, warn, info or debug, got ${JSON.stringify(level)}`);
@@ -95,6 +159,30 @@ export function parseControllerFlags(
     tlsCertFile: v['tls-cert-file'],
     tlsKeyFile: v['tls-key-file'],
     webhookPort: posInt('webhook-port', v['webhook-port'], 8443),
+    webhookSecret: v['webhook-secret'],
+    webhookNamespace: v['webhook-namespace'] ?? env['KVTS_NAMESPACE'] ?? 'kubevirt-ts',
+    webhookService: v['webhook-service'] ?? 'virt-controller-webhook',
+    webhookExtraSans: (v['webhook-extra-sans'] ?? '')
+      .split(',')
+      .map((x) => x.trim())
+      .filter(Boolean),
+    mutatingWebhook: v['mutating-webhook'] ?? 'kubevirt-ts-mutator',
+    validatingWebhook: v['validating-webhook'] ?? 'kubevirt-ts-validator',
+    webhookCaValiditySeconds: posInt('webhook-ca-validity', v['webhook-ca-validity'], 7 * 86400),
+    webhookCertValiditySeconds: posInt('webhook-cert-validity', v['webhook-cert-validity'], 86400),
+    webhookCheckSeconds: posInt('webhook-check-interval', v['webhook-check-interval'], 60),
+    heartbeatTimeoutSeconds: posInt('handler-heartbeat-timeout', v['handler-heartbeat-timeout'], 300),
     metricsPort: v['metrics-port'] === '0' ? 0 : posInt('metrics-port', v['metrics-port'], 8080),
+    subresourcesPort:
+      v['subresources-port'] === '0' ? 0 : posInt('subresources-port', v['subresources-port'], 8444),
+    handlerClient: handlerTls[0]
+      ? {
+          certFile: handlerTls[0],
+          keyFile: handlerTls[1]!,
+          caFile: handlerTls[2]!,
+          port: posInt('handler-port', v['handler-port'], 8186),
+          namespace: env['POD_NAMESPACE'] ?? 'kubevirt-ts',
+        }
+      : undefined,
   };
 }

@@ -6,7 +6,22 @@ import { hostname } from 'node:os';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient, LeaderElector, PROMETHEUS_CONTENT_TYPE } from '@kubevirt-ts/controller-runtime';
 import { createLogger } from '@kubevirt-ts/log';
-import { VirtController, startWebhookServer, type WebhookServer } from '@kubevirt-ts/virt-controller-core';
+import {
+  VirtController,
+  serviceDnsNames,
+  startManagedWebhooks,
+  startWebhookServer,
+  type WebhookServer,
+} from '@kubevirt-ts/virt-controller-core';
+import {
+  API_SERVICE as SUBRESOURCES_API_SERVICE,
+  SERVICE as SUBRESOURCES_SERVICE,
+  handlerConnector,
+  loadRequestHeaderConfig,
+  startSubresourceServer,
+  type RequestHeaderConfig,
+  type SubresourceServer,
+} from '@kubevirt-ts/subresources';
 import { USAGE, UsageError, parseControllerFlags } from './flags.js';
 
 async function main(): Promise<number> {
@@ -32,6 +47,8 @@ async function main(): Promise<number> {
     configName: flags.configName,
     vmWorkers: flags.vmWorkers,
     vmiWorkers: flags.vmiWorkers,
+    heartbeatTimeoutMs: flags.heartbeatTimeoutSeconds * 1000,
+    identity: flags.identity,
   });
   // metrics: every replica (a standby reports empty queues and no reconciles)
   let metrics: Server | undefined;
@@ -48,22 +65,107 @@ async function main(): Promise<number> {
     });
     log.info('serving metrics', { port: flags.metricsPort });
   }
+  // the aggregated API subresources.kubevirt.io (virtctl start/stop/...): every replica, leader or not, with the
+  // certificate the webhooks use (managed in --webhook-secret, or --tls-*)
+  let subresources: SubresourceServer | undefined;
+  let subresourcesCert: { cert: string | Buffer; key: string | Buffer } | undefined;
   // admission is served by every replica, leader or not
-  let webhooks: WebhookServer | undefined;
-  if (flags.tlsCertFile && flags.tlsKeyFile) {
+  let webhooks: Pick<WebhookServer, 'close' | 'port'> | undefined;
+  if (flags.webhookSecret) {
+    const certClient = new KubeClient(kc);
+    const managed = await startManagedWebhooks({
+      client: certClient,
+      namespace: flags.webhookNamespace,
+      secretName: flags.webhookSecret,
+      mutatingWebhook: flags.mutatingWebhook,
+      validatingWebhook: flags.validatingWebhook,
+      // one certificate for both servers: the webhooks' Service and the subresource API's (virt-api)
+      sans: [
+        ...serviceDnsNames(flags.webhookService, flags.webhookNamespace),
+        ...(flags.subresourcesPort ? serviceDnsNames(SUBRESOURCES_SERVICE, flags.webhookNamespace) : []),
+        ...flags.webhookExtraSans,
+      ],
+      apiService: flags.subresourcesPort ? SUBRESOURCES_API_SERVICE : undefined,
+      onCertificate: (cert, key) => {
+        if (subresources) subresources.setCertificate(cert, key);
+        else subresourcesCert = { cert, key };
+      },
+      caValidityMs: flags.webhookCaValiditySeconds * 1000,
+      certValidityMs: flags.webhookCertValiditySeconds * 1000,
+      checkIntervalMs: flags.webhookCheckSeconds * 1000,
+      port: flags.webhookPort,
+      log,
+    });
+    webhooks = {
+      port: managed.server.port,
+      close: async () => {
+        await managed.close();
+        certClient.close();
+      },
+    };
+    log.info('serving admission webhooks', { port: managed.server.port, secret: flags.webhookSecret });
+  } else if (flags.tlsCertFile && flags.tlsKeyFile) {
     const load = () => ({ cert: readFileSync(flags.tlsCertFile!), key: readFileSync(flags.tlsKeyFile!) });
-    webhooks = await startWebhookServer({ ...load(), port: flags.webhookPort, log });
-    log.info('serving admission webhooks', { port: webhooks.port });
+    const server = await startWebhookServer({ ...load(), port: flags.webhookPort, log });
+    webhooks = server;
+    log.info('serving admission webhooks', { port: server.port });
     // a rotated certificate (e.g. a re-mounted Secret) is picked up on SIGHUP
     process.on('SIGHUP', () => {
       try {
         const c = load();
-        webhooks!.setCertificate(c.cert, c.key);
+        server.setCertificate(c.cert, c.key);
         log.info('reloaded the webhook certificate');
       } catch (e) {
         log.error('could not reload the webhook certificate', {
           reason: e instanceof Error ? e.message : String(e),
         });
+      }
+    });
+  }
+  const loadTls = () => ({ cert: readFileSync(flags.tlsCertFile!), key: readFileSync(flags.tlsKeyFile!) });
+  if (!subresourcesCert && flags.tlsCertFile && flags.tlsKeyFile) subresourcesCert = loadTls();
+  // an API server without the aggregation layer (no --requestheader-client-ca-file) cannot front this API: then
+  // the rest of virt-controller still runs, and the log says why the subresources are not served
+  let requestHeader: RequestHeaderConfig | undefined;
+  if (subresourcesCert && flags.subresourcesPort) {
+    const rhClient = new KubeClient(kc);
+    try {
+      requestHeader = await loadRequestHeaderConfig(rhClient);
+    } catch (e) {
+      log.error('not serving subresources.kubevirt.io (virtctl start/stop/...)', {
+        reason: e instanceof Error ? e.message : String(e),
+      });
+    } finally {
+      rhClient.close();
+    }
+  }
+  if (subresourcesCert && flags.subresourcesPort && requestHeader) {
+    subresources = await startSubresourceServer({
+      ...subresourcesCert,
+      requestHeader,
+      kubeConfig: kc,
+      host: '0.0.0.0',
+      port: flags.subresourcesPort,
+      log,
+      node: flags.handlerClient
+        ? handlerConnector({
+            client: new KubeClient(kc),
+            cert: readFileSync(flags.handlerClient.certFile),
+            key: readFileSync(flags.handlerClient.keyFile),
+            ca: readFileSync(flags.handlerClient.caFile),
+            port: flags.handlerClient.port,
+            handlerNamespace: flags.handlerClient.namespace,
+          })
+        : undefined,
+    });
+    log.info('serving subresources.kubevirt.io', { port: subresources.port });
+    process.on('SIGHUP', () => {
+      if (!flags.tlsCertFile) return;
+      try {
+        const c = loadTls();
+        subresources!.setCertificate(c.cert, c.key);
+      } catch {
+        /* reported by the webhook reload above */
       }
     });
   }
@@ -73,11 +175,14 @@ async function main(): Promise<number> {
   let elector: LeaderElector | undefined;
   let running = false;
 
+  let shuttingDown = false;
   const shutdown = async (code: number) => {
+    shuttingDown = true;
     exitCode = code;
     await elector?.stop();
     if (running) await controller.stop();
     await webhooks?.close();
+    await subresources?.close();
     metrics?.closeAllConnections();
     metrics?.close();
     resolveDone();
@@ -99,7 +204,8 @@ async function main(): Promise<number> {
       },
       // like client-go: a replica that lost the lease exits and starts afresh (caches and expectations)
       onStoppedLeading: () => {
-        if (running) {
+        // stop() on SIGTERM releases the Lease and calls this too: that is no lost election
+        if (running && !shuttingDown) {
           log.error('leader election lost, exiting');
           running = false;
           void controller.stop().finally(() => {

@@ -2,7 +2,9 @@
 // CRDs and config object: two replicas with --leader-elect, one leads; it turns a VMI into a launcher
 // Pod; on SIGTERM it exits 0 and releases the Lease, and the other replica takes over.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
 import { createServer } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -39,7 +41,23 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-function replica(id: string, metricsPort: number): { proc: ChildProcess; exit: Promise<number | null> } {
+/** the serial of the certificate a TLS server on 127.0.0.1:p presents */
+function servedSerial(p: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const s = tlsConnect({ host: '127.0.0.1', port: p, rejectUnauthorized: false }, () => {
+      const serial = s.getPeerCertificate().serialNumber;
+      s.end();
+      resolve(serial);
+    });
+    s.on('error', reject);
+  });
+}
+
+function replica(
+  id: string,
+  metricsPort: number,
+  webhookPort: number,
+): { proc: ChildProcess; exit: Promise<number | null> } {
   const proc = spawn(
     process.execPath,
     [
@@ -50,6 +68,13 @@ function replica(id: string, metricsPort: number): { proc: ChildProcess; exit: P
       `--identity=${id}`,
       '--lease-namespace=kubevirt-ts',
       `--metrics-port=${metricsPort}`,
+      // as deploy/ runs it: the webhooks with the certificate from the Secret it makes (127.0.0.1 added for the test)
+      '--webhook-secret=kubevirt-ts-webhook-certs',
+      '--webhook-namespace=kubevirt-ts',
+      `--webhook-port=${webhookPort}`,
+      '--webhook-extra-sans=127.0.0.1',
+      // the subresource API (one fixed port per process) is tested in subresources.apiserver.test.ts
+      '--subresources-port=0',
     ],
     { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, KVTS_LOG_LEVEL: 'info' } },
   );
@@ -102,10 +127,21 @@ afterAll(async () => {
 
 it('two replicas, one leader; the leader makes launcher Pods with the config object; SIGTERM hands over', async () => {
   const ports = { 'replica-a': await freePort(), 'replica-b': await freePort() };
-  const a = replica('replica-a', ports['replica-a']);
-  const b = replica('replica-b', ports['replica-b']);
+  const hookPorts = [await freePort(), await freePort()];
+  const a = replica('replica-a', ports['replica-a'], hookPorts[0]!);
+  const b = replica('replica-b', ports['replica-b'], hookPorts[1]!);
   const first = await until(holder);
   expect(['replica-a', 'replica-b']).toContain(first);
+  // both replicas (leader or not) serve the webhooks with the one certificate in the Secret
+  const secret = await until(() =>
+    api.getOrUndefined<KubeObject & { data: Record<string, string> }>(
+      { group: '', version: 'v1', plural: 'secrets', namespaced: true },
+      'kubevirt-ts',
+      'kubevirt-ts-webhook-certs',
+    ),
+  );
+  const serial = new X509Certificate(Buffer.from(secret.data['tls.crt']!, 'base64')).serialNumber;
+  for (const p of hookPorts) expect(await until(() => servedSerial(p))).toBe(serial);
   const pod1 = await vmiGetsPod('one');
   const cfg = manifests('30-config.yaml')[0] as KubeObject & { data: Record<string, string> };
   expect(

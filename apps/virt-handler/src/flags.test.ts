@@ -15,6 +15,15 @@ describe('virt-handler flags', () => {
       devicePluginDir: '/var/lib/kubelet/device-plugins',
     });
     expect(f.httpPort).toBeUndefined();
+    expect(f.subresource).toBeUndefined();
+    const tls = ['--subresource-cert-file=c', '--subresource-key-file=k', '--subresource-client-ca-file=ca'];
+    expect(parseHandlerFlags(['--node-name', 'x', ...tls], {}).subresource).toEqual({
+      certFile: 'c',
+      keyFile: 'k',
+      clientCaFile: 'ca',
+      port: 8186,
+      address: '0.0.0.0',
+    });
   });
   it('parses values', () => {
     const f = parseHandlerFlags(
@@ -39,5 +48,8 @@ describe('virt-handler flags', () => {
       /--launcher-uid: must be an integer >= 0, got "qemu"/,
     );
     expect(() => parseHandlerFlags(['--node-name', 'x', '--bogus'], {})).toThrow(FlagError);
+    expect(() => parseHandlerFlags(['--node-name', 'x', '--subresource-cert-file', 'c'], {})).toThrow(
+      /--subresource-cert-file, --subresource-key-file and --subresource-client-ca-file go together/,
+    );
   });
 });

@@ -6,7 +6,11 @@ export const USAGE = `usage: virt-handler --node-name NODE [--kubeconfig FILE] [
                     [--launcher-ready-timeout-seconds 300] [--heartbeat-interval-seconds 60]
                     [--resync-interval-seconds 5] [--port 8443] [--listen-address 127.0.0.1]
                     [--launcher-image-version V] [--log-level info]
-                    [--device-plugin-dir /var/lib/kubelet/device-plugins]`;
+                    [--device-plugin-dir /var/lib/kubelet/device-plugins]
+                    [--subresource-cert-file F --subresource-key-file F --subresource-client-ca-file F]
+                    [--subresource-port 8186] [--subresource-address 0.0.0.0]
+
+                    [--container-disk-helper /usr/bin/kvts-hostmount] [--host-pods-dir /var/lib/kubelet/pods]`;
 
 export class FlagError extends Error {}
 
@@ -25,6 +29,10 @@ export interface HandlerFlags {
   launcherImageVersion?: string;
   logLevel: string;
   devicePluginDir?: string;
+  /** the subresource endpoint (pause, guestosinfo, ... from virt-controller, mutual TLS): all three or none */
+  subresource?: { certFile: string; keyFile: string; clientCaFile: string; port: number; address: string };
+  containerDiskHelper?: string;
+  hostPodsDir: string;
 }
 
 function int(flag: string, v: string | undefined, def: number, min = 0): number {
@@ -57,6 +65,13 @@ export function parseHandlerFlags(argv: string[], env: NodeJS.ProcessEnv = proce
           'launcher-image-version',
           'log-level',
           'device-plugin-dir',
+          'subresource-cert-file',
+          'subresource-key-file',
+          'subresource-client-ca-file',
+          'subresource-port',
+          'subresource-address',
+          'container-disk-helper',
+          'host-pods-dir',
         ].map((n) => [n, { type: 'string' as const }]),
       ),
     }) as { values: Record<string, string | undefined> });
@@ -66,6 +81,13 @@ export function parseHandlerFlags(argv: string[], env: NodeJS.ProcessEnv = proce
   const nodeName = values['node-name'] ?? env.NODE_NAME;
   if (!nodeName) throw new FlagError('--node-name: required (or $NODE_NAME)');
   const uid = int('launcher-uid', values['launcher-uid'], 107);
+  const tls = ['subresource-cert-file', 'subresource-key-file', 'subresource-client-ca-file'].map(
+    (k) => values[k],
+  );
+  if (tls.some((v) => v) && !tls.every((v) => v))
+    throw new FlagError(
+      '--subresource-cert-file, --subresource-key-file and --subresource-client-ca-file go together',
+    );
   return {
     nodeName,
     kubeconfig: values.kubeconfig ?? env.KUBECONFIG,
@@ -84,5 +106,18 @@ export function parseHandlerFlags(argv: string[], env: NodeJS.ProcessEnv = proce
     logLevel: values['log-level'] ?? 'info',
     // empty: no device plugins
     devicePluginDir: (values['device-plugin-dir'] ?? '/var/lib/kubelet/device-plugins') || undefined,
+    subresource: tls[0]
+      ? {
+          certFile: tls[0],
+          keyFile: tls[1]!,
+          clientCaFile: tls[2]!,
+          port: int('subresource-port', values['subresource-port'], 8186),
+          address: values['subresource-address'] ?? '0.0.0.0',
+        }
+      : undefined,
+    // empty: container disk files are not mounted (they must already be in the Pods)
+    containerDiskHelper: (values['container-disk-helper'] ?? '/usr/bin/kvts-hostmount') || undefined,
+    // kubelet's pod dir in the host's mount namespace (where container disks are mounted); default: --pods-dir
+    hostPodsDir: values['host-pods-dir'] ?? values['pods-dir'] ?? '/var/lib/kubelet/pods',
   };
 }

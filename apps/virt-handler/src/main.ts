@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // virt-handler: the node agent. Flags, wiring and signals; the logic is @kubevirt-ts/handler.
 import { KubeConfig } from '@kubernetes/client-node';
-import { Handler } from '@kubevirt-ts/handler';
+import { readFileSync } from 'node:fs';
+import { Handler, startHandlerEndpoint, type HandlerEndpoint } from '@kubevirt-ts/handler';
 import { createLogger } from '@kubevirt-ts/log';
 import { FlagError, USAGE, parseHandlerFlags } from './flags.js';
 
@@ -21,15 +22,29 @@ async function main(): Promise<number> {
   if (flags.kubeconfig) kc.loadFromFile(flags.kubeconfig);
   else kc.loadFromCluster();
   const handler = new Handler({ kubeConfig: kc, logger: log, ...flags });
+  let endpoint: HandlerEndpoint | undefined;
   let stopping: Promise<void> | undefined;
   const stop = (signal: string) => {
     log.info(`${signal}: stopping (launchers keep running)`);
-    stopping ??= handler.stop();
+    stopping ??= (endpoint?.close() ?? Promise.resolve()).then(() => handler.stop());
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
   await handler.start();
   if (handler.httpAddress) log.info(`serving /healthz and /metrics on ${handler.httpAddress}`);
+  const sub = flags.subresource;
+  if (sub) {
+    endpoint = await startHandlerEndpoint({
+      cert: readFileSync(sub.certFile),
+      key: readFileSync(sub.keyFile),
+      clientCA: readFileSync(sub.clientCaFile),
+      port: sub.port,
+      host: sub.address,
+      log,
+      lookup: (namespace, name) => handler.launcherFor(namespace, name),
+    });
+    log.info(`serving subresources (mutual TLS) on ${sub.address}:${endpoint.port}`);
+  }
   await new Promise<void>((resolve) => {
     const t = setInterval(() => {
       if (stopping) {

@@ -8,7 +8,13 @@ export {
   type LauncherFlags,
   type StandaloneFlags,
 } from './flags.js';
-export { runMonitor, findPidFiles, leftovers, type MonitorOptions } from './monitor.js';
+export { findPidFiles, ownedLeftovers, procInfo, type Leftovers, type ProcInfo } from './procs.js';
+export {
+  NATIVE_MONITOR,
+  nativeMonitorArgs,
+  execNativeMonitor,
+  type NativeMonitorOptions,
+} from './native-monitor.js';
 export {
   startStandalone,
   runStandalone,

@@ -1,6 +1,6 @@
 // Lifecycle logic of the Launcher over an in-memory domain layer (fast unit tests); the real
 // libvirtd/QEMU paths are covered by e2e/src/launcher. The cmd server is real (temp unix socket).
-import { mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { CmdClient, launcherSocketPath } from '@kubevirt-ts/cmd-protocol';
@@ -203,5 +203,33 @@ describe('Launcher lifecycle', () => {
       stage: 'libvirtd',
       message: 'libvirtd: libvirtd exited before answering (1)',
     });
+  });
+
+  it('never changes the mode of a dir it did not create: an existing socket dir keeps its mode, a loose private dir is refused', async () => {
+    const sockets = path.join(root, 'given-sockets');
+    await mkdir(sockets, { mode: 0o755 });
+    await chmod(sockets, 0o755);
+    const { l, client } = await started(config({ socketsDir: sockets }));
+    expect((await stat(sockets)).mode & 0o777).toBe(0o755);
+    expect((await stat(launcherSocketPath(sockets))).mode & 0o777).toBe(0o600);
+    // the private dir it made is 0700
+    expect((await stat(l.paths.vmiPrivateDir('u1'))).mode & 0o777).toBe(0o700);
+    client.close();
+    await l.terminate();
+
+    const root2 = await mkdtemp(path.join(os.tmpdir(), 'kvts-launcher-'));
+    try {
+      const l2 = new Launcher(config({ root: root2, socketsDir: path.join(root2, 'sockets') }));
+      const priv = l2.paths.vmiPrivateDir('u1');
+      await mkdir(priv, { recursive: true });
+      await chmod(priv, 0o755);
+      await expect(l2.start()).rejects.toMatchObject({
+        stage: 'dirs',
+        message: expect.stringContaining(`dirs: ${priv} exists and other users can enter it (mode 755)`),
+      });
+      expect((await stat(priv)).mode & 0o777).toBe(0o755);
+    } finally {
+      await rm(root2, { recursive: true, force: true });
+    }
   });
 });

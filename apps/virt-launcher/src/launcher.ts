@@ -1,17 +1,19 @@
 // The launcher's start-up and lifecycle, shared by the in-Pod and the standalone mode:
 //   dirs -> libvirtd (session, own XDG dirs, virtlogd) -> connect -> cmd server on launcher-init-sock
 //   -> domain watcher + notify client -> ready (rename to launcher-sock)
-// then: SyncVirtualMachine prepares the disks and starts the domain through the DomainManager; the
+// then: SyncVirtualMachine prepares the disks, starts the guest's DHCP server (Pod network phase 2,
+// from the config virt-handler's phase 1 left in the private dir) and starts the domain through the DomainManager; the
 // domain must be Running within the QEMU timeout; domain events go to the handler; the launcher ends
 // when the domain ends (exit 0 after a guest shutdown / kill / delete, non-zero after a crash).
 import { EventEmitter } from 'node:events';
-import { chmod, chown, mkdir, rm } from 'node:fs/promises';
+import { chmod, chown, mkdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '@kubevirt-ts/log';
 import { CmdServer, NotifyClient, notifySocketPath, type CmdBackend } from '@kubevirt-ts/cmd-protocol';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
+import { podNetworkConfigFile, startGuestDhcp, type DhcpServer } from '@kubevirt-ts/network';
 import { ExitCode, LauncherError } from './errors.js';
-import { leftovers } from './monitor.js';
+import { ownStart, ownedLeftovers } from './procs.js';
 import { disksInfoOf, fromPodLayout, prepareVolumes, type PodPaths } from './prepare/index.js';
 import {
   createLayout,
@@ -35,6 +37,11 @@ export interface LauncherConfig {
   socketsDir: string;
   /** dir of the handler's domain-notify-pipe.sock; undefined: no notify client */
   notifyDir?: string;
+  /**
+   * upstream's virtShareDir: its `migrationproxy/` holds the migration proxy sockets named from the
+   * VMI uid (upstreamMigrationTarget); undefined: MigrateVirtualMachine is refused
+   */
+  shareDir?: string;
   /** base dir of the private libvirtd (XDG dirs, pid files) */
   libvirtBaseDir: string;
   /** uid:gid libvirtd and QEMU run as (needed when the launcher runs as root) */
@@ -43,6 +50,8 @@ export interface LauncherConfig {
   logger: Logger;
   /** host-wide cache of libvirt's QEMU capability probes, shared by launchers on one host (optional) */
   capsCacheDir?: string;
+  /** where virt-handler's Pod network setup leaves its config (pod-network-<iface>.json; the share dir in a Pod, else the private dir) */
+  podNetworkDir?: string;
   /** standalone (no Pod network namespace): the binding of the pod network instead of a tap */
   podNetworkBinding?: 'passt' | 'slirp';
 }
@@ -64,6 +73,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export class Launcher extends EventEmitter {
   readonly paths: PodPaths;
   private readonly log: Logger;
+  /** the guest's DHCP server (masquerade/bridge pod interface, in-Pod mode); null: none needed */
+  private dhcp: DhcpServer | null | undefined;
   private session: SessionDaemon | undefined;
   private layer: DomainLayer | undefined;
   private cmd: CmdServer | undefined;
@@ -115,11 +126,22 @@ export class Launcher extends EventEmitter {
         path.dirname(path.dirname(path.dirname(this.paths.cloudInitIso('noCloud', 'x', 'y')))),
         c.libvirtBaseDir,
       ];
+      // only dirs made here are chown-ed/chmod-ed: an existing one (a Pod's emptyDir, a user's
+      // --work-dir) is not the launcher's to change
+      const privateDir = this.paths.vmiPrivateDir(c.uid);
       for (const d of dirs) {
-        await mkdir(d, { recursive: true });
+        if ((await mkdir(d, { recursive: true })) === undefined) continue;
         if (owner && process.getuid?.() === 0) await chown(d, owner.uid, owner.gid);
+        if (d === privateDir) await chmod(d, 0o700);
       }
-      await chmod(this.paths.vmiPrivateDir(c.uid), 0o700);
+      const pst = await stat(privateDir);
+      if ((pst.mode & 0o077) !== 0)
+        throw new LauncherError(
+          `dirs: ${privateDir} exists and other users can enter it (mode ${(pst.mode & 0o777).toString(8)}); ` +
+            'the launcher does not change the mode of a directory it did not create: remove it or make it 0700',
+          ExitCode.FAILURE,
+          'dirs',
+        );
       this.stage('dirs', 'private dirs ready', { privateDir: this.paths.privateDir });
     });
     this.session = await this.runStage('libvirtd', async () => {
@@ -141,6 +163,7 @@ export class Launcher extends EventEmitter {
         domainName: `${c.namespace}_${c.name}`,
         disksInfo: () => this.disksInfo,
         podNetworkBinding: c.podNetworkBinding,
+        shareDir: c.shareDir,
       });
       this.stage('connect', 'connected to libvirt', { libvirtVersion: await layer.libvirtVersion() });
       return layer;
@@ -215,8 +238,30 @@ export class Launcher extends EventEmitter {
           self.prepared = true;
           self.log.info('disks prepared', { stage: 'prepare', ms: Date.now() - t0 });
         }
+        // standalone mode has no Pod network namespace (passt/slirp instead): nothing to serve
+        if (self.dhcp === undefined && !self.config.podNetworkBinding) {
+          self.dhcp =
+            (await startGuestDhcp(vmi, {
+              configFile: (iface) =>
+                podNetworkConfigFile(self.config.podNetworkDir ?? self.paths.privateDir, iface),
+              log: self.log,
+            })) ?? null;
+        }
         if (!self.started && !self.qemuTimer) self.armQemuTimeout();
-        await dm().syncVMI!(vmi as never, options as never);
+        try {
+          const dom = await dm().syncVMI!(vmi as never, options as never);
+          // a guest NIC without spec'd macAddress got one from libvirt: answer only that from now on
+          // (the Pod interface is a port of the bridge binding's bridge: other guests' requests arrive too)
+          const mac = dom?.spec?.devices?.interfaces?.find((i) => i.target?.dev === self.dhcp?.tap)?.mac;
+          if (self.dhcp && mac) self.dhcp.restrictTo(mac);
+        } catch (e) {
+          // no domain running: no DHCP server either (the next sync starts both)
+          if (!self.started && self.dhcp) {
+            await self.dhcp.stop();
+            self.dhcp = undefined;
+          }
+          throw e;
+        }
         self.emit('synced', vmi);
         if (self.config.capsCacheDir) void saveCaps(self.config.libvirtBaseDir, self.config.capsCacheDir);
         return undefined;
@@ -237,7 +282,8 @@ export class Launcher extends EventEmitter {
       getFilesystems: delegate('getFilesystems') as CmdBackend['getFilesystems'],
       exec: delegate('exec') as CmdBackend['exec'],
       getQemuVersion: delegate('getQemuVersion') as CmdBackend['getQemuVersion'],
-      // migration: passed to the DomainManager (covered by libvirt-manager's tests, not yet through a launcher);
+      // migration: passed to the DomainManager, which migrates to the handler's proxy sockets under
+      // the share dir (upstream's derivation, DomainManagerOptions.migrationTarget);
       // its starts and outcomes reach the notify client as domain events (the watcher re-reports the domain)
       migrateVMI: delegate('migrateVMI') as CmdBackend['migrateVMI'],
       cancelMigration: delegate('cancelMigration') as CmdBackend['cancelMigration'],
@@ -250,6 +296,14 @@ export class Launcher extends EventEmitter {
           self.prepared = true;
         }
         await dm().prepareMigrationTarget!(vmi as never, options as never);
+        if (self.config.shareDir) {
+          // upstream: the incoming QEMU listens on the migration stream socket under the share dir's
+          // migrationproxy/ (same path as the source's), owned by the user QEMU runs as
+          const dir = path.join(self.config.shareDir, 'migrationproxy');
+          await mkdir(dir, { recursive: true, mode: 0o700 });
+          const u = self.config.libvirtUser;
+          if (u) await chown(dir, u.uid, u.gid);
+        }
         return undefined;
       },
       async ping() {
@@ -433,13 +487,22 @@ export class Launcher extends EventEmitter {
 
   private async shutdownParts(): Promise<void> {
     await this.cmd?.stop(1000).catch(() => undefined);
+    await this.dhcp?.stop().catch(() => undefined);
     await this.layer?.close().catch(() => undefined);
     await this.session?.stop().catch((e: Error) => this.log.warn(`stopping libvirtd: ${e.message}`));
-    // QEMU outlives libvirtd; when libvirtd could not destroy it (e.g. it died), do it here
-    const left = await leftovers(this.config.libvirtBaseDir).catch(() => ({
+    // QEMU outlives libvirtd; when libvirtd could not destroy it (e.g. it died), do it here. The pid files
+    // are writable by the guest side (libvirtd runs as QEMU's user): only verifiably ours is killed
+    const parents = [process.pid, process.ppid, ...(this.session ? [this.session.pid] : [])];
+    const left = await ownedLeftovers(this.config.libvirtBaseDir, parents, await ownStart()).catch(() => ({
       qemu: [] as number[],
       daemons: [] as number[],
+      refused: [] as Array<{ pid: number; file: string; why: string }>,
     }));
+    for (const r of left.refused)
+      this.log.warn(`not killing pid ${r.pid} named in ${r.file}: ${r.why}`, {
+        reason: 'NotOurs',
+        pid: r.pid,
+      });
     for (const pid of [...left.qemu, ...left.daemons]) {
       this.log.warn(`killing leftover process ${pid}`, { reason: 'Leftover', pid });
       try {

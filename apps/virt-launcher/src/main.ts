@@ -3,7 +3,8 @@
 // compiler (lite mode) and a small young generation suffice. Run it as an executable to get them.
 // virt-launcher entry point:
 //   virt-launcher [in-Pod flags]                the launcher in a Pod, driven by virt-handler
-//   virt-launcher monitor [in-Pod flags]        the wrapper (virt-launcher-monitor) around the above
+//   virt-launcher monitor [in-Pod flags]        the wrapper (virt-launcher-monitor) around the above: the native
+//                                               monitor (dist/virt-launcher-monitor) replaces this process
 //   virt-launcher standalone --vmi FILE ...     one VMI on this host, no cluster
 import { realpathSync } from 'node:fs';
 import path from 'node:path';
@@ -12,7 +13,7 @@ import { ExitCode, LauncherError } from './errors.js';
 import { parseLauncherFlags, parseStandaloneFlags } from './flags.js';
 import { Launcher } from './launcher.js';
 import { createLogger } from '@kubevirt-ts/log';
-import { runMonitor } from './monitor.js';
+import { execNativeMonitor } from './native-monitor.js';
 import { STANDALONE_CHILD_ENV, runStandalone, runStandaloneMonitor } from './standalone.js';
 import { podConfig } from './pod-config.js';
 
@@ -70,23 +71,12 @@ async function runStandaloneCmd(argv: string[]): Promise<number> {
   return runStandalone(flags);
 }
 
-async function runMonitorCmd(argv: string[]): Promise<number> {
+/** `monitor`: checks the flags, then becomes the native monitor running the launcher with them. */
+function runMonitorCmd(argv: string[]): never {
   const flags = parseLauncherFlags(argv);
-  const logger = createLogger({
-    level: flags.logLevel,
-    component: 'virt-launcher-monitor',
-    identity: {
-      kind: 'VirtualMachineInstance',
-      namespace: flags.namespace,
-      name: flags.name,
-      uid: flags.uid,
-    },
-  });
-  return runMonitor({
+  return execNativeMonitor({
     command: [...selfCommand(), ...argv],
-    libvirtBaseDir: podConfig(flags).libvirtBaseDir,
     gracePeriodSeconds: flags.gracePeriodSeconds,
-    log: (level, msg, fields) => logger.log(level, msg, fields),
   });
 }
 
@@ -107,7 +97,7 @@ export async function main(argv: string[]): Promise<number> {
       return 0;
     }
     if (argv[0] === 'standalone') return await runStandaloneCmd(argv.slice(1));
-    if (argv[0] === 'monitor') return await runMonitorCmd(argv.slice(1));
+    if (argv[0] === 'monitor') return runMonitorCmd(argv.slice(1));
     return await runInPod(argv);
   } catch (e) {
     const err = e instanceof LauncherError ? e : new LauncherError((e as Error).stack ?? String(e));

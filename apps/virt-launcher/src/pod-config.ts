@@ -32,6 +32,8 @@ export function podConfig(f: LauncherFlags) {
     root,
     socketsDir: path.join(f.kubevirtShareDir, 'sockets'),
     notifyDir: f.kubevirtShareDir,
+    shareDir: f.kubevirtShareDir,
+    podNetworkDir: f.kubevirtShareDir,
     libvirtBaseDir: f.libvirtRunDir,
     libvirtUser:
       f.libvirtUid !== undefined

@@ -43,8 +43,9 @@ describe('renderer -> launcher contract', () => {
   ] as const)('the rendered compute command parses as in-Pod flags (%s)', (_what, grace, config) => {
     const v = vmi(grace);
     const { argv } = compute(v, config as RendererConfig);
-    expect(argv[1]).toBe('monitor'); // the wrapper, like upstream's virt-launcher-monitor
-    const flags = parseLauncherFlags(argv.slice(2));
+    // tini as PID 1 (it reaps), then the wrapper, like upstream's virt-launcher-monitor
+    expect(argv.slice(0, 5)).toEqual(['/usr/bin/tini', '-g', '--', '/usr/bin/virt-launcher', 'monitor']);
+    const flags = parseLauncherFlags(argv.slice(5));
     expect(flags).toMatchObject({
       name: 'contract',
       namespace: 'ns1',
@@ -61,7 +62,7 @@ describe('renderer -> launcher contract', () => {
 
   it('every directory the launcher uses in the Pod is on a volume mount of the compute container', () => {
     const { argv, mounts } = compute(vmi(), { launcherImage: 'x' });
-    const flags = parseLauncherFlags(argv.slice(2));
+    const flags = parseLauncherFlags(argv.slice(argv.indexOf('monitor') + 1));
     const cfg = podConfig(flags);
     const dirs = {
       sockets: cfg.socketsDir,

@@ -20,7 +20,7 @@ import { ExitCode, LauncherError } from './errors.js';
 import type { StandaloneFlags } from './flags.js';
 import { Launcher, type LauncherResult } from './launcher.js';
 import { createLogger } from '@kubevirt-ts/log';
-import { runMonitor } from './monitor.js';
+import { execNativeMonitor } from './native-monitor.js';
 import { PrepareError, stageLocalImages, standaloneVmOptions, type ImageInfo } from './prepare/index.js';
 
 /**
@@ -154,9 +154,16 @@ export function tailFile(
   };
 }
 
-/** QEMU runs as an unprivileged user: every dir above the work dir must let it through. */
+/** A new temp work dir (short: libvirt's per-domain unix sockets live under it, 107 bytes at most), 0755. */
+export async function makeWorkDir(): Promise<string> {
+  const d = await mkdtemp('/tmp/kv-');
+  await chmod(d, 0o755); // QEMU's user must get through
+  return d;
+}
+
+/** QEMU runs as an unprivileged user: the work dir and every dir above it must let it through. */
 async function checkTraversable(dir: string, uid: number): Promise<void> {
-  for (let d = path.dirname(dir); ; d = path.dirname(d)) {
+  for (let d = dir; ; d = path.dirname(d)) {
     const st = await stat(d);
     const ok = st.uid === uid ? (st.mode & 0o100) !== 0 : (st.mode & 0o001) !== 0 || (st.mode & 0o010) !== 0;
     if (!ok) {
@@ -198,9 +205,10 @@ export async function startStandalone(flags: StandaloneFlags, io: StandaloneIO):
         : undefined;
   const ownRoot = !flags.workDir || flags.removeWorkDir === true;
   // short: libvirt's per-domain unix sockets live under the root and are limited to 107 bytes
-  const root = flags.workDir ?? (await mkdtemp('/tmp/kv-'));
-  await mkdir(root, { recursive: true });
-  await chmod(root, 0o755);
+  const root = flags.workDir ?? (await makeWorkDir());
+  // a dir made here (or by the standalone monitor: removeWorkDir) is opened to QEMU's user; a given
+  // --work-dir that exists is never chmod-ed: it must already let QEMU's user through
+  if ((await mkdir(root, { recursive: true })) !== undefined) await chmod(root, 0o755);
   if (libvirtUser && isRoot) await checkTraversable(root, libvirtUser.uid);
   const logger = createLogger({
     component: 'virt-launcher',
@@ -220,6 +228,7 @@ export async function startStandalone(flags: StandaloneFlags, io: StandaloneIO):
     root,
     socketsDir,
     notifyDir: shareDir,
+    shareDir,
     libvirtBaseDir: path.join(root, 'lv'),
     libvirtUser,
     keepAfterFailure: flags.keepAfterFailure,
@@ -363,17 +372,18 @@ export async function runStandalone(flags: StandaloneFlags): Promise<number> {
 }
 
 /**
- * CLI entry of `virt-launcher standalone` (the wrapper): decides the work dir, then runs the
- * launcher (`launcherCommand` + `standalone` + argv, with STANDALONE_CHILD_ENV set) under
- * runMonitor, so that QEMU and the private daemons are stopped even when the launcher is killed.
- * Removes a work dir it created (unless --keep-after-failure and a failure). Returns the exit code.
+ * CLI entry of `virt-launcher standalone` (the wrapper): checks the VMI (an invalid one starts nothing),
+ * decides the work dir, then replaces this process with the native monitor (`execNativeMonitor`), which runs
+ * the launcher (`launcherCommand` + `standalone` + argv, with STANDALONE_CHILD_ENV set), so QEMU and the
+ * private daemons are stopped even when the launcher is killed. As root the launcher's tree runs in a PID
+ * namespace of its own: the kernel ends it with the monitor. The monitor removes a work dir made here
+ * (unless --keep-after-failure and a failure). Returns only on an error, with the exit code.
  */
 export async function runStandaloneMonitor(
   flags: StandaloneFlags,
   argv: string[],
   launcherCommand: string[],
 ): Promise<number> {
-  const progress = (line: string) => process.stderr.write(`[virt-launcher] ${line}\n`);
   let vmi: VirtualMachineInstance;
   try {
     vmi = await loadVmi(flags.vmiFile, flags.featureGates); // for the grace period; an invalid VMI starts nothing
@@ -383,30 +393,23 @@ export async function runStandaloneMonitor(
     return err.exitCode;
   }
   const own = !flags.workDir;
-  // short: libvirt's per-domain unix sockets live under the root and are limited to 107 bytes
-  const root = path.resolve(flags.workDir ?? (await mkdtemp('/tmp/kv-')));
-  const logger = createLogger({
-    component: 'virt-launcher-monitor',
-    level: flags.logLevel,
-    identity: {
-      kind: 'VirtualMachineInstance',
-      namespace: vmi.metadata!.namespace!,
-      name: vmi.metadata!.name!,
-      uid: vmi.metadata!.uid!,
-    },
-  });
-  const code = await runMonitor({
-    command: [...launcherCommand, 'standalone', ...argv, ...(own ? ['--work-dir', root] : [])],
-    libvirtBaseDir: path.join(root, 'lv'),
-    gracePeriodSeconds: flags.gracePeriodSeconds ?? vmi.spec?.terminationGracePeriodSeconds ?? 30,
-    env: { ...process.env, [STANDALONE_CHILD_ENV]: own ? 'owned' : 'given' },
-    log: (level, msg, fields) => {
-      logger.log(level, msg, fields);
-      if (level !== 'info') progress(`monitor: ${msg}`);
-    },
-  });
-  if (own && !(flags.keepAfterFailure && code !== 0)) {
-    await rm(root, { recursive: true, force: true }).catch(() => undefined);
+  const root = path.resolve(flags.workDir ?? (await makeWorkDir()));
+  try {
+    return execNativeMonitor(
+      {
+        command: [...launcherCommand, 'standalone', ...argv, ...(own ? ['--work-dir', root] : [])],
+        gracePeriodSeconds: flags.gracePeriodSeconds ?? vmi.spec?.terminationGracePeriodSeconds ?? 30,
+        removeDir: own ? root : undefined,
+        keepDirOnFailure: flags.keepAfterFailure,
+        pidNamespace: process.getuid?.() === 0,
+        progress: true,
+      },
+      { ...process.env, [STANDALONE_CHILD_ENV]: own ? 'owned' : 'given' },
+    );
+  } catch (e) {
+    if (own) await rm(root, { recursive: true, force: true }).catch(() => undefined);
+    const err = e instanceof LauncherError ? e : new LauncherError((e as Error).message);
+    process.stderr.write(`virt-launcher standalone: ${err.message}\n`);
+    return err.exitCode;
   }
-  return code;
 }

@@ -15,6 +15,7 @@ import {
   type SyncOptions,
 } from '@kubevirt-ts/libvirt-manager';
 import type { Connection } from '@kubevirt-ts/node-libvirt';
+import { upstreamMigrationTarget } from '@kubevirt-ts/cmd-protocol';
 
 // The native binding is loaded on first use only: importing this app's modules (tests, tools, the
 // monitor process) must not load libvirt into the process.
@@ -198,6 +199,8 @@ export const openDomainLayer = {
       disksInfo?: () => ConverterContext['disksInfo'];
       /** no Pod network set up by phase 1 (standalone): the pod network's binding instead */
       podNetworkBinding?: 'passt' | 'slirp';
+      /** upstream's virtShareDir: where the migration proxy sockets are (see LauncherConfig.shareDir) */
+      shareDir?: string;
     },
   ): Promise<DomainLayer> {
     const { Connection } = await nodeLibvirt();
@@ -215,7 +218,17 @@ export const openDomainLayer = {
     // the file QEMU will open.
     const context = (vmi: unknown, options: SyncOptions | undefined): ConverterContext =>
       launcherContext(base, vmi as VmiFacts, options, opts.disksInfo?.());
-    const manager = new DomainManager({ connection: holder, context, logger: opts.logger });
+    const shareDir = opts.shareDir;
+    const manager = new DomainManager({
+      connection: holder,
+      context,
+      logger: opts.logger,
+      // upstream's launcher: no target in MigrationOptions; the handler's proxy sockets for this VMI
+      migrationTarget: (vmi) => {
+        if (!shareDir) throw new Error('migration: this launcher has no share dir (--kubevirt-share-dir)');
+        return upstreamMigrationTarget(shareDir, String(vmi.metadata?.uid ?? ''));
+      },
+    });
     const watcher = new DomainWatcher({
       connection: holder,
       filter: (n) => n === opts.domainName,

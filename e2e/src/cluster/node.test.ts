@@ -1,7 +1,8 @@
 // The single-node cluster of tools/cluster.sh (a real kubelet, containerd, runc, CNI bridge, kube-proxy):
 // the node is Ready, `kubectl apply -f deploy/` succeeds, and the images of tools/images/build.sh run under it.
 // Runs only when that cluster is up (bash tools/cluster.sh up && bash tools/cluster.sh load-images); otherwise
-// every test is skipped with the reason.
+// every test is skipped with the reason, except under KVTS_REQUIRE_CLUSTER=1 (tools/test.sh, CI), where a cluster
+// that is not up is a failure.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
@@ -10,43 +11,12 @@ import path from 'node:path';
 import { CmdClient, launcherSocketPath } from '@kubevirt-ts/cmd-protocol';
 import { renderLaunchPod } from '@kubevirt-ts/renderer';
 import { READY, REPO, processesMentioning, readText, tinyVmi, waitFor } from '../launcher/helpers.js';
+import { KUBECONFIG, KUBECTL, NODE_NAME, clusterGate, kubeVersion, kubectl } from './cluster.js';
 
-const STATE_DIR = process.env.KVTS_CLUSTER_DIR ?? '/var/lib/kubevirt-ts-cluster';
-const KUBECONFIG = path.join(STATE_DIR, 'admin.kubeconfig');
-const NODE_NAME = 'kvts-node';
-
-function kubeVersion(): string {
-  const goMod = readFileSync(path.join(REPO, 'tools/testenv/kube-apiserver/go.mod'), 'utf8');
-  return /^require\s+k8s\.io\/kubernetes\s+(v\S+)/m.exec(goMod)![1]!;
-}
-const CACHE =
-  process.env.KVTS_CACHE ??
-  path.join(process.env.XDG_CACHE_HOME ?? path.join(process.env.HOME ?? '/root', '.cache'), 'kubevirt-ts');
-const KUBECTL = path.join(CACHE, 'kube', kubeVersion(), 'kubectl');
-
-function kubectl(...args: string[]): string {
-  return execFileSync(KUBECTL, ['--kubeconfig', KUBECONFIG, ...args], { encoding: 'utf8' });
-}
-
-/** why the cluster tests cannot run here, or undefined when they can */
-function notRunnable(): string | undefined {
-  if (process.getuid?.() !== 0) return 'needs root (the node runs as root)';
-  if (!existsSync(KUBECTL)) return `kubectl ${kubeVersion()} not built (${KUBECTL})`;
-  if (!existsSync(KUBECONFIG)) return `no cluster (${KUBECONFIG} missing): run bash tools/cluster.sh up`;
-  // the apiserver's address lives on the node device only while the cluster is up: never dial it otherwise
-  // (it would leave the machine through the default route)
-  if (!existsSync('/sys/class/net/kvts-node0'))
-    return 'cluster not up (no node device kvts-node0): run bash tools/cluster.sh up';
-  const r = spawnSync(KUBECTL, ['--kubeconfig', KUBECONFIG, 'get', '--raw', '/readyz'], { encoding: 'utf8' });
-  if (r.status !== 0)
-    return `cluster not up (kube-apiserver: ${r.stderr.trim()}): run bash tools/cluster.sh up`;
-  return undefined;
-}
-const reason = notRunnable();
-if (reason) console.warn(`cluster e2e skipped: ${reason}`);
-const clusterTest = reason ? test.skip : test;
+const { reason, clusterTest, requireCluster } = clusterGate();
 
 describe(`single-node cluster (${reason ? `skipped: ${reason}` : 'tools/cluster.sh'})`, () => {
+  requireCluster();
   clusterTest(
     'the node is Ready, runs the pinned kubelet on containerd, and has the pinned apiserver',
     () => {
@@ -70,8 +40,7 @@ describe(`single-node cluster (${reason ? `skipped: ${reason}` : 'tools/cluster.
       'crd/virtualmachineinstancemigrations.kubevirt.io',
       '--timeout=120s',
     );
-    // the workloads exist; they become Ready once the controller and handler apps are written (they are empty
-    // shells today, so their Pods start and exit)
+    // the workloads exist (their Pods becoming Ready, and VMs on them: vm.test.ts)
     expect(kubectl('get', 'deployment', '-n', 'kubevirt-ts', '-o', 'name')).toMatch(/virt-controller/);
     expect(kubectl('get', 'daemonset', '-n', 'kubevirt-ts', '-o', 'name')).toMatch(/virt-handler/);
   });

@@ -29,6 +29,18 @@ import {
   waitFor,
   type Proc,
 } from '../launcher/helpers.js';
+import {
+  NODE_IP,
+  POD_IP,
+  createNet,
+  isRoot,
+  launcherInNetns,
+  tcpGet,
+  tcpServer,
+  type Net,
+} from '../launcher/net-helpers.js';
+import { setUpPodNetwork } from '@kubevirt-ts/handler';
+import { createLogger } from '@kubevirt-ts/log';
 
 const HANDLER_MAIN = path.join(REPO, 'apps/virt-handler/dist/main.js');
 const NODE = 'node-e2e';
@@ -77,6 +89,8 @@ async function startHandler(): Promise<HandlerProc> {
       '0',
       '--device-plugin-dir',
       '', // no kubelet here (device plugins: packages/handler/src/device-plugin.test.ts)
+      '--container-disk-helper',
+      '', // the test puts the kernelBoot files in the Pods itself (container disk mounts: e2e/src/cluster)
     ],
     { stdio: ['ignore', 'ignore', 'pipe'] },
   );
@@ -167,7 +181,12 @@ async function removeFinalizer(name: string): Promise<void> {
 /** The kubelet part: the Pod's emptyDirs; then (unless `noLauncher`) the launcher process in it. */
 async function startPod(
   name: string,
-  opts: { noLauncher?: boolean; mutate?: (v: VirtualMachineInstance) => void } = {},
+  opts: {
+    noLauncher?: boolean;
+    mutate?: (v: VirtualMachineInstance) => void;
+    /** runs the launcher inside this "Pod" network namespace */
+    net?: Net;
+  } = {},
 ): Promise<Pod> {
   const podUid = `pod-${name}`;
   const spec = tinyVmi(name, { grace: 20 });
@@ -218,25 +237,31 @@ async function startPod(
   };
   pods.add(pod);
   if (!opts.noLauncher) {
-    pod.proc = startLauncher([
-      '--name',
-      name,
-      '--namespace',
-      NS,
-      '--uid',
-      vmi.metadata.uid!,
-      '--root',
-      root,
-      '--kubevirt-share-dir',
-      publicDir,
-      '--allow-emulation',
-      '--grace-period-seconds',
-      '20',
-      '--qemu-timeout',
-      '120s',
-      '--log-level',
-      'info',
-    ]);
+    const wrap = opts.net ? launcherInNetns(opts.net, root) : [];
+    pod.proc = startLauncher(
+      [
+        '--name',
+        name,
+        '--namespace',
+        NS,
+        '--uid',
+        vmi.metadata.uid!,
+        '--root',
+        root,
+        '--kubevirt-share-dir',
+        publicDir,
+        '--allow-emulation',
+        '--grace-period-seconds',
+        '20',
+        '--qemu-timeout',
+        '120s',
+        '--log-level',
+        'info',
+      ],
+      {},
+      false,
+      wrap,
+    );
   }
   return pod;
 }
@@ -478,6 +503,69 @@ describe('virt-handler with real launchers and a real kube-apiserver', () => {
       await pod.cleanup();
     }
   });
+
+  (isRoot ? it : it.skip)(
+    isRoot
+      ? 'a masquerade pod interface: phase 1 in the launcher Pod netns found from its socket, the guest leases 10.0.2.2 and is reached at the Pod IP; a second handler finds it set up'
+      : 'Pod network phase 1 needs root for network namespaces (skipped: not root)',
+    async () => {
+      const net = createNet('h');
+      let pod: Pod | undefined;
+      const servers: ChildProcess[] = [];
+      try {
+        const node = tcpServer(net.node, 9090);
+        servers.push(node.child);
+        await node.ready;
+        pod = await startPod('vm-net', {
+          net,
+          mutate: (v) => {
+            const boot = v.spec.domain.firmware!.kernelBoot!;
+            boot.kernelArgs = `${boot.kernelArgs} kvts.net kvts.connect=${NODE_IP}:9090`;
+            v.spec.domain.devices!.interfaces = [
+              { name: 'default', masquerade: {}, ports: [{ port: 8080 }] },
+            ];
+            v.spec.networks = [{ name: 'default', pod: {} }];
+          },
+        });
+        await waitPhase('vm-net', 'Running');
+        const line = await waitFor(
+          'the guest lease',
+          async () => /KUBEVIRT-TS-GUEST-NET (\S+)/.exec(await readText(pod!.serialLog))?.[1],
+          240_000,
+          250,
+        );
+        expect(line).toBe('ip=10.0.2.2/24');
+        await waitFor('the guest connection', async () =>
+          (await readText(pod!.serialLog)).includes(`KUBEVIRT-TS-GUEST-CONNECT ${NODE_IP}:9090 ok ${POD_IP}`),
+        );
+        expect(tcpGet(net.node, POD_IP, 8080)).toBe('KUBEVIRT-TS-GUEST-TCP vm-net 10.0.2.2/24');
+        expect(handler!.stderr()).toContain('"msg":"Pod network set up"');
+        // another handler (e.g. restarted before its first sync) neither fails nor sets up again
+        const handlerDir = path.join(base, 'handler');
+        const publicDir = path.join(base, 'pods', pod.podUid, EMPTY, 'public');
+        const again = await setUpPodNetwork(
+          (await getVmi('vm-net'))!,
+          { socketPath: pod.socket, podUid: pod.podUid, shareDir: publicDir },
+          {
+            launcherUid: process.getuid!(),
+            handlerDir,
+            log: createLogger({ component: 'test', silent: true }),
+          },
+        );
+        expect(again).toMatchObject({
+          binding: 'masquerade',
+          podAddress: POD_IP,
+          guest: { address: '10.0.2.2' },
+        });
+        expect(existsSync(path.join(handlerDir, 'pod-network', `${pod.podUid}.json`))).toBe(true);
+      } finally {
+        for (const s of servers) s.kill();
+        await pod?.cleanup();
+        net.destroy();
+      }
+    },
+    600_000,
+  );
 
   it('on SIGTERM the handler marks its node unschedulable and leaves launchers alone', async () => {
     await killHandler('SIGTERM');

@@ -28,19 +28,45 @@ async function findFiles(dir: string, re: RegExp): Promise<string[]> {
   return out;
 }
 
+interface GuestDisk {
+  name: string;
+  bytes: number;
+  ro: string;
+  serial?: string;
+  label?: string;
+}
+
+/** The guest's `KUBEVIRT-TS-GUEST-DISK name=.. bytes=.. ro=.. [serial=..] [label=..]` lines (kvts.disks). */
+function guestDisks(consoleText: string): GuestDisk[] {
+  const out: GuestDisk[] = [];
+  for (const m of consoleText.matchAll(/^KUBEVIRT-TS-GUEST-DISK (.*?)\r?$/gm)) {
+    const f = Object.fromEntries(
+      m[1]!
+        .trim()
+        .split(/\s+/)
+        .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+    ) as Record<string, string>;
+    out.push({ name: f.name!, bytes: Number(f.bytes), ro: f.ro!, serial: f.serial, label: f.label });
+  }
+  return out;
+}
+
 function withDisks(name: string) {
   const vmi = tinyVmi(name, { poweroff: true }) as unknown as {
     spec: {
-      domain: { devices: { disks: unknown[] } };
+      domain: { devices: { disks: unknown[] }; firmware: { kernelBoot: { kernelArgs: string } } };
       volumes: unknown[];
     };
   };
+  // kvts.disks: the guest lists its block devices on the serial console before the ready line
+  vmi.spec.domain.firmware.kernelBoot.kernelArgs += ' kvts.disks';
+  // no bus: the launcher applies the defaults as a cluster does, so these two get upstream's sata
   vmi.spec.domain.devices.disks = [
-    { name: 'rawdisk', disk: { bus: 'virtio' } },
-    { name: 'qcowdisk', disk: { bus: 'sata' } },
-    { name: 'scratch', disk: { bus: 'virtio' } },
+    { name: 'rawdisk', serial: 'raw-serial.1', disk: { bus: 'virtio' } },
+    { name: 'qcowdisk', disk: {} },
+    { name: 'scratch', serial: 'scratch_2', disk: { bus: 'virtio' } },
     { name: 'nocloud', disk: { bus: 'virtio' } },
-    { name: 'configdrive', cdrom: { bus: 'sata' } },
+    { name: 'configdrive', cdrom: {} },
   ];
   vmi.spec.volumes = [
     { name: 'rawdisk', containerDisk: { image: 'e2e/raw:1' } },
@@ -87,6 +113,34 @@ describe('virt-launcher standalone: disks', () => {
     expect(p.stderr()).toContain('[virt-launcher] domain: Running (Booted)');
     expect(p.stdout()).toContain(READY);
     expect(res).toEqual({ code: 0, signal: null });
+    // the guest sees each disk: name (bus), size, read-only, serial (virtio-blk shows it), ISO label
+    const seen = guestDisks(p.stdout());
+    expect(p.stdout()).toContain('KUBEVIRT-TS-GUEST-DISKS 5');
+    expect(seen).toHaveLength(5);
+    const one = (pred: (d: GuestDisk) => boolean, what: string) => {
+      const found = seen.filter(pred);
+      if (found.length !== 1) throw new Error(`expected one guest disk ${what}, got ${JSON.stringify(seen)}`);
+      return found[0]!;
+    };
+    const MiB = 1024 * 1024;
+    const rawDisk = one((d) => d.serial === 'raw-serial.1', 'with serial raw-serial.1');
+    expect(rawDisk).toMatchObject({ bytes: 8 * MiB, ro: '0' });
+    expect(rawDisk.name).toMatch(/^vd[a-z]$/); // virtio
+    const scratch = one((d) => d.serial === 'scratch_2', 'with serial scratch_2');
+    expect(scratch).toMatchObject({ bytes: 16 * MiB, ro: '0' });
+    expect(scratch.name).toMatch(/^vd[a-z]$/);
+    const qcowDisk = one((d) => d.bytes === 24 * MiB, 'of 24 MiB');
+    expect(qcowDisk.name).toMatch(/^sd[a-z]$/); // no bus given: sata (upstream's amd64 default)
+    expect(qcowDisk.ro).toBe('0');
+    const cidata = one((d) => d.label === 'cidata', 'labelled cidata');
+    expect(cidata.name).toMatch(/^vd[a-z]$/);
+    expect(cidata.bytes).toBeGreaterThan(0);
+    const configDrive = one((d) => d.label === 'config-2', 'labelled config-2');
+    expect(configDrive.name).toMatch(/^sr[0-9]$/); // a cdrom without bus: sata
+    expect(configDrive.ro).toBe('1');
+    expect(configDrive.bytes).toBeGreaterThan(0);
+    // the guest lists every disk before its ready line
+    expect(p.stdout().indexOf('KUBEVIRT-TS-GUEST-DISKS 5')).toBeLessThan(p.stdout().indexOf(READY));
     // QEMU opened each containerDisk with the format found in it, and nothing beyond it
     const logs = await findFiles(work, /^e2e_sa-disks\.log$/);
     expect(logs).toHaveLength(1);

@@ -1,6 +1,6 @@
 // Helpers of the launcher e2e suites: the test guest, launcher processes, serial console logs.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { chmod, mkdtemp, readFile, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -84,9 +84,18 @@ export function launcherNodeFlags(): string[] {
   return m ? m[1]!.trim().split(/\s+/).filter(Boolean) : [];
 }
 
-/** `processGroup`: start it in a process group of its own, as a shell does for a foreground job. */
-export function startLauncher(args: string[], env: NodeJS.ProcessEnv = {}, processGroup = false): Proc {
-  const child = spawn(process.execPath, [...launcherNodeFlags(), LAUNCHER_MAIN, ...args], {
+/**
+ * `processGroup`: start it in a process group of its own, as a shell does for a foreground job.
+ * `wrap`: a command that execs the launcher (e.g. `ip netns exec NAME`: the launcher in that netns).
+ */
+export function startLauncher(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+  processGroup = false,
+  wrap: string[] = [],
+): Proc {
+  const argv = [...wrap, process.execPath, ...launcherNodeFlags(), LAUNCHER_MAIN, ...args];
+  const child = spawn(argv[0]!, argv.slice(1), {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...env },
     detached: processGroup,
@@ -149,4 +158,50 @@ export async function qemuPid(libvirtBase: string, domainName: string): Promise<
   if (!(pid > 1)) return undefined;
   const cmd = await readText(`/proc/${pid}/cmdline`);
   return cmd.includes('qemu-system') ? pid : undefined;
+}
+
+/** Every live descendant of pid (children first), from /proc/<pid>/task/<tid>/children. */
+export function descendants(pid: number): number[] {
+  const out: number[] = [];
+  const walk = (p: number) => {
+    let tasks: string[];
+    try {
+      tasks = readdirSync(`/proc/${p}/task`);
+    } catch {
+      return;
+    }
+    for (const t of tasks) {
+      let kids: number[] = [];
+      try {
+        kids = readFileSync(`/proc/${p}/task/${t}/children`, 'utf8')
+          .trim()
+          .split(/\s+/)
+          .filter(Boolean)
+          .map(Number);
+      } catch {
+        /* gone */
+      }
+      for (const k of kids) {
+        out.push(k);
+        walk(k);
+      }
+    }
+  };
+  walk(pid);
+  return out;
+}
+
+/** The launcher (the Node process running main.js) under a standalone monitor, and its --work-dir. */
+export function standaloneLauncher(monitorPid: number): { pid: number; work: string } {
+  for (const pid of descendants(monitorPid)) {
+    let args: string[];
+    try {
+      args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    } catch {
+      continue;
+    }
+    if (args[0] === process.execPath && args.includes(LAUNCHER_MAIN))
+      return { pid, work: args[args.indexOf('--work-dir') + 1]! };
+  }
+  throw new Error(`no launcher under the monitor ${monitorPid}`);
 }

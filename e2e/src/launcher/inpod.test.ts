@@ -1,6 +1,6 @@
 // The in-Pod launcher driven like virt-handler drives it: a real launcher process under a temp root,
 // a CmdClient on its launcher-sock, a NotifyServer receiving its domain events, QEMU under TCG.
-import { existsSync } from 'node:fs';
+import { existsSync, readlinkSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
@@ -305,11 +305,16 @@ describe('in-Pod launcher over its cmd socket', () => {
       await pod.client.syncVMI(pod.vmi);
       await waitFor('ready line', async () => (await readText(pod.serialLog)).includes(READY), 120_000);
       const qemu = await waitFor('QEMU pid', () => qemuPid(pod.libvirtBase, 'e2e_pod-mon'), 10_000);
-      const launcher = (await processesMentioning(pod.root)).find((p) =>
-        /main\.js --name pod-mon/.test(p.cmd),
+      // `virt-launcher monitor` became the native monitor (same pid); the launcher is the Node process under it
+      expect(readlinkSync(`/proc/${pod.proc.child.pid}/exe`)).toMatch(/\/virt-launcher-monitor$/);
+      const launcher = (await processesMentioning(pod.root)).find(
+        (p) => p.cmd.startsWith(`${process.execPath} `) && /main\.js --name pod-mon/.test(p.cmd),
       );
       expect(launcher).toBeDefined();
       expect(launcher!.pid).not.toBe(pod.proc.child.pid);
+      // libvirtd daemonizes QEMU: it is re-parented to the monitor (a child subreaper, as PID 1 of a Pod), which reaps it
+      const qemuStat = await readText(`/proc/${qemu}/stat`);
+      expect(Number(qemuStat.slice(qemuStat.lastIndexOf(')') + 2).split(' ')[1])).toBe(pod.proc.child.pid);
       process.kill(launcher!.pid, 'SIGKILL');
       const res = await pod.proc.exited;
       expect(res.code).not.toBe(0);
@@ -317,6 +322,7 @@ describe('in-Pod launcher over its cmd socket', () => {
       expect(pod.proc.stderr()).toContain('GracePeriodExpired');
       expect(await processesMentioning(pod.root)).toEqual([]);
       expect(await readText(`/proc/${qemu}/cmdline`)).toBe('');
+      expect(existsSync(`/proc/${qemu}`)).toBe(false); // reaped: not even a zombie is left
     } finally {
       await pod.cleanup();
     }

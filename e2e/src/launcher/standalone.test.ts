@@ -1,6 +1,6 @@
 // virt-launcher standalone as a user runs it: a real process, real session libvirtd, QEMU under TCG.
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
-import { rm, writeFile } from 'node:fs/promises';
+import { existsSync, readFileSync, readdirSync, readlinkSync, statSync } from 'node:fs';
+import { chmod, mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { CmdClient, launcherSocketPath } from '@kubevirt-ts/cmd-protocol';
 import { loadVmi } from '@kubevirt-ts/virt-launcher';
@@ -17,6 +17,8 @@ import {
   sleep,
   startLauncher,
   tinyVmi,
+  standaloneLauncher,
+  descendants,
   waitFor,
   writeVmiFile,
 } from './helpers.js';
@@ -198,15 +200,8 @@ describe('virt-launcher standalone', () => {
     );
     try {
       await waitFor('two heartbeats', () => heartbeats(p.stdout()) >= 2, 120_000);
-      // the monitor is p.child; the launcher is its only child, started with --work-dir <the temp dir>
-      const kids = readFileSync(`/proc/${p.child.pid}/task/${p.child.pid}/children`, 'utf8')
-        .trim()
-        .split(/\s+/)
-        .map(Number);
-      expect(kids).toHaveLength(1);
-      const launcherPid = kids[0]!;
-      const args = readFileSync(`/proc/${launcherPid}/cmdline`, 'utf8').split('\0');
-      const work = args[args.indexOf('--work-dir') + 1]!;
+      // the monitor is p.child (as root, the launcher runs in a PID namespace under the monitor's PID 1 there)
+      const { pid: launcherPid, work } = standaloneLauncher(p.child.pid!);
       expect(work).toMatch(/^\/tmp\/kv-/);
       const qemu = (await processesMentioning(work)).filter((x) => x.cmd.includes('qemu-system'));
       expect(qemu).toHaveLength(1);
@@ -231,11 +226,60 @@ describe('virt-launcher standalone', () => {
     }
   });
 
+  const asRoot = process.getuid?.() === 0;
+  (asRoot ? it : it.skip)(
+    `${asRoot ? '' : '[skipped: needs root, the PID namespace is made as root only] '}the monitor itself killed with SIGKILL: the kernel ends the run's PID namespace (no QEMU, libvirtd, virtlogd or launcher left) and its PID 1 removes the temp work dir`,
+    async () => {
+      const file = await writeVmiFile(dir, tinyVmi('sa-mon9'));
+      const p = startLauncher(
+        ['standalone', '--vmi', file, '--image', imageArg, '--console', '--allow-emulation'],
+        {},
+        true,
+      );
+      try {
+        await waitFor('two heartbeats', () => heartbeats(p.stdout()) >= 2, 120_000);
+        const { pid: launcherPid, work } = standaloneLauncher(p.child.pid!);
+        expect(work).toMatch(/^\/tmp\/kv-/);
+        const run = descendants(p.child.pid!);
+        const cmds = run.map((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' '));
+        for (const what of ['qemu-system', 'libvirtd', 'virtlogd', 'virt-launcher-monitor'])
+          expect(cmds.some((c) => c.includes(what))).toBe(true);
+        expect(run).toContain(launcherPid);
+        // the run is in a PID namespace of its own: the launcher is not in ours
+        expect(readlinkSync(`/proc/${launcherPid}/ns/pid`)).not.toBe(readlinkSync('/proc/self/ns/pid'));
+        process.kill(p.child.pid!, 'SIGKILL');
+        expect(await p.exited).toEqual({ code: null, signal: 'SIGKILL' });
+        const alive = (pid: number) => {
+          try {
+            // a zombie is gone for this purpose: it holds no memory, files or devices
+            return !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+          } catch {
+            return false;
+          }
+        };
+        await waitFor('every process of the run gone', () => run.every((pid) => !alive(pid)), 60_000);
+        expect(await processesMentioning(work)).toEqual([]);
+        await waitFor('the work dir removed', () => !existsSync(work), 60_000);
+      } finally {
+        try {
+          process.kill(-p.child.pid!, 'SIGKILL');
+        } catch {
+          /* gone */
+        }
+      }
+    },
+  );
+
   it('--socket-dir exposes the cmd socket: a CmdClient reads the domain and shuts it down by ACPI, exit 0', async () => {
     const vmi = tinyVmi('sa-socket');
     const file = await writeVmiFile(dir, vmi);
+    // both dirs exist already, with modes of the user's choosing: the launcher never changes them
     const work = path.join(dir, 'w');
     const sockets = path.join(dir, 'socks');
+    await mkdir(work, { mode: 0o751 });
+    await chmod(work, 0o751);
+    await mkdir(sockets, { mode: 0o750 });
+    await chmod(sockets, 0o750);
     const p = startLauncher([
       'standalone',
       '--vmi',
@@ -266,6 +310,8 @@ describe('virt-launcher standalone', () => {
       expect(res).toEqual({ code: 0, signal: null });
       expect(p.stdout()).toContain('KUBEVIRT-TS-GUEST-POWEROFF acpi-power-button');
       expect(await processesMentioning(work)).toEqual([]);
+      expect(statSync(work).mode & 0o777).toBe(0o751);
+      expect(statSync(sockets).mode & 0o777).toBe(0o750);
     } finally {
       client?.close();
       if (p.child.exitCode === null && p.child.signalCode === null) {

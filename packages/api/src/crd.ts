@@ -10,6 +10,7 @@ import {
   VirtualMachineSchema,
 } from './schemas.js';
 
+/** An OpenAPI v3 schema object as a CRD holds it (apiextensions.k8s.io/v1 JSONSchemaProps). */
 export type JSONSchemaProps = Record<string, unknown>;
 
 type S = TSchema & Record<string, unknown>;
@@ -90,7 +91,8 @@ export function toStructural(schema: TSchema, opts: { root?: boolean } = {}): JS
   }
 }
 
-interface KindInfo {
+/** The CRD facts of one kind: names, short names, schema and `kubectl get` columns. */
+export interface KindInfo {
   kind: string;
   plural: string;
   singular: string;
@@ -102,6 +104,8 @@ interface KindInfo {
 const AGE = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
 const READY = { name: 'Ready', type: 'string', jsonPath: ".status.conditions[?(@.type=='Ready')].status" };
 
+/** The three CRDs of kubevirt.io/v1 this project serves (VirtualMachine, VirtualMachineInstance,
+ * VirtualMachineInstanceMigration), with upstream's names and printer columns. */
 export const CRD_KINDS: KindInfo[] = [
   {
     kind: 'VirtualMachine',

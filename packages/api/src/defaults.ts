@@ -1,7 +1,7 @@
 // Defaults as a cluster applies them on admission (upstream virt-api mutating webhook,
 // SetObjectDefaults_VirtualMachineInstance, and the VM controller's stable firmware UUID).
 // Every default here is listed in the package README.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { quantityValue } from './quantity.js';
 import type {
   RunStrategy,
@@ -11,6 +11,8 @@ import type {
 } from './schemas.js';
 import { HYPERV_REQUIRES, dropNulls } from './validate.js';
 
+/** Cluster-wide settings that decide some defaults (upstream's KubeVirt CR configuration). Every
+ * field is optional. */
 export interface DefaultsOptions {
   /** Node architecture (amd64, arm64, s390x, ppc64le). Default: spec.architecture, else amd64. */
   arch?: string;
@@ -25,15 +27,20 @@ export interface DefaultsOptions {
 /** Upstream's namespace UUID for firmware UUIDs ("magicUUID" in pkg/virt-controller/watch/vm.go). */
 export const FIRMWARE_UUID_NAMESPACE = '6a1a24a1-4061-4607-8bf4-a3963d0c5895';
 
+const nsBytesCache = new Map<string, Buffer>();
+
 /** RFC 4122 UUID version 5 (SHA-1) of `name` in namespace `ns` (both as upstream's uuid.NewSHA1). */
 export function uuidV5(ns: string, name: string): string {
-  const nsBytes = Buffer.from(ns.replace(/-/g, ''), 'hex');
-  if (nsBytes.length !== 16) throw new Error(`uuidV5: namespace ${JSON.stringify(ns)} is not a UUID`);
-  const h = createHash('sha1').update(nsBytes).update(Buffer.from(name, 'utf8')).digest();
-  const b = h.subarray(0, 16);
+  let nsBytes = nsBytesCache.get(ns);
+  if (!nsBytes) {
+    nsBytes = Buffer.from(ns.replace(/-/g, ''), 'hex');
+    if (nsBytes.length !== 16) throw new Error(`uuidV5: namespace ${JSON.stringify(ns)} is not a UUID`);
+    if (nsBytesCache.size < 16) nsBytesCache.set(ns, nsBytes);
+  }
+  const b = hash('sha1', Buffer.concat([nsBytes, Buffer.from(name, 'utf8')]), 'buffer');
   b[6] = (b[6]! & 0x0f) | 0x50;
   b[8] = (b[8]! & 0x3f) | 0x80;
-  const x = b.toString('hex');
+  const x = b.toString('hex', 0, 16);
   return `${x.slice(0, 8)}-${x.slice(8, 12)}-${x.slice(12, 16)}-${x.slice(16, 20)}-${x.slice(20)}`;
 }
 
@@ -42,6 +49,7 @@ export function firmwareUUID(name: string): string {
   return uuidV5(FIRMWARE_UUID_NAMESPACE, name);
 }
 
+/** The default QEMU machine type (`spec.domain.machine.type`) by architecture (q35 on amd64). */
 export const DEFAULT_MACHINE_TYPE: Record<string, string> = {
   amd64: 'q35',
   arm64: 'virt',
@@ -49,6 +57,8 @@ export const DEFAULT_MACHINE_TYPE: Record<string, string> = {
   s390x: 's390-ccw-virtio',
 };
 
+/** Default `spec.terminationGracePeriodSeconds` of a VMI: 30 seconds from the ACPI shutdown request
+ * until the guest is destroyed. */
 export const DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS = 30;
 
 type Obj = Record<string, unknown>;
@@ -300,7 +310,7 @@ export function setVirtualMachineInstanceDefaults(
 ): VirtualMachineInstance {
   if (!isObj(vmi))
     throw new Error('setVirtualMachineInstanceDefaults: a VirtualMachineInstance must be an object');
-  const out = dropNulls(structuredClone(vmi)) as unknown as Obj;
+  const out = dropNulls(vmi) as unknown as Obj; // dropNulls is the deep copy
   out['apiVersion'] ??= 'kubevirt.io/v1';
   out['kind'] ??= 'VirtualMachineInstance';
   const meta = ensureObj(out, 'metadata');
@@ -325,7 +335,7 @@ export function vmRunStrategy(vm: Pick<VirtualMachine, 'spec'>): RunStrategy {
  */
 export function setVirtualMachineDefaults(vm: VirtualMachine, opts: DefaultsOptions = {}): VirtualMachine {
   if (!isObj(vm)) throw new Error('setVirtualMachineDefaults: a VirtualMachine must be an object');
-  const out = dropNulls(structuredClone(vm)) as unknown as Obj;
+  const out = dropNulls(vm) as unknown as Obj; // dropNulls is the deep copy
   out['apiVersion'] ??= 'kubevirt.io/v1';
   out['kind'] ??= 'VirtualMachine';
   const meta = ensureObj(out, 'metadata');

@@ -28,4 +28,11 @@ export {
 } from './defaults.js';
 export { parseManifests, vmiFromManifest } from './manifests.js';
 export { pointerToPath, joinPath } from './paths.js';
-export { crdFor, generateCrdFiles, toStructural, CRD_KINDS, type JSONSchemaProps } from './crd.js';
+export {
+  crdFor,
+  generateCrdFiles,
+  toStructural,
+  CRD_KINDS,
+  type JSONSchemaProps,
+  type KindInfo,
+} from './crd.js';

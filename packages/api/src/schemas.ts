@@ -18,7 +18,9 @@ import {
   UInt,
 } from './schema-helpers.js';
 
+/** The API group of every kind here: `kubevirt.io`. */
 export const API_GROUP = 'kubevirt.io';
+/** The `apiVersion` of every kind here: `kubevirt.io/v1`. */
 export const API_VERSION = 'kubevirt.io/v1';
 
 // ---------------------------------------------------------------- metadata
@@ -53,8 +55,11 @@ export const ObjectMetaSchema = Type.Object(
   },
   { 'x-kvts-objectmeta': true },
 );
+/** metav1.ObjectMeta: the fields this project reads; see {@link ObjectMetaSchema}. */
 export type ObjectMeta = Static<typeof ObjectMetaSchema>;
 
+/** TypeBox schema of a status condition (metav1 style: `type`, `status` True/False/Unknown, reason,
+ * message, timestamps); fields not modelled here are kept. */
 export const ConditionSchema = Loose({
   type: Str(),
   status: Str('True, False or Unknown'),
@@ -63,15 +68,19 @@ export const ConditionSchema = Loose({
   reason: Opt(Str()),
   message: Opt(Str()),
 });
+/** A status condition of a VMI, VM or migration (e.g. `Ready`, `Paused`, `LiveMigratable`). */
 export type Condition = Static<typeof ConditionSchema>;
 
 // ---------------------------------------------------------------- compute
 
+/** TypeBox schema of a CPU feature of `spec.domain.cpu.features` (upstream `v1.CPUFeature`): a
+ * feature name and its policy (default `require`, as libvirt's `<feature policy>`). */
 export const CPUFeatureSchema = Strict({
   name: Str('CPU feature name, e.g. pcid'),
   policy: Opt(Enum(['force', 'require', 'optional', 'disable', 'forbid'], 'default require')),
 });
 
+/** TypeBox schema of `spec.domain.cpu` (upstream `v1.CPU`); unknown fields are rejected. */
 export const CPUSchema = Strict(
   {
     cores: Opt(UInt('cores per socket')),
@@ -87,36 +96,51 @@ export const CPUSchema = Strict(
   },
   'CPU topology and model of the guest',
 );
+/** `spec.domain.cpu`: guest CPU topology (sockets × cores × threads), model, features and placement. */
 export type CPU = Static<typeof CPUSchema>;
 
+/** TypeBox schema of `spec.domain.memory.hugepages` (upstream `v1.Hugepages`): back guest memory
+ * with hugepages of `pageSize` (e.g. `2Mi`). */
 export const HugepagesSchema = Strict({ pageSize: Opt(Str('page size, e.g. 2Mi or 1Gi')) });
 
+/** TypeBox schema of `spec.domain.memory` (upstream `v1.Memory`); unknown fields are rejected. */
 export const MemorySchema = Strict({
   guest: Opt(Quantity('memory visible to the guest')),
   maxGuest: Opt(Quantity('upper bound for memory hotplug')),
   hugepages: Opt(HugepagesSchema),
 });
+/** `spec.domain.memory`: guest memory size (a quantity, e.g. `1Gi`), its hotplug bound and hugepages. */
 export type Memory = Static<typeof MemorySchema>;
 
+/** TypeBox schema of `spec.domain.resources` (upstream `v1.ResourceRequirements`); unknown fields are rejected. */
 export const ResourceRequirementsSchema = Strict({
   requests: Opt(QuantityMap('requested resources (cpu, memory, ...)')),
   limits: Opt(QuantityMap()),
   overcommitGuestOverhead: Opt(Bool("don't ask the scheduler for the guest overhead")),
 });
+/** `spec.domain.resources`: requests and limits of the launcher Pod's compute container (quantities by
+ * resource name); the memory request is the guest memory when `spec.domain.memory.guest` is unset. */
 export type ResourceRequirements = Static<typeof ResourceRequirementsSchema>;
 
+/** TypeBox schema of `spec.domain.machine` (upstream `v1.Machine`); unknown fields are rejected. `type` is the QEMU machine type (default `q35`). */
 export const MachineSchema = Strict({ type: Opt(Str('QEMU machine type, e.g. q35 or pc-q35-7.2')) });
 
+/** TypeBox schema of `spec.domain.firmware.bootloader.efi` (upstream `v1.EFI`): EFI boot, Secure Boot
+ * (default on) and a persistent NVRAM. */
 export const EFISchema = Strict({
   secureBoot: Opt(Bool('default true')),
   persistent: Opt(Bool('keep the NVRAM across restarts')),
 });
 
+/** TypeBox schema of `spec.domain.firmware.bootloader` (upstream `v1.Bootloader`): BIOS (SeaBIOS, the
+ * default) or EFI (OVMF). */
 export const BootloaderSchema = Strict({
   bios: Opt(Strict({ useSerial: Opt(Bool()) })),
   efi: Opt(EFISchema),
 });
 
+/** TypeBox schema of `spec.domain.firmware.kernelBoot.container` (upstream `v1.KernelBootContainer`):
+ * a container image holding the kernel and initrd at `kernelPath` / `initrdPath`. */
 export const KernelBootContainerSchema = Strict({
   image: Str(),
   imagePullSecret: Opt(Str()),
@@ -125,20 +149,25 @@ export const KernelBootContainerSchema = Strict({
   imagePullPolicy: Opt(Enum(['Always', 'Never', 'IfNotPresent'])),
 });
 
+/** TypeBox schema of `spec.domain.firmware.kernelBoot` (upstream `v1.KernelBoot`): direct kernel boot
+ * with `kernelArgs` as the kernel command line. */
 export const KernelBootSchema = Strict({
   kernelArgs: Opt(Str()),
   container: Opt(KernelBootContainerSchema),
 });
 
+/** TypeBox schema of `spec.domain.firmware` (upstream `v1.Firmware`); unknown fields are rejected. */
 export const FirmwareSchema = Strict({
   uuid: Opt(Str('SMBIOS system UUID')),
   serial: Opt(Str('SMBIOS system serial number')),
   bootloader: Opt(BootloaderSchema),
   kernelBoot: Opt(KernelBootSchema),
 });
+/** `spec.domain.firmware`: SMBIOS uuid and serial, bootloader (BIOS or EFI) and direct kernel boot. */
 export type Firmware = Static<typeof FirmwareSchema>;
 
 const TickPolicy = Enum(['delay', 'catchup', 'merge', 'discard']);
+/** TypeBox schema of `spec.domain.clock` (upstream `v1.Clock`); unknown fields are rejected. */
 export const ClockSchema = Strict({
   utc: Opt(Strict({ offsetSeconds: Opt(Int()) })),
   timezone: Opt(Str('IANA time zone, e.g. Europe/Berlin')),
@@ -154,9 +183,12 @@ export const ClockSchema = Strict({
     }),
   ),
 });
+/** `spec.domain.clock`: the guest clock's offset (UTC with `offsetSeconds`, or a time zone) and timers. */
 export type Clock = Static<typeof ClockSchema>;
 
 const FeatureState = () => Strict({ enabled: Opt(Bool('default true')) });
+/** TypeBox schema of `spec.domain.features.hyperv` (upstream `v1.FeatureHyperv`): the Hyper-V
+ * enlightenments for Windows guests, each enabled by default when present. */
 export const HypervSchema = Strict({
   relaxed: Opt(FeatureState()),
   vapic: Opt(FeatureState()),
@@ -174,6 +206,7 @@ export const HypervSchema = Strict({
   evmcs: Opt(FeatureState()),
 });
 
+/** TypeBox schema of `spec.domain.features` (upstream `v1.Features`); unknown fields are rejected. */
 export const FeaturesSchema = Strict({
   acpi: Opt(FeatureState()),
   apic: Opt(Strict({ enabled: Opt(Bool()), endOfInterrupt: Opt(Bool()) })),
@@ -182,27 +215,36 @@ export const FeaturesSchema = Strict({
   kvm: Opt(Strict({ hidden: Opt(Bool()) })),
   pvspinlock: Opt(FeatureState()),
 });
+/** `spec.domain.features`: ACPI, APIC, Hyper-V enlightenments, SMM, KVM hiding and pvspinlock. */
 export type Features = Static<typeof FeaturesSchema>;
 
 // ---------------------------------------------------------------- devices
 
+/** The disk buses `spec.domain.devices.disks[].{disk,cdrom,lun}.bus` accepts. */
 export const DISK_BUSES = ['virtio', 'sata', 'scsi', 'usb'] as const;
+/** TypeBox schema of a disk's `disk` target (upstream `v1.DiskTarget`): bus (default virtio),
+ * read-only, and the guest PCI address. */
 export const DiskTargetSchema = Strict({
   bus: Opt(Str('virtio, sata, scsi or usb (default virtio)')),
   readonly: Opt(Bool()),
   pciAddress: Opt(Str('guest PCI address, e.g. 0000:81:01.1')),
 });
+/** TypeBox schema of a disk's `cdrom` target (upstream `v1.CDRomTarget`): bus (default sata),
+ * read-only (default true) and tray state. */
 export const CDRomTargetSchema = Strict({
   bus: Opt(Str('sata or scsi (default sata)')),
   readonly: Opt(Bool('default true')),
   tray: Opt(Enum(['open', 'closed'])),
 });
+/** TypeBox schema of a disk's `lun` target (upstream `v1.LunTarget`): a SCSI LUN (bus default scsi),
+ * optionally with SCSI persistent reservation. */
 export const LunTargetSchema = Strict({
   bus: Opt(Str('default scsi')),
   readonly: Opt(Bool()),
   reservation: Opt(Bool()),
 });
 
+/** TypeBox schema of a disk of `spec.domain.devices.disks` (upstream `v1.Disk`); unknown fields are rejected. */
 export const DiskSchema = Strict({
   name: Str('must match a volume name'),
   disk: Opt(DiskTargetSchema),
@@ -223,14 +265,20 @@ export const DiskSchema = Strict({
     }),
   ),
 });
+/** A disk of `spec.domain.devices.disks`: how the guest sees the volume of the same name (disk,
+ * cdrom or lun; bus, boot order, cache and IO modes, ...). */
 export type Disk = Static<typeof DiskSchema>;
 
+/** TypeBox schema of a port of an interface (upstream `v1.Port`): a port the masquerade (or slirp)
+ * binding forwards to the guest; protocol TCP or UDP. */
 export const PortSchema = Strict({
   name: Opt(Str()),
   protocol: Opt(Enum(['TCP', 'UDP'])),
   port: Int(),
 });
 
+/** The binding methods an interface can name (exactly one per interface; `binding` is a network
+ * binding plugin). */
 export const INTERFACE_BINDINGS = [
   'bridge',
   'masquerade',
@@ -240,8 +288,10 @@ export const INTERFACE_BINDINGS = [
   'passt',
   'binding',
 ] as const;
+/** The NIC models `spec.domain.devices.interfaces[].model` accepts (default virtio). */
 export const INTERFACE_MODELS = ['e1000', 'e1000e', 'igb', 'ne2k_pci', 'pcnet', 'rtl8139', 'virtio'] as const;
 
+/** TypeBox schema of an interface of `spec.domain.devices.interfaces` (upstream `v1.Interface`); unknown fields are rejected. */
 export const InterfaceSchema = Strict({
   name: Str('must match a network name'),
   model: Opt(Str('virtio (default), e1000, e1000e, igb, ne2k_pci, pcnet, rtl8139')),
@@ -261,22 +311,30 @@ export const InterfaceSchema = Strict({
   acpiIndex: Opt(Int()),
   state: Opt(Enum(['absent'])),
 });
+/** An interface of `spec.domain.devices.interfaces`: a NIC of the guest on the network of the same
+ * name, with its binding method (masquerade, bridge, ...), model, MAC address and ports. */
 export type Interface = Static<typeof InterfaceSchema>;
 
+/** TypeBox schema of an input device of `spec.domain.devices.inputs` (upstream `v1.Input`); unknown fields are rejected. */
 export const InputSchema = Strict({
   name: Str(),
   type: Str('tablet'),
   bus: Opt(Str('usb or virtio')),
 });
+/** An input device of `spec.domain.devices.inputs` (a tablet, on the USB or virtio bus). */
 export type Input = Static<typeof InputSchema>;
 
+/** TypeBox schema of `spec.domain.devices.watchdog` (upstream `v1.Watchdog`): an i6300esb watchdog
+ * and its action when it fires (default reset). */
 export const WatchdogSchema = Strict({
   name: Str(),
   i6300esb: Opt(Strict({ action: Opt(Enum(['poweroff', 'reset', 'shutdown'], 'default reset')) })),
 });
 
+/** TypeBox schema of `spec.domain.devices.sound` (upstream `v1.SoundDevice`): an ich9 or ac97 sound card. */
 export const SoundSchema = Strict({ name: Str(), model: Opt(Enum(['ich9', 'ac97'])) });
 
+/** TypeBox schema of `spec.domain.devices` (upstream `v1.Devices`); unknown fields are rejected. */
 export const DevicesSchema = Strict({
   disks: Opt(Arr(DiskSchema)),
   interfaces: Opt(Arr(InterfaceSchema)),
@@ -302,8 +360,11 @@ export const DevicesSchema = Strict({
   useVirtioTransitional: Opt(Bool()),
   disableHotplug: Opt(Bool()),
 });
+/** `spec.domain.devices`: disks, interfaces, inputs and other devices, and the `autoattach*` switches
+ * for the devices added by default (pod interface, VNC, serial console, balloon, ...). */
 export type Devices = Static<typeof DevicesSchema>;
 
+/** TypeBox schema of `spec.domain` (upstream `v1.DomainSpec`); unknown fields are rejected. */
 export const DomainSpecSchema = Strict({
   resources: Opt(ResourceRequirementsSchema),
   cpu: Opt(CPUSchema),
@@ -325,6 +386,7 @@ export const DomainSpecSchema = Strict({
   ),
   launchSecurity: Opt(Opaque()),
 });
+/** `spec.domain`: the virtual hardware of the guest (CPU, memory, firmware, clock, features, devices). */
 export type DomainSpec = Static<typeof DomainSpecSchema>;
 
 // ---------------------------------------------------------------- volumes and networks
@@ -343,6 +405,7 @@ const CloudInitSource = (what: string) =>
     `cloud-init ${what} data source, attached as a disk`,
   );
 
+/** The volume sources a volume of `spec.volumes` can name (exactly one per volume). */
 export const VOLUME_SOURCES = [
   'containerDisk',
   'ephemeral',
@@ -361,6 +424,7 @@ export const VOLUME_SOURCES = [
   'memoryDump',
 ] as const;
 
+/** TypeBox schema of a volume of `spec.volumes` (upstream `v1.Volume`); unknown fields are rejected. */
 export const VolumeSchema = Strict({
   name: Str(),
   containerDisk: Opt(
@@ -393,15 +457,21 @@ export const VolumeSchema = Strict({
   sysprep: Opt(Strict({ configMap: Opt(SecretRef()), secret: Opt(SecretRef()) })),
   memoryDump: Opt(Strict({ claimName: Str(), hotpluggable: Opt(Bool()) })),
 });
+/** A volume of `spec.volumes`: where the data of the disk of the same name comes from (a container
+ * disk, a PVC, an empty disk, cloud-init data, a ConfigMap, ...). */
 export type Volume = Static<typeof VolumeSchema>;
 
+/** TypeBox schema of a network of `spec.networks` (upstream `v1.Network`); unknown fields are rejected. */
 export const NetworkSchema = Strict({
   name: Str(),
   pod: Opt(Strict({ vmNetworkCIDR: Opt(Str()), vmIPv6NetworkCIDR: Opt(Str()) })),
   multus: Opt(Strict({ networkName: Str(), default: Opt(Bool()) })),
 });
+/** A network of `spec.networks`: the Pod network (`pod`) or a Multus network the interface of the same
+ * name attaches to. */
 export type Network = Static<typeof NetworkSchema>;
 
+/** TypeBox schema of a toleration of `spec.tolerations` (core/v1 Toleration), copied to the launcher Pod. */
 export const TolerationSchema = Strict({
   key: Opt(Str()),
   operator: Opt(Enum(['Exists', 'Equal'])),
@@ -410,12 +480,14 @@ export const TolerationSchema = Strict({
   tolerationSeconds: Opt(Int()),
 });
 
+/** TypeBox schema of `spec.affinity` (core/v1 Affinity, kept as given), copied to the launcher Pod. */
 export const AffinitySchema = Strict({
   nodeAffinity: Opt(Opaque('core/v1 NodeAffinity')),
   podAffinity: Opt(Opaque('core/v1 PodAffinity')),
   podAntiAffinity: Opt(Opaque('core/v1 PodAntiAffinity')),
 });
 
+/** TypeBox schema of `spec.livenessProbe` / `spec.readinessProbe` (upstream `v1.Probe`); unknown fields are rejected. */
 export const ProbeSchema = Strict({
   initialDelaySeconds: Opt(Int()),
   timeoutSeconds: Opt(Int()),
@@ -427,10 +499,13 @@ export const ProbeSchema = Strict({
   tcpSocket: Opt(Opaque('core/v1 TCPSocketAction')),
   guestAgentPing: Opt(Strict({})),
 });
+/** A liveness or readiness probe of a VMI: an HTTP, TCP, guest-agent ping or guest command check
+ * with Kubernetes' probe timings (seconds). */
 export type Probe = Static<typeof ProbeSchema>;
 
 // ---------------------------------------------------------------- VirtualMachineInstance
 
+/** TypeBox schema of the VMI `spec` (upstream `v1.VirtualMachineInstanceSpec`); unknown fields are rejected. */
 export const VirtualMachineInstanceSpecSchema = Strict({
   domain: DomainSpecSchema,
   volumes: Opt(Arr(VolumeSchema)),
@@ -453,8 +528,11 @@ export const VirtualMachineInstanceSpecSchema = Strict({
   accessCredentials: Opt(Arr(Opaque())),
   architecture: Opt(Str()),
 });
+/** The `spec` of a VirtualMachineInstance: domain, volumes, networks and the launcher Pod's scheduling
+ * (node selector, affinity, tolerations), probes and termination grace period. */
 export type VirtualMachineInstanceSpec = Static<typeof VirtualMachineInstanceSpecSchema>;
 
+/** The phases of a VirtualMachineInstance (upstream `v1.VirtualMachineInstancePhase`). */
 export const VMI_PHASES = [
   'Pending',
   'Scheduling',
@@ -464,14 +542,21 @@ export const VMI_PHASES = [
   'Failed',
   'Unknown',
 ] as const;
+/** A VMI phase: Pending, Scheduling, Scheduled, Running, Succeeded, Failed or Unknown. */
 export type VirtualMachineInstancePhase = (typeof VMI_PHASES)[number];
 
+/** TypeBox schema of `status.migrationState` (upstream `v1.VirtualMachineInstanceMigrationState`); fields not modelled here are kept. */
 export const MigrationStateSchema = Loose({
   migrationUid: Opt(Str()),
   sourceNode: Opt(Str()),
   targetNode: Opt(Str()),
   targetNodeAddress: Opt(Str()),
   targetPod: Opt(Str()),
+  sourcePod: Opt(Str()),
+  /** target node's migration proxy ports: TCP port -> the launcher's (0: libvirt, 49152: QEMU stream) */
+  targetDirectMigrationNodePorts: Opt(Type.Record(Str(), Int())),
+  targetNodeDomainDetected: Opt(Bool()),
+  targetNodeDomainReadyTimestamp: Opt(Type.Union([Str(), Type.Null()])),
   startTimestamp: Opt(Type.Union([Str(), Type.Null()])),
   endTimestamp: Opt(Type.Union([Str(), Type.Null()])),
   completed: Opt(Bool()),
@@ -480,8 +565,12 @@ export const MigrationStateSchema = Loose({
   abortStatus: Opt(Str()),
   mode: Opt(Str()),
 });
+/** `status.migrationState` of a VMI (and of a migration): source and target node and Pod, timestamps,
+ * and whether the migration completed, failed or was aborted. */
 export type MigrationState = Static<typeof MigrationStateSchema>;
 
+/** TypeBox schema of an entry of `status.interfaces` (upstream `v1.VirtualMachineInstanceNetworkInterface`); fields not modelled here are kept.
+ * Name, IPs and MAC of a guest NIC. */
 export const VMIInterfaceStatusSchema = Loose({
   name: Opt(Str()),
   ipAddress: Opt(Str()),
@@ -492,6 +581,8 @@ export const VMIInterfaceStatusSchema = Loose({
   queueCount: Opt(Int()),
 });
 
+/** TypeBox schema of `status.guestOSInfo` (upstream `v1.VirtualMachineInstanceGuestOSInfo`); fields not modelled here are kept.
+ * What the guest agent reports about the guest OS. */
 export const GuestOSInfoSchema = Loose({
   name: Opt(Str()),
   kernelRelease: Opt(Str()),
@@ -503,6 +594,7 @@ export const GuestOSInfoSchema = Loose({
   id: Opt(Str()),
 });
 
+/** TypeBox schema of the VMI `status` (upstream `v1.VirtualMachineInstanceStatus`); fields not modelled here are kept. */
 export const VirtualMachineInstanceStatusSchema = Loose({
   phase: Opt(Enum([...VMI_PHASES, ''])),
   reason: Opt(Str()),
@@ -530,8 +622,12 @@ export const VirtualMachineInstanceStatusSchema = Loose({
   ),
   virtualMachineRevisionName: Opt(Str()),
 });
+/** The `status` of a VirtualMachineInstance: phase, conditions, node, interfaces, guest OS info,
+ * migration state and volume status, written by virt-controller and virt-handler. */
 export type VirtualMachineInstanceStatus = Static<typeof VirtualMachineInstanceStatusSchema>;
 
+/** TypeBox schema of a whole VirtualMachineInstance object (apiVersion, kind, metadata, spec, status);
+ * the CRD's OpenAPI schema is generated from it. */
 export const VirtualMachineInstanceSchema = Type.Object(
   {
     apiVersion: Type.Literal(API_VERSION),
@@ -542,19 +638,25 @@ export const VirtualMachineInstanceSchema = Type.Object(
   },
   { description: 'VirtualMachineInstance is a running virtual machine: one launcher Pod, one QEMU process.' },
 );
+/** A kubevirt.io/v1 VirtualMachineInstance: a running virtual machine (one launcher Pod, one QEMU process). */
 export type VirtualMachineInstance = Static<typeof VirtualMachineInstanceSchema>;
 
 // ---------------------------------------------------------------- VirtualMachine
 
+/** The run strategies of a VirtualMachine (upstream `v1.VirtualMachineRunStrategy`). */
 export const RUN_STRATEGIES = ['Always', 'RerunOnFailure', 'Manual', 'Halted', 'Once'] as const;
+/** A VirtualMachine run strategy: Always, RerunOnFailure, Manual, Halted or Once. */
 export type RunStrategy = (typeof RUN_STRATEGIES)[number];
 
+/** TypeBox schema of `spec.template` of a VM (upstream `v1.VirtualMachineInstanceTemplateSpec`); unknown fields are rejected. */
 export const VirtualMachineInstanceTemplateSpecSchema = Strict({
   metadata: Opt(ObjectMetaSchema),
   spec: VirtualMachineInstanceSpecSchema,
 });
+/** `spec.template` of a VirtualMachine: the metadata and spec of the VMIs it creates. */
 export type VirtualMachineInstanceTemplateSpec = Static<typeof VirtualMachineInstanceTemplateSpecSchema>;
 
+/** TypeBox schema of the VM `spec` (upstream `v1.VirtualMachineSpec`); unknown fields are rejected. */
 export const VirtualMachineSpecSchema = Strict({
   running: Opt(Bool('true: keep a VMI running (Always), false: Halted; mutually exclusive with runStrategy')),
   runStrategy: Opt(Enum([...RUN_STRATEGIES])),
@@ -563,8 +665,10 @@ export const VirtualMachineSpecSchema = Strict({
   instancetype: Opt(Opaque()),
   preference: Opt(Opaque()),
 });
+/** The `spec` of a VirtualMachine: `running` or `runStrategy` (exclusive), and the VMI template. */
 export type VirtualMachineSpec = Static<typeof VirtualMachineSpecSchema>;
 
+/** The values of a VirtualMachine's `status.printableStatus` (upstream `v1.VirtualMachinePrintableStatus`). */
 export const PRINTABLE_STATUSES = [
   'Stopped',
   'Provisioning',
@@ -584,6 +688,7 @@ export const PRINTABLE_STATUSES = [
   'WaitingForVolumeBinding',
 ] as const;
 
+/** TypeBox schema of the VM `status` (upstream `v1.VirtualMachineStatus`); fields not modelled here are kept. */
 export const VirtualMachineStatusSchema = Loose({
   printableStatus: Opt(Str()),
   ready: Opt(Bool()),
@@ -605,8 +710,11 @@ export const VirtualMachineStatusSchema = Loose({
   volumeRequests: Opt(Arr(Opaque())),
   volumeSnapshotStatuses: Opt(Arr(Opaque())),
 });
+/** The `status` of a VirtualMachine: printable status, ready/created, conditions, state change
+ * requests and start failures, written by virt-controller. */
 export type VirtualMachineStatus = Static<typeof VirtualMachineStatusSchema>;
 
+/** TypeBox schema of a whole VirtualMachine object (apiVersion, kind, metadata, spec, status). */
 export const VirtualMachineSchema = Type.Object(
   {
     apiVersion: Type.Literal(API_VERSION),
@@ -620,10 +728,13 @@ export const VirtualMachineSchema = Type.Object(
       'VirtualMachine keeps a VirtualMachineInstance running (or not) according to its run strategy.',
   },
 );
+/** A kubevirt.io/v1 VirtualMachine: keeps a VirtualMachineInstance running (or not) per its run strategy. */
 export type VirtualMachine = Static<typeof VirtualMachineSchema>;
 
 // ---------------------------------------------------------------- VirtualMachineInstanceMigration
 
+/** The phases of a VirtualMachineInstanceMigration (upstream `v1.VirtualMachineInstanceMigrationPhase`;
+ * '' before the first). */
 export const MIGRATION_PHASES = [
   '',
   'Pending',
@@ -636,21 +747,26 @@ export const MIGRATION_PHASES = [
   'Failed',
 ] as const;
 
+/** TypeBox schema of the migration `spec` (upstream `v1.VirtualMachineInstanceMigrationSpec`); unknown fields are rejected. */
 export const VirtualMachineInstanceMigrationSpecSchema = Strict({
   vmiName: Str('name of the VMI to migrate, in the same namespace'),
 });
+/** The `spec` of a VirtualMachineInstanceMigration: the name of the VMI to migrate (same namespace). */
 export type VirtualMachineInstanceMigrationSpec = Static<typeof VirtualMachineInstanceMigrationSpecSchema>;
 
+/** TypeBox schema of the migration `status` (upstream `v1.VirtualMachineInstanceMigrationStatus`); fields not modelled here are kept. */
 export const VirtualMachineInstanceMigrationStatusSchema = Loose({
   phase: Opt(Str()),
   conditions: Opt(Arr(ConditionSchema)),
   migrationState: Opt(MigrationStateSchema),
   phaseTransitionTimestamps: Opt(Arr(Loose({ phase: Opt(Str()), phaseTransitionTimestamp: Opt(Str()) }))),
 });
+/** The `status` of a VirtualMachineInstanceMigration: phase, conditions and migration state. */
 export type VirtualMachineInstanceMigrationStatus = Static<
   typeof VirtualMachineInstanceMigrationStatusSchema
 >;
 
+/** TypeBox schema of a whole VirtualMachineInstanceMigration object (apiVersion, kind, metadata, spec, status). */
 export const VirtualMachineInstanceMigrationSchema = Type.Object(
   {
     apiVersion: Type.Literal(API_VERSION),
@@ -661,4 +777,5 @@ export const VirtualMachineInstanceMigrationSchema = Type.Object(
   },
   { description: 'VirtualMachineInstanceMigration tracks one live migration of a VMI to another node.' },
 );
+/** A kubevirt.io/v1 VirtualMachineInstanceMigration: one live migration of a VMI to another node. */
 export type VirtualMachineInstanceMigration = Static<typeof VirtualMachineInstanceMigrationSchema>;

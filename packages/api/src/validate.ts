@@ -17,6 +17,8 @@ import {
   VirtualMachineSchema,
 } from './schemas.js';
 
+/** One problem found by validation: the field's path and the reason (`${path}: ${reason}` is the
+ * message the CLI and the admission webhook print). */
 export interface FieldError {
   /** Field path, e.g. `spec.domain.devices.disks[2].name` ('' for the whole document). */
   path: string;
@@ -24,6 +26,7 @@ export interface FieldError {
   reason: string;
 }
 
+/** The kinds {@link validateObject} accepts (all of apiVersion kubevirt.io/v1). */
 export const KINDS = ['VirtualMachine', 'VirtualMachineInstance', 'VirtualMachineInstanceMigration'] as const;
 
 // ------------------------------------------------------------------ helpers
@@ -45,15 +48,32 @@ function qty(v: unknown): number | undefined {
   }
 }
 
-/** Deep copy without null-valued object fields: the API server treats `field: null` as absent. */
+/** Deep copy (of JSON-like data: plain objects, arrays, primitives) without null-valued object fields:
+ * the API server treats `field: null` as absent. */
 export function dropNulls<T>(v: T): T {
-  if (Array.isArray(v)) return v.map((x) => dropNulls(x)) as T;
-  if (isObj(v)) {
-    const out: Obj = {};
-    for (const [k, x] of Object.entries(v)) if (x !== null && x !== undefined) out[k] = dropNulls(x);
-    return out as T;
+  if (typeof v !== 'object' || v === null) return v;
+  if (Array.isArray(v)) {
+    const arr: unknown[] = new Array(v.length);
+    for (let i = 0; i < v.length; i++) arr[i] = dropNulls(v[i] as unknown);
+    return arr as T;
   }
-  return v;
+  const src = v as Obj;
+  const out: Obj = {};
+  for (const k in src) {
+    if (!Object.hasOwn(src, k)) continue;
+    const x = src[k];
+    if (x === null || x === undefined) continue;
+    // a JSON key "__proto__" stays a plain field of the copy (assignment would set its prototype)
+    if (k === '__proto__')
+      Object.defineProperty(out, k, {
+        value: dropNulls(x),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    else out[k] = dropNulls(x);
+  }
+  return out as T;
 }
 
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -77,6 +97,8 @@ function checkAbsolutePath(p: string | undefined): string | undefined {
   return undefined;
 }
 
+/** Checks a Kubernetes DNS-1123 label (at most 63 characters of a-z, 0-9 and '-', starting and ending
+ * with a letter or digit). Returns the reason it is invalid, or undefined when it is valid. */
 export function checkDns1123Label(v: string): string | undefined {
   if (v.length > 63) return `must be no more than 63 characters (is ${v.length})`;
   if (!DNS1123_LABEL.test(v))
@@ -84,6 +106,8 @@ export function checkDns1123Label(v: string): string | undefined {
   return undefined;
 }
 
+/** Checks a Kubernetes DNS-1123 subdomain (at most 253 characters of a-z, 0-9, '-' and '.', starting and
+ * ending with a letter or digit), e.g. an object name. Returns the reason it is invalid, or undefined. */
 export function checkDns1123Subdomain(v: string): string | undefined {
   if (v.length > 253) return `must be no more than 253 characters (is ${v.length})`;
   if (!DNS1123_SUBDOMAIN.test(v))
@@ -1113,6 +1137,9 @@ function preamble(o: unknown, kind: string): FieldError[] | undefined {
   return undefined;
 }
 
+/** Validates a VirtualMachineInstance manifest as upstream's admission webhook does (schema, names,
+ * disk/volume and interface/network pairing, ...). Returns every problem found, [] when valid;
+ * never throws. Null-valued fields count as absent. */
 export function validateVirtualMachineInstance(o: unknown): FieldError[] {
   const pre = preamble(o, 'VirtualMachineInstance');
   if (pre) return pre;
@@ -1123,6 +1150,8 @@ export function validateVirtualMachineInstance(o: unknown): FieldError[] {
   return merge(schemaErrors(VirtualMachineInstanceSchema, v), e.list);
 }
 
+/** Validates a VirtualMachine manifest: its metadata, `running` vs `runStrategy`, the VMI template (as
+ * {@link validateVirtualMachineInstance}) and dataVolumeTemplates. Returns every problem, [] when valid. */
 export function validateVirtualMachine(o: unknown): FieldError[] {
   const pre = preamble(o, 'VirtualMachine');
   if (pre) return pre;
@@ -1161,6 +1190,8 @@ export function validateVirtualMachine(o: unknown): FieldError[] {
   return merge(schemaErrors(VirtualMachineSchema, v), e.list);
 }
 
+/** Validates a VirtualMachineInstanceMigration manifest (metadata, `spec.vmiName` a DNS-1123 subdomain).
+ * Returns every problem found, [] when valid. */
 export function validateVirtualMachineInstanceMigration(o: unknown): FieldError[] {
   const pre = preamble(o, 'VirtualMachineInstanceMigration');
   if (pre) return pre;

@@ -17,8 +17,8 @@ export interface SocketOwner {
 }
 
 /**
- * Binds `server` to a unix socket: creates the directory 0700, removes a stale socket, binds and
- * makes the socket 0600 (the 0700 directory closes the window between bind and chmod). With
+ * Binds `server` to a unix socket: creates the directory 0700 (an existing one keeps its mode), removes a
+ * stale socket, binds and makes the socket 0600 (a 0700 directory closes the window between bind and chmod). With
  * `owner`, the directory and the socket are chown-ed to it.
  */
 export async function bindUnix(server: grpc.Server, socketPath: string, owner?: SocketOwner): Promise<void> {

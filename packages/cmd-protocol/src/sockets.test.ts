@@ -32,17 +32,31 @@ test('checkSocketPath rejects paths a unix socket cannot have', () => {
   );
 });
 
-test('ensureSocketDir creates 0700 dirs and tightens existing ones', async () => {
+test('ensureSocketDir creates 0700 dirs and never changes the mode of a dir it did not create', async () => {
   const { dir, cleanup } = await tempDir();
   try {
     const d = join(dir, 'a', 'b');
-    await ensureSocketDir(d);
+    expect(await ensureSocketDir(d)).toBe(true);
+    expect(await mode(d)).toBe(0o700);
+    expect(await ensureSocketDir(d)).toBe(false); // now it exists: used as it is
     expect(await mode(d)).toBe(0o700);
     const loose = join(dir, 'loose');
     await mkdir(loose, { mode: 0o755 });
     await chmod(loose, 0o777);
-    await ensureSocketDir(loose);
-    expect(await mode(loose)).toBe(0o700);
+    expect(await ensureSocketDir(loose)).toBe(false);
+    expect(await mode(loose)).toBe(0o777);
+    // a socket bound in it is still 0600
+    const server = new CmdServer({ socketsDir: loose, backend: {} });
+    await server.start();
+    try {
+      expect(await mode(join(loose, 'launcher-init-sock'))).toBe(0o600);
+    } finally {
+      await server.stop(100);
+    }
+    expect(await mode(loose)).toBe(0o777);
+    const file = join(dir, 'file');
+    await writeFile(file, '');
+    await expect(ensureSocketDir(file)).rejects.toThrow(/EEXIST|not a directory/);
   } finally {
     await cleanup();
   }

@@ -8,7 +8,7 @@
  *
  * Directories are created 0700, sockets are chmod-ed 0600 right after they are bound.
  */
-import { chmod, lstat, mkdir, stat, unlink } from 'node:fs/promises';
+import { lstat, mkdir, stat, unlink } from 'node:fs/promises';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 
 export const LAUNCHER_SOCKET_NAME = 'launcher-sock';
@@ -57,20 +57,21 @@ export function checkSocketPath(socketPath: string, what = 'socketPath'): void {
 }
 
 /**
- * Creates `dir` (and parents) and makes it 0700 even when it already existed. A directory this process
- * does not own and so cannot chmod (EPERM) is used as it is: in a Pod the socket dir is a kubelet emptyDir
- * owned by root (mode 0777, visible only to the Pod's containers), and the sockets themselves are still made
- * 0600 right after bind, so other users cannot connect.
+ * Creates `dir` (and parents) 0700. A directory that already exists is used as it is, its mode never
+ * changed: it is not this process's to change (e.g. `--socket-dir /tmp/x` given by a user, or in a Pod a
+ * kubelet emptyDir owned by root, mode 0777, visible only to the Pod's containers). The sockets themselves
+ * are made 0600 right after bind, so other users cannot connect; in a dir others can enter there is a
+ * short window between bind and that chmod, which only a dir of our own closes. Returns whether `dir` was
+ * created here.
  */
-export async function ensureSocketDir(dir: string): Promise<void> {
-  await mkdir(dir, { recursive: true, mode: SOCKET_DIR_MODE });
-  try {
-    await chmod(dir, SOCKET_DIR_MODE);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EPERM') throw err;
-    const st = await stat(dir);
-    if (st.uid === process.getuid?.()) throw err;
+export async function ensureSocketDir(dir: string): Promise<boolean> {
+  const created = await mkdir(dir, { recursive: true, mode: SOCKET_DIR_MODE });
+  if (created === undefined) {
+    if (!(await stat(dir)).isDirectory()) throw new Error(`${dir}: not a directory`);
+    return false;
   }
+  // mkdir's mode went through the umask, which only removes bits: the new dir is at most 0700
+  return true;
 }
 
 /**
@@ -99,4 +100,58 @@ export async function removeSocketFile(socketPath: string): Promise<void> {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
+}
+
+/**
+ * MigrationRequest.options exactly as upstream's virt-handler sends it: `json.Marshal` of
+ * `cmdclient.MigrationOptions` (pkg/virt-handler/cmd-client, KubeVirt v1.1.0). The struct has no
+ * json tags, so the keys are the Go field names and every field is always present.
+ */
+export interface UpstreamMigrationOptions {
+  /** resource.Quantity: bytes per second as a quantity string ("0" = unlimited, "64Mi") */
+  Bandwidth: string;
+  /** int64 seconds: abort when the remaining data has not shrunk for this long (0 = never) */
+  ProgressTimeout: number;
+  /** int64 seconds per GiB of guest memory: abort when the migration takes longer (0 = never) */
+  CompletionTimeoutPerGiB: number;
+  /** bool: VIR_MIGRATE_UNSAFE */
+  UnsafeMigration: boolean;
+  /** bool: VIR_MIGRATE_AUTO_CONVERGE */
+  AllowAutoConverge: boolean;
+  /** bool: VIR_MIGRATE_POSTCOPY */
+  AllowPostCopy: boolean;
+  /** *uint: parallel migration connections (null = off) */
+  ParallelMigrationThreads: number | null;
+}
+
+/**
+ * Upstream's migration proxy socket for a key (`<shareDir>/migrationproxy/<key>-source.sock`):
+ * key `<uid>` carries the libvirt connection, `<uid>-49152` QEMU's migration stream.
+ */
+export function migrationProxySocketPath(shareDir: string, key: string): string {
+  return `${shareDir.replace(/\/+$/, '')}/migrationproxy/${key}-source.sock`;
+}
+
+/** Upstream's LibvirtDirectMigrationPort: the key suffix of QEMU's migration stream socket. */
+export const LIBVIRT_DIRECT_MIGRATION_PORT = 49152;
+
+/** `<uid>` or `<uid>-<port>` (upstream's ConstructProxyKey; port 0: no suffix). */
+export function migrationProxyKey(uid: string, port = 0): string {
+  return port ? `${uid}-${port}` : uid;
+}
+
+/**
+ * Where upstream's launcher migrates to: its libvirtd connects to the handler's proxy socket for
+ * the VMI (`qemu+unix:///session?socket=<shareDir>/migrationproxy/<uid>-source.sock`, a session
+ * daemon: our launcher is unprivileged) and QEMU streams to `unix://<shareDir>/migrationproxy/<uid>-49152-source.sock`.
+ */
+export function upstreamMigrationTarget(
+  shareDir: string,
+  uid: string,
+): { targetURI: string; migrationURI: string } {
+  if (!uid) throw new Error('metadata.uid: required to find the migration proxy sockets');
+  return {
+    targetURI: `qemu+unix:///session?socket=${migrationProxySocketPath(shareDir, migrationProxyKey(uid))}`,
+    migrationURI: `unix://${migrationProxySocketPath(shareDir, migrationProxyKey(uid, LIBVIRT_DIRECT_MIGRATION_PORT))}`,
+  };
 }

@@ -77,7 +77,17 @@ describe('Informer', () => {
     expect(events).toEqual(['add pre', 'add new', 'update new v', 'delete pre']);
     expect(inf.getByKey(`${NS}/new`)?.data).toEqual({ k: 'v' });
     expect(inf.list(NS).map((o) => o.metadata?.name)).toEqual(['new']);
+    // the API server stores managedFields; the cache (from list and from watch) does not keep them
+    expect(
+      ((await client.get(CM, NS, 'new')).metadata as { managedFields?: unknown[] }).managedFields?.length,
+    ).toBeGreaterThan(0);
+    expect(inf.getByKey(`${NS}/new`)?.metadata).not.toHaveProperty('managedFields');
     await inf.stop();
+    const again = new Informer<ConfigMap>(env.kubeConfig(), client, { resource: CM, namespace: NS });
+    await again.start();
+    expect(again.list(NS).length).toBeGreaterThan(0);
+    for (const o of again.list(NS)) expect(o.metadata).not.toHaveProperty('managedFields');
+    await again.stop();
   });
 });
 

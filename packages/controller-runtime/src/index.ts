@@ -30,3 +30,4 @@ export { updateIfChanged, type UpdateIfChangedOptions, type UpdateResult } from 
 export { deepEqual, clone } from './equal.js';
 export { LeaderElector, type LeaderElectorOptions, type Lease } from './leader.js';
 export { MetricsRegistry, Counter, Gauge, Histogram, PROMETHEUS_CONTENT_TYPE } from './metrics.js';
+export { EventRecorder, EVENTS, type EventRecorderOptions, type EventSubject } from './events.js';

@@ -8,6 +8,36 @@ import { resourcePath, type KubeClient, type KubeObject, type Resource } from '.
 
 export type Handler<T> = (obj: T) => void;
 
+/**
+ * What the cache keeps of each object: `metadata.managedFields` is dropped (server-side apply bookkeeping,
+ * often the largest part of an object, read by no controller here), as client-go users do with a
+ * TransformFunc.
+ */
+function trim(o: unknown): void {
+  const m = (o as { metadata?: { managedFields?: unknown } } | undefined)?.metadata;
+  if (m && 'managedFields' in m) delete m.managedFields;
+}
+
+/** client-node's Watch, with each event's object trimmed before the ListWatch caches it */
+class TrimmingWatch extends Watch {
+  override watch(
+    path: string,
+    queryParams: Record<string, string | number | boolean | undefined>,
+    callback: (phase: string, apiObj: unknown, watchObj?: unknown) => void,
+    done: (err: unknown) => void,
+  ): Promise<AbortController> {
+    return super.watch(
+      path,
+      queryParams,
+      (phase, apiObj, watchObj) => {
+        trim(apiObj);
+        callback(phase, apiObj, watchObj);
+      },
+      done,
+    );
+  }
+}
+
 export interface InformerOptions {
   resource: Resource;
   /** only this namespace (default: all) */
@@ -48,11 +78,12 @@ export class Informer<T extends KubeObject> {
         labelSelector: opts.labelSelector,
         fieldSelector: opts.fieldSelector,
       });
+      for (const o of l.items) trim(o);
       return { ...l, metadata: l.metadata ?? {} } as never;
     };
     this.lw = new ListWatch<KubernetesObject>(
       path,
-      new Watch(kc),
+      new TrimmingWatch(kc),
       listFn,
       false,
       opts.labelSelector,

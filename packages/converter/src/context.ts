@@ -22,6 +22,7 @@ export interface EFIConfiguration {
   secureVars: string;
 }
 
+/** Default EFI firmware: the OVMF files under /usr/share/OVMF, named as in upstream's launcher image. */
 export const DEFAULT_EFI: EFIConfiguration = {
   code: '/usr/share/OVMF/OVMF_CODE.fd',
   vars: '/usr/share/OVMF/OVMF_VARS.fd',
@@ -87,6 +88,7 @@ export interface ConverterContext {
   podNetworkBinding?: 'passt' | 'slirp';
 }
 
+/** A {@link ConverterContext} with every default filled in, as {@link resolveContext} returns it. */
 export interface ResolvedContext {
   arch: 'amd64';
   domainType: 'kvm' | 'qemu';

@@ -22,6 +22,12 @@ import { assignIOThreads, convertDisks } from './storage.js';
 import { convertInterfaces } from './network.js';
 import { convertDevices } from './devices.js';
 
+/**
+ * Fills in the defaults of a {@link ConverterContext} for one VMI (amd64, KVM available, the
+ * standard Pod layout, the OVMF files under /usr/share/OVMF, ...). Throws ConversionError when the
+ * architecture (`spec.architecture`, else `context.architecture`) is not amd64, or when KVM is not
+ * available and emulation is not allowed (upstream's useEmulation).
+ */
 export function resolveContext(vmi: VmiLike, c: ConverterContext = {}): ResolvedContext {
   const arch = vmi.spec.architecture || c.architecture || 'amd64';
   if (arch !== 'amd64')

@@ -1,7 +1,7 @@
 export type * from './model.js';
 export { toDomainXml, parseDomainXml, assertXmlSafe } from './xml.js';
 export { toDomain, domainName, resolveContext } from './convert.js';
-export type { ConverterContext, SMBios, EFIConfiguration, DiskInfo } from './context.js';
+export type { ConverterContext, ResolvedContext, SMBios, EFIConfiguration, DiskInfo } from './context.js';
 export { DEFAULT_EFI } from './context.js';
 export { podLayout, createPodLayout } from './layout.js';
 export type { PodLayout } from './layout.js';

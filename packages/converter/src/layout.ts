@@ -4,6 +4,9 @@
 // (tests and non-Pod launchers run with a temporary root).
 import path from 'node:path';
 
+/** Where each file the domain refers to lives inside the launcher Pod (upstream KubeVirt's paths).
+ * Methods that take a name (volume, VMI name/namespace/uid) throw when it is not a single path
+ * component ('', '.', '..', or containing '/' or NUL; an empty uid is accepted, as upstream). */
 export interface PodLayout {
   /** prefix every path below starts with ('' for the real Pod) */
   readonly root: string;
@@ -58,6 +61,8 @@ function component(kind: string, name: string): string {
   return name;
 }
 
+/** The Pod layout with every path moved under `root` (trailing slashes dropped; '' gives the
+ * standard layout, {@link podLayout}). Used by tests and by launchers that run outside a Pod. */
 export function createPodLayout(root = ''): PodLayout {
   const r = root.replace(/\/+$/, '');
   const privateDir = `${r}/var/run/kubevirt-private`;

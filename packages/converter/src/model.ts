@@ -4,9 +4,15 @@
 // element (e.g. <readonly/>) is `true`. Optional fields are left out when absent, so a
 // model survives parseDomainXml(toDomainXml(model)) unchanged.
 
+/** The value of a libvirt yes/no attribute (e.g. `<loader readonly='yes'>`). */
 export type YesNo = 'yes' | 'no';
+/** The value of a libvirt on/off attribute (e.g. `<relaxed state='on'/>`). */
 export type OnOff = 'on' | 'off';
 
+/**
+ * A libvirt domain: the root `<domain type=...>` element. `type` is `kvm` with /dev/kvm and `qemu`
+ * under software emulation (TCG); `name` is `<namespace>_<name>` of the VMI (see `domainName`).
+ */
 export interface Domain {
   type: 'kvm' | 'qemu';
   name: string;
@@ -28,23 +34,31 @@ export interface Domain {
   devices: Devices;
 }
 
+/** `<metadata><kubevirt xmlns="http://kubevirt.io">`: the VMI's uid and its termination grace
+ * period in seconds (written as `<graceperiod><deletionGracePeriodSeconds>`), as upstream KubeVirt stores them. */
 export interface KubevirtMetadata {
   uid: string;
   gracePeriodSeconds?: number;
 }
 
+/** `<cputune>`: pinning of vCPUs, the emulator thread and IO threads to host CPUs (`cpuset` is a
+ * libvirt CPU list such as `"2"` or `"2-3"`), from `spec.domain.cpu.dedicatedCpuPlacement`. */
 export interface CPUTune {
   vcpupin: { vcpu: number; cpuset: string }[];
   emulatorpin?: { cpuset: string };
   iothreadpin?: { iothread: number; cpuset: string }[];
 }
 
+/** `<memoryBacking>`: hugepages (each page `size` in `unit`; no pages: the host's default size),
+ * the memory source (memfd with hugepages, as upstream) and shared/private access. */
 export interface MemoryBacking {
   hugepages?: { pages?: { size: number; unit: string }[] };
   source?: { type: 'memfd' | 'file' | 'anonymous' };
   access?: { mode: 'shared' | 'private' };
 }
 
+/** `<os>`: machine type, firmware (`loader` + `nvram` for EFI, `bios useserial` for BIOS), direct
+ * kernel boot (`kernel`, `initrd`, `cmdline`), boot device order and the SMBIOS mode. */
 export interface DomainOS {
   type: { arch: string; machine: string; value: 'hvm' };
   loader?: { path: string; readonly?: YesNo; secure?: YesNo; type?: 'pflash' | 'rom' };
@@ -58,11 +72,14 @@ export interface DomainOS {
   smbios?: { mode: 'sysinfo' | 'host' | 'emulate' };
 }
 
+/** One `<entry name=...>value</entry>` of an SMBIOS table in `<sysinfo>`. */
 export interface SysInfoEntry {
   name: string;
   value: string;
 }
 
+/** `<sysinfo type='smbios'>`: the SMBIOS tables (bios, system, baseBoard, chassis) the guest reads;
+ * from the VMI's firmware (uuid, serial), `spec.domain.chassis` and the node's `SMBios` settings. */
 export interface SysInfo {
   type: 'smbios';
   bios?: SysInfoEntry[];
@@ -71,10 +88,13 @@ export interface SysInfo {
   chassis?: SysInfoEntry[];
 }
 
+/** A Hyper-V enlightenment that is only switched on or off (e.g. `<relaxed state='on'/>`). */
 export interface HypervFeature {
   state: OnOff;
 }
 
+/** `<features><hyperv>`: the Hyper-V enlightenments for Windows guests, from
+ * `spec.domain.features.hyperv` (one field per libvirt element; written in `HYPERV_KEYS` order). */
 export interface Hyperv {
   mode?: 'custom' | 'passthrough';
   relaxed?: HypervFeature;
@@ -111,6 +131,8 @@ export const HYPERV_KEYS: readonly (keyof Hyperv)[] = [
   'evmcs',
 ];
 
+/** `<features>`: ACPI, APIC, Hyper-V, SMM (needed by Secure Boot), KVM hidden state, pvspinlock,
+ * PMU and vmport; a marker element such as `<acpi/>` is `true`. */
 export interface Features {
   acpi?: true;
   apic?: { eoi?: OnOff };
@@ -122,6 +144,8 @@ export interface Features {
   vmport?: { state: OnOff };
 }
 
+/** `<cpu>`: the CPU mode (`host-model`, `host-passthrough` or a named `custom` model), its
+ * sockets/cores/threads topology, CPU feature policies and NUMA cells (cell `memory` in `unit`). */
 export interface CPU {
   mode: 'host-model' | 'host-passthrough' | 'custom';
   model?: string;
@@ -130,6 +154,7 @@ export interface CPU {
   numa?: { cells: { id: number; cpus: string; memory: number; unit: string }[] };
 }
 
+/** One `<timer>` of `<clock>` (rtc, pit, hpet, kvmclock, hypervclock, ...); `frequency` in Hz (tsc). */
 export interface Timer {
   name: 'rtc' | 'pit' | 'hpet' | 'kvmclock' | 'hypervclock' | 'tsc' | 'platform';
   tickpolicy?: 'delay' | 'catchup' | 'merge' | 'discard';
@@ -138,6 +163,7 @@ export interface Timer {
   frequency?: number;
 }
 
+/** `<clock>`: the guest clock's offset (UTC, or a `timezone` name) and its timers; from `spec.domain.clock`. */
 export interface Clock {
   offset: 'utc' | 'localtime' | 'timezone' | 'variable';
   timezone?: string;
@@ -146,6 +172,7 @@ export interface Clock {
   timers?: Timer[];
 }
 
+/** `<address type='drive'>`: controller, bus and unit of a disk on a SATA/SCSI controller. */
 export interface DriveAddress {
   type: 'drive';
   controller: number;
@@ -153,6 +180,8 @@ export interface DriveAddress {
   unit: number;
 }
 
+/** `<address type='pci'>`: a PCI address, each part a hex string as libvirt writes it
+ * (`domain='0x0000' bus='0x00' slot='0x05' function='0x0'`). */
 export interface PciAddress {
   type: 'pci';
   domain: string;
@@ -161,6 +190,8 @@ export interface PciAddress {
   function: string;
 }
 
+/** `<disk>`: one block device of the guest, from a disk of `spec.domain.devices.disks` and its
+ * volume (`type='file'` for images, `type='block'` for block-mode PVCs). */
 export interface Disk {
   type: 'file' | 'block';
   device: 'disk' | 'cdrom' | 'lun';
@@ -186,6 +217,8 @@ export interface Disk {
   address?: DriveAddress | PciAddress;
 }
 
+/** `<driver name='qemu'>` of a disk: image format (raw/qcow2), cache and IO modes, discard,
+ * error policy, the IO thread serving it and the number of virtio queues. */
 export interface DiskDriver {
   name: 'qemu';
   type: 'raw' | 'qcow2';
@@ -197,6 +230,8 @@ export interface DiskDriver {
   queues?: number;
 }
 
+/** `<interface>`: one NIC of the guest, from `spec.domain.devices.interfaces`: a tap device
+ * (`ethernet`, set up by the launcher's network phase 1) or user-mode networking (`user`: slirp, or passt). */
 export interface Interface {
   type: 'ethernet' | 'user' | 'bridge' | 'network';
   mac?: string;
@@ -215,6 +250,7 @@ export interface Interface {
   portForward?: { proto: 'tcp' | 'udp'; ranges: { start: number }[] }[];
 }
 
+/** `<controller>`: a USB, SCSI, virtio-serial, PCI or SATA controller with its `index`. */
 export interface Controller {
   type: 'usb' | 'scsi' | 'virtio-serial' | 'pci' | 'sata';
   index: number;
@@ -222,12 +258,15 @@ export interface Controller {
   driver?: { iothread?: number; queues?: number };
 }
 
+/** `<channel type='unix'>`: a virtio-serial channel, e.g. the QEMU guest agent's `org.qemu.guest_agent.0`. */
 export interface Channel {
   type: 'unix';
   source?: { mode: 'bind' | 'connect'; path?: string };
   target: { type: 'virtio'; name: string };
 }
 
+/** `<serial>`: a serial port; the console is a unix socket the launcher binds (mode `bind`),
+ * optionally logged to a file. */
 export interface Serial {
   type: 'unix' | 'pty';
   source?: { mode: 'bind' | 'connect'; path: string };
@@ -235,37 +274,44 @@ export interface Serial {
   log?: { file: string; append?: OnOff };
 }
 
+/** `<console type='pty'>`: the console on serial port `target.port`. */
 export interface Console {
   type: 'pty';
   target: { type: 'serial'; port: number };
 }
 
+/** `<graphics type='vnc'>`: the VNC server, listening on a unix socket in the Pod (never on TCP). */
 export interface Graphics {
   type: 'vnc';
   listen: { type: 'socket'; socket: string };
 }
 
+/** `<video><model type=...>`: the display adapter; `vram` in KiB. */
 export interface Video {
   model: { type: 'vga' | 'cirrus' | 'virtio' | 'bochs' | 'ramfb' | 'none'; heads?: number; vram?: number };
 }
 
+/** `<memballoon>`: the virtio balloon device (`none` disables it); statistics `period` in seconds. */
 export interface MemBalloon {
   model: 'virtio' | 'virtio-transitional' | 'virtio-non-transitional' | 'none';
   freePageReporting?: OnOff;
   stats?: { period: number };
 }
 
+/** `<rng>`: a virtio random-number generator fed from a host device (`backend.path`, e.g. /dev/urandom). */
 export interface Rng {
   model: 'virtio' | 'virtio-transitional' | 'virtio-non-transitional';
   backend: { model: 'random'; path: string };
 }
 
+/** `<watchdog>`: an emulated watchdog device and what happens to the guest when it fires. */
 export interface Watchdog {
   model: 'i6300esb' | 'ib700' | 'diag288' | 'itco';
   action: 'reset' | 'shutdown' | 'poweroff' | 'pause' | 'none' | 'dump' | 'inject-nmi';
   alias?: string;
 }
 
+/** `<input>`: a tablet, mouse or keyboard on the USB, virtio or PS/2 bus. */
 export interface Input {
   type: 'tablet' | 'mouse' | 'keyboard';
   bus: 'usb' | 'virtio' | 'ps2';
@@ -273,16 +319,19 @@ export interface Input {
   alias?: string;
 }
 
+/** `<sound>`: an emulated sound card. */
 export interface Sound {
   model: 'ich9' | 'ac97' | 'ich6' | 'es1370' | 'sb16' | 'usb';
   alias?: string;
 }
 
+/** `<tpm>`: an emulated TPM (swtpm), version 2.0 or 1.2, its state optionally persistent. */
 export interface Tpm {
   model: 'tpm-tis' | 'tpm-crb';
   backend: { type: 'emulator'; version: '2.0' | '1.2'; persistent_state?: YesNo };
 }
 
+/** `<devices>`: every device of the domain; `emulator` is the QEMU binary's path. */
 export interface Devices {
   emulator?: string;
   disks?: Disk[];

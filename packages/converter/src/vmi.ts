@@ -153,6 +153,9 @@ export interface VmiDomainSpec {
   launchSecurity?: unknown;
 }
 
+/** The fields of a kubevirt.io/v1 VirtualMachineInstance the converter reads. Structural: any
+ * `VirtualMachineInstance` of @kubevirt-ts/api is assignable to it. Pass the VMI with the API
+ * defaults applied (upstream's virt-controller does so before the launcher sees it). */
 export interface VmiLike {
   apiVersion?: string;
   kind?: string;

@@ -4,7 +4,8 @@ import { describe, expect, test } from '@jest/globals';
 import fc from 'fast-check';
 import { XMLParser } from 'fast-xml-parser';
 import { setVirtualMachineInstanceDefaults } from '@kubevirt-ts/api';
-import { parseDomainXml, toDomainXml } from './xml.js';
+import { domainElement, escapeXml, parseDomainXml, toDomainXml } from './xml.js';
+import { libraryXml } from './test-xml-oracle.js';
 import { toDomain } from './convert.js';
 import type { Domain } from './model.js';
 import { metaString } from './test-arbitrary.js';
@@ -116,9 +117,27 @@ describe('XML safety', () => {
         const xml = toDomainXml(d);
         expect(shape(xml)).toBe(plainShape);
         expect(normalize(parseDomainXml(xml))).toEqual(normalize(d));
+        // byte for byte what fast-xml-parser's builder writes for the same element tree
+        expect(xml).toBe(libraryXml(domainElement(d)));
       }),
       { numRuns: 2000 },
     );
+  });
+
+  test('the renderer writes what fast-xml-parser builder writes: vectors and hand-written cases', () => {
+    const domains = [
+      ...vectors()
+        .filter((v) => v.name !== '15-xml-metachars')
+        .map((v) => toDomain(setVirtualMachineInstanceDefaults(v.vmi))),
+      ...Object.values(CASES).map((vmi) =>
+        toDomain(setVirtualMachineInstanceDefaults(vmi), {
+          isBlockPVC: { pvcblock: true, lunblock: true },
+          cpuSet: [0, 1],
+        }),
+      ),
+      domainWith(() => ''), // empty strings: empty attributes, elements without text are <x/>
+    ];
+    for (const d of domains) expect(toDomainXml(d)).toBe(libraryXml(domainElement(d)));
   });
 
   test('injection attempts stay text', () => {
@@ -137,6 +156,39 @@ describe('XML safety', () => {
     const xml = toDomainXml(toDomain(setVirtualMachineInstanceDefaults(vmi)));
     const back = parseDomainXml(xml);
     expect(back.sysinfo?.system?.find((e) => e.name === 'serial')?.value).toBe('a<b>&\'"c');
+  });
+
+  test('escapeXml: the five metacharacters become entities, other text is returned as given', () => {
+    expect(escapeXml(`a&b<c>d'e"f`, 'x')).toBe('a&amp;b&lt;c&gt;d&apos;e&quot;f');
+    expect(escapeXml('&amp;', 'x')).toBe('&amp;amp;');
+    for (const plain of ['', 'plain /path/to-file_1.img', ' tab\tnew\nline ', 'ünïcødé €', '\u{1F600} pair'])
+      expect(escapeXml(plain, 'x')).toBe(plain);
+  });
+
+  test('escapeXml and toDomainXml refuse what XML cannot carry, naming the element and attribute', () => {
+    for (const bad of [
+      '\u0000',
+      'a\u0001b',
+      '\u0008',
+      '\u000B',
+      '\u000C',
+      '\u001F',
+      'cr\r',
+      '\uFFFE',
+      '\uFFFF',
+      'lone \uD800',
+      'lone \uDC00 low',
+    ])
+      expect(() => escapeXml(bad, 'serial')).toThrow(
+        'domain XML serial: contains a character that cannot be represented in XML',
+      );
+    expect(() => escapeXml('x\u0007', 'source', 'file')).toThrow(/^domain XML source\/@file: /);
+    const withCtl = (field: string) => (f: string) => (f === field ? 'a\u0002b' : 'x');
+    expect(() => toDomainXml(domainWith(withCtl('disk-serial')))).toThrow(
+      /domain XML serial: contains a character/,
+    );
+    expect(() => toDomainXml(domainWith(withCtl('backing')))).toThrow(/domain XML source\/@file: /);
+    expect(() => toDomainXml(domainWith(withCtl('name')))).toThrow(/domain XML name: /);
   });
 
   test('whitespace in text is kept', () => {

@@ -1,7 +1,8 @@
-// Domain model <-> libvirt domain XML, through fast-xml-parser only: every string of the
-// model goes into the builder as an attribute value or a text node and is escaped by the
-// library; nothing is spliced into markup by hand.
-import { XMLBuilder, XMLParser } from 'fast-xml-parser';
+// Domain model <-> libvirt domain XML. Serializing: the model becomes a tree of elements whose
+// tag and attribute names are constants of this file, rendered by `renderXml`; every value (attribute
+// value or text, all of them possibly user strings) goes through `escapeXml`, the one escaping path,
+// never spliced into markup raw. Parsing: fast-xml-parser.
+import { XMLParser } from 'fast-xml-parser';
 import { ConversionError } from './errors.js';
 import { HYPERV_KEYS } from './model.js';
 import type {
@@ -32,31 +33,6 @@ import type {
 
 const A = '@_';
 type XNode = Record<string, unknown>;
-
-const XML_ESCAPES: Record<string, string> = {
-  '&': '&amp;',
-  '<': '&lt;',
-  '>': '&gt;',
-  "'": '&apos;',
-  '"': '&quot;',
-};
-
-// Ordered form (about 3x faster to build than the keyed one), no attribute prefix, and jPath: false
-// (spares a path string per node; not in the typings of this version).
-const builderOptions = {
-  ignoreAttributes: false,
-  attributeNamePrefix: '',
-  textNodeName: '#text',
-  format: true,
-  indentBy: '  ',
-  suppressEmptyNode: true,
-  suppressBooleanAttributes: false,
-  preserveOrder: true,
-  jPath: false,
-  // the library's default entity table (& first, then > < ' "), applied in one pass instead of five
-  entities: [{ regex: /[&<>'"]/g, val: (ch: string) => XML_ESCAPES[ch]! }],
-};
-const builder = new XMLBuilder(builderOptions);
 
 const parserOptions = {
   ignoreAttributes: false,
@@ -89,26 +65,77 @@ export function assertXmlSafe(path: string, value: string): void {
 }
 
 // ---------------------------------------------------------------- serialization
-// Nodes in the builder's ordered form: { tag: children[], ':@': { attr: value } }, text as { '#text': t }.
 
-type ONode = Record<string, unknown>;
+const XML_ESCAPES: Record<string, string> = {
+  '&': '&amp;',
+  '<': '&lt;',
+  '>': '&gt;',
+  "'": '&apos;',
+  '"': '&quot;',
+};
+const XML_META = /[&<>'"]/g;
+/** Anything escapeXml must look at: a metacharacter, a character XML cannot carry, CR, a surrogate. */
+// eslint-disable-next-line no-control-regex
+const NEEDS_CARE = /[&<>'"\u0000-\u0008\u000B-\u001F\uD800-\uDFFF\uFFFE\uFFFF]/;
+
+/**
+ * The one escaping path of the serializer: `value` as the content of an attribute value (in double
+ * quotes) or of a text node. The five XML metacharacters become entities (`&amp; &lt; &gt; &apos;
+ * &quot;`, the escapes fast-xml-parser's builder wrote before); characters XML cannot carry and CR
+ * are refused (ConversionError naming the element and attribute, e.g. `domain XML serial` or
+ * `domain XML source/@file`).
+ */
+export function escapeXml(value: string, tag: string, attr?: string): string {
+  if (!NEEDS_CARE.test(value)) return value; // the common case: nothing to do
+  assertXmlSafe(`domain XML ${tag}${attr === undefined ? '' : `/@${attr}`}`, value);
+  return value.replace(XML_META, (ch) => XML_ESCAPES[ch]!);
+}
+
 type Attrs = Record<string, string | number | undefined>;
 
+/** An element: constant tag and attribute names; attribute values and text are model values. */
+export class XEl {
+  constructor(
+    readonly tag: string,
+    readonly attrs: Attrs | undefined,
+    readonly children: XEl[] | undefined,
+    readonly text: string | undefined,
+  ) {}
+}
+type ONode = XEl;
+
 function el(tag: string, a?: Attrs, children?: ONode[]): ONode {
-  const n: ONode = { [tag]: children ?? [] };
-  if (a) {
-    let at: Record<string, string> | undefined;
-    for (const k in a) {
-      const v = a[k];
-      if (v !== undefined) (at ??= {})[k] = typeof v === 'string' ? v : String(v);
-    }
-    if (at) n[':@'] = at;
-  }
-  return n;
+  return new XEl(tag, a, children, undefined);
 }
 
 function txt(tag: string, text: string, a?: Attrs): ONode {
-  return el(tag, a, text === '' ? [] : [{ '#text': text }]);
+  return new XEl(tag, a, undefined, text);
+}
+
+/** `<tag a="v">`... with two spaces of indentation per level, as fast-xml-parser's formatted output:
+ * an element without content is `<tag/>`, text stays on the element's line. `ind` is "\n" plus the
+ * element's indentation. Attributes whose value is undefined are left out. */
+function render(n: XEl, ind: string): string {
+  let s = ind + '<' + n.tag;
+  const a = n.attrs;
+  if (a !== undefined)
+    for (const k in a) {
+      const v = a[k];
+      if (v === undefined) continue;
+      s += ' ' + k + '="' + escapeXml(typeof v === 'string' ? v : String(v), n.tag, k) + '"';
+    }
+  if (n.text !== undefined && n.text !== '') return s + '>' + escapeXml(n.text, n.tag) + '</' + n.tag + '>';
+  const c = n.children;
+  if (c === undefined || c.length === 0) return s + '/>';
+  s += '>';
+  const ci = ind + '  ';
+  for (let i = 0; i < c.length; i++) s += render(c[i]!, ci);
+  return s + ind + '</' + n.tag + '>';
+}
+
+/** The element tree `toDomainXml` renders (for tests comparing renderers). @internal */
+export function renderXml(root: XEl): string {
+  return render(root, '\n').slice(1);
 }
 
 function entries(tag: string, list: SysInfoEntry[] | undefined, out: ONode[]): void {
@@ -381,6 +408,11 @@ function devicesToXml(d: Devices): ONode {
 
 /** Serializes a domain model to libvirt domain XML. */
 export function toDomainXml(d: Domain): string {
+  return renderXml(domainElement(d));
+}
+
+/** The element tree of a domain model. @internal */
+export function domainElement(d: Domain): XEl {
   const c: ONode[] = [txt('name', d.name)];
   if (d.uuid !== undefined) c.push(txt('uuid', d.uuid));
   if (d.metadata) {
@@ -412,8 +444,7 @@ export function toDomainXml(d: Domain): string {
   if (d.cpu) c.push(cpuToXml(d.cpu));
   if (d.clock) c.push(clockToXml(d.clock));
   c.push(devicesToXml(d.devices));
-  // the ordered builder starts a formatted document with a newline
-  return (builder.build([el('domain', { type: d.type }, c)]) as string).replace(/^\n/, '');
+  return el('domain', { type: d.type }, c);
 }
 
 // ---------------------------------------------------------------- parsing

@@ -20,3 +20,12 @@ const h = new Handler({
 await h.start();
 process.stdout.write(`${h.httpAddress}\n`);
 process.on('SIGTERM', () => void h.stop().then(() => process.exit(0)));
+// SIGUSR2: where the memory is (the bench asks before it reads the RSS)
+process.on('SIGUSR2', () => {
+  (globalThis as { gc?: () => void }).gc?.();
+  const m = process.memoryUsage();
+  const mib = (n: number) => +(n / 2 ** 20).toFixed(1);
+  process.stderr.write(
+    `${JSON.stringify({ rssMiB: mib(m.rss), heapUsedMiB: mib(m.heapUsed), heapTotalMiB: mib(m.heapTotal), externalMiB: mib(m.external), arrayBuffersMiB: mib(m.arrayBuffers) })}\n`,
+  );
+});

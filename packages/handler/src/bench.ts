@@ -101,6 +101,9 @@ try {
   child = spawn(
     process.execPath,
     [
+      '--expose-gc',
+      // V8 flags of the handler process under test (e.g. what apps/virt-handler's image sets)
+      ...(process.env.BENCH_HANDLER_NODE_FLAGS ?? '').split(' ').filter(Boolean),
       fileURLToPath(new URL('./bench-child.js', import.meta.url)),
       env.kubeconfigPath,
       podsDir,
@@ -138,6 +141,8 @@ try {
   const secs = (Date.now() - t0) / 1000;
   await sleep(3000); // let anything pending settle
   const metrics = await (await fetch(metricsUrl)).text();
+  child.kill('SIGUSR2'); // the child prints its memory breakdown (after a GC) on stderr
+  await sleep(500);
   const writes = Number(/^kubevirt_handler_vmi_status_writes_total\{[^}]*\} (\d+)/m.exec(metrics)?.[1]);
   const rss =
     Number(/VmRSS:\s+(\d+) kB/.exec(await readFile(`/proc/${child.pid}/status`, 'utf8'))?.[1]) / 1024;

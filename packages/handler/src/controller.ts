@@ -13,6 +13,7 @@ import {
   type VmOptionsInput,
 } from '@kubevirt-ts/cmd-protocol';
 import type { Logger } from '@kubevirt-ts/log';
+import type { ContainerDisks } from './container-disks.js';
 import { DomainCache } from './domain-cache.js';
 import {
   GhostRecords,
@@ -23,6 +24,7 @@ import {
   type GhostRecord,
 } from './launchers.js';
 import { NotifyPipe } from './notify-pipe.js';
+import { forgetPodNetwork, setUpPodNetwork, type LauncherRef } from './pod-network.js';
 import {
   computeStatus,
   domainActive,
@@ -40,23 +42,11 @@ export interface KubeWriter {
 }
 
 /**
- * Pod network phase 1, run before the first sync (the @kubevirt-ts/network hook). The default does
- * nothing for VMIs without pod interfaces and refuses the others clearly until networking is wired.
+ * Pod network phase 1, run before the first sync of a VMI (default: @kubevirt-ts/network's setup in
+ * the launcher Pod's network namespace, see pod-network.ts; nothing for VMIs without a
+ * masquerade/bridge pod interface).
  */
-export type NetworkSetup = (vmi: VirtualMachineInstance, podPid: number | undefined) => Promise<void>;
-
-export const defaultNetworkSetup: NetworkSetup = (vmi) => {
-  const podNets = (vmi.spec.networks ?? []).filter((n) => n.pod).map((n) => n.name);
-  const ifaces = (vmi.spec.domain.devices?.interfaces ?? []).filter((i) => podNets.includes(i.name));
-  if (ifaces.length > 0)
-    return Promise.reject(
-      new Error(
-        `spec.domain.devices?.interfaces: pod network interface ${ifaces.map((i) => i.name).join(', ')} needs ` +
-          `Pod network setup, which this virt-handler does not provide yet (@kubevirt-ts/network is not wired in)`,
-      ),
-    );
-  return Promise.resolve();
-};
+export type NetworkSetup = (vmi: VirtualMachineInstance, launcher: LauncherRef) => Promise<void>;
 
 export interface ControllerOptions {
   nodeName: string;
@@ -76,6 +66,8 @@ export interface ControllerOptions {
   /** reported as status.launcherContainerImageVersion */
   launcherImageVersion?: string;
   networkSetup?: NetworkSetup;
+  /** bind-mounts containerDisk / kernelBoot container files into launcher Pods (none: the files are there) */
+  containerDisks?: ContainerDisks;
   getVmi: (key: string) => VirtualMachineInstance | undefined;
   kube: KubeWriter;
   /** ask for the key to be reconciled again after `ms` */
@@ -144,8 +136,15 @@ export class VmiController {
   private readonly o: ControllerOptions;
   private readonly now: () => number;
 
+  private readonly networkSetup: NetworkSetup;
+
   constructor(o: ControllerOptions, onDomainChange: (key: string) => void) {
     this.o = o;
+    this.networkSetup =
+      o.networkSetup ??
+      (async (vmi, l) => {
+        await setUpPodNetwork(vmi, l, { launcherUid: o.launcherUid, handlerDir: o.handlerDir, log: o.log });
+      });
     this.now = o.now ?? Date.now;
     this.domains = new DomainCache(onDomainChange);
     this.ghosts = new GhostRecords(o.handlerDir);
@@ -252,6 +251,13 @@ export class VmiController {
     const pipePath = podNotifyPipePath(this.o.podsDir, podUid);
     await this.pendingPipes.get(pipePath)?.stop();
     this.pendingPipes.delete(pipePath);
+    await forgetPodNetwork(this.o.handlerDir, podUid);
+    // the container disks go with the launcher (kubelet cannot remove the Pod's emptyDir while they are mounted)
+    await this.o.containerDisks
+      ?.unmount(podUid)
+      .catch((err: Error) =>
+        this.o.log.warn(`unmounting container disks failed: ${err.message}`, { podUid }),
+      );
   }
 
   /** Is the launcher there? (Ping; a refused connection or a vanished socket is "gone".) */
@@ -384,7 +390,12 @@ export class VmiController {
         podUid,
       });
       try {
-        await (this.o.networkSetup ?? defaultNetworkSetup)(vmi, undefined);
+        await this.o.containerDisks?.mount(vmi, podUid);
+        await this.networkSetup(vmi, {
+          socketPath: l.socketPath,
+          podUid,
+          shareDir: podPublicDir(this.o.podsDir, podUid),
+        });
         await l.client.syncVMI(vmi, this.o.vmOptions ?? syncOptions({}));
         this.synced.add(uid);
         this.syncErrors.delete(uid);

@@ -2,6 +2,7 @@
  * The node agent, wired: notify server, launcher discovery, VMI informer -> reconcile, heartbeat,
  * /healthz and /metrics. apps/virt-handler only parses flags and handles signals around this.
  */
+import { ContainerDisks } from './container-disks.js';
 import http from 'node:http';
 import path from 'node:path';
 import {
@@ -14,7 +15,7 @@ import {
   type ObjectCache,
 } from '@kubernetes/client-node';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
-import { NotifyServer, notifySocketPath } from '@kubevirt-ts/cmd-protocol';
+import { NotifyServer, notifySocketPath, type CmdClient } from '@kubevirt-ts/cmd-protocol';
 import { createLogger, type Logger } from '@kubevirt-ts/log';
 import { VmiController, type NetworkSetup } from './controller.js';
 import {
@@ -29,7 +30,7 @@ import {
 import { DevicePlugin, KUBEVIRT_DEVICES } from './device-plugin.js';
 import { discoverLaunchers } from './launchers.js';
 import { MetricsText, addDomainStats, type StatsLike } from './metrics.js';
-import { KeyedRunner } from './runner.js';
+import { ExponentialFailureRateLimiter, WorkQueue, runWorkers } from '@kubevirt-ts/controller-runtime';
 import type { VmOptionsInput } from '@kubevirt-ts/cmd-protocol';
 
 export interface HandlerOptions {
@@ -55,12 +56,21 @@ export interface HandlerOptions {
   workers?: number;
   /** kubelet's device-plugins dir: serve devices.kubevirt.io/{kvm,tun,vhost-net} there (off when unset) */
   devicePluginDir?: string;
+  /** the kvts-hostmount helper: bind-mount containerDisk/kernelBoot files into launcher Pods (off when unset;
+   * podsDir must then be the host's path, as in deploy/) */
+  containerDiskHelper?: string;
+  /** kubelet's pod dir in the host's mount namespace (default: podsDir) */
+  hostPodsDir?: string;
 }
 
 export class Handler {
   readonly log: Logger;
   readonly controller: VmiController;
-  readonly runner: KeyedRunner;
+  /** the project's one work queue (controller-runtime): dedup per key, one worker per key, per-key backoff 5 ms .. 30 s */
+  readonly queue = new WorkQueue<string>({
+    rateLimiter: new ExponentialFailureRateLimiter<string>(5, 30_000),
+  });
+  private workers: Promise<void> | undefined;
   readonly kube: ClientNodeWriter;
   private notify: NotifyServer;
   private informer: (Informer<KubernetesObject> & ObjectCache<KubernetesObject>) | undefined;
@@ -76,11 +86,6 @@ export class Handler {
     this.log = opts.logger ?? createLogger('virt-handler');
     this.kube = new ClientNodeWriter(opts.kubeConfig, opts.nodeName);
     const notifySocket = notifySocketPath(opts.handlerDir);
-    this.runner = new KeyedRunner((key) => this.controller.reconcile(key), {
-      workers: opts.workers ?? 4,
-      onError: (key, err) =>
-        this.log.warn(`reconcile ${key}: ${(err as Error).message}`, { reason: 'ReconcileFailed', key }),
-    });
     this.controller = new VmiController(
       {
         nodeName: opts.nodeName,
@@ -93,18 +98,26 @@ export class Handler {
         vmOptions: opts.vmOptions,
         launcherImageVersion: opts.launcherImageVersion,
         networkSetup: opts.networkSetup,
+        containerDisks: opts.containerDiskHelper
+          ? new ContainerDisks({
+              podsDir: opts.podsDir,
+              hostPodsDir: opts.hostPodsDir,
+              helper: opts.containerDiskHelper,
+              log: this.log,
+            })
+          : undefined,
         getVmi: (key) => {
           const [ns, name] = key.split('/');
           return this.informer?.get(name!, ns) as VirtualMachineInstance | undefined;
         },
         kube: this.kube,
-        requeueAfter: (key, ms) => this.runner.addAfter(key, ms),
+        requeueAfter: (key, ms) => this.queue.addAfter(key, ms),
         log: this.log,
         warned: this.warned,
       },
       // nothing is reconciled before the VMI informer has listed: a VMI it has not seen yet is not a
       // VMI that is gone (whose domain would be killed)
-      (key) => (this.synced ? this.runner.add(key) : this.early.add(key)),
+      (key) => (this.synced ? this.queue.add(key) : this.early.add(key)),
     );
     const uid = opts.launcherUid ?? 107;
     this.notify = new NotifyServer({
@@ -147,7 +160,7 @@ export class Handler {
       selector,
     );
     const key = (v: KubernetesObject) => `${v.metadata?.namespace}/${v.metadata?.name}`;
-    const add = (k: string) => (this.synced ? this.runner.add(k) : this.early.add(k));
+    const add = (k: string) => (this.synced ? this.queue.add(k) : this.early.add(k));
     informer.on('add', (v) => add(key(v)));
     informer.on('update', (v) => add(key(v)));
     informer.on('delete', (v) => add(key(v)));
@@ -165,7 +178,11 @@ export class Handler {
     // VMI and would take every domain for an orphan, so it does not go on
     if (!listed) throw new Error(`cannot list VirtualMachineInstances of node ${o.nodeName}`);
     this.synced = true;
-    for (const k of [...this.early, ...this.controller.knownKeys()]) this.runner.add(k);
+    // a failed reconcile is retried with the key's backoff; it is logged as a warning (the retry follows)
+    this.workers = runWorkers(this.queue, this.opts.workers ?? 4, (k) => this.controller.reconcile(k), {
+      error: (msg, meta) => this.log.warn(msg, meta),
+    });
+    for (const k of [...this.early, ...this.controller.knownKeys()]) this.queue.add(k);
     this.early.clear();
 
     const resync = setInterval(() => void this.periodic(), o.resyncIntervalMs ?? 5000);
@@ -204,8 +221,8 @@ export class Handler {
     try {
       await discoverLaunchers(this.opts.podsDir, this.opts.launcherUid ?? 107, this.log, this.warned);
       for (const v of this.informer?.list() ?? [])
-        this.runner.add(`${v.metadata?.namespace}/${v.metadata?.name}`);
-      for (const k of this.controller.knownKeys()) this.runner.add(k);
+        this.queue.add(`${v.metadata?.namespace}/${v.metadata?.name}`);
+      for (const k of this.controller.knownKeys()) this.queue.add(k);
     } catch (err) {
       this.log.warn(`resync: ${(err as Error).message}`, { reason: 'ResyncFailed' });
     }
@@ -243,6 +260,16 @@ export class Handler {
     this.server = server;
   }
 
+  /** The VMI and its live launcher's cmd client, when this node runs it (the subresource endpoint's lookup). */
+  launcherFor(
+    namespace: string,
+    name: string,
+  ): { vmi: VirtualMachineInstance; client: CmdClient } | undefined {
+    const vmi = this.informer?.get(name, namespace) as VirtualMachineInstance | undefined;
+    const live = this.controller.liveLaunchers().find((l) => l.namespace === namespace && l.name === name);
+    return vmi && live ? { vmi, client: live.client } : undefined;
+  }
+
   get httpAddress(): string | undefined {
     const a = this.server?.address();
     return a && typeof a === 'object' ? `http://${a.address}:${a.port}` : undefined;
@@ -273,7 +300,8 @@ export class Handler {
     if (this.stopping) return;
     this.stopping = true;
     for (const t of this.timers) clearTimeout(t);
-    this.runner.stop();
+    this.queue.shutDown();
+    await this.workers;
     try {
       this.informer?.stop();
     } catch {

@@ -2,12 +2,10 @@ export * from './status.js';
 export * from './launchers.js';
 export * from './domain-cache.js';
 export * from './notify-pipe.js';
-export * from './runner.js';
 export * from './metrics.js';
 export * from './kube.js';
 export {
   VmiController,
-  defaultNetworkSetup,
   syncOptions,
   minimalVmi,
   type ControllerOptions,
@@ -16,3 +14,12 @@ export {
 } from './controller.js';
 export { Handler, defaultDirs, type HandlerOptions } from './handler.js';
 export * from './device-plugin.js';
+export {
+  MigrationProxyManager,
+  MIGRATION_PORTS,
+  type MigrationProxyOptions,
+  type MigrationProxyStats,
+} from './migration-proxy.js';
+export * from './pod-network.js';
+export * from './subresource-endpoint.js';
+export * from './container-disks.js';

@@ -76,6 +76,26 @@ describe('phaseFor (upstream rules)', () => {
 });
 
 describe('computeStatus', () => {
+  it("before the domain runs, virt-controller's Ready condition is kept as it is (nothing to rewrite)", () => {
+    const controllers = {
+      type: 'Ready',
+      status: 'False',
+      reason: 'GuestNotRunning',
+      message: 'Guest VM is not reported as running',
+      lastProbeTime: null,
+      lastTransitionTime: NOW,
+    };
+    const old = { phase: 'Scheduled', nodeName: 'n1', conditions: [controllers] };
+    const { status } = computeStatus({
+      vmi: vmi(old as VirtualMachineInstance['status']),
+      domain: undefined,
+      launcher: { ready: false, gone: false },
+      nodeName: 'n1',
+      now: LATER,
+    });
+    expect(status.conditions).toEqual([controllers]);
+    expect(sameStatus(status, old as VirtualMachineInstance['status'])).toBe(true);
+  });
   it('Scheduled -> Running: phase, nodeName, Ready, LiveMigratable, interfaces, guestOSInfo, a Started event', () => {
     const d = dom('Running', 'Booted', {
       interfaces: [

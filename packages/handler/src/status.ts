@@ -176,9 +176,15 @@ const OS_INFO: Array<[string, string]> = [
   ['id', 'id'],
 ];
 
-/** Keeps lastTransitionTime of a condition whose status did not change. */
+/**
+ * Keeps lastTransitionTime of a condition whose status did not change. Ready is shared with virt-controller
+ * (upstream's owner: it derives Ready from the launcher Pod before the guest runs, e.g. GuestNotRunning while
+ * Scheduled); the handler states it only while the domain runs and when the VMI ends, and otherwise leaves the
+ * controller's as it is (dropping it would make the two rewrite the status in turn, forever).
+ */
 function mergeConditions(old: Condition[] | undefined, wanted: Condition[]): Condition[] {
-  const keep = (old ?? []).filter((c) => !OWNED.includes(c.type));
+  const saysReady = wanted.some((c) => c.type === COND.ready);
+  const keep = (old ?? []).filter((c) => !OWNED.includes(c.type) || (c.type === COND.ready && !saysReady));
   const out = [...keep];
   for (const w of wanted) {
     const prev = (old ?? []).find((c) => c.type === w.type);

@@ -65,7 +65,13 @@ describe('DomainManager behind CmdServer', () => {
   test('manager errors come back as the rpc failure message', async () => {
     await expect(client.pauseVMI(vmi)).rejects.toThrow(/domain default_wire not found/);
     await client.syncVMI(vmi);
-    await expect(client.migrateVMI(vmi, {})).rejects.toThrow(/options\.targetURI: required/);
+    // upstream's MigrationOptions only; this manager has no migration target configured
+    await expect(client.migrateVMI(vmi, { targetURI: 'x' })).rejects.toThrow(
+      /options\.targetURI: not a field of upstream's MigrationOptions/,
+    );
+    await expect(client.migrateVMI(vmi, { Bandwidth: '0', AllowPostCopy: false })).rejects.toThrow(
+      /target\.targetURI: required/,
+    );
     await expect(client.guestPing('default_wire', 1)).rejects.toThrow(/guest agent is not connected/);
   });
 });

@@ -28,8 +28,12 @@ export type {
   DomainInterfaceStatus,
   GuestOSInfo,
 } from './status.js';
-export { parseMigrationOptions } from './migration.js';
-export type { MigrationOptions, MigrationState } from './migration.js';
+export {
+  parseMigrationOptions,
+  checkMigrationTarget,
+  UPSTREAM_MIGRATION_OPTION_FIELDS,
+} from './migration.js';
+export type { MigrationOptions, MigrationState, MigrationTarget } from './migration.js';
 export { convertDomainStats } from './stats.js';
 export type { DomainStats } from './stats.js';
 export { buildGuestInfo } from './guest-info.js';

@@ -1,5 +1,5 @@
 import { createPodLayout } from '@kubevirt-ts/converter';
-import { DomainManager, type ManagedVMI } from './manager.js';
+import { DomainManager, type DomainManagerOptions, type ManagedVMI } from './manager.js';
 import { FakeConnection, quietLogger, until } from './test-fake-libvirt.js';
 
 let n = 0;
@@ -23,7 +23,7 @@ function vmi(
   };
 }
 
-function setup(opts: { grace?: number } = {}) {
+function setup(opts: { grace?: number; migrationTarget?: DomainManagerOptions['migrationTarget'] } = {}) {
   const conn = new FakeConnection(`fake:///manager-${n++}`);
   const prepared: string[] = [];
   const mgr = new DomainManager({
@@ -33,6 +33,7 @@ function setup(opts: { grace?: number } = {}) {
       prepared.push(v.metadata!.name!);
     },
     defaultGracePeriodSeconds: opts.grace,
+    migrationTarget: opts.migrationTarget,
     pollIntervalMs: 5,
     logger: quietLogger,
   });
@@ -327,6 +328,17 @@ describe('guest agent, stats, version', () => {
   });
 });
 
+/** What upstream's virt-handler sends (json.Marshal of cmdclient.MigrationOptions, v1.1.0 defaults). */
+const UPSTREAM_OPTIONS = {
+  Bandwidth: '64Mi',
+  ProgressTimeout: 150,
+  CompletionTimeoutPerGiB: 800,
+  UnsafeMigration: false,
+  AllowAutoConverge: false,
+  AllowPostCopy: false,
+  ParallelMigrationThreads: null,
+};
+
 describe('migration (logic, fake peers)', () => {
   test('migrates to the target, reports state, the source ends Shutoff/Migrated', async () => {
     const src = setup();
@@ -335,14 +347,15 @@ describe('migration (logic, fake peers)', () => {
     await dst.mgr.prepareMigrationTarget(vmi());
     expect(dst.prepared).toEqual(['vm1']);
     await expect(dst.mgr.syncVMI(vmi())).rejects.toThrow(/waiting for an incoming migration/);
-    const started = await src.mgr.migrateVMI(vmi(), {
+    const started = await src.mgr.migrateVMI(vmi(), UPSTREAM_OPTIONS, {
       targetURI: dst.conn.uri,
       migrationURI: 'tcp://127.0.0.1:49152',
       destinationXML: (xml: string) => xml.replace('/nonexistent/pod', '/nonexistent/pod2'),
-      Bandwidth: '64Mi',
     });
     expect(started).toMatchObject({ completed: false, failed: false, targetURI: dst.conn.uri });
-    await expect(src.mgr.migrateVMI(vmi(), { targetURI: dst.conn.uri })).rejects.toThrow(/already migrating/);
+    await expect(src.mgr.migrateVMI(vmi(), UPSTREAM_OPTIONS, { targetURI: dst.conn.uri })).rejects.toThrow(
+      /already migrating/,
+    );
     const done = await src.mgr.waitForMigration(vmi());
     expect(done).toMatchObject({ completed: true, failed: false });
     expect(state(src.conn)).toBe('5/4');
@@ -362,7 +375,7 @@ describe('migration (logic, fake peers)', () => {
     src.conn.migrationMs = 5000;
     await src.mgr.syncVMI(vmi());
     await expect(src.mgr.cancelMigration(vmi())).rejects.toThrow(/not migrating/);
-    await src.mgr.migrateVMI(vmi(), { targetURI: dst.conn.uri });
+    await src.mgr.migrateVMI(vmi(), {}, { targetURI: dst.conn.uri });
     await new Promise((r) => setTimeout(r, 10));
     await src.mgr.cancelMigration(vmi());
     const st = await src.mgr.waitForMigration(vmi());
@@ -377,7 +390,12 @@ describe('migration (logic, fake peers)', () => {
     const dst = setup();
     src.conn.migrationMs = 5000;
     await src.mgr.syncVMI(vmi());
-    await src.mgr.migrateVMI(vmi(), { targetURI: dst.conn.uri, completionTimeoutSeconds: 0.1 });
+    // upstream: CompletionTimeoutPerGiB x the guest memory in GB rounded up (1 here) = 1 s
+    await src.mgr.migrateVMI(
+      vmi(),
+      { ...UPSTREAM_OPTIONS, CompletionTimeoutPerGiB: 1 },
+      { targetURI: dst.conn.uri },
+    );
     const st = await src.mgr.waitForMigration('default_vm1');
     expect(st).toMatchObject({ failed: true, abortStatus: 'Succeeded' });
   });
@@ -390,7 +408,11 @@ describe('migration (logic, fake peers)', () => {
     src.conn.jobRemaining = () => (remaining > 3000 ? (remaining -= 1000) : remaining); // shrinks, then stalls
     await src.mgr.syncVMI(vmi());
     const t0 = Date.now();
-    await src.mgr.migrateVMI(vmi(), { targetURI: dst.conn.uri, ProgressTimeout: 1 });
+    await src.mgr.migrateVMI(
+      vmi(),
+      { ...UPSTREAM_OPTIONS, ProgressTimeout: 1, CompletionTimeoutPerGiB: 0 },
+      { targetURI: dst.conn.uri },
+    );
     const st = await src.mgr.waitForMigration(vmi());
     expect(st).toMatchObject({ failed: true, abortStatus: 'Succeeded' });
     expect(st.failureReason).toMatch(/^migration made no progress for 1 s: operation aborted/);
@@ -422,7 +444,7 @@ describe('migration (logic, fake peers)', () => {
     );
     await new Promise((r) => setTimeout(r, 10));
     await w.start();
-    await src.mgr.migrateVMI(vmi(), { targetURI: dst.conn.uri });
+    await src.mgr.migrateVMI(vmi(), UPSTREAM_OPTIONS, { targetURI: dst.conn.uri });
     await src.mgr.waitForMigration(vmi());
     await until(
       () => seen.some((s) => s.startsWith('MODIFIED Shutoff/Migrated migration completed=true')),
@@ -438,22 +460,44 @@ describe('migration (logic, fake peers)', () => {
   test('migration options are validated with field paths', async () => {
     const { mgr } = setup();
     await mgr.syncVMI(vmi());
-    await expect(mgr.migrateVMI(vmi(), undefined)).rejects.toThrow(/^options: required/);
-    await expect(mgr.migrateVMI(vmi(), {})).rejects.toThrow(/^options\.targetURI: required/);
-    await expect(mgr.migrateVMI(vmi(), { targetURI: 'x', migrationURI: '127.0.0.1:1' })).rejects.toThrow(
-      /^options\.migrationURI: /,
+    const to = { targetURI: 'x' };
+    await expect(mgr.migrateVMI(vmi(), 'fast')).rejects.toThrow(/^options: must be an object/);
+    // no target given and none configured (a launcher derives it from its share dir)
+    await expect(mgr.migrateVMI(vmi(), UPSTREAM_OPTIONS)).rejects.toThrow(/^target\.targetURI: required/);
+    // our old shape is refused by name: the target never comes in the request (upstream)
+    await expect(mgr.migrateVMI(vmi(), { targetURI: 'x' })).rejects.toThrow(
+      /^options\.targetURI: not a field of upstream's MigrationOptions \(Bandwidth, /,
     );
-    await expect(mgr.migrateVMI(vmi(), { targetURI: 'x', Bandwidth: 'lots' })).rejects.toThrow(
-      /^options\.Bandwidth: /,
+    await expect(mgr.migrateVMI(vmi(), {}, { targetURI: 'x', migrationURI: '127.0.0.1:1' })).rejects.toThrow(
+      /^target\.migrationURI: /,
     );
-    await expect(mgr.migrateVMI(vmi(), { targetURI: 'x', AllowPostCopy: 'yes' })).rejects.toThrow(
+    await expect(mgr.migrateVMI(vmi(), { Bandwidth: 'lots' }, to)).rejects.toThrow(/^options\.Bandwidth: /);
+    await expect(mgr.migrateVMI(vmi(), { Bandwidth: 64 }, to)).rejects.toThrow(
+      /^options\.Bandwidth: must be a quantity/,
+    );
+    await expect(mgr.migrateVMI(vmi(), { AllowPostCopy: 'yes' }, to)).rejects.toThrow(
       /^options\.AllowPostCopy: must be a boolean/,
     );
-    await expect(mgr.migrateVMI(vmi(), { targetURI: 'fake:///nowhere' })).resolves.toBeDefined();
+    await expect(mgr.migrateVMI(vmi(), { ProgressTimeout: 1.5 }, to)).rejects.toThrow(
+      /^options\.ProgressTimeout: must be a non-negative integer/,
+    );
+    await expect(
+      mgr.migrateVMI(vmi(), UPSTREAM_OPTIONS, { targetURI: 'fake:///nowhere' }),
+    ).resolves.toBeDefined();
     const st = await mgr.waitForMigration(vmi());
     expect(st.failed).toBe(true);
     expect(st.failureReason).toMatch(/Failed to connect socket/);
   });
+});
+
+test('a manager with migrationTarget derives the target itself (as a launcher does)', async () => {
+  const { conn, mgr } = setup({ migrationTarget: (v) => ({ targetURI: `fake:///${v.metadata?.uid}` }) });
+  await mgr.syncVMI(vmi());
+  const st = await mgr.migrateVMI(vmi(), UPSTREAM_OPTIONS);
+  expect(st.targetURI).toBe(`fake:///${vmi().metadata!.uid}`);
+  // the fake libvirt has no peer there: the failure names the derived URI
+  expect((await mgr.waitForMigration(vmi())).failureReason).toContain(`'fake:///${vmi().metadata!.uid}'`);
+  expect(conn.calls.some((c) => c.startsWith('migrateToURI3'))).toBe(true);
 });
 
 describe('contextWithOptions', () => {

@@ -17,7 +17,14 @@ import {
   type MigrateParams,
 } from './libvirt.js';
 import { createLogger, type Logger } from '@kubevirt-ts/log';
-import { parseMigrationOptions, type MigrationOptions, type MigrationState } from './migration.js';
+import { parseQuantity } from '@kubevirt-ts/api';
+import {
+  checkMigrationTarget,
+  parseMigrationOptions,
+  type MigrationOptions,
+  type MigrationState,
+  type MigrationTarget,
+} from './migration.js';
 import { convertDomainStats, type DomainStats } from './stats.js';
 import { convReason, convState, isDomainDown, statusFromLibvirt, type DomainStatus } from './status.js';
 
@@ -96,6 +103,11 @@ export interface DomainManagerOptions {
   defaultGracePeriodSeconds?: number;
   /** how often to poll the domain state while waiting (default 200 ms) */
   pollIntervalMs?: number;
+  /**
+   * Where migrateVMI sends a VMI when its caller gives no target: upstream's launcher derives it
+   * from its share dir and the VMI uid (upstreamMigrationTarget), never from the request.
+   */
+  migrationTarget?: (vmi: ManagedVMI) => MigrationTarget;
   logger?: Logger;
 }
 
@@ -121,6 +133,22 @@ const SYSTEM_PAUSE_REASONS = new Set([
   'Dump',
   'Snapshot',
 ]);
+
+/**
+ * What upstream's getVMIMigrationDataSize counts: the guest memory (spec.domain.memory.guest, else
+ * resources.requests.memory) in GB (10^9 bytes), rounded up; block migration is not supported here.
+ */
+function migrationDataGB(vmi: ManagedVMI): number {
+  const spec = (vmi as { spec?: { domain?: Record<string, unknown> } }).spec?.domain as
+    { memory?: { guest?: string }; resources?: { requests?: Record<string, string> } } | undefined;
+  const q = spec?.memory?.guest ?? spec?.resources?.requests?.memory;
+  if (!q) return 0;
+  try {
+    return Math.ceil(parseQuantity(String(q)) / 1e9);
+  } catch {
+    return 0;
+  }
+}
 
 /**
  * Events: 'migration' (domainName, MigrationState) when an outgoing migration starts, ends or is
@@ -402,12 +430,15 @@ export class DomainManager extends EventEmitter {
   /**
    * Starts a live migration of the running domain to the target libvirtd (peer-to-peer,
    * virDomainMigrateToURI3) and returns once it started; follow it with getMigrationState /
-   * waitForMigration. `options` is MigrationRequest.options (see MigrationOptions).
+   * waitForMigration. `options` is MigrationRequest.options: upstream's MigrationOptions JSON.
+   * The target is `target` when given (in-process callers), else DomainManagerOptions.migrationTarget.
    */
-  async migrateVMI(vmi: ManagedVMI, options: unknown): Promise<MigrationState> {
+  async migrateVMI(vmi: ManagedVMI, options: unknown, target?: MigrationTarget): Promise<MigrationState> {
     const name = domainNameOf(vmi);
     const log = this.vmiLog(vmi);
-    const mo: MigrationOptions = parseMigrationOptions(options);
+    const parsed = parseMigrationOptions(options);
+    const to = checkMigrationTarget(target ?? this.opts.migrationTarget?.(vmi));
+    const mo: MigrationOptions = { ...parsed, ...to };
     const running = this.migrations.get(name);
     if (running && !running.state.completed) throw new Error(`domain ${name} is already migrating`);
     const dom = await this.mustLookup(name);
@@ -444,7 +475,7 @@ export class DomainManager extends EventEmitter {
     log.info('Starting live migration.', { targetURI: mo.targetURI, migrationURI: mo.migrationURI, flags });
     const started = Date.now();
     const call = dom.migrateToURI3(mo.targetURI, params, flags);
-    const monitor = this.monitorMigration(dom, state, mo, started);
+    const monitor = this.monitorMigration(dom, state, mo, started, migrationDataGB(vmi));
     const done = call.then(
       () => {
         monitor.stop();
@@ -487,8 +518,11 @@ export class DomainManager extends EventEmitter {
     state: MigrationState,
     mo: MigrationOptions,
     started: number,
+    dataGB: number,
   ): { stop(): void } {
-    const { completionTimeoutMs, progressTimeoutMs } = mo;
+    const { progressTimeoutMs } = mo;
+    // upstream: CompletionTimeoutPerGiB x the guest memory in GB, rounded up (resource.Giga)
+    const completionTimeoutMs = mo.completionTimeoutPerGiB ? mo.completionTimeoutPerGiB * dataGB * 1000 : 0;
     if (!completionTimeoutMs && !progressTimeoutMs) return { stop: () => undefined };
     let lowest = Infinity;
     let lastProgress = started;

@@ -101,7 +101,7 @@ describe('live migration between two session libvirtds', () => {
       await dst.mgr.prepareMigrationTarget(vmi);
 
       // a daemon with the same host UUID (here: the source itself) is refused by libvirt
-      await src.mgr.migrateVMI(vmi, { targetURI: src.pod.daemon.uri });
+      await src.mgr.migrateVMI(vmi, {}, { targetURI: src.pod.daemon.uri });
       const refused = await src.mgr.waitForMigration(vmi);
       expect(refused).toMatchObject({ completed: true, failed: true });
       expect(refused.failureReason).toMatch(
@@ -110,12 +110,16 @@ describe('live migration between two session libvirtds', () => {
 
       const port = await freePort();
       const t0 = Date.now();
-      const started = await src.mgr.migrateVMI(vmi, {
-        targetURI: dst.pod.daemon.uri,
-        migrationURI: `tcp://127.0.0.1:${port}`,
-        // both "Pods" live on one host: the target's files are under its own root
-        destinationXML: (xml: string) => xml.split(src.pod.root + '/').join(dst.pod.root + '/'),
-      });
+      const started = await src.mgr.migrateVMI(
+        vmi,
+        {},
+        {
+          targetURI: dst.pod.daemon.uri,
+          migrationURI: `tcp://127.0.0.1:${port}`,
+          // both "Pods" live on one host: the target's files are under its own root
+          destinationXML: (xml: string) => xml.split(src.pod.root + '/').join(dst.pod.root + '/'),
+        },
+      );
       expect(started.completed).toBe(false);
       const state = await src.mgr.waitForMigration(vmi);
       const ms = Date.now() - t0;
@@ -184,9 +188,13 @@ describe('live migration between two session libvirtds', () => {
   test(
     'migrating back while the target refuses (wrong URI) fails cleanly and the guest keeps running',
     async () => {
-      await dst.mgr.migrateVMI(vmi, {
-        targetURI: `qemu+unix:///session?socket=${dst.pod.baseDir}/nonexistent-sock`,
-      });
+      await dst.mgr.migrateVMI(
+        vmi,
+        {},
+        {
+          targetURI: `qemu+unix:///session?socket=${dst.pod.baseDir}/nonexistent-sock`,
+        },
+      );
       const st = await dst.mgr.waitForMigration(vmi);
       expect(st.failed).toBe(true);
       expect(st.failureReason).toMatch(/nonexistent-sock|No such file/);
@@ -200,12 +208,15 @@ describe('live migration between two session libvirtds', () => {
     async () => {
       // back to the source daemon, throttled to 1 MiB/s so it cannot finish before the abort
       const port = await freePort();
-      await dst.mgr.migrateVMI(vmi, {
-        targetURI: src.pod.daemon.uri,
-        migrationURI: `tcp://127.0.0.1:${port}`,
-        destinationXML: (xml: string) => xml.split(dst.pod.root + '/').join(src.pod.root + '/'),
-        Bandwidth: '1Mi',
-      });
+      await dst.mgr.migrateVMI(
+        vmi,
+        { Bandwidth: '1Mi' },
+        {
+          targetURI: src.pod.daemon.uri,
+          migrationURI: `tcp://127.0.0.1:${port}`,
+          destinationXML: (xml: string) => xml.split(dst.pod.root + '/').join(src.pod.root + '/'),
+        },
+      );
       await new Promise((r) => setTimeout(r, 1500));
       await dst.mgr.cancelMigration(vmi);
       const st = await dst.mgr.waitForMigration(vmi);

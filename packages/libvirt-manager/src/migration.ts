@@ -1,28 +1,46 @@
-// Migration options (MigrationRequest.options) and the state of an outgoing migration.
+// Migration options (MigrationRequest.options), where a migration goes, and the state of an
+// outgoing migration.
 
 import { parseQuantity } from '@kubevirt-ts/api';
 
+/** The keys of upstream's MigrationOptions JSON (UpstreamMigrationOptions in @kubevirt-ts/cmd-protocol). */
+export const UPSTREAM_MIGRATION_OPTION_FIELDS = [
+  'Bandwidth',
+  'ProgressTimeout',
+  'CompletionTimeoutPerGiB',
+  'UnsafeMigration',
+  'AllowAutoConverge',
+  'AllowPostCopy',
+  'ParallelMigrationThreads',
+] as const;
+
 /**
- * What migrateVMI accepts. Upstream's MigrationOptions fields (Go names, as virt-handler sends
- * them) plus where to migrate to, which upstream derives from its migration proxies:
- * - targetURI (required): libvirt URI of the target's libvirtd; the source libvirtd connects to
- *   it itself (peer-to-peer), e.g. `qemu+unix:///session?socket=/path/libvirt-sock` or `qemu+tcp://host/session`.
- * - migrationURI: where the target QEMU listens for the migration stream, e.g. `tcp://127.0.0.1:49152`
- *   (default: chosen by the target libvirtd).
- * - listenAddress: address the target QEMU binds.
- * - destinationXML: the domain XML to use on the target (default: the source's migratable XML);
- *   in-process callers may pass a function of the source's migratable XML.
+ * Where a migration goes. Upstream has no such field in MigrationOptions: the launcher derives it
+ * from its share dir and the VMI's uid (the handler's migration proxy sockets, see
+ * upstreamMigrationTarget); DomainManagerOptions.migrationTarget does that here. In-process callers
+ * (tests, tools) may pass one to migrateVMI directly.
+ * - targetURI: libvirt URI of the target's libvirtd; the source libvirtd connects to it itself
+ *   (peer-to-peer), e.g. `qemu+unix:///session?socket=/path/sock` or `qemu+tcp://host/session`.
+ * - migrationURI: where the source QEMU sends the migration stream, e.g. `unix:///path/sock` or
+ *   `tcp://127.0.0.1:49152` (default: chosen by the target libvirtd).
+ * - listenAddress: address the target QEMU binds (tcp only).
+ * - destinationXML: the domain XML to use on the target (default: the source's migratable XML),
+ *   or a function of the source's migratable XML.
  */
-export interface MigrationOptions {
+export interface MigrationTarget {
   targetURI: string;
   migrationURI?: string;
   listenAddress?: string;
   destinationXML?: string | ((sourceXml: string) => string);
-  /** MiB/s (upstream Bandwidth is a quantity; a number is MiB/s) */
+}
+
+/** Parsed options and target: what migrateVMI works with. */
+export interface MigrationOptions extends MigrationTarget {
+  /** MiB/s (from Bandwidth) */
   bandwidthMiB?: number;
-  /** abort when the migration takes longer than this (from CompletionTimeoutPerGiB x guest memory, or given) */
-  completionTimeoutMs?: number;
-  /** abort when the remaining data has not shrunk for this long (upstream ProgressTimeout, seconds) */
+  /** seconds per GiB of guest memory (CompletionTimeoutPerGiB) */
+  completionTimeoutPerGiB?: number;
+  /** abort when the remaining data has not shrunk for this long (ProgressTimeout) */
   progressTimeoutMs?: number;
   unsafe?: boolean;
   allowAutoConverge?: boolean;
@@ -47,18 +65,11 @@ function fail(path: string, reason: string): never {
   throw new Error(`${path}: ${reason}`);
 }
 
-function optString(o: Record<string, unknown>, key: string): string | undefined {
-  const v = o[key];
-  if (v === undefined || v === null || v === '') return undefined;
-  if (typeof v !== 'string') fail(`options.${key}`, 'must be a string');
-  return v;
-}
-
-function optNumber(o: Record<string, unknown>, key: string): number | undefined {
+function optInteger(o: Record<string, unknown>, key: string): number | undefined {
   const v = o[key];
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0)
-    fail(`options.${key}`, 'must be a non-negative number');
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0)
+    fail(`options.${key}`, 'must be a non-negative integer');
   return v;
 }
 
@@ -69,49 +80,56 @@ function optBool(o: Record<string, unknown>, key: string): boolean | undefined {
   return v;
 }
 
-/** Validates MigrationRequest.options; errors name the field (`options.targetURI: required`). */
-export function parseMigrationOptions(raw: unknown): MigrationOptions {
-  if (raw === undefined || raw === null) fail('options', 'required (at least options.targetURI)');
-  if (typeof raw !== 'object' || Array.isArray(raw)) fail('options', 'must be an object');
+/**
+ * Validates MigrationRequest.options: upstream's MigrationOptions JSON (UpstreamMigrationOptions).
+ * Missing fields take Go's zero values; a field upstream does not have is refused by name (our old
+ * `targetURI` included: the target comes from the launcher, as upstream). Errors name the field
+ * (`options.Bandwidth: ...`).
+ */
+export function parseMigrationOptions(raw: unknown): Omit<MigrationOptions, keyof MigrationTarget> {
+  if (raw === undefined || raw === null) return {};
+  if (typeof raw !== 'object' || Array.isArray(raw))
+    fail('options', 'must be an object (upstream MigrationOptions)');
   const o = raw as Record<string, unknown>;
-  const targetURI =
-    optString(o, 'targetURI') ?? fail('options.targetURI', 'required: libvirt URI of the target libvirtd');
-  const migrationURI = optString(o, 'migrationURI');
-  if (migrationURI !== undefined && !/^[a-z][a-z0-9+.-]*:\/\//i.test(migrationURI)) {
-    fail('options.migrationURI', `"${migrationURI}" is not a URI like tcp://host:port`);
+  const known: readonly string[] = UPSTREAM_MIGRATION_OPTION_FIELDS;
+  for (const key of Object.keys(o)) {
+    if (!known.includes(key)) {
+      fail(`options.${key}`, `not a field of upstream's MigrationOptions (${known.join(', ')})`);
+    }
   }
-  let destinationXML: MigrationOptions['destinationXML'];
-  if (typeof o.destinationXML === 'function') destinationXML = o.destinationXML as (x: string) => string;
-  else destinationXML = optString(o, 'destinationXML');
-  const bw = o.Bandwidth ?? o.bandwidthMiB;
+  const bw = o.Bandwidth;
   let bandwidthMiB: number | undefined;
   if (bw !== undefined && bw !== null) {
-    if (typeof bw === 'number') bandwidthMiB = optNumber({ Bandwidth: bw }, 'Bandwidth');
-    else if (typeof bw === 'string') bandwidthMiB = bandwidthFromQuantity(bw);
-    else fail('options.Bandwidth', 'must be a number (MiB/s) or a quantity like 64Mi');
+    if (typeof bw !== 'string')
+      fail('options.Bandwidth', 'must be a quantity string like "64Mi" (resource.Quantity)');
+    bandwidthMiB = bandwidthFromQuantity(bw);
   }
-  const perGiB = optNumber(o, 'CompletionTimeoutPerGiB');
-  const memoryBytes = optNumber(o, 'memoryBytes');
-  let completionTimeoutMs = optNumber(o, 'completionTimeoutSeconds');
-  if (completionTimeoutMs !== undefined) completionTimeoutMs *= 1000;
-  else if (perGiB !== undefined && perGiB > 0) {
-    completionTimeoutMs = perGiB * 1000 * Math.max(1, (memoryBytes ?? 1024 ** 3) / 1024 ** 3);
-  }
-  const progress = optNumber(o, 'ProgressTimeout');
-  const parallel = optNumber(o, 'ParallelMigrationThreads');
+  const perGiB = optInteger(o, 'CompletionTimeoutPerGiB');
+  const progress = optInteger(o, 'ProgressTimeout');
+  const parallel = optInteger(o, 'ParallelMigrationThreads');
   return {
-    targetURI,
-    migrationURI,
-    listenAddress: optString(o, 'listenAddress'),
-    destinationXML,
     bandwidthMiB: bandwidthMiB || undefined,
-    completionTimeoutMs: completionTimeoutMs || undefined,
+    completionTimeoutPerGiB: perGiB || undefined,
     progressTimeoutMs: progress ? progress * 1000 : undefined,
     unsafe: optBool(o, 'UnsafeMigration'),
     allowAutoConverge: optBool(o, 'AllowAutoConverge'),
     allowPostCopy: optBool(o, 'AllowPostCopy'),
-    parallelMigrationThreads: parallel ? Math.floor(parallel) : undefined,
+    parallelMigrationThreads: parallel || undefined,
   };
+}
+
+/** Checks a migration target (from the launcher or an in-process caller). */
+export function checkMigrationTarget(t: MigrationTarget | undefined): MigrationTarget {
+  if (!t || typeof t.targetURI !== 'string' || t.targetURI === '') {
+    fail(
+      'target.targetURI',
+      'required: libvirt URI of the target libvirtd (DomainManagerOptions.migrationTarget)',
+    );
+  }
+  if (t.migrationURI !== undefined && !/^[a-z][a-z0-9+.-]*:\/\//i.test(t.migrationURI)) {
+    fail('target.migrationURI', `"${t.migrationURI}" is not a URI like unix:///path or tcp://host:port`);
+  }
+  return t;
 }
 
 function bandwidthFromQuantity(q: string): number {

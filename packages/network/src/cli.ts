@@ -21,9 +21,10 @@ const USAGE = `usage:
       resulting config (JSON), the input of "dhcp" and "teardown"
   kvts-pod-network teardown --config FILE [--netns PATH]
       removes what setup created
-  kvts-pod-network dhcp --config FILE --run-dir DIR [--hostname NAME] [--resolv-conf FILE] [--netns PATH]
-      phase 2: serves DHCP to the guest on the bridge until SIGTERM/SIGINT; prints "ready", then
-      "lease IP MAC [HOSTNAME]" when the guest has its address
+  kvts-pod-network dhcp --config FILE [--hostname NAME] [--mac MAC] [--resolv-conf FILE]
+      phase 2: serves DHCP to the guest on the bridge until SIGTERM/SIGINT, in the caller's network
+      namespace (run it with nsenter/ip netns exec); needs only CAP_NET_BIND_SERVICE (port 67);
+      prints "ready", then "lease IP MAC [HOSTNAME]" when the guest has its address
 `;
 
 class UsageError extends Error {}
@@ -55,7 +56,7 @@ export async function main(argv: string[]): Promise<number> {
             'tap-owner': { type: 'string' },
             out: { type: 'string' },
             config: { type: 'string' },
-            'run-dir': { type: 'string' },
+            mac: { type: 'string' },
             hostname: { type: 'string' },
             'resolv-conf': { type: 'string', default: '/etc/resolv.conf' },
           },
@@ -93,12 +94,13 @@ export async function main(argv: string[]): Promise<number> {
         const stopped = new Promise<void>((resolve) => (stop = resolve));
         process.once('SIGTERM', stop);
         process.once('SIGINT', stop);
+        if (v.netns !== undefined)
+          throw new UsageError('dhcp serves in its own network namespace: run it in PATH with nsenter');
         const server = await startDhcpServer({
           config: readConfig(),
           dns: readResolvConf(v['resolv-conf']),
           hostname: v.hostname,
-          runDir: need('run-dir'),
-          netns: v.netns,
+          mac: v.mac,
           log,
         });
         process.stdout.write('ready\n');

@@ -1,4 +1,4 @@
-// Running the real tools (ip, nft, sysctl, dnsmasq): argument arrays, never a shell. With `netns`
+// Running the real tools (ip, nft, sysctl): argument arrays, never a shell. With `netns`
 // (a namespace file such as /run/netns/NAME or /proc/PID/ns/net) the tool runs inside that network
 // namespace through nsenter, which is how a privileged agent reaches a Pod's namespace.
 import { spawn } from 'node:child_process';

@@ -10,9 +10,25 @@ export {
   LAUNCHER_UID,
 } from './plan.js';
 export type { PodNetworkPlan, PodBinding, Binding, ForwardedPort } from './plan.js';
-export { setupPodNetwork, teardownPodNetwork, masqueradeRuleset, NFT_TABLE } from './phase1.js';
+export {
+  setupPodNetwork,
+  teardownPodNetwork,
+  masqueradeRuleset,
+  parsePodNetworkConfig,
+  NFT_TABLE,
+} from './phase1.js';
 export type { PodNetworkConfig, Phase1Options, Route } from './phase1.js';
-export { startDhcpServer, dnsmasqArgs } from './phase2.js';
-export type { DhcpOptions, DhcpServer } from './phase2.js';
+export { startDhcpServer, startGuestDhcp, leaseConfig } from './phase2.js';
+export {
+  dhcpReply,
+  parseDhcpRequest,
+  encodeDomainSearch,
+  encodeClasslessRoutes,
+  DhcpPacketError,
+  MessageType,
+} from './dhcp.js';
+export type { DhcpLeaseConfig, DhcpRequest, DhcpAction } from './dhcp.js';
+export type { DhcpOptions, DhcpServer, GuestDhcpOptions } from './phase2.js';
 export { parseResolvConf, readResolvConf } from './resolv.js';
 export type { DnsConfig } from './resolv.js';
+export { podNetworkConfigFile, writePodNetworkConfig } from './config-file.js';

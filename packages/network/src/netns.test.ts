@@ -1,19 +1,20 @@
-// Real kernel networking: network namespaces this test creates (root only), real ip/nft/dnsmasq,
-// busybox udhcpc as the DHCP client of a stand-in guest NIC plugged into the Pod's bridge.
+// Real kernel networking: network namespaces this test creates (root only), real ip/nft, the
+// package's own DHCP server (the CLI, run inside the Pod netns), busybox udhcpc as the DHCP client of
+// a stand-in guest NIC plugged into the Pod's bridge.
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import { planPodNetwork } from './plan.js';
 import { setupPodNetwork, teardownPodNetwork, NFT_TABLE } from './phase1.js';
-import { startDhcpServer } from './phase2.js';
 import {
   isRoot,
   createTopology,
+  startDhcpInNetns,
   tcpEcho,
   tcpGet,
+  CLI,
   NODE_IP,
   POD_IP,
   POD_MTU,
@@ -31,11 +32,10 @@ const vmi = (iface: object) =>
       networks: [{ name: 'default', pod: {} }],
     },
   }) as unknown as VirtualMachineInstance;
-const dns = {
-  nameservers: ['10.96.0.10', '10.96.0.11'],
-  searchDomains: ['ns1.svc.cluster.local', 'cluster.local'],
+const hostname = ['--hostname', 'vm1'];
+const waitFor = async (cond: () => boolean) => {
+  while (!cond()) await new Promise((r) => setTimeout(r, 100));
 };
-const runDir = () => mkdtempSync(path.join(os.tmpdir(), 'kvts-dhcp-'));
 const nftTables = (t: Topology) => t.exec(t.pod, ['nft', 'list', 'tables']);
 
 let t: Topology;
@@ -64,13 +64,7 @@ describe('masquerade', () => {
       });
 
       const guest = t.addGuest(plan.bridge);
-      const dhcp = await startDhcpServer({
-        config,
-        dns,
-        hostname: 'vm1',
-        runDir: runDir(),
-        netns: t.podPath,
-      });
+      const dhcp = await startDhcpInNetns(t, config, { args: hostname });
       try {
         const lease = t.dhcp(guest);
         expect(lease).toMatchObject({
@@ -111,7 +105,7 @@ describe('masquerade', () => {
   rootTest('no ports listed: every port is forwarded', async () => {
     const config = await setupPodNetwork(planPodNetwork(vmi({ masquerade: {} }))!, { netns: t.podPath });
     const guest = t.addGuest(config.bridge);
-    const dhcp = await startDhcpServer({ config, dns, runDir: runDir(), netns: t.podPath });
+    const dhcp = await startDhcpInNetns(t, config);
     try {
       t.dhcp(guest);
       const srv = tcpEcho(guest, '0.0.0.0', 2222);
@@ -129,7 +123,7 @@ describe('bridge', () => {
     const config = await setupPodNetwork(planPodNetwork(vmi({ bridge: {} }))!, { netns: t.podPath });
     expect(t.exec(t.pod, ['ip', '-4', 'addr', 'show', 'dev', 'eth0'])).not.toContain(POD_IP);
     const guest = t.addGuest(config.bridge);
-    const dhcp = await startDhcpServer({ config, dns, hostname: 'vm1', runDir: runDir(), netns: t.podPath });
+    const dhcp = await startDhcpInNetns(t, config, { args: hostname });
     try {
       expect(t.dhcp(guest)).toMatchObject({ ip: POD_IP, mask: '24', router: NODE_IP, hostname: 'vm1' });
       const srv = tcpEcho(guest, POD_IP, 8080);
@@ -189,127 +183,119 @@ describe('failures leave nothing behind', () => {
       guest: { address: '10.0.2.2', prefix: 24, gateway: '10.0.2.1', routes: [] },
       podAddress: POD_IP,
     };
-    await expect(startDhcpServer({ config, dns, runDir: runDir(), netns: t.podPath })).rejects.toThrow(
-      'k6t-eth0 does not exist: the Pod network is not set up',
+    await expect(startDhcpInNetns(t, config)).rejects.toThrow(
+      /DHCP server exited 1: .*k6t-eth0 does not exist: the Pod network is not set up/,
     );
   });
 
-  rootTest(
-    'DHCP server that cannot bind: dnsmasq reason in the error, no process, no lease file',
-    async () => {
-      const config = await setupPodNetwork(planPodNetwork(vmi({ masquerade: {} }))!, { netns: t.podPath });
-      // something else holds the DHCP port in the Pod
-      const holder = spawn(
-        'ip',
-        [
-          'netns',
-          'exec',
-          t.pod,
-          process.execPath,
-          '-e',
-          "require('dgram').createSocket('udp4').bind(67, () => console.log('up'))",
-        ],
-        { stdio: ['ignore', 'pipe', 'inherit'] },
+  rootTest('DHCP server that cannot bind: the reason in the error, the process gone', async () => {
+    const config = await setupPodNetwork(planPodNetwork(vmi({ masquerade: {} }))!, { netns: t.podPath });
+    // something else holds the DHCP port in the Pod (without SO_REUSEADDR)
+    const holder = spawn(
+      'ip',
+      [
+        'netns',
+        'exec',
+        t.pod,
+        process.execPath,
+        '-e',
+        "require('dgram').createSocket('udp4').bind(67, () => console.log('up'))",
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    try {
+      await new Promise((resolve) => holder.stdout.once('data', resolve));
+      await expect(startDhcpInNetns(t, config)).rejects.toThrow(
+        /DHCP server exited 1: .*DHCP server for k6t-eth0 cannot bind 0\.0\.0\.0:67: address already in use/,
       );
+    } finally {
+      holder.kill();
+    }
+  });
+});
+
+describe('DHCP server as the launcher user (uid 107)', () => {
+  rootTest(
+    'only CAP_NET_BIND_SERVICE: serves a lease; without it: a clear error; the CLI sets up and tears down from a manifest',
+    async () => {
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'kvts-cli-'));
       try {
-        await new Promise((resolve) => holder.stdout.once('data', resolve));
-        const dir = runDir();
-        await expect(startDhcpServer({ config, dns, runDir: dir, netns: t.podPath })).rejects.toThrow(
-          /DHCP server for k6t-eth0 failed to start \(dnsmasq exit \d+\): .*Address (already )?in use/,
+        const vmiFile = path.join(dir, 'vmi.yaml');
+        writeFileSync(
+          vmiFile,
+          'apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: vm1}\nspec:\n  domain:\n    devices:\n      interfaces: [{name: default, masquerade: {}}]\n    resources: {requests: {memory: 64Mi}}\n  networks: [{name: default, pod: {}}]\n',
         );
-        expect(spawnSync('pgrep', ['-f', `dhcp-leasefile=${dir}`]).status).toBe(1); // 1: no such process
-        expect(readdirSync(dir)).toEqual([]);
+        const cfg = path.join(dir, 'net.json');
+        const setup = spawnSync(
+          process.execPath,
+          [CLI, 'setup', '--vmi', vmiFile, '--netns', t.podPath, '--out', cfg],
+          { encoding: 'utf8' },
+        );
+        expect(setup.stderr).not.toMatch(/error/);
+        expect(setup.status).toBe(0);
+        const config = JSON.parse(readFileSync(cfg, 'utf8')) as object;
+        await expect(startDhcpInNetns(t, config, { caps: [] })).rejects.toThrow(
+          'cannot bind 0.0.0.0:67: permission denied (port 67 needs CAP_NET_BIND_SERVICE)',
+        );
+        const dhcp = await startDhcpInNetns(t, config, { caps: ['net_bind_service'], args: hostname });
+        try {
+          // the server process: uid 107, and no capability but NET_BIND_SERVICE (bit 10)
+          const status = readFileSync(`/proc/${dhcp.pid}/status`, 'utf8');
+          expect(/^Uid:\s+(\d+)/m.exec(status)![1]).toBe('107');
+          expect(/^CapEff:\s+(\w+)/m.exec(status)![1]).toBe((1 << 10).toString(16).padStart(16, '0'));
+          const guest = t.addGuest('k6t-eth0');
+          expect(t.dhcp(guest)).toMatchObject({ ip: '10.0.2.2', router: '10.0.2.1', hostname: 'vm1' });
+          expect(await dhcp.waitForLease()).toMatch(/^10\.0\.2\.2 \S+ vm1$/);
+        } finally {
+          expect(await dhcp.stop()).toBe(0); // a clean stop on SIGTERM
+        }
+        const down = spawnSync(process.execPath, [CLI, 'teardown', '--config', cfg, '--netns', t.podPath], {
+          encoding: 'utf8',
+        });
+        expect(down.status).toBe(0);
+        expect(t.links(t.pod)).not.toEqual(expect.arrayContaining(['tap0']));
+        expect(t.links(t.pod)).not.toEqual(expect.arrayContaining(['k6t-eth0']));
       } finally {
-        holder.kill();
+        rmSync(dir, { recursive: true, force: true });
       }
     },
   );
-});
-
-describe('kvts-pod-network CLI, DHCP as the launcher user (uid 107)', () => {
-  const CLI = fileURLToPath(new URL('../bin/kvts-pod-network.js', import.meta.url));
-  const launcherArgv = (caps: string[], args: string[]) => [
-    'netns',
-    'exec',
-    t.pod,
-    'setpriv',
-    '--reuid=107',
-    '--regid=107',
-    '--clear-groups',
-    `--inh-caps=-all${caps.map((c) => `,+${c}`).join('')}`,
-    `--ambient-caps=-all${caps.map((c) => `,+${c}`).join('')}`,
-    process.execPath,
-    CLI,
-    ...args,
-  ];
-  const asLauncher = (caps: string[], args: string[]) =>
-    spawnSync('ip', launcherArgv(caps, args), { encoding: 'utf8' });
 
   rootTest(
-    'setup/teardown from a VMI manifest; dnsmasq needs NET_BIND_SERVICE, NET_ADMIN and NET_RAW, and says which is missing',
+    'a unicast renewal (udhcpc SIGUSR1) reaches the server on the bridge address and is acknowledged',
     async () => {
-      const dir = mkdtempSync(path.join(os.tmpdir(), 'kvts-cli-'));
-      chmodSync(dir, 0o755);
-      const vmiFile = path.join(dir, 'vmi.yaml');
-      writeFileSync(
-        vmiFile,
-        'apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: vm1}\nspec:\n  domain:\n    devices:\n      interfaces: [{name: default, masquerade: {}}]\n    resources: {requests: {memory: 64Mi}}\n  networks: [{name: default, pod: {}}]\n',
-      );
-      const cfg = path.join(dir, 'net.json');
-      const setup = spawnSync(
-        process.execPath,
-        [CLI, 'setup', '--vmi', vmiFile, '--netns', t.podPath, '--out', cfg],
-        { encoding: 'utf8' },
-      );
-      expect(setup.status).toBe(0);
-      chmodSync(cfg, 0o644);
-      const resolv = path.join(dir, 'resolv.conf');
-      writeFileSync(resolv, 'nameserver 10.96.0.10\n');
-      const runDir = path.join(dir, 'run');
-      mkdirSync(runDir);
-      chownSync(runDir, 107, 107);
-      const args = ['dhcp', '--config', cfg, '--run-dir', path.join(runDir, 'x'), '--resolv-conf', resolv];
-      const noAdmin = asLauncher(['net_bind_service', 'net_raw'], args);
-      expect(noAdmin.status).toBe(1);
-      expect(noAdmin.stderr).toContain('missing required capability NET_ADMIN');
-      const noRaw = asLauncher(['net_bind_service', 'net_admin'], args);
-      expect(noRaw.status).toBe(1);
-      expect(noRaw.stderr).toContain('missing required capability NET_RAW');
-      const noBind = asLauncher(['net_admin', 'net_raw'], args);
-      expect(noBind.status).toBe(1);
-      expect(noBind.stderr).toContain('failed to bind DHCP server socket: Permission denied');
-      const ok = spawn('ip', launcherArgv(['net_admin', 'net_raw', 'net_bind_service'], args), {
-        stdio: ['ignore', 'pipe', 'inherit'],
+      const config = await setupPodNetwork(planPodNetwork(vmi({ masquerade: {} }))!, { netns: t.podPath });
+      const dhcp = await startDhcpInNetns(t, config, {
+        caps: ['net_bind_service'],
+        args: hostname,
+        env: { KVTS_LOG_LEVEL: 'debug' },
       });
-      let out = '';
-      const closed = new Promise<number | null>((resolve) => ok.on('close', resolve));
-      await new Promise<void>((resolve) => {
-        ok.stdout.on('data', (d: Buffer) => {
-          out += d.toString();
-          if (out.includes('\n')) resolve();
-        });
-        void closed.then(() => resolve()); // exited early: the expectation below says so
-      });
-      expect(out).toBe('ready\n');
-      ok.kill('SIGINT');
-      expect(await closed).toBe(0); // a clean stop
-      expect(readdirSync(path.join(runDir, 'x'))).toEqual([]); // the lease file is gone
-      // a SIGKILLed launcher takes its DHCP server with it
-      const killed = spawn('ip', launcherArgv(['net_admin', 'net_raw', 'net_bind_service'], args), {
-        stdio: ['ignore', 'pipe', 'inherit'],
-      });
-      await new Promise((resolve) => killed.stdout.once('data', resolve));
-      const server = () =>
-        spawnSync('pgrep', ['-f', `dhcp-leasefile=${path.join(runDir, 'x')}/`]).status === 0;
-      expect(server()).toBe(true);
-      killed.kill('SIGKILL');
-      while (server()) await new Promise((r) => setTimeout(r, 100));
-      const down = spawnSync(process.execPath, [CLI, 'teardown', '--config', cfg, '--netns', t.podPath], {
-        encoding: 'utf8',
-      });
-      expect(down.status).toBe(0);
-      expect(t.links(t.pod)).toEqual(['lo', 'eth0']);
-      rmSync(dir, { recursive: true, force: true });
+      const guest = t.addGuest(config.bridge);
+      const out = path.join(t.tmp, 'renew');
+      const client = t.dhcpClient(guest, out);
+      try {
+        await waitFor(() => existsSync(`${out}.bound`));
+        // udhcpc renews by a REQUEST sent by unicast from its address to the server identifier
+        client.kill('SIGUSR1');
+        await waitFor(() => existsSync(`${out}.renew`));
+        expect(readFileSync(`${out}.renew`, 'utf8')).toContain('ip=10.0.2.2');
+        const replies = dhcp
+          .stderr()
+          .split('\n')
+          .filter((l) => l.includes('DHCP reply sent'))
+          .map((l) => JSON.parse(l) as { from: string; socket: string; request: string; reply: string });
+        expect(replies).toContainEqual(
+          expect.objectContaining({
+            from: '10.0.2.2:68',
+            socket: '10.0.2.1',
+            request: 'REQUEST',
+            reply: 'ACK',
+          }),
+        );
+      } finally {
+        client.kill('SIGTERM');
+        await dhcp.stop();
+      }
     },
   );
 });

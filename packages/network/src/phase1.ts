@@ -266,3 +266,81 @@ export async function teardownPodNetwork(config: PodNetworkConfig, opts: Phase1O
       );
   }
 }
+
+const IPV4_RE = /^(25[0-5]|2[0-4]\d|1?\d?\d)(\.(25[0-5]|2[0-4]\d|1?\d?\d)){3}$/;
+const IFNAME_RE = /^[A-Za-z0-9_.-]{1,15}$/;
+
+/**
+ * Reads a PodNetworkConfig written by phase 1 (virt-handler) as untrusted input: the Pod can write
+ * where it lies, so every field is checked, and it must match what the launcher's own plan of the
+ * VMI says (binding, bridge, tap, Pod interface). Throws a NetworkSetupError naming the field.
+ */
+export function parsePodNetworkConfig(
+  text: string,
+  plan: PodNetworkPlan,
+  source = 'pod network config',
+): PodNetworkConfig {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (e) {
+    throw new NetworkSetupError(`${source}: not JSON (${(e as Error).message})`);
+  }
+  const bad = (field: string, why: string): never => {
+    throw new NetworkSetupError(`${source}: ${field}: ${why}`);
+  };
+  const obj = (v: unknown, field: string): Record<string, unknown> =>
+    typeof v === 'object' && v !== null && !Array.isArray(v)
+      ? (v as Record<string, unknown>)
+      : bad(field, 'must be an object');
+  const ip = (v: unknown, field: string): string =>
+    typeof v === 'string' && IPV4_RE.test(v) ? v : bad(field, `${JSON.stringify(v)} is not an IPv4 address`);
+  const int = (v: unknown, field: string, min: number, max: number): number =>
+    Number.isInteger(v) && (v as number) >= min && (v as number) <= max
+      ? (v as number)
+      : bad(field, `${JSON.stringify(v)} is not an integer in [${min}, ${max}]`);
+  const same = (v: unknown, field: string, want: string): string =>
+    v === want ? want : bad(field, `${JSON.stringify(v)} is not ${JSON.stringify(want)} (the VMI's plan)`);
+  const cidr = (v: unknown, field: string): string => {
+    if (v === 'default') return v;
+    const m = typeof v === 'string' ? /^([\d.]+)\/(\d{1,2})$/.exec(v) : null;
+    if (!m || !IPV4_RE.test(m[1]!) || Number(m[2]) > 32)
+      bad(field, `${JSON.stringify(v)} is not an IPv4 CIDR`);
+    return v as string;
+  };
+  const routes = (v: unknown, field: string): Route[] => {
+    if (!Array.isArray(v)) return bad(field, 'must be a list');
+    return v.map((r, i) => {
+      const o = obj(r, `${field}[${i}]`);
+      const dst = cidr(o.dst, `${field}[${i}].dst`);
+      return o.gateway === undefined ? { dst } : { dst, gateway: ip(o.gateway, `${field}[${i}].gateway`) };
+    });
+  };
+  const c = obj(raw, 'config');
+  const g = obj(c.guest, 'guest');
+  const out: PodNetworkConfig = {
+    binding: same(c.binding, 'binding', plan.binding) as PodBinding,
+    podInterface: same(c.podInterface, 'podInterface', plan.podInterface),
+    bridge: same(c.bridge, 'bridge', plan.bridge),
+    tap: same(c.tap, 'tap', plan.tap),
+    mtu: int(c.mtu, 'mtu', 68, 65535),
+    serverAddress: ip(c.serverAddress, 'serverAddress'),
+    guest: {
+      address: ip(g.address, 'guest.address'),
+      prefix: int(g.prefix, 'guest.prefix', 0, 32),
+      ...(g.gateway !== undefined ? { gateway: ip(g.gateway, 'guest.gateway') } : {}),
+      routes: routes(g.routes, 'guest.routes'),
+    },
+    podAddress: ip(c.podAddress, 'podAddress'),
+  };
+  if (c.moved !== undefined) {
+    const m = obj(c.moved, 'moved');
+    out.moved = {
+      address: ip(m.address, 'moved.address'),
+      prefix: int(m.prefix, 'moved.prefix', 0, 32),
+      routes: routes(m.routes, 'moved.routes'),
+    };
+  }
+  if (!IFNAME_RE.test(out.bridge) || !IFNAME_RE.test(out.tap)) bad('bridge', 'not an interface name');
+  return out;
+}

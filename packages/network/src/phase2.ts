@@ -1,31 +1,46 @@
-// Phase 2, in the launcher (unprivileged but for NET_BIND_SERVICE): DHCP for the guest, served by
-// dnsmasq bound to the bridge phase 1 created, and to nothing else. The guest learns its address,
-// gateway, routes, MTU, the Pod's DNS servers and search domains, and its hostname.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, rmSync } from 'node:fs';
-import path from 'node:path';
+// Phase 2, in the launcher (unprivileged but for NET_BIND_SERVICE, port 67): a small DHCP server for
+// the guest, like upstream's launcher has. It runs in the caller's network namespace (the Pod's) and
+// needs neither NET_ADMIN nor NET_RAW: replies are broadcast, so no ARP entry has to be injected.
+//
+// Sockets (Node cannot bind to a device): one on 0.0.0.0:67 receives the broadcasts, one on the
+// bridge's own address :67 sends every reply to 255.255.255.255:68 (Linux routes a limited broadcast
+// out of the device that owns the source address: the bridge) and receives unicast renewals.
+import dgram from 'node:dgram';
+import { readFileSync } from 'node:fs';
+import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import type { Logger } from '@kubevirt-ts/log';
-import { inNetns, run, NetworkSetupError, type NetnsOption } from './exec.js';
-import { netmask } from './plan.js';
-import type { PodNetworkConfig } from './phase1.js';
-import type { DnsConfig } from './resolv.js';
+import { run, NetworkSetupError } from './exec.js';
+import {
+  dhcpReply,
+  DhcpPacketError,
+  messageTypeName,
+  MessageType,
+  DHCP_CLIENT_PORT,
+  DHCP_SERVER_PORT,
+  type DhcpLeaseConfig,
+} from './dhcp.js';
+import { parsePodNetworkConfig, type PodNetworkConfig } from './phase1.js';
+import { planPodNetwork } from './plan.js';
+import { readResolvConf, type DnsConfig } from './resolv.js';
 
-export interface DhcpOptions extends NetnsOption {
+export interface DhcpOptions {
   config: PodNetworkConfig;
   dns: DnsConfig;
   /** the guest's hostname (the VMI's name, or spec.hostname) */
   hostname?: string;
-  /** directory for the lease file (created; 0700) */
-  runDir: string;
+  /** answer only this MAC (the guest's NIC); absent: whoever asks on the bridge */
+  mac?: string;
   log?: Logger;
-  /** the dnsmasq program (default "dnsmasq" from PATH) */
-  dnsmasq?: string;
+  /** the server port (default 67; tests of the logic may use another) */
+  port?: number;
 }
 
 export interface DhcpServer {
-  readonly pid: number;
-  readonly leaseFile: string;
-  /** resolves with "ip mac [hostname]" of the first lease dnsmasq acknowledges */
+  /** the tap of the guest's NIC (from phase 1's config) */
+  readonly tap: string;
+  /** from now on answer only this MAC (e.g. the one libvirt gave the guest's NIC) */
+  restrictTo(mac: string): void;
+  /** resolves with "ip mac [hostname]" of the first lease acknowledged */
   waitForLease(): Promise<string>;
   stop(): Promise<void>;
 }
@@ -33,133 +48,209 @@ export interface DhcpServer {
 /** A hostname DHCP option 12 can carry: labels of letters, digits and '-'. */
 const HOSTNAME =
   /^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+const MAC = /^([0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}$/;
 
-/** dnsmasq's argument list for `o` (no DNS service, no config files, DHCP on the bridge only). */
-export function dnsmasqArgs(o: DhcpOptions, leaseFile: string): string[] {
+/** What the server hands out for `o` (validated: a hostname or MAC that cannot be sent is refused). */
+export function leaseConfig(o: DhcpOptions): DhcpLeaseConfig {
   const c = o.config;
   const g = c.guest;
-  const args = [
-    '--keep-in-foreground',
-    '--log-facility=-',
-    '--conf-file=/dev/null',
-    '--no-hosts',
-    '--no-resolv',
-    '--port=0',
-    `--interface=${c.bridge}`,
-    '--except-interface=lo',
-    '--bind-interfaces',
-    '--dhcp-authoritative',
-    '--pid-file=',
-    `--dhcp-leasefile=${leaseFile}`,
-    // one address, whoever asks: the only client on this bridge is the guest
-    `--dhcp-range=${g.address},${g.address},${netmask(g.prefix)},infinite`,
-    `--dhcp-option=option:mtu,${c.mtu}`,
-  ];
-  // bridge binding: the guest's subnet is not the bridge's own (it only holds a link-local address)
-  if (c.serverAddress !== g.gateway && c.binding === 'bridge')
-    args.push(`--shared-network=${c.bridge},${g.address}`);
-  args.push(g.gateway ? `--dhcp-option=option:router,${g.gateway}` : '--dhcp-option=option:router');
-  const routes = g.routes.filter((r) => r.gateway && r.dst !== 'default');
-  if (routes.length)
-    args.push(
-      `--dhcp-option=option:classless-static-route,${routes.map((r) => `${r.dst},${r.gateway}`).join(',')}`,
-    );
-  args.push(
-    o.dns.nameservers.length
-      ? `--dhcp-option=option:dns-server,${o.dns.nameservers.join(',')}`
-      : '--dhcp-option=option:dns-server',
-  );
-  if (o.dns.searchDomains.length) {
-    args.push(`--dhcp-option=option:domain-search,${o.dns.searchDomains.join(',')}`);
-    args.push(`--dhcp-option=option:domain-name,${o.dns.searchDomains[0]}`);
-  }
-  if (o.hostname !== undefined) {
-    if (!HOSTNAME.test(o.hostname) || o.hostname.length > 253)
-      throw new NetworkSetupError(`hostname ${JSON.stringify(o.hostname)} cannot be sent by DHCP`);
-    args.push(`--dhcp-host=*:*:*:*:*:*,${g.address},${o.hostname},infinite`);
-  }
-  if (process.getuid?.() === 0) args.push('--user=root', '--group=root'); // keep access to runDir
-  return args;
+  if (o.hostname !== undefined && (!HOSTNAME.test(o.hostname) || o.hostname.length > 253))
+    throw new NetworkSetupError(`hostname ${JSON.stringify(o.hostname)} cannot be sent by DHCP`);
+  if (o.mac !== undefined && !MAC.test(o.mac))
+    throw new NetworkSetupError(`MAC address ${JSON.stringify(o.mac)} is not aa:bb:cc:dd:ee:ff`);
+  return {
+    serverAddress: c.serverAddress,
+    address: g.address,
+    prefix: g.prefix,
+    ...(g.gateway ? { router: g.gateway } : {}),
+    routes: g.routes
+      .filter((r) => r.gateway && r.dst !== 'default')
+      .map((r) => ({ dst: r.dst, gateway: r.gateway! })),
+    mtu: c.mtu,
+    dnsServers: o.dns.nameservers,
+    searchDomains: o.dns.searchDomains,
+    ...(o.hostname !== undefined ? { hostname: o.hostname } : {}),
+    ...(o.mac !== undefined ? { mac: o.mac.toLowerCase() } : {}),
+  };
+}
+
+function bindSocket(address: string, port: number): Promise<dgram.Socket> {
+  const s = dgram.createSocket({ type: 'udp4', reuseAddr: true });
+  return new Promise((resolve, reject) => {
+    s.once('error', (e) => {
+      s.close();
+      reject(e);
+    });
+    s.bind({ address, port }, () => {
+      s.removeAllListeners('error');
+      resolve(s);
+    });
+  });
 }
 
 /**
- * Starts dnsmasq for the guest and resolves once it serves DHCP on the bridge; rejects with a
- * NetworkSetupError (dnsmasq's own reason) when it cannot, leaving no process or file behind.
+ * Starts the DHCP server for the guest on the bridge phase 1 created and resolves once it listens;
+ * rejects with a NetworkSetupError (the reason, e.g. the missing bridge or capability) leaving no
+ * socket open.
  */
 export async function startDhcpServer(o: DhcpOptions): Promise<DhcpServer> {
   const c = o.config;
-  // a missing bridge/tap means phase 1 did not run (dnsmasq would only warn and wait for it)
+  const lc = leaseConfig(o);
+  const log = o.log;
+  const port = o.port ?? DHCP_SERVER_PORT;
+  // a missing bridge/tap means phase 1 did not run in this namespace
   for (const dev of [c.bridge, c.tap])
-    await run('ip', ['link', 'show', 'dev', dev], o).catch((e: Error) => {
+    await run('ip', ['link', 'show', 'dev', dev]).catch((e: Error) => {
       throw new NetworkSetupError(`${dev} does not exist: the Pod network is not set up (${e.message})`);
     });
-  mkdirSync(o.runDir, { recursive: true, mode: 0o700 });
-  const leaseFile = path.join(o.runDir, 'dnsmasq.leases');
-  // setpriv --pdeathsig: dnsmasq ends with its parent even when that is SIGKILLed (no orphan server)
-  const argv = inNetns(o.netns, 'setpriv', [
-    '--pdeathsig',
-    'SIGTERM',
-    '--',
-    o.dnsmasq ?? 'dnsmasq',
-    ...dnsmasqArgs(o, leaseFile),
-  ]);
-  const child: ChildProcess = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  const lines: string[] = [];
-  const leaseWaiters: ((line: string) => void)[] = [];
+  const sockets: dgram.Socket[] = [];
+  const closeAll = () =>
+    Promise.all(sockets.splice(0).map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
+  const fail = async (e: NodeJS.ErrnoException, what: string): Promise<never> => {
+    await closeAll();
+    const why =
+      e.code === 'EACCES'
+        ? 'permission denied (port 67 needs CAP_NET_BIND_SERVICE)'
+        : e.code === 'EADDRNOTAVAIL'
+          ? `${c.serverAddress} is not an address here (the Pod network is not set up)`
+          : e.code === 'EADDRINUSE'
+            ? 'address already in use'
+            : e.message;
+    const err = new NetworkSetupError(`DHCP server for ${c.bridge} cannot bind ${what}: ${why}`);
+    log?.error('DHCP server failed', { reason: err.message });
+    throw err;
+  };
+  const any = await bindSocket('0.0.0.0', port).catch((e) => fail(e, `0.0.0.0:${port}`));
+  sockets.push(any);
+  const own = await bindSocket(c.serverAddress, port).catch((e) => fail(e, `${c.serverAddress}:${port}`));
+  sockets.push(own);
+  own.setBroadcast(true);
+
   let lease: string | undefined;
-  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
-  const ready = new Promise<void>((resolve, reject) => {
-    child.on('error', (e) => reject(new NetworkSetupError(`dnsmasq: cannot run (${e.message})`)));
-    child.stderr!.on('data', (d: Buffer) => {
-      stderr += d.toString();
-      let nl: number;
-      while ((nl = stderr.indexOf('\n')) >= 0) {
-        const line = stderr.slice(0, nl);
-        stderr = stderr.slice(nl + 1);
-        lines.push(line);
-        if (lines.length > 50) lines.shift();
-        if (/DHCP, IP range/.test(line)) resolve();
-        const m = /DHCPACK\(\S+\) (\S+) (\S+)(?: (\S+))?/.exec(line);
-        if (m && lease === undefined) {
-          lease = `${m[1]} ${m[2]}${m[3] ? ` ${m[3]}` : ''}`;
-          for (const w of leaseWaiters.splice(0)) w(lease);
-        }
-        o.log?.debug('dnsmasq', { line });
-      }
-    });
-    void exited.then((code) =>
-      reject(
-        new NetworkSetupError(
-          `DHCP server for ${c.bridge} failed to start (dnsmasq exit ${code}): ${
-            [...lines, stderr]
-              .map((l) => l.replace(/^dnsmasq: /, '').trim())
-              .filter(Boolean)
-              .join('; ') || 'no reason given'
-          }`,
-        ),
-      ),
-    );
-  });
-  try {
-    await ready;
-  } catch (e) {
-    rmSync(leaseFile, { force: true });
-    o.log?.error('DHCP server failed', { reason: (e as Error).message });
-    throw e;
+  const leaseWaiters: ((l: string) => void)[] = [];
+  const onMessage = (socket: string, buf: Buffer, from: dgram.RemoteInfo) => {
+    let action;
+    try {
+      action = dhcpReply(buf, lc);
+    } catch (e) {
+      if (!(e instanceof DhcpPacketError)) throw e;
+      log?.warn('DHCP packet dropped', { from: `${from.address}:${from.port}`, reason: e.message });
+      return;
+    }
+    const req = action.request;
+    const fields = {
+      mac: req.mac,
+      xid: req.xid,
+      request: messageTypeName(req.type),
+      from: `${from.address}:${from.port}`,
+      socket,
+    };
+    switch (action.kind) {
+      case 'ignored':
+        log?.debug('DHCP request ignored', { ...fields, reason: action.reason });
+        return;
+      case 'released':
+        lease = undefined;
+        log?.info('DHCP lease released', fields);
+        return;
+      case 'declined':
+        log?.warn('the guest declined its address (in use on the link?)', { ...fields, ip: c.guest.address });
+        return;
+      case 'reply':
+        own.send(action.packet, DHCP_CLIENT_PORT, '255.255.255.255', (err) => {
+          if (err) {
+            log?.warn('DHCP reply not sent', { ...fields, reason: err.message });
+            return;
+          }
+          log?.debug('DHCP reply sent', { ...fields, reply: messageTypeName(action.type) });
+          if (action.type === MessageType.ACK && req.type === MessageType.REQUEST) {
+            const l = `${c.guest.address} ${req.mac}${o.hostname ? ` ${o.hostname}` : ''}`;
+            if (lease === undefined) log?.info('DHCP lease', { ip: c.guest.address, mac: req.mac });
+            lease = l;
+            for (const w of leaseWaiters.splice(0)) w(l);
+          }
+        });
+    }
+  };
+  for (const [s, bound] of [
+    [any, '0.0.0.0'],
+    [own, c.serverAddress],
+  ] as const) {
+    s.on('message', (buf, from) => onMessage(bound, buf, from));
+    s.on('error', (e) => log?.warn('DHCP socket error', { reason: e.message }));
   }
-  o.log?.info('DHCP server started', { bridge: c.bridge, guest: c.guest.address, pid: child.pid });
+  log?.info('DHCP server started', { bridge: c.bridge, guest: c.guest.address, server: c.serverAddress });
   let stopped: Promise<void> | undefined;
   return {
-    pid: child.pid!,
-    leaseFile,
+    tap: c.tap,
+    restrictTo(mac: string) {
+      if (!MAC.test(mac))
+        throw new NetworkSetupError(`MAC address ${JSON.stringify(mac)} is not aa:bb:cc:dd:ee:ff`);
+      if (lc.mac === mac.toLowerCase()) return;
+      lc.mac = mac.toLowerCase();
+      log?.info('DHCP server answers only the guest NIC', { mac: lc.mac });
+    },
     waitForLease: () =>
       lease !== undefined ? Promise.resolve(lease) : new Promise((resolve) => leaseWaiters.push(resolve)),
     stop: () =>
-      (stopped ??= (async () => {
-        if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-        await exited;
-        rmSync(leaseFile, { force: true });
-      })()),
+      (stopped ??= closeAll().then(() => {
+        log?.info('DHCP server stopped', { bridge: c.bridge });
+      })),
   };
+}
+
+export interface GuestDhcpOptions {
+  /** where phase 1 wrote the config of the pod-network interface named `interfaceName` */
+  configFile(interfaceName: string): string;
+  /** the Pod's resolv.conf (default /etc/resolv.conf; missing: no DNS options) */
+  resolvConf?: string;
+  log?: Logger;
+  port?: number;
+}
+
+/**
+ * The launcher's phase 2 for a VMI: when its pod-network interface uses masquerade or bridge, reads
+ * and checks the config phase 1 left for it and starts the DHCP server (hostname: spec.hostname, else
+ * the VMI's name; only the interface's MAC when it has one). Resolves undefined when there is nothing
+ * to serve. Rejects (NetworkConfigError/NetworkSetupError with the interface's path) when the config
+ * is missing or wrong, or the server cannot start.
+ */
+export async function startGuestDhcp(
+  vmi: VirtualMachineInstance,
+  o: GuestDhcpOptions,
+): Promise<DhcpServer | undefined> {
+  const plan = planPodNetwork(vmi);
+  if (!plan || plan.binding === 'passt') return undefined;
+  const p = `spec.domain.devices.interfaces[${plan.interfaceIndex}]`;
+  const file = o.configFile(plan.interfaceName);
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    throw new NetworkSetupError(
+      `${p} (${plan.interfaceName}, ${plan.binding}): the Pod network is not set up: ${
+        code === 'ENOENT'
+          ? `${file} does not exist (virt-handler writes it before the first sync)`
+          : `${file}: ${(e as Error).message}`
+      }`,
+    );
+  }
+  const config = parsePodNetworkConfig(text, plan, file);
+  let dns: DnsConfig = { nameservers: [], searchDomains: [] };
+  try {
+    dns = readResolvConf(o.resolvConf);
+  } catch (e) {
+    o.log?.warn('no resolv.conf: the guest gets no DNS servers', { reason: (e as Error).message });
+  }
+  const iface = vmi.spec.domain.devices?.interfaces?.[plan.interfaceIndex];
+  const hostname = (vmi.spec.hostname || vmi.metadata?.name || '').slice(0, 63) || undefined;
+  return startDhcpServer({
+    config,
+    dns,
+    ...(hostname ? { hostname } : {}),
+    ...(iface?.macAddress ? { mac: iface.macAddress.replace(/-/g, ':').toLowerCase() } : {}),
+    log: o.log,
+    port: o.port,
+  });
 }

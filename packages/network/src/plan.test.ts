@@ -1,7 +1,6 @@
 import { planPodNetwork, guestAddresses, netmask, NetworkConfigError } from './plan.js';
-import { masqueradeRuleset } from './phase1.js';
+import { masqueradeRuleset, parsePodNetworkConfig } from './phase1.js';
 import { parseResolvConf } from './resolv.js';
-import { dnsmasqArgs } from './phase2.js';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 
 const vmi = (iface: object, network: object = { name: 'default', pod: {} }) =>
@@ -86,9 +85,10 @@ test('masquerade ruleset: only listed ports are forwarded; outbound masqueraded'
   expect(all).not.toContain('dport');
 });
 
-test('dnsmasqArgs: bridge only, no DNS service, a hostname that cannot be sent is refused', () => {
-  const config = {
-    binding: 'masquerade' as const,
+test('parsePodNetworkConfig: phase 1 output accepted; untrusted fields checked against the plan, each named', () => {
+  const plan = planPodNetwork(vmi({ masquerade: {} }))!;
+  const good = {
+    binding: 'masquerade',
     podInterface: 'eth0',
     bridge: 'k6t-eth0',
     tap: 'tap0',
@@ -97,20 +97,18 @@ test('dnsmasqArgs: bridge only, no DNS service, a hostname that cannot be sent i
     guest: { address: '10.0.2.2', prefix: 24, gateway: '10.0.2.1', routes: [] },
     podAddress: '192.168.1.2',
   };
-  const dns = { nameservers: ['10.96.0.10'], searchDomains: ['ns.svc.cluster.local'] };
-  const args = dnsmasqArgs({ config, dns, hostname: 'vm1', runDir: '/x' }, '/x/l');
-  expect(args).toEqual(
-    expect.arrayContaining([
-      '--interface=k6t-eth0',
-      '--bind-interfaces',
-      '--port=0',
-      '--dhcp-range=10.0.2.2,10.0.2.2,255.255.255.0,infinite',
-      '--dhcp-option=option:dns-server,10.96.0.10',
-      '--dhcp-option=option:domain-search,ns.svc.cluster.local',
-      '--dhcp-option=option:mtu,1400',
-    ]),
+  expect(parsePodNetworkConfig(JSON.stringify(good), plan)).toEqual(good);
+  const bad = (patch: object, msg: string) =>
+    expect(() => parsePodNetworkConfig(JSON.stringify({ ...good, ...patch }), plan, 'f.json')).toThrow(msg);
+  bad({ binding: 'bridge' }, 'f.json: binding: "bridge" is not "masquerade"');
+  bad({ tap: 'eth0' }, 'f.json: tap: "eth0" is not "tap0"');
+  bad({ mtu: 70000 }, 'f.json: mtu: 70000 is not an integer in [68, 65535]');
+  bad({ serverAddress: '10.0.2.1; rm -rf /' }, 'f.json: serverAddress:');
+  bad({ guest: { ...good.guest, prefix: 33 } }, 'f.json: guest.prefix: 33');
+  bad(
+    { guest: { ...good.guest, routes: [{ dst: 'x' }] } },
+    'f.json: guest.routes[0].dst: "x" is not an IPv4 CIDR',
   );
-  expect(() => dnsmasqArgs({ config, dns, hostname: 'a b,--x', runDir: '/x' }, '/x/l')).toThrow(
-    'cannot be sent',
-  );
+  bad({ guest: 'x' }, 'f.json: guest: must be an object');
+  expect(() => parsePodNetworkConfig('{', plan, 'f.json')).toThrow('f.json: not JSON');
 });

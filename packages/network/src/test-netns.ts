@@ -1,10 +1,11 @@
 // Test topology with real network namespaces: a "node" netns, a "Pod" netns joined to it by a veth
 // (the Pod's eth0), and optionally a "guest" netns whose eth0 is a veth port of the Pod's bridge,
 // standing in for the guest's NIC so DHCP and NAT can be exercised without a VM.
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, chmodSync, existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 export const isRoot = process.getuid?.() === 0;
 export const NODE_IP = '192.168.77.1';
@@ -26,6 +27,8 @@ export interface Topology {
   addGuest(bridge: string): string;
   /** runs busybox udhcpc in the guest netns; resolves with what it was given (udhcpc's variables) */
   dhcp(guest: string): Record<string, string>;
+  /** busybox udhcpc left running in the guest netns (SIGUSR1 renews); its hook writes OUT.<event> */
+  dhcpClient(guest: string, out: string): ChildProcess;
   links(ns: string): string[];
   destroy(): void;
 }
@@ -129,6 +132,25 @@ export function createTopology(): Topology {
           .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
       );
     },
+    dhcpClient(guest, out) {
+      const argv = inNs(guest, [
+        'busybox',
+        'udhcpc',
+        '-i',
+        'eth0',
+        '-f',
+        '-t',
+        '10',
+        '-T',
+        '2',
+        '-s',
+        script,
+      ]);
+      return spawn(argv[0]!, argv.slice(1), {
+        stdio: 'ignore',
+        env: { ...process.env, UDHCPC_OUT: out },
+      });
+    },
     links: (ns) =>
       (JSON.parse(sh(['ip', '-n', ns, '-json', 'link', 'show'])) as { ifname: string }[]).map(
         (l) => l.ifname,
@@ -159,4 +181,95 @@ export function tcpGet(ns: string, host: string, port: number): string {
   const r = spawnSync('ip', ['netns', 'exec', ns, process.execPath, '-e', code], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`connect ${host}:${port} from ${ns}: ${r.stderr.trim()}`);
   return r.stdout.trim();
+}
+
+export const CLI = fileURLToPath(new URL('../bin/kvts-pod-network.js', import.meta.url));
+
+export interface NetnsDhcp {
+  pid: number;
+  /** resolves with "IP MAC [HOSTNAME]" once the server acknowledged a lease */
+  waitForLease(): Promise<string>;
+  /** what it logged so far */
+  stderr(): string;
+  /** SIGTERM, resolves with the exit code */
+  stop(): Promise<number | null>;
+}
+
+/**
+ * Runs the phase-2 DHCP server (the CLI) inside the netns `ns`, optionally as uid/gid 107 with only
+ * the capabilities `caps` (setpriv); resolves once it prints "ready", rejects with its stderr when it
+ * exits first. setpriv --pdeathsig: the server ends with this test process.
+ */
+export async function startDhcpInNetns(
+  t: Topology,
+  config: object,
+  opts: { args?: string[]; caps?: string[]; env?: Record<string, string> } = {},
+): Promise<NetnsDhcp> {
+  chmodSync(t.tmp, 0o755); // readable by uid 107
+  const dir = mkdtempSync(path.join(t.tmp, 'dhcp-'));
+  chmodSync(dir, 0o755);
+  const cfg = path.join(dir, 'net.json');
+  writeFileSync(cfg, JSON.stringify(config), { mode: 0o644 });
+  const resolv = path.join(dir, 'resolv.conf');
+  writeFileSync(
+    resolv,
+    'nameserver 10.96.0.10\nnameserver 10.96.0.11\nsearch ns1.svc.cluster.local cluster.local\n',
+    {
+      mode: 0o644,
+    },
+  );
+  const caps = opts.caps?.map((c) => `,+${c}`).join('') ?? '';
+  const priv = opts.caps
+    ? ['--reuid=107', '--regid=107', '--clear-groups', `--inh-caps=-all${caps}`, `--ambient-caps=-all${caps}`]
+    : [];
+  const child = spawn(
+    'ip',
+    [
+      'netns',
+      'exec',
+      t.pod,
+      'setpriv',
+      '--pdeathsig',
+      'SIGTERM',
+      ...priv,
+      process.execPath,
+      CLI,
+      'dhcp',
+      '--config',
+      cfg,
+      '--resolv-conf',
+      resolv,
+      ...(opts.args ?? []),
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...opts.env } },
+  );
+  let out = '';
+  let err = '';
+  const waiters: (() => void)[] = [];
+  child.stdout.on('data', (d: Buffer) => {
+    out += d.toString();
+    for (const w of waiters.splice(0)) w();
+  });
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const closed = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+  const until = (what: RegExp) =>
+    new Promise<RegExpExecArray>((resolve, reject) => {
+      const check = () => {
+        const m = what.exec(out);
+        if (m) resolve(m);
+        else waiters.push(check);
+      };
+      check();
+      void closed.then((code) => reject(new Error(`DHCP server exited ${code}: ${err.trim()}`)));
+    });
+  await until(/^ready$/m);
+  return {
+    pid: child.pid!,
+    stderr: () => err,
+    waitForLease: async () => (await until(/^lease (.*)$/m))[1]!,
+    stop: () => {
+      child.kill('SIGTERM');
+      return closed;
+    },
+  };
 }

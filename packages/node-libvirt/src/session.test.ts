@@ -454,6 +454,13 @@ describe('session libvirtd with its own virtlogd', () => {
         });
         expect(virtlogdFiles).toContain(qemuLogPath);
         expect(await readLog(qemuLogPath)).toContain('qemu-system-x86_64');
+        // the memory defaults: only the qemu connection driver, one malloc arena, few idle workers
+        expect(connectionDrivers(await readLog(`/proc/${pid}/maps`))).toEqual(['libvirt_driver_qemu.so']);
+        for (const p of [pid, virtlogdPid])
+          expect((await readLog(`/proc/${p}/environ`)).split('\0')).toContain('MALLOC_ARENA_MAX=1');
+        expect(await readLog(path.join(env.daemon.dirs.config, 'libvirt', 'libvirtd.conf'))).toMatch(
+          /^min_workers = 1\nprio_workers = 1\n/m,
+        );
         await dom.destroy();
         await conn.close();
       } finally {
@@ -461,6 +468,45 @@ describe('session libvirtd with its own virtlogd', () => {
       }
       expect(await readLog(`/proc/${pid}/status`)).toBe('');
       expect(await readLog(`/proc/${virtlogdPid}/status`)).toBe('');
+    },
+    T,
+  );
+});
+
+/** Names of the libvirt connection-driver modules mapped in a process (from /proc/PID/maps). */
+function connectionDrivers(maps: string): string[] {
+  return [...new Set([...maps.matchAll(/\/(libvirt_driver_[a-z0-9_]+\.so)$/gm)].map((m) => m[1]!))].sort();
+}
+
+describe('connection drivers', () => {
+  it(
+    "drivers: 'all' loads every installed module (libvirtd's own behaviour), the default only qemu",
+    async () => {
+      const all = await startTestEnv({ drivers: 'all' });
+      try {
+        const loaded = connectionDrivers(await readLog(`/proc/${all.daemon.pid}/maps`));
+        expect(loaded).toEqual(
+          expect.arrayContaining(['libvirt_driver_qemu.so', 'libvirt_driver_nodedev.so']),
+        );
+        expect(loaded.length).toBeGreaterThan(2);
+      } finally {
+        await all.cleanup();
+      }
+      const def = await startTestEnv();
+      try {
+        expect(connectionDrivers(await readLog(`/proc/${def.daemon.pid}/maps`))).toEqual([
+          'libvirt_driver_qemu.so',
+        ]);
+        const conn = await Connection.open(def.daemon.uri);
+        try {
+          // the qemu driver alone answers node and capability calls
+          expect(await conn.getCapabilities()).toContain('<capabilities>');
+        } finally {
+          await conn.close();
+        }
+      } finally {
+        await def.cleanup();
+      }
     },
     T,
   );

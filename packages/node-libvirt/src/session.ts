@@ -3,7 +3,7 @@
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { once } from 'node:events';
-import { chown, mkdir, writeFile, stat, chmod } from 'node:fs/promises';
+import { chown, mkdir, writeFile, stat, chmod, rm, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { Connection } from './connection.js';
 
@@ -29,8 +29,17 @@ export interface SessionLibvirtdOptions {
   libvirtdConf?: Record<string, ConfValue>;
   /** Extra qemu.conf settings (session qemu driver reads $XDG_CONFIG_HOME/libvirt/qemu.conf). */
   qemuConf?: Record<string, ConfValue>;
-  /** Extra environment for the daemons. */
+  /** Extra environment for the daemons (wins over the defaults, e.g. `MALLOC_ARENA_MAX`). */
   env?: Record<string, string>;
+  /**
+   * libvirt connection drivers libvirtd loads (modules `libvirt_driver_<name>.so`). Default `['qemu']`:
+   * a VM's daemon needs nothing else, and leaving out nodedev (which enumerates the host's devices
+   * through udev), network, storage, secret, interface and nwfilter saves memory and start-up work.
+   * `'all'` loads every installed module (libvirtd's own behaviour).
+   */
+  drivers?: string[] | 'all';
+  /** Where the connection-driver modules are installed (default: found among the usual Debian/Fedora dirs). */
+  driverDir?: string;
   /** How long to wait for the socket to answer (default 30 s). */
   timeoutMs?: number;
   /** libvirtd binary (default /usr/sbin/libvirtd). */
@@ -79,6 +88,43 @@ export function confText(settings: Record<string, ConfValue>): string {
 }
 
 const SOCKET_PATH_MAX = 107;
+
+/**
+ * Memory defaults for a per-VM daemon (measured with the test guest running; see README): few idle
+ * worker threads (libvirtd starts more on demand, up to max_workers = 20, as before), and one malloc
+ * arena per daemon instead of one per thread.
+ */
+export const SESSION_LIBVIRTD_CONF: Record<string, ConfValue> = { min_workers: 1, prio_workers: 1 };
+export const SESSION_DAEMON_ENV: Record<string, string> = { MALLOC_ARENA_MAX: '1' };
+
+const MULTIARCH: Record<string, string> = { x64: 'x86_64-linux-gnu', arm64: 'aarch64-linux-gnu' };
+
+/** The directory holding libvirt's connection-driver modules (libvirt_driver_qemu.so, ...), if found. */
+export function findDriverDir(): string | undefined {
+  const candidates = [
+    ...(MULTIARCH[process.arch] ? [`/usr/lib/${MULTIARCH[process.arch]}/libvirt/connection-driver`] : []),
+    '/usr/lib64/libvirt/connection-driver',
+    '/usr/lib/libvirt/connection-driver',
+  ];
+  return candidates.find((d) => existsSync(path.join(d, 'libvirt_driver_qemu.so')));
+}
+
+/**
+ * A directory with links to just the modules named (libvirtd reads modules from $LIBVIRT_DRIVER_DIR
+ * instead of its built-in dir; a module it does not find there is skipped, not an error).
+ */
+async function linkDrivers(dir: string, from: string, drivers: string[]): Promise<void> {
+  await rm(dir, { recursive: true, force: true });
+  await mkdir(dir, { recursive: true });
+  for (const name of drivers) {
+    if (!/^[a-z0-9_]+$/.test(name))
+      throw new Error(`startSessionLibvirtd: drivers: invalid name ${JSON.stringify(name)}`);
+    const file = `libvirt_driver_${name}.so`;
+    if (!existsSync(path.join(from, file)))
+      throw new Error(`startSessionLibvirtd: drivers: ${file} not found in ${from}`);
+    await symlink(path.join(from, file), path.join(dir, file));
+  }
+}
 
 // libvirtd's log line format: "<timestamp>: <thread>: <level> : <message>"
 const LIBVIRT_LINE = /^\S+ \S+: \d+: (debug|info|warning|error) : (.*)$/;
@@ -169,7 +215,21 @@ export async function startSessionLibvirtd(opts: SessionLibvirtdOptions): Promis
   await chmod(dirs.runtime, 0o700);
 
   const libvirtdConf = path.join(dirs.config, 'libvirt', 'libvirtd.conf');
-  await writeFile(libvirtdConf, confText({ ...opts.libvirtdConf }));
+  await writeFile(libvirtdConf, confText({ ...SESSION_LIBVIRTD_CONF, ...opts.libvirtdConf }));
+  const driverEnv: Record<string, string> = {};
+  const drivers = opts.drivers ?? ['qemu'];
+  if (drivers !== 'all') {
+    const from = opts.driverDir ?? findDriverDir();
+    if (from) {
+      const dir = path.join(base, 'drivers');
+      await linkDrivers(dir, from, drivers);
+      driverEnv.LIBVIRT_DRIVER_DIR = dir;
+    } else {
+      opts.logger?.warn('libvirt connection-driver directory not found: libvirtd loads all its drivers', {
+        component: 'libvirtd',
+      });
+    }
+  }
   await writeFile(
     path.join(dirs.config, 'libvirt', 'qemu.conf'),
     confText({ stdio_handler: opts.virtlogd ? 'logd' : 'file', ...opts.qemuConf }),
@@ -195,6 +255,8 @@ export async function startSessionLibvirtd(opts: SessionLibvirtdOptions): Promis
     XDG_RUNTIME_DIR: dirs.runtime,
     XDG_CACHE_HOME: dirs.cache,
     LANG: 'C',
+    ...SESSION_DAEMON_ENV,
+    ...driverEnv,
     ...opts.env,
   };
   const spawnOpts = {

@@ -102,6 +102,20 @@ describe('startSessionLibvirtd argument checks', () => {
     ).rejects.toThrow(/longer than 107 bytes/);
   });
 
+  (asRoot ? it : it.skip)('refuses unknown or malformed connection-driver names (root only)', async () => {
+    const base = await mkdtemp('/tmp/kvl-');
+    try {
+      await expect(
+        startSessionLibvirtd({ baseDir: base, uid: 107, gid: 107, drivers: ['qemu', 'nosuch'] }),
+      ).rejects.toThrow(/drivers: libvirt_driver_nosuch\.so not found in \//);
+      await expect(
+        startSessionLibvirtd({ baseDir: base, uid: 107, gid: 107, drivers: ['../qemu'] }),
+      ).rejects.toThrow('drivers: invalid name "../qemu"');
+    } finally {
+      await rm(base, { recursive: true, force: true });
+    }
+  });
+
   it('reports a daemon that exits before answering, with its output', async () => {
     if (!asRoot) return expect(asRoot).toBe(false); // needs root for uid 107
     const base = await mkdtemp('/tmp/kvl-');

@@ -20,7 +20,11 @@ export interface RendererConfig {
   qemuTimeoutSeconds?: number;
   /** seconds added to the VMI's grace period for the Pod, so the launcher can destroy QEMU after the guest's time is up (default 15) */
   gracePeriodBufferSeconds?: number;
-  /** the launcher wrapper inside the image: apps/virt-launcher's `virt-launcher monitor` (upstream: virt-launcher-monitor) */
+  /**
+   * the launcher wrapper inside the image: apps/virt-launcher's `virt-launcher monitor`, which becomes its native
+   * monitor (upstream: virt-launcher-monitor; reaps as a subreaper, gives QEMU its grace period), under tini as the
+   * container's PID 1 (default), the combination the cluster e2e runs: tini reaps whatever is left to PID 1.
+   */
   launcherCommand?: string[];
   /** keep the compute container running after a failure, for debugging (--keep-after-failure) */
   keepAfterFailure?: boolean;
@@ -34,6 +38,13 @@ export interface RendererConfig {
    * Known: `HostDisk` (hostDisk volumes: files on the node's filesystem).
    */
   featureGates?: string[];
+  /**
+   * Live migrations with a target Pod at once in the cluster (upstream's
+   * `migrations.parallelMigrationsPerCluster`, default 5); read by the migration controller.
+   */
+  parallelMigrationsPerCluster?: number;
+  /** outgoing live migrations at once per source node (upstream's `parallelOutboundMigrationsPerNode`, default 2) */
+  parallelOutboundMigrationsPerNode?: number;
 }
 
 /** Feature gates this renderer knows. */
@@ -73,10 +84,12 @@ export function resolveConfig(c: RendererConfig): ResolvedConfig {
     additionalOverheadRatio: c.additionalOverheadRatio ?? 1,
     qemuTimeoutSeconds: c.qemuTimeoutSeconds ?? 240,
     gracePeriodBufferSeconds: c.gracePeriodBufferSeconds ?? 15,
-    launcherCommand: c.launcherCommand ?? ['/usr/bin/virt-launcher', 'monitor'],
+    launcherCommand: c.launcherCommand ?? ['/usr/bin/tini', '-g', '--', '/usr/bin/virt-launcher', 'monitor'],
     keepAfterFailure: c.keepAfterFailure ?? false,
     pvcVolumeModes: c.pvcVolumeModes,
     featureGates: c.featureGates ?? [],
+    parallelMigrationsPerCluster: c.parallelMigrationsPerCluster ?? 5,
+    parallelOutboundMigrationsPerNode: c.parallelOutboundMigrationsPerNode ?? 2,
   };
   const positive = (
     k: 'cpuAllocationRatio' | 'memoryOvercommit' | 'additionalOverheadRatio' | 'qemuTimeoutSeconds',
@@ -90,6 +103,10 @@ export function resolveConfig(c: RendererConfig): ResolvedConfig {
   positive('qemuTimeoutSeconds');
   if (!Number.isInteger(r.gracePeriodBufferSeconds) || r.gracePeriodBufferSeconds < 0) {
     throw new RenderError('config.gracePeriodBufferSeconds', 'must be a non-negative integer');
+  }
+  for (const k of ['parallelMigrationsPerCluster', 'parallelOutboundMigrationsPerNode'] as const) {
+    if (!Number.isInteger(r[k]) || r[k] < 1)
+      throw new RenderError(`config.${k}`, `must be a positive integer, got ${JSON.stringify(r[k])}`);
   }
   if (r.launcherCommand.length === 0) throw new RenderError('config.launcherCommand', 'must not be empty');
   r.featureGates.forEach((g, i) => {
@@ -109,6 +126,8 @@ const NUM_KEYS = [
   'additionalOverheadRatio',
   'qemuTimeoutSeconds',
   'gracePeriodBufferSeconds',
+  'parallelMigrationsPerCluster',
+  'parallelOutboundMigrationsPerNode',
 ] as const;
 const STR_KEYS = ['launcherImage', 'imagePullPolicy', 'arch'] as const;
 

@@ -1,6 +1,7 @@
 // Unit tests: one block per rendering rule (README.md lists the rules).
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { setVirtualMachineInstanceDefaults, type VirtualMachineInstance } from '@kubevirt-ts/api';
+type V1Networks = NonNullable<VirtualMachineInstance['spec']['networks']>;
 import {
   renderLaunchPod,
   rendererConfigFromData,
@@ -60,7 +61,13 @@ describe('compute container and launcher command', () => {
   it('runs the launcher wrapper with upstream-style flags', () => {
     const c = compute(render(vmi()));
     expect(c.image).toBe(IMAGE);
-    expect(c.command!.slice(0, 2)).toEqual(['/usr/bin/virt-launcher', 'monitor']);
+    expect(c.command!.slice(0, 5)).toEqual([
+      '/usr/bin/tini',
+      '-g',
+      '--',
+      '/usr/bin/virt-launcher',
+      'monitor',
+    ]);
     expect(flagValue(c.command!, '--name')).toBe('testvm');
     expect(flagValue(c.command!, '--namespace')).toBe('ns1');
     expect(flagValue(c.command!, '--uid')).toBe('uid-1234');
@@ -660,17 +667,28 @@ describe('security context', () => {
       });
       expect(c.securityContext!.capabilities!.drop).toEqual(['ALL']);
     }
-    expect(compute(p).securityContext!.capabilities!.add).toBeUndefined();
+    // the auto-attached masquerade interface: the launcher's DHCP server binds port 67
+    expect(compute(p).securityContext!.capabilities!.add).toEqual(['NET_BIND_SERVICE']);
+    const noNet = render(vmi({ domain: { devices: { autoattachPodInterface: false } } }));
+    expect(compute(noNet).securityContext!.capabilities!.add).toBeUndefined();
     expect(p.spec!.hostNetwork ?? false).toBe(false);
   });
 
-  it('adds NET_BIND_SERVICE only for user-mode networking, SYS_NICE only for realtime vCPUs', () => {
-    const passt = vmi({
-      domain: { devices: { interfaces: [{ name: 'default', passt: {} }] } },
-      networks: [{ name: 'default', pod: {} }],
+  it('adds NET_BIND_SERVICE only for a pod interface (DHCP on port 67, or user-mode networking), SYS_NICE only for realtime vCPUs', () => {
+    const caps = (iface: object, networks: V1Networks = [{ name: 'default', pod: {} }]) =>
+      compute(render(vmi({ domain: { devices: { interfaces: [{ name: 'default', ...iface }] } }, networks })))
+        .securityContext!.capabilities!.add;
+    expect(caps({ passt: {} })).toEqual(['NET_BIND_SERVICE']);
+    expect(caps({ masquerade: {} })).toEqual(['NET_BIND_SERVICE']);
+    expect(caps({ bridge: {} })).toEqual(['NET_BIND_SERVICE']);
+    // a bridge on a Multus network is no pod interface: no DHCP server in the launcher
+    expect(caps({ bridge: {} }, [{ name: 'default', multus: { networkName: 'n1' } }])).toBeUndefined();
+    const rt = vmi({
+      domain: {
+        cpu: { cores: 1, dedicatedCpuPlacement: true, realtime: {} },
+        devices: { autoattachPodInterface: false },
+      },
     });
-    expect(compute(render(passt)).securityContext!.capabilities!.add).toEqual(['NET_BIND_SERVICE']);
-    const rt = vmi({ domain: { cpu: { cores: 1, dedicatedCpuPlacement: true, realtime: {} } } });
     expect(compute(render(rt)).securityContext!.capabilities!.add).toEqual(['SYS_NICE']);
   });
 });

@@ -20,7 +20,7 @@ import {
   type RendererConfig,
   type ResolvedConfig,
 } from './config.js';
-import { computeResources, isDedicatedCpu, wantsGuaranteedQos } from './resources.js';
+import { computeResources, hasTapPodInterface, isDedicatedCpu, wantsGuaranteedQos } from './resources.js';
 
 /** uid/gid QEMU, libvirtd and the launcher run as (upstream's "qemu" user). */
 export const LAUNCHER_UID = 107;
@@ -114,8 +114,10 @@ function hostnameOf(vmi: VirtualMachineInstance): string {
 export function computeCapabilities(vmi: VirtualMachineInstance): string[] {
   const caps: string[] = [];
   const ifaces = vmi.spec.domain.devices?.interfaces ?? [];
-  // user-mode networking (passt, slirp) listens inside the Pod on the forwarded ports, which may be < 1024
-  if (ifaces.some((i) => i.passt !== undefined || i.slirp !== undefined)) caps.push('NET_BIND_SERVICE');
+  // user-mode networking (passt, slirp) listens inside the Pod on the forwarded ports, which may be < 1024;
+  // with masquerade/bridge the launcher's DHCP server listens on port 67 (upstream's only capability)
+  if (ifaces.some((i) => i.passt !== undefined || i.slirp !== undefined) || hasTapPodInterface(vmi))
+    caps.push('NET_BIND_SERVICE');
   // real-time vCPU scheduling (spec.domain.cpu.realtime) sets SCHED_FIFO on the vCPU threads
   if (vmi.spec.domain.cpu?.realtime !== undefined) caps.push('SYS_NICE');
   return caps;

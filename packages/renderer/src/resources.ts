@@ -188,7 +188,8 @@ export const DEVICE_VHOST_VSOCK = 'devices.kubevirt.io/vhost-vsock';
 /** ephemeral storage the launcher itself writes (logs, sockets, small files), added to the request */
 export const EPHEMERAL_STORAGE_OVERHEAD = '50M';
 
-function podNetworkInterfaces(vmi: VirtualMachineInstance) {
+/** The interfaces on the pod network (the auto-attached one counts as masquerade). */
+export function podNetworkInterfaces(vmi: VirtualMachineInstance) {
   const networks = vmi.spec.networks;
   const ifaces = vmi.spec.domain.devices?.interfaces ?? [];
   if (ifaces.length === 0) {
@@ -202,6 +203,11 @@ function podNetworkInterfaces(vmi: VirtualMachineInstance) {
     name: string;
     [k: string]: unknown;
   }[];
+}
+
+/** Whether a masquerade/bridge interface is on the pod network (a tap and the launcher's DHCP server). */
+export function hasTapPodInterface(vmi: VirtualMachineInstance): boolean {
+  return podNetworkInterfaces(vmi).some((i) => i.bridge !== undefined || i.masquerade !== undefined);
 }
 
 /** Resources of the compute container. */
@@ -293,7 +299,7 @@ export function computeResources(
   if (!config.useEmulation) bump(DEVICE_KVM);
   const podIfaces = podNetworkInterfaces(vmi);
   // bridge/masquerade bindings connect QEMU to a tap device in the Pod's network namespace
-  if (podIfaces.some((i) => i.bridge !== undefined || i.masquerade !== undefined)) bump(DEVICE_TUN);
+  if (hasTapPodInterface(vmi)) bump(DEVICE_TUN);
   const virtioIfaces =
     (d.devices?.interfaces ?? []).some((i) => (i.model ?? 'virtio') === 'virtio' && i.state !== 'absent') ||
     ((d.devices?.interfaces ?? []).length === 0 && podIfaces.length > 0);

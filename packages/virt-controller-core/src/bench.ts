@@ -1,10 +1,14 @@
 // npm run bench:controller [-- N]: N VMIs -> launcher Pods against testenv's real kube-apiserver.
 // - raw: N rendered launcher Pods created by the same client with 10 requests in flight (the VMI
 //   controller's worker count): the Pod-create rate the API server allows this client;
-// - controller: N VMIs created beforehand, then the controller starts; time until every VMI has its
+// - controller: N VMIs created beforehand as the API server stores them with deploy/'s mutating webhook
+//   (defaults + finalizer: what a cluster has), then the controller starts; time until every VMI has its
 //   Pod (Pods/s, and as % of raw); the bench then plays the kubelet (bind + run every Pod) and counts
-//   the controller's API writes per VMI from create to Scheduled; RSS of this process (controller +
-//   bench driver + client caches) at the end.
+//   the controller's API writes per VMI from create to Scheduled (its Events apart: they go through
+//   their own client); memory of this process (controller + bench driver) at the end, after a GC when
+//   run with --expose-gc (npm run bench does); then the memory of the controller alone (bench-child.js, a
+//   fresh controller process over the same objects).
+import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,6 +20,7 @@ import { serverSideApply, startTestEnv, type KubeObject as TestObject } from '@k
 import { VMIS, nowTimestamp, type Vmi } from './common.js';
 import type { Pod } from './context.js';
 import { VirtController } from './manager.js';
+import { mutate } from './admission.js';
 
 const N = Number(process.argv[2] ?? 1000);
 const CONCURRENCY = 10;
@@ -39,6 +44,27 @@ const vmiOf = (ns: string, i: number): Vmi =>
     spec: { domain: { devices: {}, resources: { requests: { memory: '64Mi' } } } },
   }) as Vmi;
 
+/** the VMI as the API server stores it after deploy/'s mutating webhook (defaults and the finalizer) */
+function admitted(v: Vmi): Vmi {
+  const r = mutate({
+    uid: 'bench',
+    operation: 'CREATE',
+    kind: { kind: 'VirtualMachineInstance' },
+    object: v,
+  });
+  const ops = JSON.parse(Buffer.from(r.patch ?? 'W10=', 'base64').toString()) as {
+    path: string;
+    value: unknown;
+  }[];
+  const out = structuredClone(v) as Vmi & Record<string, unknown>;
+  for (const op of ops) {
+    if (op.path === '/spec') out.spec = op.value as Vmi['spec'];
+    else if (op.path === '/metadata/finalizers') out.metadata.finalizers = op.value as string[];
+    else throw new Error(`bench: unexpected mutation ${op.path}`);
+  }
+  return out;
+}
+
 const env = await startTestEnv();
 const out: Record<string, unknown> = { vmis: N };
 try {
@@ -61,10 +87,13 @@ try {
     } as KubeObject);
 
   // raw Pod-create rate of the same client
-  const rawPods = Array.from({ length: N }, (_, i) => {
+  // (without the virt-launcher label: they are not the controller's, so its Pod informer does not cache them)
+  let rawPods = Array.from({ length: N }, (_, i) => {
     const v = vmiOf('bench-raw', i);
     v.metadata.uid = `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`;
-    return renderLaunchPod(v, RENDERER) as Pod;
+    const p = renderLaunchPod(v, RENDERER) as Pod;
+    delete p.metadata!.labels!['kubevirt.io'];
+    return p;
   });
   const rawClient = new KubeClient(kc);
   let t = performance.now();
@@ -72,12 +101,13 @@ try {
   const rawSec = (performance.now() - t) / 1000;
   out['rawPodsPerSecond'] = +(N / rawSec).toFixed(1);
   rawClient.close();
+  rawPods = [];
 
   // the controller: N VMIs waiting, then start
   await pool(
     Array.from({ length: N }, (_, i) => i),
     CONCURRENCY,
-    (i) => api.create(VMIS, 'bench', vmiOf('bench', i)),
+    (i) => api.create(VMIS, 'bench', admitted(vmiOf('bench', i))),
   );
   const controller = new VirtController({
     kubeConfig: kc,
@@ -140,11 +170,32 @@ try {
   await sleep(1000); // let any trailing write land before counting
   out['controllerWritesPerVmiToScheduled'] = +(controller.client.writes / N).toFixed(2);
   out['controllerWritesByVerb'] = controller.client.writesByVerb;
+  await controller.recorder.flush();
+  out['eventWritesPerVmi'] = +(controller.recorder.written / N).toFixed(2);
+  api.close();
+  (globalThis as { gc?: () => void }).gc?.();
   const mem = process.memoryUsage();
   out['rssMiB'] = +(mem.rss / 2 ** 20).toFixed(1);
   out['heapUsedMiB'] = +(mem.heapUsed / 2 ** 20).toFixed(1);
   await controller.stop();
-  api.close();
+
+  // the controller alone: a fresh controller process over the same 1000 VMIs and Pods (caches full, every
+  // VMI Scheduled), memory after a GC; then with a 1 MiB V8 semi-space (young generation) for comparison
+  for (const flags of [[], ['--max-semi-space-size=1']]) {
+    const child = execFileSync(
+      process.execPath,
+      [
+        '--expose-gc',
+        ...flags,
+        fileURLToPath(new URL('./bench-child.js', import.meta.url)),
+        env.kubeconfigPath,
+        String(N),
+      ],
+      { encoding: 'utf8' },
+    );
+    const r = JSON.parse(child) as { rssMiB: number; heapUsedMiB: number; writes: number };
+    out[flags.length ? 'controllerAloneSmallSemiSpace' : 'controllerAlone'] = r;
+  }
 } finally {
   await env.stop();
 }

@@ -95,4 +95,16 @@ export class SyncError extends Error {
   }
 }
 
+/** what an event names: kind and apiVersion are not in listed items, so they are set here */
+export const vmRef = (vm: Vm) => ({
+  apiVersion: 'kubevirt.io/v1',
+  kind: 'VirtualMachine',
+  metadata: vm.metadata,
+});
+export const vmiRef = (vmi: Vmi) => ({
+  apiVersion: 'kubevirt.io/v1',
+  kind: 'VirtualMachineInstance',
+  metadata: vmi.metadata,
+});
+
 export const errorMessage = (e: unknown): string => (e instanceof Error ? e.message : String(e));

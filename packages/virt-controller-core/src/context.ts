@@ -1,6 +1,7 @@
 // What the controllers share: the client, the informers' caches, the queues and the expectations.
 import type {
   ControllerExpectations,
+  EventRecorder,
   Informer,
   KubeClient,
   KubeObject,
@@ -42,6 +43,8 @@ export interface Pod extends KubeObject {
 
 export interface ControllerContext {
   client: KubeClient;
+  /** Kubernetes Events (their own client: events are not state writes) */
+  recorder: EventRecorder;
   log: Logger;
   vms: Informer<Vm>;
   vmis: Informer<Vmi>;

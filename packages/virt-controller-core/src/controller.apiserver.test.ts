@@ -237,6 +237,8 @@ describe('VMI controller', () => {
     });
     expect(scheduled.status?.nodeName).toBe('node07');
     expect(scheduled.metadata.labels?.['kubevirt.io/nodeName']).toBe('node07');
+    // the handler finds the Pod's dirs by its uid
+    expect(scheduled.status?.activePods).toEqual({ [pods[0]!.metadata!.uid!]: 'node07' });
     expect((await podsOf(created)).length).toBe(1);
     // deletion: the Pod is deleted, the handler finishes the VMI, the finalizer goes, the VMI is gone
     await api.delete(VMIS, NS, 'plain');

@@ -2,6 +2,32 @@
 export { VirtController, CONFIG_NAME, CONFIG_NAMESPACE, type VirtControllerOptions } from './manager.js';
 export { VmController, startBackoffSeconds, MAX_CRASHLOOP_BACKOFF_SECONDS } from './vm.js';
 export { VmiController, isPodReady, isPodDownOrGoingDown } from './vmi.js';
+export {
+  MigrationController,
+  MIGRATION_FINALIZER,
+  LABEL_MIGRATION_JOB_UID,
+  LABEL_MIGRATION_TARGET_NODE,
+  ANNOTATION_MIGRATION_JOB_NAME,
+  CONDITION_ABORT_REQUESTED,
+  DEFAULT_PARALLEL_MIGRATIONS_PER_CLUSTER,
+  DEFAULT_PARALLEL_OUTBOUND_MIGRATIONS_PER_NODE,
+  isMigrationFinal,
+  isMigrationRunning,
+  type MigrationLimits,
+  type MigrationPhase,
+  type Vmim,
+} from './migration.js';
+export {
+  NodeController,
+  NODES,
+  HEARTBEAT_ANNOTATION,
+  SCHEDULABLE_LABEL,
+  REASON_NODE_UNRESPONSIVE,
+  DEFAULT_HEARTBEAT_TIMEOUT_MS,
+  DEFAULT_NODE_RECHECK_MS,
+  isPodAlive,
+  type NodeControllerOptions,
+} from './node.js';
 export * from './common.js';
 export type { ControllerContext, Pod, PodContainerStatus } from './context.js';
 export {
@@ -20,3 +46,19 @@ export {
   type WebhookServer,
   type WebhookServerOptions,
 } from './webhook.js';
+export { createCA, createServingCert, splitPem, type KeyPair } from './certs.js';
+export {
+  WebhookCertManager,
+  startManagedWebhooks,
+  serviceDnsNames,
+  SECRETS,
+  MUTATING_WEBHOOKS,
+  VALIDATING_WEBHOOKS,
+  MANAGED_BY_ANNOTATION,
+  MANAGED_BY,
+  DEFAULT_CA_VALIDITY_MS,
+  DEFAULT_CERT_VALIDITY_MS,
+  DEFAULT_RENEW_AFTER,
+  type WebhookCertOptions,
+  type ManagedWebhooksOptions,
+} from './webhook-certs.js';

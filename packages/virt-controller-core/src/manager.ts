@@ -4,6 +4,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import {
   CONFIGMAPS,
   ControllerExpectations,
+  EventRecorder,
   Informer,
   KubeClient,
   MetricsRegistry,
@@ -20,10 +21,12 @@ import {
   rendererConfigFromData,
   type RendererConfig,
 } from '@kubevirt-ts/renderer';
-import { VMIS, VMS, controllerRef, errorMessage, type Vm, type Vmi } from './common.js';
+import { VMIMS, VMIS, VMS, controllerRef, errorMessage, isFinal, type Vm, type Vmi } from './common.js';
 import type { ControllerContext, Pod } from './context.js';
 import { VmController } from './vm.js';
 import { VmiController } from './vmi.js';
+import { MigrationController, type Vmim } from './migration.js';
+import { NODES, NodeController, type Node } from './node.js';
 
 export const CONFIG_NAMESPACE = 'kubevirt-ts';
 export const CONFIG_NAME = 'kubevirt-ts-config';
@@ -39,6 +42,14 @@ export interface VirtControllerOptions {
   /** workers per controller (upstream defaults: VM 3, VMI 10) */
   vmWorkers?: number;
   vmiWorkers?: number;
+  /** migration controller workers (upstream default 3) */
+  migrationWorkers?: number;
+  /** a node whose virt-handler heartbeat is older than this is unresponsive (upstream: 5 min) */
+  heartbeatTimeoutMs?: number;
+  /** how often each node is checked without events (upstream: 1 min) */
+  nodeRecheckMs?: number;
+  /** reportingInstance of the events (the Pod name) */
+  identity?: string;
 }
 
 export class VirtController {
@@ -46,6 +57,13 @@ export class VirtController {
   readonly ctx: ControllerContext;
   readonly vm: VmController;
   readonly vmi: VmiController;
+  readonly migration: MigrationController;
+  readonly node: NodeController;
+  readonly nodes: Informer<Node>;
+  readonly nodeQueue = new WorkQueue<string>();
+  /** Events go through their own client: they are not the state machine's writes */
+  readonly eventClient: KubeClient;
+  readonly recorder: EventRecorder;
   private readonly configInformer: Informer<KubeObject & { data?: Record<string, string> }> | undefined;
   private config: RendererConfig | undefined;
   private readonly podIndex = new Map<string, Map<string, Pod>>();
@@ -81,6 +99,14 @@ export class VirtController {
       labelSelector: `${LABEL_APP}=virt-launcher`,
       log,
     });
+    this.nodes = new Informer<Node>(kc, this.client, { resource: NODES, log });
+    this.eventClient = new KubeClient(kc);
+    this.recorder = new EventRecorder({
+      client: this.eventClient,
+      component: 'virt-controller',
+      instance: opts.identity,
+      log,
+    });
     this.config = opts.rendererConfig;
     if (!opts.rendererConfig)
       this.configInformer = new Informer(kc, this.client, {
@@ -91,6 +117,7 @@ export class VirtController {
       });
     this.ctx = {
       client: this.client,
+      recorder: this.recorder,
       log,
       vms,
       vmis,
@@ -121,6 +148,15 @@ export class VirtController {
     });
     this.vm = new VmController(this.ctx);
     this.vmi = new VmiController(this.ctx);
+    this.migration = new MigrationController(
+      this.ctx,
+      new Informer<Vmim>(kc, this.client, { resource: VMIMS, log }),
+    );
+    this.migration.wire();
+    this.node = new NodeController(
+      { ...this.ctx, nodes: this.nodes },
+      { heartbeatTimeoutMs: opts.heartbeatTimeoutMs, recheckMs: opts.nodeRecheckMs },
+    );
     this.wire();
   }
 
@@ -139,6 +175,10 @@ export class VirtController {
         ctx.vmQueue.add(vmKey);
       }
       ctx.vmiQueue.add(key);
+    });
+    this.nodes.onChange((n) => this.nodeQueue.add(n.metadata!.name!));
+    ctx.vmis.onChange((vmi) => {
+      if (vmi.status?.nodeName && !isFinal(vmi)) this.nodeQueue.add(vmi.status.nodeName);
     });
     ctx.vmis.onUpdate((vmi) => {
       const key = keyOf(vmi);
@@ -229,7 +269,14 @@ export class VirtController {
   /** Starts the informers, waits until their caches are filled, then starts the workers. */
   async start(): Promise<void> {
     const { ctx } = this;
-    await Promise.all([this.configInformer?.start(), ctx.pods.start(), ctx.vmis.start(), ctx.vms.start()]);
+    await Promise.all([
+      this.configInformer?.start(),
+      ctx.pods.start(),
+      ctx.vmis.start(),
+      ctx.vms.start(),
+      this.migration.vmims.start(),
+      this.nodes.start(),
+    ]);
     this.log.info('caches synced, starting workers', {
       vms: ctx.vms.list().length,
       vmis: ctx.vmis.list().length,
@@ -261,6 +308,21 @@ export class VirtController {
         wrap('vmi', (k) => this.vmi.reconcile(k)),
         this.log,
       ),
+      runWorkers(
+        this.migration.queue,
+        this.opts.migrationWorkers ?? 3,
+        wrap('migration', (k) => this.migration.reconcile(k)),
+        this.log,
+      ),
+      runWorkers(
+        this.nodeQueue,
+        1,
+        wrap('node', async (name) => {
+          const after = await this.node.reconcile(name);
+          if (after !== undefined) this.nodeQueue.addAfter(name, after);
+        }),
+        this.log,
+      ),
     ];
   }
 
@@ -269,8 +331,19 @@ export class VirtController {
     const { ctx } = this;
     ctx.vmQueue.shutDown();
     ctx.vmiQueue.shutDown();
+    this.migration.queue.shutDown();
+    this.nodeQueue.shutDown();
     await Promise.all(this.workers);
-    await Promise.all([this.configInformer?.stop(), ctx.pods.stop(), ctx.vmis.stop(), ctx.vms.stop()]);
+    await Promise.all([
+      this.configInformer?.stop(),
+      ctx.pods.stop(),
+      ctx.vmis.stop(),
+      ctx.vms.stop(),
+      this.migration.vmims.stop(),
+      this.nodes.stop(),
+    ]);
+    await this.recorder.flush();
     this.client.close();
+    this.eventClient.close();
   }
 }

@@ -18,6 +18,7 @@ import {
   VM_CONTROLLER_FINALIZER,
   controllerRef,
   errorMessage,
+  vmRef,
   getCondition,
   hasCondition,
   isFinal,
@@ -249,8 +250,20 @@ export class VmController {
       await ctx.client.create<Vmi>(VMIS, vm.metadata.namespace, vmi);
     } catch (e) {
       ctx.vmExpectations.creationObserved(key);
+      ctx.recorder.event(
+        vmRef(vm),
+        'Warning',
+        'FailedCreate',
+        `Error creating virtual machine instance: ${errorMessage(e)}`,
+      );
       throw new SyncError('FailedCreate', `failure while starting VMI: ${errorMessage(e)}`);
     }
+    ctx.recorder.event(
+      vmRef(vm),
+      'Normal',
+      'SuccessfulCreate',
+      `Started the virtual machine by creating the new virtual machine instance ${vmi.metadata.name}`,
+    );
     ctx.log.info('started the VM by creating its VMI', {
       kind: 'VirtualMachine',
       namespace: vm.metadata.namespace,
@@ -271,8 +284,20 @@ export class VmController {
     } catch (e) {
       ctx.vmExpectations.deletionObserved(key);
       if (isNotFound(e)) return;
+      ctx.recorder.event(
+        vmRef(vm),
+        'Warning',
+        'FailedDelete',
+        `Error deleting virtual machine instance ${vmi.metadata.name}: ${errorMessage(e)}`,
+      );
       throw new SyncError('FailedDelete', `failure while deleting VMI: ${errorMessage(e)}`);
     }
+    ctx.recorder.event(
+      vmRef(vm),
+      'Normal',
+      'SuccessfulDelete',
+      `Stopped the virtual machine by deleting the virtual machine instance ${vmi.metadata.uid}`,
+    );
     ctx.log.info('stopped the VM by deleting its VMI', {
       kind: 'VirtualMachine',
       namespace: vm.metadata.namespace,

@@ -14,6 +14,7 @@ import {
   VM_CONTROLLER_FINALIZER,
   controllerRef,
   errorMessage,
+  vmiRef,
   isFinal,
   isUnprocessed,
   nowTimestamp,
@@ -63,9 +64,14 @@ function imageError(p: Pod): SyncError | undefined {
 export class VmiController {
   constructor(private readonly ctx: ControllerContext) {}
 
-  /** The VMI's current launcher Pod: the newest one (migration targets come with the migration controller). */
+  /**
+   * The VMI's current launcher Pod: the newest one on `status.nodeName` once the VMI has a node (a
+   * migration target Pod on another node is not it until the migration moves the VMI there), else the newest.
+   */
   currentPod(vmi: Vmi): Pod | undefined {
-    const pods = this.ctx.podsOfVmi(vmi.metadata.uid ?? '');
+    const all = this.ctx.podsOfVmi(vmi.metadata.uid ?? '');
+    const node = vmi.status?.nodeName;
+    const pods = node ? all.filter((p) => p.spec?.nodeName === node) : all;
     let best: Pod | undefined;
     for (const p of pods)
       if (!best || (p.metadata?.creationTimestamp ?? '') > (best.metadata?.creationTimestamp ?? '')) best = p;
@@ -84,12 +90,18 @@ export class VmiController {
     if (!ctx.podExpectations.satisfiedExpectations(key) || !ctx.vmiExpectations.satisfiedExpectations(key))
       return;
     const pod = this.currentPod(vmi);
-    const syncErr = await this.sync(key, vmi, pod);
+    const r = await this.sync(key, vmi, pod);
+    // a Pod was just created: the status is written once the cache shows it (its add event queues this key
+    // again, and the expectations hold the key until then), then "" -> Pending -> Scheduling in one write;
+    // meanwhile the workers go on creating the other VMIs' Pods
+    if (r && !(r instanceof SyncError)) return;
+    const syncErr = r instanceof SyncError ? r : undefined;
     await this.updateStatus(key, vmi, pod, syncErr);
     if (syncErr && syncErr.retry && !isFinal(vmi)) throw syncErr;
   }
 
-  private async sync(key: string, vmi: Vmi, pod: Pod | undefined): Promise<SyncError | undefined> {
+  /** a SyncError, or the Pod it created */
+  private async sync(key: string, vmi: Vmi, pod: Pod | undefined): Promise<SyncError | Pod | undefined> {
     const { ctx } = this;
     if (vmi.metadata.deletionTimestamp) {
       try {
@@ -112,18 +124,20 @@ export class VmiController {
     try {
       podSpec = renderLaunchPod(vmi, config);
     } catch (e) {
+      const msg = `failed to render launch manifest: ${errorMessage(e)}`;
+      ctx.recorder.event(vmiRef(vmi), 'Warning', REASON_FAILED_CREATE_POD, msg);
       // the VMI's spec is immutable: rendering will fail the same way every time
-      if (e instanceof RenderError)
-        return new SyncError(
-          REASON_FAILED_CREATE_POD,
-          `failed to render launch manifest: ${e.message}`,
-          false,
-        );
-      return new SyncError(REASON_FAILED_CREATE_POD, `failed to render launch manifest: ${errorMessage(e)}`);
+      return new SyncError(REASON_FAILED_CREATE_POD, msg, !(e instanceof RenderError));
     }
     ctx.podExpectations.expectCreations(key, 1);
     try {
       const created = await ctx.client.create<Pod>(PODS, vmi.metadata.namespace, podSpec as Pod);
+      ctx.recorder.event(
+        vmiRef(vmi),
+        'Normal',
+        'SuccessfulCreate',
+        `Created virtual machine pod ${created.metadata?.name}`,
+      );
       ctx.log.info('created launcher pod', {
         kind: 'VirtualMachineInstance',
         namespace: vmi.metadata.namespace,
@@ -131,9 +145,11 @@ export class VmiController {
         uid: vmi.metadata.uid,
         pod: created.metadata?.name,
       });
+      return created;
     } catch (e) {
       ctx.podExpectations.creationObserved(key);
       const msg = errorMessage(e);
+      ctx.recorder.event(vmiRef(vmi), 'Warning', REASON_FAILED_CREATE_POD, `Error creating pod: ${msg}`);
       if (msg.includes('violates PodSecurity'))
         return new SyncError(
           REASON_FAILED_CREATE_POD,
@@ -151,8 +167,21 @@ export class VmiController {
         await this.ctx.client.delete(PODS, p.metadata?.namespace, p.metadata!.name!, {
           preconditionUid: p.metadata?.uid,
         });
+        this.ctx.recorder.event(
+          vmiRef(vmi),
+          'Normal',
+          'SuccessfulDelete',
+          `Deleted virtual machine pod ${p.metadata?.name}`,
+        );
       } catch (e) {
-        if (!isNotFound(e)) throw e;
+        if (isNotFound(e)) continue;
+        this.ctx.recorder.event(
+          vmiRef(vmi),
+          'Warning',
+          REASON_FAILED_DELETE_POD,
+          `Error deleting pod ${p.metadata?.name}: ${errorMessage(e)}`,
+        );
+        throw e;
       }
     }
   }
@@ -164,7 +193,11 @@ export class VmiController {
     let syncErr = syncErrIn;
     const oldPhase = status.phase ?? '';
     const podExists = !!pod;
-    const podsLeft = this.ctx.podsOfVmi(vmi.metadata.uid ?? '').length;
+    // the cached Pods, and the one this reconcile created (not in the cache yet)
+    const pods = this.ctx.podsOfVmi(vmi.metadata.uid ?? '');
+    if (pod && !pods.some((p) => p.metadata?.uid === pod.metadata?.uid)) pods.push(pod);
+    const podsLeft = pods.length;
+
     const passed: Phase[] = [];
     const setPhase = (p: Phase) => {
       if (p !== (status.phase ?? '')) passed.push(p);
@@ -172,14 +205,27 @@ export class VmiController {
     };
 
     this.syncReadyCondition(vmi, pod);
+    // upstream's status.activePods (pod uid -> node) of the VMI's scheduled launcher Pods: virt-handler finds a
+    // Pod's dirs (launcher socket, container disks) under kubelet's pod dir by that uid. Kept once the Pods are gone.
+    const active = this.ctx
+      .podsOfVmi(vmi.metadata.uid ?? '')
+      .filter((p) => p.metadata?.uid && p.spec?.nodeName)
+      .map((p) => [p.metadata!.uid!, p.spec!.nodeName!] as const);
+    if (active.length > 0) status.activePods = Object.fromEntries(active);
+
+    // upstream's activePods: every Pod of the VMI, uid -> node ("" until scheduled); kept once set
+    if (pods.length || status.activePods)
+      status.activePods = Object.fromEntries(pods.map((p) => [p.metadata!.uid!, p.spec?.nodeName ?? '']));
 
     if (!isFinal(vmi) && !vmi.metadata.deletionTimestamp && !vmi.metadata.finalizers?.includes(VMI_FINALIZER))
       (vmi.metadata.finalizers ??= []).push(VMI_FINALIZER);
 
     if (isUnprocessed(vmi)) {
       // with a Pod the VMI is Scheduling, and the Scheduling rules below apply at once (one write, not two)
-      if (podExists) setPhase('Scheduling');
-      else if (vmi.metadata.deletionTimestamp) setPhase('Failed');
+      if (podExists) {
+        if (!status.phase) setPhase('Pending'); // passed through, in the same write: its timestamp is kept
+        setPhase('Scheduling');
+      } else if (vmi.metadata.deletionTimestamp) setPhase('Failed');
       else if (syncErr && !syncErr.retry) setPhase('Failed');
       else setPhase('Pending');
     }

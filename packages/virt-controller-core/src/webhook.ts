@@ -29,6 +29,11 @@ export interface WebhookServer {
 
 export async function startWebhookServer(o: WebhookServerOptions): Promise<WebhookServer> {
   const server = createServer({ cert: o.cert, key: o.key, minVersion: 'TLSv1.2' }, (req, res) => {
+    // the Deployment's readiness probe: a replica is in the Service once it serves TLS
+    if (req.method === 'GET' && req.url === '/readyz') {
+      res.writeHead(200, { 'Content-Type': 'text/plain' }).end('ok\n');
+      return;
+    }
     const handler =
       req.url?.split('?')[0] === MUTATE_PATH
         ? mutate

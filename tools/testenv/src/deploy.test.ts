@@ -36,6 +36,10 @@ interface GenDeploy {
   HANDLER: string;
   CONFIG_NAME: string;
   LEASE_NAME: string;
+  WEBHOOK_SECRET: string;
+  WEBHOOK_SERVICE: string;
+  MUTATING_WEBHOOK: string;
+  VALIDATING_WEBHOOK: string;
 }
 const gen = (await import(genDeployUrl)) as GenDeploy;
 
@@ -97,8 +101,14 @@ describe('deploy/ is generated', () => {
       'Deployment/virt-controller',
       'PodDisruptionBudget/virt-controller',
       'DaemonSet/virt-handler',
+      `Service/${gen.WEBHOOK_SERVICE}`,
+      `MutatingWebhookConfiguration/${gen.MUTATING_WEBHOOK}`,
+      `ValidatingWebhookConfiguration/${gen.VALIDATING_WEBHOOK}`,
       'ClusterRole/kubevirt-ts:view',
       'ClusterRole/kubevirt-ts:edit',
+      'ClusterRole/kubevirt-ts:default',
+      'Service/virt-api',
+      'APIService/v1.subresources.kubevirt.io',
       'CustomResourceDefinition/virtualmachines.kubevirt.io',
       'CustomResourceDefinition/virtualmachineinstances.kubevirt.io',
       'CustomResourceDefinition/virtualmachineinstancemigrations.kubevirt.io',
@@ -161,7 +171,8 @@ const NEEDS: Record<'controller' | 'handler', Need[]> = {
     },
     { group: '', resource: 'pods', verbs: ['get', 'list', 'watch', 'create', 'delete'] },
     { group: '', resource: 'persistentvolumeclaims', verbs: ['get', 'list', 'watch'] },
-    { group: '', resource: 'nodes', verbs: ['get', 'list', 'watch'] },
+    // patch: the node controller labels a node whose virt-handler stopped heartbeating unschedulable
+    { group: '', resource: 'nodes', verbs: ['get', 'list', 'watch', 'patch'] },
     { group: '', resource: 'events', verbs: ['create', 'patch'] },
     { group: 'events.k8s.io', resource: 'events', verbs: ['create', 'patch'] },
     { group: 'coordination.k8s.io', resource: 'leases', namespace: 'kubevirt-ts', verbs: ['create'] },
@@ -178,6 +189,46 @@ const NEEDS: Record<'controller' | 'handler', Need[]> = {
       namespace: 'kubevirt-ts',
       name: 'kubevirt-ts-config',
       verbs: ['get', 'list', 'watch'],
+    },
+    // the admission webhooks' TLS: its Secret (made once, read and renewed by every replica) and the caBundle
+    // of kubevirt-ts's two webhook configurations
+    { group: '', resource: 'secrets', namespace: 'kubevirt-ts', verbs: ['create'] },
+    {
+      group: '',
+      resource: 'secrets',
+      namespace: 'kubevirt-ts',
+      name: 'kubevirt-ts-webhook-certs',
+      verbs: ['get', 'update', 'create'],
+    },
+    {
+      group: 'admissionregistration.k8s.io',
+      resource: 'mutatingwebhookconfigurations',
+      name: 'kubevirt-ts-mutator',
+      verbs: ['get', 'patch'],
+    },
+    {
+      group: 'admissionregistration.k8s.io',
+      resource: 'validatingwebhookconfigurations',
+      name: 'kubevirt-ts-validator',
+      verbs: ['get', 'patch'],
+    },
+    // serving subresources.kubevirt.io (23-rbac-subresources.yaml): migrate creates a migration, every request
+    // is authorized by a SubjectAccessReview, the front-proxy settings come from kube-system
+    { group: 'kubevirt.io', resource: 'virtualmachineinstancemigrations', verbs: ['create'] },
+    { group: 'authorization.k8s.io', resource: 'subjectaccessreviews', verbs: ['create'] },
+    {
+      group: '',
+      resource: 'configmaps',
+      namespace: 'kube-system',
+      name: 'extension-apiserver-authentication',
+      verbs: ['get', 'list', 'watch'],
+    },
+    // its own APIService's caBundle = the CA it manages for the webhooks and this API
+    {
+      group: 'apiregistration.k8s.io',
+      resource: 'apiservices',
+      name: 'v1.subresources.kubevirt.io',
+      verbs: ['get', 'patch'],
     },
   ],
   handler: [
@@ -210,6 +261,13 @@ const TARGETS: Omit<Need, 'verbs'>[] = [
   ).values(),
   { group: '', resource: 'secrets' },
   { group: '', resource: 'secrets', namespace: 'kubevirt-ts' },
+  { group: '', resource: 'secrets', namespace: 'kubevirt-ts', name: 'other-secret' },
+  { group: 'admissionregistration.k8s.io', resource: 'mutatingwebhookconfigurations' },
+  {
+    group: 'admissionregistration.k8s.io',
+    resource: 'validatingwebhookconfigurations',
+    name: 'someone-elses',
+  },
   { group: '', resource: 'configmaps' },
   { group: '', resource: 'configmaps', namespace: 'kubevirt-ts', name: 'other-config' },
   { group: '', resource: 'pods', subresource: 'exec' },
@@ -234,6 +292,8 @@ const TARGETS: Omit<Need, 'verbs'>[] = [
   { group: 'rbac.authorization.k8s.io', resource: 'clusterroles' },
   { group: 'rbac.authorization.k8s.io', resource: 'rolebindings' },
   { group: 'apiextensions.k8s.io', resource: 'customresourcedefinitions' },
+  { group: 'apiregistration.k8s.io', resource: 'apiservices' },
+  { group: 'apiregistration.k8s.io', resource: 'apiservices', name: 'v1.metrics.k8s.io' },
 ];
 
 /** A need covers a check when group/resource/subresource/verb match and its scope contains the check's:
@@ -301,6 +361,10 @@ describe('deploy/ on a real kube-apiserver', () => {
             'persistentvolumes',
             'clusterroles',
             'customresourcedefinitions',
+            'apiservices',
+            'mutatingwebhookconfigurations',
+            'validatingwebhookconfigurations',
+            'subjectaccessreviews',
           ].includes(t.resource);
           const review = await authz.createSubjectAccessReview({
             body: {
@@ -381,6 +445,12 @@ describe('deploy/ on a real kube-apiserver', () => {
     ).toBe(200);
     expect(await req(gen.CONTROLLER, 'GET', `/api/v1/namespaces/${gen.NAMESPACE}/configmaps`)).toBe(403);
     expect(await req(gen.CONTROLLER, 'GET', '/api/v1/namespaces/default/secrets')).toBe(403);
+    // its webhook Secret only: allowed (404, none yet), another Secret of its namespace denied
+    expect(
+      await req(gen.CONTROLLER, 'GET', `/api/v1/namespaces/${gen.NAMESPACE}/secrets/${gen.WEBHOOK_SECRET}`),
+    ).toBe(404);
+    expect(await req(gen.CONTROLLER, 'GET', `/api/v1/namespaces/${gen.NAMESPACE}/secrets/other`)).toBe(403);
+    expect(await req(gen.CONTROLLER, 'GET', `/api/v1/namespaces/${gen.NAMESPACE}/secrets`)).toBe(403);
     expect(await req(gen.HANDLER, 'GET', '/api/v1/namespaces/default/secrets')).toBe(403);
     expect(await req(gen.HANDLER, 'DELETE', '/api/v1/nodes/any-node')).toBe(403);
     expect(await req(gen.HANDLER, 'GET', '/api/v1/nodes/any-node')).toBe(404); // allowed, just no such node

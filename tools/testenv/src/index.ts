@@ -207,6 +207,66 @@ async function generateCertificates(dir: string): Promise<void> {
       dir,
     );
   }
+  // The aggregation layer (front proxy): its own CA, and the client certificate kube-apiserver presents to
+  // aggregated API servers (they trust the CA and the name through the extension-apiserver-authentication
+  // ConfigMap in kube-system, then read the user from the X-Remote-* headers).
+  await run(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      ...ec,
+      '-keyout',
+      'front-proxy-ca.key',
+      '-out',
+      'front-proxy-ca.crt',
+      '-days',
+      '365',
+      '-subj',
+      '/CN=kubevirt-ts-testenv-front-proxy-ca',
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+      '-addext',
+      'keyUsage=critical,keyCertSign,cRLSign',
+    ],
+    dir,
+  );
+  await run(
+    'openssl',
+    [
+      'req',
+      '-new',
+      ...ec,
+      '-keyout',
+      'front-proxy-client.key',
+      '-out',
+      'front-proxy-client.csr',
+      '-subj',
+      '/CN=front-proxy-client',
+    ],
+    dir,
+  );
+  await run(
+    'openssl',
+    [
+      'x509',
+      '-req',
+      '-in',
+      'front-proxy-client.csr',
+      '-CA',
+      'front-proxy-ca.crt',
+      '-CAkey',
+      'front-proxy-ca.key',
+      '-CAcreateserial',
+      '-days',
+      '365',
+      '-extfile',
+      'client.ext',
+      '-out',
+      'front-proxy-client.crt',
+    ],
+    dir,
+  );
   const sa = generateKeyPairSync('rsa', { modulusLength: 2048 });
   await writeFile(join(dir, 'sa.key'), sa.privateKey.export({ type: 'pkcs8', format: 'pem' }), {
     mode: 0o600,
@@ -461,6 +521,15 @@ export async function startTestEnv(opts: StartOptions = {}): Promise<TestEnv> {
           '--enable-priority-and-fairness=false',
           '--endpoint-reconciler-type=none',
           '--v=1',
+          // the aggregation layer: aggregated APIs (subresources.kubevirt.io) authenticate the API server by
+          // this client certificate and take the user from these headers
+          `--requestheader-client-ca-file=${join(dir, 'front-proxy-ca.crt')}`,
+          '--requestheader-allowed-names=front-proxy-client',
+          '--requestheader-username-headers=X-Remote-User',
+          '--requestheader-group-headers=X-Remote-Group',
+          '--requestheader-extra-headers-prefix=X-Remote-Extra-',
+          `--proxy-client-cert-file=${join(dir, 'front-proxy-client.crt')}`,
+          `--proxy-client-key-file=${join(dir, 'front-proxy-client.key')}`,
           ...(opts.apiserverArgs ?? []),
         ],
         dir,

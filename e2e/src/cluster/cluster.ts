@@ -1,0 +1,117 @@
+// Helpers of the cluster suites (the single-node cluster of tools/cluster.sh): kubectl of the pinned version, the
+// admin kubeconfig, whether the cluster can be used, and what a VM's launcher Pod leaves on the node.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { REPO, readText } from '../launcher/helpers.js';
+
+export const STATE_DIR = process.env.KVTS_CLUSTER_DIR ?? '/var/lib/kubevirt-ts-cluster';
+export const KUBECONFIG = path.join(STATE_DIR, 'admin.kubeconfig');
+export const NODE_NAME = 'kvts-node';
+export const PODS_DIR = '/var/lib/kubelet/pods';
+
+export function kubeVersion(): string {
+  const goMod = readFileSync(path.join(REPO, 'tools/testenv/kube-apiserver/go.mod'), 'utf8');
+  return /^require\s+k8s\.io\/kubernetes\s+(v\S+)/m.exec(goMod)![1]!;
+}
+const CACHE =
+  process.env.KVTS_CACHE ??
+  path.join(process.env.XDG_CACHE_HOME ?? path.join(process.env.HOME ?? '/root', '.cache'), 'kubevirt-ts');
+export const KUBECTL = path.join(CACHE, 'kube', kubeVersion(), 'kubectl');
+
+export function kubectl(...args: string[]): string {
+  return execFileSync(KUBECTL, ['--kubeconfig', KUBECONFIG, ...args], { encoding: 'utf8' });
+}
+/** kubectl with a manifest on stdin */
+export function kubectlIn(input: string, ...args: string[]): string {
+  return execFileSync(KUBECTL, ['--kubeconfig', KUBECONFIG, ...args], { encoding: 'utf8', input });
+}
+/** kubectl that may fail: status, stdout, stderr */
+export function kubectlTry(...args: string[]): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(KUBECTL, ['--kubeconfig', KUBECONFIG, ...args], { encoding: 'utf8' });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed kubectl JSON, read field by field in tests
+export function getJson<T = Record<string, any>>(...args: string[]): T | undefined {
+  const r = kubectlTry('get', ...args, '-o', 'json');
+  if (r.status !== 0) {
+    if (/NotFound|not found/.test(r.stderr)) return undefined;
+    throw new Error(`kubectl get ${args.join(' ')}: ${r.stderr}`);
+  }
+  return JSON.parse(r.stdout) as T;
+}
+
+/** why the cluster tests cannot run here, or undefined when they can */
+export function notRunnable(): string | undefined {
+  if (process.getuid?.() !== 0) return 'needs root (the node runs as root)';
+  if (!existsSync(KUBECTL)) return `kubectl ${kubeVersion()} not built (${KUBECTL})`;
+  if (!existsSync(KUBECONFIG)) return `no cluster (${KUBECONFIG} missing): run bash tools/cluster.sh up`;
+  // the apiserver's address lives on the node device only while the cluster is up: never dial it otherwise
+  // (it would leave the machine through the default route)
+  if (!existsSync('/sys/class/net/kvts-node0'))
+    return 'cluster not up (no node device kvts-node0): run bash tools/cluster.sh up';
+  const r = spawnSync(KUBECTL, ['--kubeconfig', KUBECONFIG, 'get', '--raw', '/readyz'], { encoding: 'utf8' });
+  if (r.status !== 0)
+    return `cluster not up (kube-apiserver: ${r.stderr.trim()}): run bash tools/cluster.sh up`;
+  return undefined;
+}
+
+/**
+ * `test` when the cluster is up, `test.skip` otherwise; under KVTS_REQUIRE_CLUSTER=1 (tools/test.sh, CI) a cluster
+ * that is not up adds a failing test instead (call inside the describe).
+ */
+export function clusterGate(): {
+  reason: string | undefined;
+  clusterTest: typeof test;
+  requireCluster: () => void;
+} {
+  const reason = notRunnable();
+  const required = process.env.KVTS_REQUIRE_CLUSTER === '1';
+  if (reason) console.warn(`cluster e2e ${required ? 'FAILS' : 'skipped'}: ${reason}`);
+  return {
+    reason,
+    clusterTest: reason ? test.skip : test,
+    requireCluster: () => {
+      if (reason && required)
+        test('the cluster is up (KVTS_REQUIRE_CLUSTER=1: tools/test.sh brought it up)', () => {
+          throw new Error(`the cluster e2e cannot run: ${reason}`);
+        });
+    },
+  };
+}
+
+/** A launcher Pod's emptyDir on the node. */
+export function podEmptyDir(podUid: string, volume: string): string {
+  return path.join(PODS_DIR, podUid, 'volumes/kubernetes.io~empty-dir', volume);
+}
+
+/** Mounts under a Pod's dir on the node (container disks the handler bind-mounted). */
+export function mountsUnder(podUid: string): string[] {
+  return readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .map((l) => l.split(' ')[4] ?? '')
+    .filter((m) => m.startsWith(path.join(PODS_DIR, podUid) + '/') && !m.includes('kubernetes.io~projected'));
+}
+
+/**
+ * Follows a VMI's serial log in its launcher Pod (private emptyDir, `<vmi uid>/virt-serial0-log`) and keeps what
+ * it read after the Pod and the file are gone (the power-off line is the last one the guest writes).
+ */
+export class SerialLog {
+  text = '';
+  private timer: NodeJS.Timeout;
+  constructor(
+    readonly podUid: string,
+    readonly vmiUid: string,
+  ) {
+    const file = path.join(podEmptyDir(podUid, 'private'), vmiUid, 'virt-serial0-log');
+    this.timer = setInterval(() => {
+      void readText(file).then((t) => {
+        if (t.length > this.text.length) this.text = t;
+      });
+    }, 100);
+  }
+  stop(): void {
+    clearInterval(this.timer);
+  }
+}

@@ -1,0 +1,274 @@
+// Pod networking end to end with the real test guest (root only): a "node" netns and a "Pod" netns
+// joined by a veth; phase 1 (what virt-handler runs) through @kubevirt-ts/network in the Pod netns;
+// a real in-Pod launcher started inside the Pod netns and driven over its cmd socket; its DHCP server
+// (phase 2) gives the guest its lease; TCP both ways between the node netns and the guest.
+import { spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import path from 'node:path';
+import type { VirtualMachineInstance } from '@kubevirt-ts/api';
+import { CmdClient, NotifyServer, launcherSocketPath, notifySocketPath } from '@kubevirt-ts/cmd-protocol';
+import {
+  planPodNetwork,
+  setupPodNetwork,
+  teardownPodNetwork,
+  writePodNetworkConfig,
+  type PodNetworkConfig,
+} from '@kubevirt-ts/network';
+import { createLayout, prepare } from '@kubevirt-ts/virt-launcher';
+import {
+  GUEST_DIR,
+  GUEST_IMAGE,
+  processesMentioning,
+  readText,
+  requireGuest,
+  shortTmp,
+  startLauncher,
+  tinyVmi,
+  waitFor,
+  type Proc,
+} from './helpers.js';
+import {
+  NODE_IP,
+  POD_IP,
+  POD_MTU,
+  createNet,
+  isRoot,
+  launcherInNetns,
+  sh,
+  tcpGet,
+  tcpServer,
+  type Net,
+} from './net-helpers.js';
+
+const rootIt = isRoot ? it : it.skip;
+if (!isRoot)
+  it.skip('Pod networking with a real guest needs root for network namespaces (skipped: not root)', () =>
+    undefined);
+
+beforeAll(() => {
+  if (isRoot) requireGuest();
+});
+
+function netVmi(name: string, iface: object, kernelArgs: string): VirtualMachineInstance {
+  const vmi = tinyVmi(name);
+  const boot = vmi.spec.domain.firmware!.kernelBoot!;
+  boot.kernelArgs = `${boot.kernelArgs} ${kernelArgs}`;
+  vmi.spec.domain.devices!.interfaces = [{ name: 'default', ...iface } as never];
+  vmi.spec.networks = [{ name: 'default', pod: {} }];
+  return vmi;
+}
+
+interface Pod {
+  root: string;
+  vmi: VirtualMachineInstance;
+  proc: Proc;
+  client: CmdClient;
+  serialLog: string;
+  stop(): Promise<void>;
+}
+
+/** The launcher "Pod" inside the Pod netns; `config` (phase 1's output) is written where the launcher reads it. */
+async function startPod(net: Net, vmi: VirtualMachineInstance, config?: PodNetworkConfig): Promise<Pod> {
+  const root = await shortTmp();
+  const share = path.join(root, 'handler');
+  const layout = createLayout(root);
+  const paths = prepare.fromPodLayout(layout);
+  await prepare.stageLocalImages(vmi as never, new Map([[GUEST_IMAGE, GUEST_DIR]]), paths, {
+    owner: { uid: 107, gid: 107 },
+  });
+  // what virt-handler does after phase 1: the config in the launcher's share dir
+  if (config) {
+    mkdirSync(share, { recursive: true });
+    writePodNetworkConfig(share, 'default', config);
+  }
+  const notify = new NotifyServer({
+    socketPath: notifySocketPath(share),
+    onDomainEvent: () => undefined,
+    onK8sEvent: () => undefined,
+  });
+  await notify.start();
+  const proc = startLauncher(
+    [
+      '--name',
+      vmi.metadata!.name!,
+      '--namespace',
+      vmi.metadata!.namespace!,
+      '--uid',
+      vmi.metadata!.uid!,
+      '--root',
+      root,
+      '--kubevirt-share-dir',
+      share,
+      '--allow-emulation',
+      '--grace-period-seconds',
+      '5',
+      '--qemu-timeout',
+      '120s',
+    ],
+    {},
+    false,
+    launcherInNetns(net, root),
+  );
+  const sock = launcherSocketPath(path.join(share, 'sockets'));
+  await waitFor('launcher-sock', () => existsSync(sock) || proc.child.exitCode !== null, 60_000);
+  if (proc.child.exitCode !== null)
+    throw new Error(`launcher exited ${proc.child.exitCode}: ${proc.stderr()}`);
+  const client = await CmdClient.connect(sock, { timeoutMs: 120_000 });
+  return {
+    root,
+    vmi,
+    proc,
+    client,
+    serialLog: layout.serialLogFile(vmi.metadata!.uid!),
+    async stop() {
+      client.close();
+      if (proc.child.exitCode === null && proc.child.signalCode === null) {
+        proc.child.kill('SIGTERM');
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([proc.exited, new Promise((r) => (timer = setTimeout(r, 30_000)))]);
+        clearTimeout(timer);
+      }
+      if (proc.child.exitCode === null && proc.child.signalCode === null) {
+        proc.child.kill('SIGKILL');
+        await proc.exited;
+      }
+      for (const p of await processesMentioning(root)) {
+        try {
+          process.kill(p.pid, 'SIGKILL');
+        } catch {
+          /* gone */
+        }
+      }
+      await notify.stop(500);
+      await rm(root, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The guest's KUBEVIRT-TS-GUEST-NET line as fields. */
+async function guestNet(serialLog: string): Promise<Record<string, string>> {
+  const line = await waitFor(
+    'the guest DHCP lease line',
+    async () => /KUBEVIRT-TS-GUEST-NET (.*)/.exec(await readText(serialLog))?.[1],
+    240_000,
+    250,
+  );
+  return Object.fromEntries(
+    line
+      .trim()
+      .split(' ')
+      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  );
+}
+
+describe('Pod network with a real guest, launcher in the Pod netns', () => {
+  rootIt(
+    'masquerade: lease 10.0.2.2/24 via 10.0.2.1 with the Pod DNS/search/MTU/hostname; node -> Pod IP:8080 reaches the guest; the guest reaches the node as the Pod IP; an unlisted port stays in the Pod',
+    async () => {
+      const net = createNet('m');
+      let pod: Pod | undefined;
+      let config: PodNetworkConfig | undefined;
+      const servers: ChildProcess[] = [];
+      try {
+        const vmi = netVmi(
+          'net-masq',
+          { masquerade: {}, ports: [{ port: 8080 }] },
+          `kvts.net kvts.connect=${NODE_IP}:9090`,
+        );
+        config = await setupPodNetwork(planPodNetwork(vmi)!, { netns: net.podPath });
+        // the node listens for the guest's connection and answers with the source address it saw
+        const nodeSrv = tcpServer(net.node, 9090);
+        servers.push(nodeSrv.child);
+        await nodeSrv.ready;
+        // something in the Pod itself on an unlisted port: reached directly, not DNATed to the guest
+        const podSrv = tcpServer(net.pod, 8081, 'the-pod-itself');
+        servers.push(podSrv.child);
+        await podSrv.ready;
+
+        pod = await startPod(net, vmi, config);
+        await pod.client.syncVMI(vmi);
+        expect(await guestNet(pod.serialLog)).toEqual({
+          ip: '10.0.2.2/24',
+          router: '10.0.2.1',
+          dns: '10.96.0.10',
+          search: 'e2e.svc.cluster.local,svc.cluster.local',
+          hostname: 'net-masq',
+          mtu: String(POD_MTU),
+        });
+        // outbound: masqueraded to the Pod IP
+        const connected = await waitFor(
+          'the guest connection line',
+          async () => /KUBEVIRT-TS-GUEST-CONNECT (.*)/.exec(await readText(pod!.serialLog))?.[1],
+          120_000,
+        );
+        expect(connected.trim()).toBe(`${NODE_IP}:9090 ok ${POD_IP}`);
+        // inbound: the listed port reaches the guest
+        expect(tcpGet(net.node, POD_IP, 8080)).toBe('KUBEVIRT-TS-GUEST-TCP net-masq 10.0.2.2/24');
+        expect(tcpGet(net.node, POD_IP, 8081)).toBe('the-pod-itself');
+        // the launcher's DHCP server logged the lease
+        expect(pod.proc.stderr()).toContain('"msg":"DHCP lease"');
+        // the MAC libvirt gave the NIC is the only client answered from then on
+        expect(pod.proc.stderr()).toMatch(/"msg":"DHCP server answers only the guest NIC"/);
+      } finally {
+        for (const s of servers) s.kill();
+        await pod?.stop();
+        if (config) await teardownPodNetwork(config, { netns: net.podPath });
+        net.destroy();
+      }
+      expect(sh(['ip', 'netns', 'list'])).not.toContain(net.pod);
+      expect(await processesMentioning(net.pod)).toEqual([]);
+    },
+    600_000,
+  );
+
+  rootIt(
+    'bridge: the guest holds the Pod IP and the Pod gateway and answers on it',
+    async () => {
+      const net = createNet('b');
+      let pod: Pod | undefined;
+      let config: PodNetworkConfig | undefined;
+      try {
+        const vmi = netVmi('net-bridge', { bridge: {} }, 'kvts.net');
+        config = await setupPodNetwork(planPodNetwork(vmi)!, { netns: net.podPath });
+        pod = await startPod(net, vmi, config);
+        await pod.client.syncVMI(vmi);
+        expect(await guestNet(pod.serialLog)).toMatchObject({
+          ip: `${POD_IP}/24`,
+          router: NODE_IP,
+          hostname: 'net-bridge',
+          mtu: String(POD_MTU),
+        });
+        expect(tcpGet(net.node, POD_IP, 8080)).toBe(`KUBEVIRT-TS-GUEST-TCP net-bridge ${POD_IP}/24`);
+      } finally {
+        await pod?.stop();
+        if (config) await teardownPodNetwork(config, { netns: net.podPath });
+        net.destroy();
+      }
+    },
+    600_000,
+  );
+
+  rootIt(
+    'no phase-1 config for a masquerade interface: the sync fails naming the interface and the file; no domain',
+    async () => {
+      const net = createNet('x');
+      let pod: Pod | undefined;
+      try {
+        const vmi = netVmi('net-missing', { masquerade: {} }, 'kvts.net');
+        pod = await startPod(net, vmi);
+        await expect(pod.client.syncVMI(vmi)).rejects.toThrow(
+          /spec\.domain\.devices\.interfaces\[0\] \(default, masquerade\): the Pod network is not set up: .*pod-network-default\.json does not exist/,
+        );
+        expect(await pod.client.getDomain()).toBeUndefined(); // nothing defined
+        expect(
+          spawnSync('pgrep', ['-f', `qemu-system.*${pod.root}`]).status, // 1: no QEMU
+        ).toBe(1);
+      } finally {
+        await pod?.stop();
+        net.destroy();
+      }
+    },
+    300_000,
+  );
+});

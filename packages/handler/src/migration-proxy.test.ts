@@ -1,0 +1,151 @@
+// The migration proxy with real sockets: a source "launcher" connects to the unix socket upstream's
+// launcher derives, bytes go over TCP on loopback to the target listener and into the target
+// "launcher's" unix socket, and back.
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { upstreamMigrationTarget } from '@kubevirt-ts/cmd-protocol';
+import { MigrationProxyManager } from './migration-proxy.js';
+
+const quiet = {
+  info: () => undefined,
+  warn: () => undefined,
+  error: () => undefined,
+  debug: () => undefined,
+};
+const UID = '6d1f3b4e-0000-4000-8000-000000000001';
+
+let dir: string;
+const servers: net.Server[] = [];
+
+/** a launcher-side unix server: answers each connection with sha256(all bytes received) once it ends */
+async function hashServer(file: string, got: string[]): Promise<void> {
+  const s = net.createServer({ allowHalfOpen: true }, (c) => {
+    const h = createHash('sha256');
+    c.on('data', (d) => h.update(d));
+    c.on('end', () => {
+      const digest = h.digest('hex');
+      got.push(digest);
+      c.end(digest);
+    });
+  });
+  servers.push(s);
+  await new Promise<void>((r) => s.listen(file, r));
+}
+
+/** sends `data`, half-closes, returns what came back */
+function roundTrip(file: string, data: Buffer): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const c = net.connect({ path: file, allowHalfOpen: true });
+    let back = '';
+    c.on('data', (d) => (back += d.toString()));
+    c.on('end', () => resolve(back));
+    c.on('error', reject);
+    c.end(data);
+  });
+}
+
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), 'migr-proxy-'));
+});
+afterEach(async () => {
+  for (const s of servers.splice(0)) s.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+test('source unix socket -> TCP -> target unix socket, both streams (libvirt and QEMU), data intact both ways', async () => {
+  const targetShare = path.join(dir, 'target');
+  const sourceShare = path.join(dir, 'source');
+  const libvirtSock = path.join(dir, 'target-libvirt-sock');
+  const qemuSock = path.join(targetShare, 'migrationproxy', `${UID}-49152-source.sock`);
+  await import('node:fs/promises').then((f) => f.mkdir(path.dirname(qemuSock), { recursive: true }));
+  const gotLibvirt: string[] = [];
+  const gotQemu: string[] = [];
+  await hashServer(libvirtSock, gotLibvirt);
+  await hashServer(qemuSock, gotQemu);
+
+  const target = new MigrationProxyManager({ logger: quiet as never, bindAddress: '127.0.0.1' });
+  const source = new MigrationProxyManager({ logger: quiet as never });
+  await target.startTargetListener(UID, [libvirtSock, qemuSock]);
+  const ports = target.targetListenerPorts(UID);
+  expect(Object.values(ports).sort()).toEqual([0, 49152]);
+  for (const p of Object.keys(ports)) expect(Number(p)).toBeGreaterThan(0);
+  // idempotent for the same sockets: the same ports
+  await target.startTargetListener(UID, [libvirtSock, qemuSock]);
+  expect(target.targetListenerPorts(UID)).toEqual(ports);
+
+  await source.startSourceListener(UID, '127.0.0.1', ports, sourceShare);
+  // exactly the sockets upstream's launcher migrates to (cmd-protocol's upstreamMigrationTarget)
+  const t = upstreamMigrationTarget(sourceShare, UID);
+  const libvirtPath = t.targetURI.replace(/^qemu\+unix:\/\/\/session\?socket=/, '');
+  const qemuPath = t.migrationURI.replace(/^unix:\/\//, '');
+  expect(source.sourceListenerFiles(UID).sort()).toEqual([libvirtPath, qemuPath].sort());
+  expect((await stat(libvirtPath)).isSocket()).toBe(true);
+
+  const small = Buffer.from('libvirt rpc hello');
+  const big = randomBytes(16 * 1024 * 1024);
+  const [a, b] = await Promise.all([roundTrip(libvirtPath, small), roundTrip(qemuPath, big)]);
+  expect(a).toBe(createHash('sha256').update(small).digest('hex'));
+  expect(b).toBe(createHash('sha256').update(big).digest('hex'));
+  expect(gotLibvirt).toEqual([a]);
+  expect(gotQemu).toEqual([b]);
+  // several connections at once on one socket (libvirt opens more than one)
+  const many = await Promise.all([1, 2, 3, 4].map((i) => roundTrip(libvirtPath, Buffer.alloc(1000 * i, i))));
+  expect(new Set(many).size).toBe(4);
+  expect(source.openListenerCount() + target.openListenerCount()).toBe(4);
+  // 6 connections through each side; the bytes both ways counted (16 MiB + the small ones in, hashes out)
+  for (const m of [source, target]) {
+    const st = m.proxyStats(UID);
+    expect(st.connections).toBe(6);
+    expect(st.bytesIn).toBe(small.length + big.length + 1000 * (1 + 2 + 3 + 4));
+    expect(st.bytesOut).toBe(64 * 6);
+  }
+
+  await source.stopSourceListener(UID);
+  await expect(stat(libvirtPath)).rejects.toMatchObject({ code: 'ENOENT' });
+  await target.stopTargetListener(UID);
+  expect(source.openListenerCount() + target.openListenerCount()).toBe(0);
+  await expect(
+    new Promise((resolve, reject) => {
+      const c = net.connect({ host: '127.0.0.1', port: Number(Object.keys(ports)[0]) });
+      c.on('connect', () => resolve(c.destroy()));
+      c.on('error', reject);
+    }),
+  ).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+});
+
+test('a target that does not answer closes the source connection; new sockets replace old ones; no listeners after close()', async () => {
+  const source = new MigrationProxyManager({ logger: quiet as never });
+  const share = path.join(dir, 's');
+  // nothing listens on the target port
+  const free = await new Promise<number>((r) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const p = (s.address() as net.AddressInfo).port;
+      s.close(() => r(p));
+    });
+  });
+  await source.startSourceListener(UID, '127.0.0.1', { [String(free)]: 0 }, share);
+  const file = source.sourceListenerFiles(UID)[0]!;
+  const closed = await new Promise<boolean>((resolve) => {
+    const c = net.connect(file);
+    c.on('close', () => resolve(true));
+    c.on('error', () => undefined);
+  });
+  expect(closed).toBe(true);
+  // another target address: the listener is replaced
+  await source.startSourceListener(UID, '127.0.0.2', { [String(free)]: 49152 }, share);
+  expect(source.sourceListenerFiles(UID)).toEqual([
+    path.join(share, 'migrationproxy', `${UID}-49152-source.sock`),
+  ]);
+  await expect(stat(file)).rejects.toMatchObject({ code: 'ENOENT' });
+  await source.close();
+  expect(source.openListenerCount()).toBe(0);
+  await expect(source.startSourceListener(UID, '127.0.0.1', { '1': 0 }, share)).rejects.toThrow(
+    /shutting down/,
+  );
+  await expect(
+    new MigrationProxyManager({ logger: quiet as never }).startSourceListener(UID, '127.0.0.1', {}, share),
+  ).rejects.toThrow(/targetDirectMigrationNodePorts: empty/);
+});

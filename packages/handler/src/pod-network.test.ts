@@ -1,0 +1,77 @@
+// findLauncherProcess against real processes: a listener on a unix socket named like a launcher's,
+// in the node's network namespace (refused) and, as root, inside a network namespace this test creates
+// (found, with that namespace).
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { findLauncherProcess, podNetworkRecord } from './pod-network.js';
+
+const uid = process.getuid!();
+const isRoot = uid === 0;
+let dir: string;
+const children: ChildProcess[] = [];
+beforeEach(() => {
+  dir = mkdtempSync(path.join(os.tmpdir(), 'kvts-hnet-'));
+});
+afterEach(() => {
+  for (const c of children.splice(0)) c.kill('SIGKILL');
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** A process listening on `<dir>/<name>` (optionally renamed to launcher-sock after listening, as the launcher does). */
+async function listener(wrap: string[], name: string, renameTo?: string): Promise<ChildProcess> {
+  const sock = path.join(dir, name);
+  const code = `const fs=require('fs');require('net').createServer().listen(${JSON.stringify(sock)},()=>{${
+    renameTo ? `fs.renameSync(${JSON.stringify(sock)},${JSON.stringify(path.join(dir, renameTo))});` : ''
+  }console.log('up')})`;
+  const argv = [...wrap, process.execPath, '-e', code];
+  const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] });
+  children.push(child);
+  await new Promise((resolve, reject) => {
+    child.stdout!.once('data', resolve);
+    child.once('exit', (c) => reject(new Error(`listener exited ${c}`)));
+  });
+  return child;
+}
+
+test('a launcher socket served from the node network namespace is refused by name', async () => {
+  const child = await listener([], 'launcher-init-sock', 'launcher-sock');
+  await expect(findLauncherProcess(path.join(dir, 'launcher-sock'), uid)).rejects.toThrow(
+    `(pid ${child.pid}) runs in the node's network namespace: refusing`,
+  );
+});
+
+test('a socket file nobody of that uid listens on: no process, a clear error', async () => {
+  await listener([], 'launcher-sock');
+  await expect(findLauncherProcess(path.join(dir, 'launcher-sock'), uid + 4242)).rejects.toThrow(
+    `no process of uid ${uid + 4242} listens on`,
+  );
+  // a regular file where the socket should be: not served by anyone
+  writeFileSync(path.join(dir, 'other'), '');
+  await expect(findLauncherProcess(path.join(dir, 'other'), uid)).rejects.toThrow('no process of uid');
+});
+
+(isRoot ? test : test.skip)(
+  isRoot
+    ? 'a launcher inside a network namespace: found, with that namespace'
+    : 'finding a launcher in a network namespace needs root (skipped: not root)',
+  async () => {
+    const ns = `kvtshnet${process.pid}`;
+    spawnSync('ip', ['netns', 'add', ns]);
+    try {
+      const child = await listener(['ip', 'netns', 'exec', ns], 'launcher-init-sock', 'launcher-sock');
+      const found = await findLauncherProcess(path.join(dir, 'launcher-sock'), uid);
+      expect(found.pid).toBe(child.pid); // ip netns exec execs the command: same pid
+      expect(statSync(found.netns).ino).toBe(statSync(`/run/netns/${ns}`).ino);
+    } finally {
+      for (const c of children.splice(0)) c.kill('SIGKILL');
+      spawnSync('ip', ['netns', 'del', ns]);
+    }
+  },
+);
+
+test('the record of a Pod: one file per pod uid, a uid that is not a file name refused', () => {
+  expect(podNetworkRecord('/h', 'pod-1')).toBe('/h/pod-network/pod-1.json');
+  expect(() => podNetworkRecord('/h', '../x')).toThrow('cannot be a file name');
+});

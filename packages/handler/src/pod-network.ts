@@ -1,0 +1,202 @@
+/**
+ * Pod network phase 1 in the node agent (privileged), before the first SyncVirtualMachine of a VMI
+ * with a masquerade/bridge pod interface: find the launcher Pod's network namespace in a way the Pod
+ * cannot forge, run setupPodNetwork there once, and leave the resulting config for the launcher's
+ * DHCP server (phase 2) in the Pod's share dir.
+ *
+ * Finding the namespace: never from a PID or path the Pod writes. The kernel's tables are the
+ * source: the processes running as the launcher's uid, each one's listening unix sockets
+ * (/proc/<pid>/net/unix: the sockets of its network namespace), the socket among its own file
+ * descriptors (/proc/<pid>/fd -> socket:[inode]) whose bound path, resolved in that process's root
+ * (/proc/<pid>/root), is the very file (device + inode) the handler talks to. Its /proc/<pid>/ns/net
+ * is the Pod's network namespace; the node's own namespace is refused (a hostNetwork Pod).
+ *
+ * Once per Pod: the config is recorded in the handler's dir (`pod-network/<pod uid>.json`, trusted,
+ * like the ghost records); a restarted handler that finds the record and the bridge/tap in place does
+ * not set up again. The Pod's namespace dies with the Pod, and every device and rule with it: no
+ * teardown.
+ */
+import { mkdir, readFile, readdir, readlink, rename, rm, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { VirtualMachineInstance } from '@kubevirt-ts/api';
+import { LAUNCHER_SOCKET_NAME } from '@kubevirt-ts/cmd-protocol';
+import type { Logger } from '@kubevirt-ts/log';
+import {
+  NetworkSetupError,
+  ipJson,
+  parsePodNetworkConfig,
+  planPodNetwork,
+  setupPodNetwork,
+  writePodNetworkConfig,
+  type PodNetworkConfig,
+  type PodNetworkPlan,
+} from '@kubevirt-ts/network';
+
+const LAUNCHER_INIT_SOCKET_NAME = 'launcher-init-sock';
+const SO_ACCEPTCON = 0x10000; // /proc/net/unix Flags of a listening socket
+
+export interface LauncherProcess {
+  pid: number;
+  /** /proc/<pid>/ns/net */
+  netns: string;
+}
+
+async function uidsOf(procDir: string, pid: string): Promise<number[] | undefined> {
+  try {
+    const status = await readFile(path.join(procDir, pid, 'status'), 'utf8');
+    const m = /^Uid:\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)/m.exec(status);
+    return m ? m.slice(1).map(Number) : undefined;
+  } catch {
+    return undefined; // gone
+  }
+}
+
+/** inode -> bound path of the listening unix sockets named like a launcher's cmd socket. */
+function listeningLauncherSockets(netUnix: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const line of netUnix.split('\n').slice(1)) {
+    const f = line.trim().split(/\s+/);
+    if (f.length < 8) continue;
+    const [, , , flags, , , inode, ...rest] = f;
+    const p = rest.join(' ');
+    const base = path.posix.basename(p);
+    if ((parseInt(flags!, 16) & SO_ACCEPTCON) === 0) continue;
+    if (base !== LAUNCHER_SOCKET_NAME && base !== LAUNCHER_INIT_SOCKET_NAME) continue;
+    out.set(inode!, p);
+  }
+  return out;
+}
+
+/**
+ * The process that listens on the launcher socket `socketPath` (as the handler sees it), running as
+ * `uid`, and its network namespace. Throws a NetworkSetupError when there is none, or when it is the
+ * node's own network namespace.
+ */
+export async function findLauncherProcess(
+  socketPath: string,
+  uid: number,
+  procDir = '/proc',
+): Promise<LauncherProcess> {
+  const target = await stat(socketPath);
+  const ownNetns = await stat(path.join(procDir, 'self', 'ns', 'net'));
+  for (const pid of await readdir(procDir)) {
+    if (!/^\d+$/.test(pid)) continue;
+    const uids = await uidsOf(procDir, pid);
+    if (!uids || uids.some((u) => u !== uid)) continue;
+    let sockets: Map<string, string>;
+    let fds: string[];
+    try {
+      sockets = listeningLauncherSockets(await readFile(path.join(procDir, pid, 'net', 'unix'), 'utf8'));
+      if (sockets.size === 0) continue;
+      fds = await readdir(path.join(procDir, pid, 'fd'));
+    } catch {
+      continue; // gone, or not ours to read
+    }
+    for (const fd of fds) {
+      const link = await readlink(path.join(procDir, pid, 'fd', fd)).catch(() => '');
+      const m = /^socket:\[(\d+)\]$/.exec(link);
+      const bound = m && sockets.get(m[1]!);
+      if (!bound) continue;
+      // the bound name may be launcher-init-sock, renamed to launcher-sock when ready
+      const root = path.join(procDir, pid, 'root');
+      for (const name of [bound, path.posix.join(path.posix.dirname(bound), LAUNCHER_SOCKET_NAME)]) {
+        const st = await stat(path.join(root, name)).catch(() => undefined);
+        if (!st || st.dev !== target.dev || st.ino !== target.ino) continue;
+        const netns = path.join(procDir, pid, 'ns', 'net');
+        const ns = await stat(netns);
+        if (ns.ino === ownNetns.ino && ns.dev === ownNetns.dev)
+          throw new NetworkSetupError(
+            `the launcher behind ${socketPath} (pid ${pid}) runs in the node's network namespace: ` +
+              `refusing to set up a Pod network there`,
+          );
+        return { pid: Number(pid), netns };
+      }
+    }
+  }
+  throw new NetworkSetupError(
+    `no process of uid ${uid} listens on ${socketPath}: cannot find the Pod's network namespace`,
+  );
+}
+
+/** Whether phase 1's bridge and tap exist in `netns`. */
+async function devicesPresent(plan: PodNetworkPlan, netns: string): Promise<boolean[]> {
+  const has = (dev: string) =>
+    ipJson<unknown[]>(['link', 'show', 'dev', dev], { netns }).then(
+      (l) => l.length > 0,
+      () => false,
+    );
+  return Promise.all([has(plan.bridge), has(plan.tap)]);
+}
+
+/** The launcher a VMI is synced to, as the controller knows it. */
+export interface LauncherRef {
+  socketPath: string;
+  podUid: string;
+  /** the Pod's /var/run/kubevirt as the handler reaches it (the launcher's --kubevirt-share-dir) */
+  shareDir: string;
+}
+
+export interface PodNetworkSetupOptions {
+  launcherUid: number;
+  handlerDir: string;
+  log: Logger;
+  procDir?: string;
+}
+
+const POD_UID_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+export function podNetworkRecord(handlerDir: string, podUid: string): string {
+  if (!POD_UID_RE.test(podUid)) throw new Error(`pod uid ${JSON.stringify(podUid)} cannot be a file name`);
+  return path.join(handlerDir, 'pod-network', `${podUid}.json`);
+}
+
+/** Forgets the record of a Pod (its namespace is gone with it). */
+export async function forgetPodNetwork(handlerDir: string, podUid: string): Promise<void> {
+  if (POD_UID_RE.test(podUid)) await rm(podNetworkRecord(handlerDir, podUid), { force: true });
+}
+
+/**
+ * Phase 1 for `vmi` behind launcher `l`; resolves once the config is in the launcher's share dir.
+ * Nothing to do without a masquerade/bridge pod interface. Idempotent per Pod.
+ */
+export async function setUpPodNetwork(
+  vmi: VirtualMachineInstance,
+  l: LauncherRef,
+  o: PodNetworkSetupOptions,
+): Promise<PodNetworkConfig | undefined> {
+  const plan = planPodNetwork(vmi);
+  if (!plan || plan.binding === 'passt') return undefined;
+  const ids = { namespace: vmi.metadata.namespace, name: vmi.metadata.name, uid: vmi.metadata.uid };
+  const { pid, netns } = await findLauncherProcess(l.socketPath, o.launcherUid, o.procDir);
+  const recordFile = podNetworkRecord(o.handlerDir, l.podUid);
+  const recorded = await readFile(recordFile, 'utf8').then(
+    (t) => parsePodNetworkConfig(t, plan, recordFile),
+    () => undefined,
+  );
+  const [bridge, tap] = await devicesPresent(plan, netns);
+  let config: PodNetworkConfig;
+  if (recorded && bridge && tap) {
+    o.log.info('Pod network already set up', { ...ids, pid, bridge: plan.bridge });
+    config = recorded;
+  } else if (bridge || tap) {
+    throw new NetworkSetupError(
+      `${bridge ? plan.bridge : plan.tap} already exists in the Pod's network namespace (pid ${pid}) ` +
+        `but this handler has no record of setting it up (${recordFile}): not touching it`,
+    );
+  } else {
+    const t0 = Date.now();
+    config = await setupPodNetwork(plan, { netns, log: o.log });
+    await mkdir(path.dirname(recordFile), { recursive: true, mode: 0o700 });
+    await writeFile(`${recordFile}.tmp`, JSON.stringify(config), { mode: 0o600 });
+    await rename(`${recordFile}.tmp`, recordFile);
+    o.log.info('Pod network set up', {
+      ...ids,
+      pid,
+      binding: plan.binding,
+      podInterface: plan.podInterface,
+      ms: Date.now() - t0,
+    });
+  }
+  writePodNetworkConfig(l.shareDir, plan.interfaceName, config);
+  return config;
+}

@@ -1,0 +1,273 @@
+// Test fixture (exported as @kubevirt-ts/subresources/testing): serves subresources.kubevirt.io in this
+// process behind a testenv kube-apiserver's real aggregation layer, and makes kubeconfigs for users.
+//
+// How the API server reaches us: an APIService names a Service; with no kube-proxy in testenv a
+// ClusterIP is not routable, so the Service is of type ExternalName `localhost` and the APIService's
+// port is our listening port (the aggregator dials https://localhost:PORT and verifies our certificate
+// for `<service>.<namespace>.svc` against the APIService's caBundle, exactly as on a cluster).
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, readdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { KubeConfig } from '@kubernetes/client-node';
+import { parseManifests } from '@kubevirt-ts/api';
+import { KubeClient } from '@kubevirt-ts/controller-runtime';
+import { serverSideApply, type KubeObject, type TestEnv } from '@kubevirt-ts/testenv';
+import { startSubresourceServer, type SubresourceServer } from './server.js';
+import type { NodeConnector } from './verbs.js';
+
+export const API_NAMESPACE = 'kubevirt-ts';
+/** deploy/43-subresources-api.yaml's Service */
+export const API_SERVICE = 'virt-api';
+
+function openssl(args: string[], cwd: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const p = spawn('openssl', args, { cwd, stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    p.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    p.on('error', reject);
+    p.on('exit', (c) => (c === 0 ? resolve() : reject(new Error(`openssl ${args[0]}: ${err.trim()}`))));
+  });
+}
+
+const EC = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+
+/** A self-signed CA in dir (`<name>.crt`, `<name>.key`); returns its PEM. */
+export async function makeCA(dir: string, name: string): Promise<string> {
+  await openssl(
+    [
+      'req',
+      '-x509',
+      ...EC,
+      '-keyout',
+      `${name}.key`,
+      '-out',
+      `${name}.crt`,
+      '-days',
+      '2',
+      '-subj',
+      `/CN=${name}`,
+    ].concat(['-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign']),
+    dir,
+  );
+  return readFile(join(dir, `${name}.crt`), 'utf8');
+}
+
+/** A certificate signed by caCrt/caKey, for a server (dns names) or a client (subject). */
+export async function issue(
+  dir: string,
+  name: string,
+  subj: string,
+  ext: string,
+  caCrt: string,
+  caKey: string,
+): Promise<{ cert: string; key: string }> {
+  await writeFile(join(dir, `${name}.ext`), ext);
+  await openssl(['req', '-new', ...EC, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subj], dir);
+  await openssl(
+    [
+      'x509',
+      '-req',
+      '-in',
+      `${name}.csr`,
+      '-CA',
+      caCrt,
+      '-CAkey',
+      caKey,
+      '-CAcreateserial',
+      '-days',
+      '2',
+      '-extfile',
+      `${name}.ext`,
+      '-out',
+      `${name}.crt`,
+    ],
+    dir,
+  );
+  return {
+    cert: await readFile(join(dir, `${name}.crt`), 'utf8'),
+    key: await readFile(join(dir, `${name}.key`), 'utf8'),
+  };
+}
+
+export interface AggregatedTestApi {
+  server: SubresourceServer;
+  /** admin client */
+  client: KubeClient;
+  /** writes a kubeconfig for `user` (client certificate from the testenv CA) and returns its path */
+  userKubeconfig(user: string, groups?: string[], namespace?: string): Promise<string>;
+  stop(): Promise<void>;
+}
+
+const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
+const CONTROLLER_SA = 'kubevirt-ts-controller';
+
+const deployFile = async (f: string): Promise<KubeObject[]> =>
+  parseManifests(await readFile(join(repoRoot, 'deploy', f), 'utf8')) as KubeObject[];
+
+/** deploy/'s CRDs, namespace, ServiceAccounts and the RBAC the subresource API needs, applied server-side. */
+export async function applySubresourceDeploy(env: TestEnv): Promise<void> {
+  const crdDir = join(repoRoot, 'deploy', 'crds');
+  const objects: KubeObject[] = [];
+  for (const f of (await readdir(crdDir)).filter((x) => x.endsWith('.yaml')))
+    objects.push(...(parseManifests(await readFile(join(crdDir, f), 'utf8')) as KubeObject[]));
+  for (const f of [
+    '00-namespace.yaml',
+    '10-service-accounts.yaml',
+    '22-rbac-users.yaml',
+    '23-rbac-subresources.yaml',
+  ])
+    objects.push(...(await deployFile(f)));
+  await serverSideApply(env.kubeConfig(), objects, { fieldManager: 'subresources-test' });
+}
+
+/** A CA and a serving certificate for `virt-api.kubevirt-ts.svc` (deploy/'s Service), in dir. */
+export async function issueServingCertificate(
+  dir: string,
+): Promise<{ cert: string; key: string; caPem: string }> {
+  await makeCA(dir, 'ca');
+  const svcDns = `${API_SERVICE}.${API_NAMESPACE}.svc`;
+  const serving = await issue(
+    dir,
+    'serving',
+    `/CN=${svcDns}`,
+    `basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\nsubjectAltName=DNS:${svcDns}\n`,
+    'ca.crt',
+    'ca.key',
+  );
+  return { ...serving, caPem: await readFile(join(dir, 'ca.crt'), 'utf8') };
+}
+
+/**
+ * deploy/'s APIService as it is, plus what is set at run time (caBundle) and testenv's routing: no kube-proxy
+ * runs, so the Service becomes an ExternalName for localhost and the APIService names `port`. Resolves once the
+ * aggregator reports it Available and routes discovery to it.
+ */
+export async function registerTestApiService(env: TestEnv, port: number, caPem: string): Promise<void> {
+  const kc = env.kubeConfig();
+  const client = new KubeClient(kc);
+  try {
+    const apiService = (await deployFile('43-subresources-api.yaml')).find((o) => o.kind === 'APIService') as
+      (KubeObject & { spec: { service: { port: number }; caBundle?: string } }) | undefined;
+    if (!apiService) throw new Error('deploy/43-subresources-api.yaml has no APIService');
+    apiService.spec.service.port = port;
+    apiService.spec.caBundle = Buffer.from(caPem).toString('base64');
+    const service = {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: API_SERVICE, namespace: API_NAMESPACE },
+      spec: { type: 'ExternalName', externalName: 'localhost' },
+    } as KubeObject;
+    await serverSideApply(kc, [service, apiService], { fieldManager: 'subresources-test', force: true });
+    const deadline = Date.now() + 120000;
+    let last = '';
+    for (;;) {
+      try {
+        const svc = await client.request<{
+          status?: { conditions?: { type: string; status: string; message?: string }[] };
+        }>('GET', '/apis/apiregistration.k8s.io/v1/apiservices/v1.subresources.kubevirt.io');
+        const c = svc.status?.conditions?.find((x) => x.type === 'Available');
+        last = JSON.stringify(c);
+        if (c?.status === 'True') {
+          await client.request('GET', '/apis/subresources.kubevirt.io/v1');
+          return;
+        }
+      } catch (e) {
+        last = (e as Error).message;
+      }
+      if (Date.now() > deadline)
+        throw new Error(`APIService v1.subresources.kubevirt.io never became available: ${last}`);
+      await new Promise((r) => setTimeout(r, 300));
+    }
+  } finally {
+    client.close();
+  }
+}
+
+/** A kubeconfig (object) with a token of virt-controller's ServiceAccount. */
+export async function controllerServiceAccountKubeConfig(env: TestEnv): Promise<KubeConfig> {
+  const client = new KubeClient(env.kubeConfig());
+  try {
+    const token = await client.request<{ status: { token: string } }>(
+      'POST',
+      `/api/v1/namespaces/${API_NAMESPACE}/serviceaccounts/${CONTROLLER_SA}/token`,
+      { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 7200 } },
+    );
+    const saKc = new KubeConfig();
+    saKc.loadFromOptions({
+      clusters: [{ name: 'testenv', server: env.server, caData: Buffer.from(env.caPem).toString('base64') }],
+      users: [{ name: CONTROLLER_SA, token: token.status.token }],
+      contexts: [{ name: 'sa', cluster: 'testenv', user: CONTROLLER_SA }],
+      currentContext: 'sa',
+    });
+    return saKc;
+  } finally {
+    client.close();
+  }
+}
+
+/**
+ * deploy/'s CRDs, namespace, ServiceAccounts and RBAC; our server in this process as virt-controller's
+ * ServiceAccount (deploy/'s RBAC must be enough); deploy/'s APIService routed to it.
+ */
+export async function startAggregatedTestApi(
+  env: TestEnv,
+  opts: { node?: NodeConnector } = {},
+): Promise<AggregatedTestApi> {
+  const client = new KubeClient(env.kubeConfig());
+  const dir = await mkdtemp(join(env.dir, 'subresources-'));
+  await applySubresourceDeploy(env);
+  const serving = await issueServingCertificate(dir);
+  const server = await startSubresourceServer({
+    kubeConfig: await controllerServiceAccountKubeConfig(env),
+    cert: serving.cert,
+    key: serving.key,
+    host: '127.0.0.1',
+    node: opts.node,
+  });
+  await registerTestApiService(env, server.port, serving.caPem);
+
+  const caCrt = join(env.dir, 'ca.crt');
+  const caKey = join(env.dir, 'ca.key');
+  return {
+    server,
+    client,
+    async userKubeconfig(user, groups = [], namespace = 'default') {
+      const subj = `/CN=${user}` + groups.map((g) => `/O=${g}`).join('');
+      const c = await issue(
+        dir,
+        `user-${user}`,
+        subj,
+        'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n',
+        caCrt,
+        caKey,
+      );
+      const b64 = (s: string) => Buffer.from(s).toString('base64');
+      const path = join(dir, `kubeconfig-${user}`);
+      await writeFile(
+        path,
+        JSON.stringify({
+          apiVersion: 'v1',
+          kind: 'Config',
+          clusters: [
+            {
+              name: 'testenv',
+              cluster: { server: env.server, 'certificate-authority-data': b64(env.caPem) },
+            },
+          ],
+          users: [
+            { name: user, user: { 'client-certificate-data': b64(c.cert), 'client-key-data': b64(c.key) } },
+          ],
+          contexts: [{ name: user, context: { cluster: 'testenv', user, namespace } }],
+          'current-context': user,
+        }),
+        { mode: 0o600 },
+      );
+      return path;
+    },
+    async stop() {
+      client.close();
+      await server.close();
+    },
+  };
+}

@@ -1,0 +1,150 @@
+// The node controller, as upstream's: virt-handler stamps its node with a heartbeat annotation; a node whose
+// heartbeat is older than the timeout (or that is gone) is unresponsive. Then the node is labeled
+// kubevirt.io/schedulable=false (no new VMIs land there) and every active VMI on it whose launcher Pod is no
+// longer alive goes Failed with reason NodeUnresponsive. A VMI whose Pod is still alive is left alone: its
+// handler may just be restarting, and the guest may be running; once Kubernetes reports the Pod down
+// (node lifecycle, eviction, deletion) the VMI fails.
+import { updateIfChanged, type KubeObject, type Resource } from '@kubevirt-ts/controller-runtime';
+import { VMIS, errorMessage, isFinal, nowTimestamp, vmiRef, type Vmi } from './common.js';
+import type { ControllerContext, Pod } from './context.js';
+
+export const NODES: Resource = { group: '', version: 'v1', plural: 'nodes', namespaced: false };
+export const HEARTBEAT_ANNOTATION = 'kubevirt.io/heartbeat';
+export const SCHEDULABLE_LABEL = 'kubevirt.io/schedulable';
+export const REASON_NODE_UNRESPONSIVE = 'NodeUnresponsive';
+/** upstream's values */
+export const DEFAULT_HEARTBEAT_TIMEOUT_MS = 5 * 60_000;
+export const DEFAULT_NODE_RECHECK_MS = 60_000;
+
+export type Node = KubeObject;
+
+export interface NodeControllerOptions {
+  /** a heartbeat older than this makes the node unresponsive (5 min) */
+  heartbeatTimeoutMs?: number;
+  /** how often a node is checked again without any event (1 min) */
+  recheckMs?: number;
+  now?: () => number;
+}
+
+/** a Pod that still counts as running the VMI: not finished, and not every container terminated */
+export function isPodAlive(p: Pod): boolean {
+  if (p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed') return false;
+  const cs = p.status?.containerStatuses ?? [];
+  return !(cs.length > 0 && cs.every((c) => !!c.state?.terminated));
+}
+
+export class NodeController {
+  private readonly timeout: number;
+  private readonly recheck: number;
+  private readonly now: () => number;
+
+  constructor(
+    private readonly ctx: ControllerContext & {
+      nodes: { get(ns: undefined, name: string): Node | undefined };
+    },
+    o: NodeControllerOptions = {},
+  ) {
+    this.timeout = o.heartbeatTimeoutMs ?? DEFAULT_HEARTBEAT_TIMEOUT_MS;
+    this.recheck = o.recheckMs ?? DEFAULT_NODE_RECHECK_MS;
+    this.now = o.now ?? Date.now;
+  }
+
+  /**
+   * ms until the node's heartbeat expires; <= 0: unresponsive. A node without the annotation (no
+   * virt-handler ever ran there) is never unresponsive; a node that is gone always is.
+   */
+  heartbeatLeft(node: Node | undefined): number {
+    if (!node) return 0;
+    const hb = node.metadata?.annotations?.[HEARTBEAT_ANNOTATION];
+    if (!hb) return Infinity;
+    const t = Date.parse(hb);
+    if (!Number.isFinite(t)) return Infinity; // unreadable: like upstream, do not act on it
+    return t + this.timeout - this.now();
+  }
+
+  /** reconcile the node `name`; returns when to look again (ms), or undefined for a node that is gone */
+  async reconcile(name: string): Promise<number | undefined> {
+    const { ctx } = this;
+    const node = ctx.nodes.get(undefined, name);
+    const left = this.heartbeatLeft(node);
+    if (left <= 0) {
+      if (node && node.metadata?.labels?.[SCHEDULABLE_LABEL] === 'true') {
+        ctx.recorder.event(
+          { apiVersion: 'v1', kind: 'Node', metadata: node.metadata },
+          'Normal',
+          REASON_NODE_UNRESPONSIVE,
+          'virt-handler is not responsive, marking node as unresponsive',
+        );
+        await ctx.client.patch(NODES, undefined, name, {
+          metadata: { labels: { [SCHEDULABLE_LABEL]: 'false' } },
+        });
+        ctx.log.warn('virt-handler is not responsive: node marked unschedulable', { node: name });
+      }
+      const errs: string[] = [];
+      // one VMI at a time: no update storm when something is already wrong
+      for (const vmi of this.stuckVmis(name)) {
+        try {
+          await this.fail(vmi, name);
+        } catch (e) {
+          errs.push(
+            `failed to move vmi ${vmi.metadata.namespace}/${vmi.metadata.name} to Failed: ${errorMessage(e)}`,
+          );
+        }
+      }
+      if (errs.length) throw new Error(errs.join('; '));
+    }
+    if (!node) return undefined;
+    // look again when the heartbeat would expire, and at least every recheck interval
+    return Math.max(100, Math.min(this.recheck, left <= 0 ? this.recheck : left + 100));
+  }
+
+  /** active VMIs on the node whose launcher Pod there is not alive */
+  stuckVmis(nodeName: string): Vmi[] {
+    return this.ctx.vmis
+      .list()
+      .filter(
+        (v) =>
+          v.status?.nodeName === nodeName &&
+          !isFinal(v) &&
+          !this.ctx
+            .podsOfVmi(v.metadata.uid ?? '')
+            .some((p) => p.spec?.nodeName === nodeName && isPodAlive(p)),
+      );
+  }
+
+  private async fail(vmi: Vmi, nodeName: string): Promise<void> {
+    const { ctx } = this;
+    const r = await updateIfChanged<Vmi>({
+      client: ctx.client,
+      resource: VMIS,
+      current: vmi,
+      subresource: 'status',
+      mutate: (latest) => {
+        const v = structuredClone(latest);
+        if (isFinal(v) || v.status?.nodeName !== nodeName) return v;
+        const status = (v.status ??= {});
+        status.phase = 'Failed';
+        status.reason = REASON_NODE_UNRESPONSIVE;
+        (status.phaseTransitionTimestamps ??= []).push({
+          phase: 'Failed',
+          phaseTransitionTimestamp: nowTimestamp(),
+        });
+        return v;
+      },
+    });
+    if (r.written) {
+      ctx.recorder.event(
+        vmiRef(vmi),
+        'Normal',
+        REASON_NODE_UNRESPONSIVE,
+        `virt-handler on node ${nodeName} is not responsive, marking VMI as failed`,
+      );
+      ctx.log.warn('VMI on an unresponsive node marked Failed', {
+        kind: 'VirtualMachineInstance',
+        namespace: vmi.metadata.namespace,
+        name: vmi.metadata.name,
+        node: nodeName,
+      });
+    }
+  }
+}

@@ -1,0 +1,333 @@
+// The admission webhooks' TLS: a Secret holding a CA and a serving certificate, made by virt-controller
+// when absent and renewed before they expire, and the CA bundle of both webhook configurations kept equal
+// to the Secret's `ca.crt`. Every replica runs this (each serves the webhooks); writes are conditional on
+// the resourceVersion, so replicas that race converge on one Secret. A Secret without the managed-by
+// annotation is the operator's: it is served as it is and never written.
+import { X509Certificate } from 'node:crypto';
+import { isIP } from 'node:net';
+import {
+  isAlreadyExists,
+  isConflict,
+  type KubeClient,
+  type KubeObject,
+  type Resource,
+} from '@kubevirt-ts/controller-runtime';
+import type { Logger } from '@kubevirt-ts/log';
+import { createCA, createServingCert, splitPem, type KeyPair } from './certs.js';
+import { errorMessage } from './common.js';
+import { startWebhookServer, type WebhookServer } from './webhook.js';
+
+export const SECRETS: Resource = { group: '', version: 'v1', plural: 'secrets', namespaced: true };
+export const MUTATING_WEBHOOKS: Resource = {
+  group: 'admissionregistration.k8s.io',
+  version: 'v1',
+  plural: 'mutatingwebhookconfigurations',
+  namespaced: false,
+};
+export const VALIDATING_WEBHOOKS: Resource = {
+  group: 'admissionregistration.k8s.io',
+  version: 'v1',
+  plural: 'validatingwebhookconfigurations',
+  namespaced: false,
+};
+export const API_SERVICES: Resource = {
+  group: 'apiregistration.k8s.io',
+  version: 'v1',
+  plural: 'apiservices',
+  namespaced: false,
+};
+/** on a Secret virt-controller made: it may renew it */
+export const MANAGED_BY_ANNOTATION = 'kubevirt-ts.io/managed-by';
+export const MANAGED_BY = 'virt-controller';
+
+const DAY = 24 * 3600 * 1000;
+export const DEFAULT_CA_VALIDITY_MS = 7 * DAY;
+export const DEFAULT_CERT_VALIDITY_MS = DAY;
+/** renewed once this fraction of the validity has passed */
+export const DEFAULT_RENEW_AFTER = 0.8;
+
+interface Secret extends KubeObject {
+  type?: string;
+  data?: Record<string, string>;
+}
+interface WebhookConfiguration extends KubeObject {
+  webhooks?: { name: string; clientConfig?: { caBundle?: string } }[];
+}
+
+export interface WebhookCertOptions {
+  client: KubeClient;
+  namespace: string;
+  secretName: string;
+  /** names of the MutatingWebhookConfiguration and ValidatingWebhookConfiguration to keep the caBundle of */
+  mutatingWebhook: string;
+  validatingWebhook: string;
+  /**
+   * name of an APIService served with the same certificate (deploy/'s `v1.subresources.kubevirt.io`), whose
+   * `spec.caBundle` is kept equal to the CA as the webhooks' are
+   */
+  apiService?: string;
+  /** subject alternative names of the serving certificate (DNS names and IPs) */
+  sans: string[];
+  caValidityMs?: number;
+  certValidityMs?: number;
+  /** fraction of a certificate's validity after which it is renewed (0.8) */
+  renewAfter?: number;
+  /** how often the Secret is read again (rotation by another replica, renewal due); default 60 s */
+  checkIntervalMs?: number;
+  /** called with the serving certificate whenever it is new (first time and after each rotation) */
+  onCertificate: (cert: string, key: string) => void;
+  log?: Logger;
+  now?: () => Date;
+}
+
+const b64 = (s: string) => Buffer.from(s, 'utf8').toString('base64');
+const unb64 = (s: string | undefined) => (s ? Buffer.from(s, 'base64').toString('utf8') : '');
+
+/** the DNS names a Service is reached by from the API server */
+export function serviceDnsNames(service: string, namespace: string): string[] {
+  return [
+    service,
+    `${service}.${namespace}`,
+    `${service}.${namespace}.svc`,
+    `${service}.${namespace}.svc.cluster.local`,
+  ];
+}
+
+export class WebhookCertManager {
+  private timer: NodeJS.Timeout | undefined;
+  private served = '';
+  private running: Promise<void> | undefined;
+  private readonly now: () => Date;
+
+  constructor(private readonly o: WebhookCertOptions) {
+    this.now = o.now ?? (() => new Date());
+  }
+
+  /** one sync (the Secret exists and is current, both caBundles set, the certificate handed over), then every checkIntervalMs */
+  async start(): Promise<void> {
+    await this.sync();
+    this.timer = setInterval(() => {
+      this.running ??= this.sync()
+        .catch((e: unknown) => {
+          this.o.log?.error('webhook certificate sync failed', { reason: errorMessage(e) });
+        })
+        .finally(() => (this.running = undefined));
+    }, this.o.checkIntervalMs ?? 60_000);
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.running;
+  }
+
+  /** read (create, renew) the Secret, set the caBundles, hand over a new serving certificate */
+  async sync(): Promise<void> {
+    let secret: Secret | undefined;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        secret = await this.ensureSecret();
+        break;
+      } catch (e) {
+        // another replica wrote first: start again from what it wrote
+        if (attempt < 5 && (isConflict(e) || isAlreadyExists(e))) continue;
+        throw e;
+      }
+    }
+    const cert = unb64(secret.data?.['tls.crt']);
+    const key = unb64(secret.data?.['tls.key']);
+    if (!cert || !key)
+      throw new Error(
+        `secret ${this.o.namespace}/${this.o.secretName}: data.tls.crt and data.tls.key are required`,
+      );
+    const ca = unb64(secret.data?.['ca.crt']);
+    if (ca) {
+      await this.setCaBundle(MUTATING_WEBHOOKS, this.o.mutatingWebhook, ca);
+      await this.setCaBundle(VALIDATING_WEBHOOKS, this.o.validatingWebhook, ca);
+      if (this.o.apiService) await this.setApiServiceCaBundle(this.o.apiService, ca);
+    }
+    if (cert + key !== this.served) {
+      this.o.onCertificate(cert, key);
+      this.served = cert + key;
+      const x = new X509Certificate(cert);
+      this.o.log?.info('serving the webhook certificate', {
+        secret: `${this.o.namespace}/${this.o.secretName}`,
+        serial: x.serialNumber,
+        validTo: new Date(x.validTo).toISOString(),
+        managed: secret.metadata?.annotations?.[MANAGED_BY_ANNOTATION] === MANAGED_BY,
+      });
+    }
+  }
+
+  /**
+   * Renewal is due once less than (1 - renewAfter) of the configured validity is left (measured from
+   * notAfter, so the minute of clock-skew allowance before "now" does not count).
+   */
+  private due(pem: string, validityMs: number): boolean {
+    try {
+      const left = Date.parse(new X509Certificate(pem).validTo) - this.now().getTime();
+      return left <= validityMs * (1 - (this.o.renewAfter ?? DEFAULT_RENEW_AFTER));
+    } catch {
+      return true; // unreadable: make a new one
+    }
+  }
+
+  private serving(ca: KeyPair): KeyPair {
+    return createServingCert(ca, {
+      cn: this.o.sans[0] ?? 'virt-controller-webhook',
+      dnsNames: this.o.sans.filter((s) => !isIP(s)),
+      ips: this.o.sans.filter((s) => isIP(s)),
+      validityMs: this.o.certValidityMs ?? DEFAULT_CERT_VALIDITY_MS,
+      now: this.now(),
+    });
+  }
+
+  private coversSans(pem: string, caPem: string): boolean {
+    try {
+      const x = new X509Certificate(pem);
+      if (!x.verify(new X509Certificate(caPem).publicKey)) return false;
+      return this.o.sans.every((s) => (isIP(s) ? x.checkIP(s) : x.checkHost(s)));
+    } catch {
+      return false;
+    }
+  }
+
+  private async ensureSecret(): Promise<Secret> {
+    const { client, namespace, secretName } = this.o;
+    const cur = await client.getOrUndefined<Secret>(SECRETS, namespace, secretName);
+    if (cur && cur.metadata?.annotations?.[MANAGED_BY_ANNOTATION] !== MANAGED_BY) return cur; // the operator's
+    const caValidity = this.o.caValidityMs ?? DEFAULT_CA_VALIDITY_MS;
+    const certValidity = this.o.certValidityMs ?? DEFAULT_CERT_VALIDITY_MS;
+    const bundle = splitPem(unb64(cur?.data?.['ca.crt']));
+    let ca: KeyPair = { cert: bundle[0] ?? '', key: unb64(cur?.data?.['ca.key']) };
+    let tls: KeyPair = { cert: unb64(cur?.data?.['tls.crt']), key: unb64(cur?.data?.['tls.key']) };
+    const reasons: string[] = [];
+    // (a CA too close to its end to sign a certificate that would not be due at once is renewed as well)
+    if (!ca.cert || !ca.key || this.due(ca.cert, caValidity) || this.due(ca.cert, certValidity)) {
+      reasons.push(cur ? 'CA renewal' : 'no secret');
+      ca = createCA('kubevirt-ts-webhook-ca', caValidity, this.now());
+    }
+    if (!tls.cert || !tls.key || this.due(tls.cert, certValidity) || !this.coversSans(tls.cert, ca.cert)) {
+      if (!reasons.length) reasons.push('serving certificate renewal');
+      tls = this.serving(ca);
+    }
+    if (!reasons.length) return cur!;
+    // the bundle keeps older CAs until they expire, so a replica still serving a certificate they signed
+    // stays trusted until it has read the new Secret
+    const now = this.now().getTime();
+    const keep = bundle.filter((c) => c !== ca.cert && Date.parse(new X509Certificate(c).validTo) > now);
+    const data = {
+      'ca.crt': b64([ca.cert, ...keep].join('')),
+      'ca.key': b64(ca.key),
+      'tls.crt': b64(tls.cert),
+      'tls.key': b64(tls.key),
+    };
+    this.o.log?.info('writing the webhook certificate secret', {
+      secret: `${namespace}/${secretName}`,
+      reason: reasons.join(', '),
+    });
+    if (!cur)
+      return client.create<Secret>(SECRETS, namespace, {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        type: 'kubernetes.io/tls',
+        metadata: {
+          name: secretName,
+          namespace,
+          annotations: { [MANAGED_BY_ANNOTATION]: MANAGED_BY },
+          labels: {
+            'app.kubernetes.io/part-of': 'kubevirt-ts',
+            'app.kubernetes.io/component': 'virt-controller',
+          },
+        },
+        data,
+      });
+    return client.update<Secret>(SECRETS, { ...cur, data });
+  }
+
+  private async setApiServiceCaBundle(name: string, ca: string): Promise<void> {
+    const svc = await this.o.client.getOrUndefined<KubeObject & { spec?: { caBundle?: string } }>(
+      API_SERVICES,
+      undefined,
+      name,
+    );
+    if (!svc) {
+      this.o.log?.warn('APIService not found: its API is not registered', { name });
+      return;
+    }
+    const want = b64(ca);
+    if (svc.spec?.caBundle === want) return;
+    await this.o.client.patch(
+      API_SERVICES,
+      undefined,
+      name,
+      [{ op: 'add', path: '/spec/caBundle', value: want }],
+      'json',
+    );
+    this.o.log?.info('set the APIService CA bundle', { name });
+  }
+
+  private async setCaBundle(r: Resource, name: string, ca: string): Promise<void> {
+    const cfg = await this.o.client.getOrUndefined<WebhookConfiguration>(r, undefined, name);
+    if (!cfg) {
+      this.o.log?.warn('webhook configuration not found: admission is not registered', {
+        kind: r.plural,
+        name,
+      });
+      return;
+    }
+    const want = b64(ca);
+    const ops = (cfg.webhooks ?? []).flatMap((w, i) =>
+      w.clientConfig?.caBundle === want
+        ? []
+        : [
+            { op: 'test', path: `/webhooks/${i}/name`, value: w.name },
+            { op: 'add', path: `/webhooks/${i}/clientConfig/caBundle`, value: want },
+          ],
+    );
+    if (!ops.length) return;
+    await this.o.client.patch(r, undefined, name, ops, 'json');
+    this.o.log?.info('set the webhook CA bundle', { kind: r.plural, name });
+  }
+}
+
+export interface ManagedWebhooksOptions extends Omit<WebhookCertOptions, 'onCertificate'> {
+  host?: string;
+  port?: number;
+  /** also called with each new serving certificate (another server using it, e.g. the subresource API) */
+  onCertificate?: (cert: string, key: string) => void;
+}
+
+/**
+ * The webhook server with its certificate from the Secret (made when absent) and rotated in place: what
+ * every virt-controller replica runs.
+ */
+export async function startManagedWebhooks(
+  o: ManagedWebhooksOptions,
+): Promise<{ server: WebhookServer; certs: WebhookCertManager; close(): Promise<void> }> {
+  let server: WebhookServer | undefined;
+  let first: { cert: string; key: string } | undefined;
+  const certs = new WebhookCertManager({
+    ...o,
+    onCertificate: (cert, key) => {
+      if (server) server.setCertificate(cert, key);
+      else first = { cert, key };
+      o.onCertificate?.(cert, key);
+    },
+  });
+  await certs.start();
+  try {
+    server = await startWebhookServer({ ...first!, host: o.host, port: o.port, log: o.log });
+  } catch (e) {
+    await certs.stop();
+    throw e;
+  }
+  const s = server;
+  return {
+    server: s,
+    certs,
+    close: async () => {
+      await certs.stop();
+      await s.close();
+    },
+  };
+}

@@ -1,0 +1,227 @@
+#!/usr/bin/env node
+// npm run bench:cluster — on the single-node cluster (tools/cluster.sh up && load-images; root), prints:
+//   1. VM create -> guest ready line: `kubectl create` of examples/vm-tiny.yaml (renamed per run) until
+//      KUBEVIRT-TS-GUEST-READY is in the launcher Pod's serial log on the node (virt-controller creates the VMI and
+//      the Pod, the scheduler and kubelet start its containers, virt-handler mounts the container disks and syncs);
+//   2. the same guest started by `virt-launcher standalone` on this host (spawn -> ready line on its console), and
+//      the ratio 1/2 (goal <= 1.3);
+//   3. API writes per VMI up to Running, from the apiserver's audit log (every successful create/update/patch of
+//      the VMI and its status, by whom; goal <= 4), and the conflicts (409) seen on the way.
+// Usage: node tools/bench-cluster.mjs [--runs N]   (deploy/ is applied, with useEmulation: this host's /dev/kvm
+// is root-only, so guests run under TCG as in the e2e)
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const repo = path.resolve(fileURLToPath(new URL('..', import.meta.url)));
+const cache =
+  process.env.KVTS_CACHE ??
+  path.join(process.env.XDG_CACHE_HOME ?? path.join(process.env.HOME ?? '/root', '.cache'), 'kubevirt-ts');
+const kubeVersion = /^require\s+k8s\.io\/kubernetes\s+(v\S+)/m.exec(
+  readFileSync(path.join(repo, 'tools/testenv/kube-apiserver/go.mod'), 'utf8'),
+)[1];
+const KUBECTL = path.join(cache, 'kube', kubeVersion, 'kubectl');
+const KUBECONFIG = path.join(
+  process.env.KVTS_CLUSTER_DIR ?? '/var/lib/kubevirt-ts-cluster',
+  'admin.kubeconfig',
+);
+const AUDIT = path.join(process.env.KVTS_CLUSTER_LOGS ?? '/var/log/kubevirt-ts-cluster', 'audit.log');
+const READY = 'KUBEVIRT-TS-GUEST-READY';
+const NS = 'default';
+const runsArg = process.argv.indexOf('--runs');
+const RUNS = runsArg > 0 ? Number(process.argv[runsArg + 1]) : 3;
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const median = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
+const kubectl = (...args) =>
+  execFileSync(KUBECTL, ['--kubeconfig', KUBECONFIG, ...args], { encoding: 'utf8' });
+const kubectlIn = (input, ...args) =>
+  execFileSync(KUBECTL, ['--kubeconfig', KUBECONFIG, ...args], { encoding: 'utf8', input });
+function getJson(...args) {
+  try {
+    return JSON.parse(
+      execFileSync(KUBECTL, ['--kubeconfig', KUBECONFIG, 'get', ...args, '-o', 'json'], {
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'ignore'],
+      }),
+    );
+  } catch {
+    return undefined;
+  }
+}
+async function until(what, fn, ms = 600_000, every = 100) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(every);
+  }
+}
+
+function vmManifest(name) {
+  return readFileSync(path.join(repo, 'examples/vm-tiny.yaml'), 'utf8')
+    .replace(/^ {2}name: tiny$/m, `  name: ${name}`)
+    .replace(/kubevirt\.io\/vm: tiny/, `kubevirt.io/vm: ${name}`);
+}
+
+function writesOf(name, uid) {
+  const out = { writes: 0, conflicts: 0, by: {} };
+  for (const line of readFileSync(AUDIT, 'utf8').split('\n')) {
+    if (!line.includes(`"${name}"`)) continue;
+    const e = JSON.parse(line);
+    const o = e.objectRef ?? {};
+    if (e.stage !== 'ResponseComplete' || o.resource !== 'virtualmachineinstances' || o.name !== name)
+      continue;
+    if (!['create', 'update', 'patch'].includes(e.verb)) continue;
+    if (o.uid && uid && o.uid !== uid) continue;
+    const code = e.responseStatus?.code ?? 0;
+    if (code === 409) out.conflicts++;
+    if (code >= 300) continue;
+    out.writes++;
+    const who = `${e.user.username.replace(/^system:serviceaccount:kubevirt-ts:/, '')} ${e.verb}${o.subresource ? '/' + o.subresource : ''}`;
+    out.by[who] = (out.by[who] ?? 0) + 1;
+  }
+  return out;
+}
+
+async function clusterRun(i) {
+  const name = `bench-${process.pid}-${i}`;
+  const t0 = performance.now();
+  kubectlIn(vmManifest(name), 'create', '-f', '-');
+  let runningWrites;
+  const vmi = await until('VMI with its Pod', () => {
+    const v = getJson('vmi', '-n', NS, name);
+    return v?.status?.activePods && Object.keys(v.status.activePods).length ? v : undefined;
+  });
+  const podUid = Object.keys(vmi.status.activePods)[0];
+  const serial = path.join(
+    '/var/lib/kubelet/pods',
+    podUid,
+    'volumes/kubernetes.io~empty-dir/private',
+    vmi.metadata.uid,
+    'virt-serial0-log',
+  );
+  await until('guest ready line', async () =>
+    (await readFile(serial, 'utf8').catch(() => '')).includes(READY),
+  );
+  const readyMs = performance.now() - t0;
+  await until('VMI Running', () => getJson('vmi', '-n', NS, name)?.status?.phase === 'Running', 600_000, 200);
+  // the writes up to Running are all in the log once Running is visible (the audit backend writes synchronously)
+  runningWrites = writesOf(name, vmi.metadata.uid);
+  kubectl('delete', 'vm', '-n', NS, name, '--wait=true', '--timeout=300s');
+  await until('VMI gone', () => !getJson('vmi', '-n', NS, name), 300_000, 500);
+  return { readyMs, ...runningWrites };
+}
+
+async function standaloneRun(i) {
+  const dir = await mkdtemp('/tmp/kvb-');
+  await chmod(dir, 0o755);
+  const vmi = {
+    apiVersion: 'kubevirt.io/v1',
+    kind: 'VirtualMachineInstance',
+    metadata: { name: `s${i}`, namespace: 'bench', uid: `uid-s${i}` },
+    spec: {
+      terminationGracePeriodSeconds: 30,
+      domain: {
+        resources: { requests: { memory: '128Mi' } },
+        firmware: {
+          kernelBoot: {
+            kernelArgs: 'console=ttyS0 quiet', // no disks here: the test guest's kvts.disks panics without one
+            container: {
+              image: 'kubevirt-ts/test-guest:latest',
+              kernelPath: '/vmlinuz',
+              initrdPath: '/initramfs.img',
+            },
+          },
+        },
+        devices: {
+          autoattachGraphicsDevice: false,
+          autoattachMemBalloon: false,
+          autoattachPodInterface: false,
+          disks: [],
+        },
+      },
+      networks: [],
+      volumes: [],
+    },
+  };
+  const file = path.join(dir, 'vmi.json');
+  await writeFile(file, JSON.stringify(vmi));
+  const main = path.join(repo, 'apps/virt-launcher/dist/main.js');
+  const shebang = /^#!\/usr\/bin\/env -S node(.*)$/.exec(readFileSync(main, 'utf8').split('\n', 1)[0]);
+  const nodeFlags = shebang ? shebang[1].trim().split(/\s+/).filter(Boolean) : [];
+  const t0 = performance.now();
+  const child = spawn(
+    process.execPath,
+    [
+      ...nodeFlags,
+      main,
+      'standalone',
+      '--vmi',
+      file,
+      '--image',
+      `kubevirt-ts/test-guest:latest=${path.join(cache, 'guest')}`,
+      '--console',
+      '--allow-emulation',
+      '--work-dir',
+      path.join(dir, 'w'),
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let out = '';
+  let err = '';
+  const exited = new Promise((r) => child.on('exit', r));
+  child.stderr.setEncoding('utf8').on('data', (d) => (err += d));
+  const readyMs = await new Promise((resolve, reject) => {
+    child.stdout.setEncoding('utf8').on('data', (d) => {
+      out += d;
+      if (out.includes(READY)) resolve(performance.now() - t0);
+    });
+    void exited.then(() => reject(new Error(`standalone run ${i}: exited before the ready line\n${err}`)));
+  });
+  child.kill('SIGINT');
+  await exited;
+  await rm(dir, { recursive: true, force: true });
+  return readyMs;
+}
+
+if (process.getuid?.() !== 0) throw new Error('bench:cluster: run as root (the node runs as root)');
+if (!existsSync(KUBECONFIG) || !existsSync('/sys/class/net/kvts-node0'))
+  throw new Error(
+    'bench:cluster: the cluster is not up (bash tools/cluster.sh up && bash tools/cluster.sh load-images)',
+  );
+if (!getJson('daemonset', '-n', 'kubevirt-ts', 'virt-handler'))
+  throw new Error(
+    'bench:cluster: deploy/ is not applied (kubectl apply -f deploy/, useEmulation "true" in kubevirt-ts-config)',
+  );
+
+const cluster = [];
+for (let i = 0; i < RUNS; i++) {
+  const r = await clusterRun(i);
+  cluster.push(r);
+  console.log(
+    `cluster run ${i + 1}: VM create -> guest ready ${(r.readyMs / 1000).toFixed(2)} s; VMI writes to Running ${r.writes} (${Object.entries(
+      r.by,
+    )
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')}), conflicts ${r.conflicts}`,
+  );
+}
+const standalone = [];
+for (let i = 0; i < RUNS; i++) {
+  standalone.push(await standaloneRun(i));
+  console.log(
+    `standalone run ${i + 1}: launcher start -> guest ready ${(standalone[i] / 1000).toFixed(2)} s`,
+  );
+}
+const c = median(cluster.map((r) => r.readyMs));
+const s = median(standalone);
+console.log(
+  `\nVM create -> guest ready (median of ${RUNS}): cluster ${(c / 1000).toFixed(2)} s, standalone launcher ${(s / 1000).toFixed(2)} s, ratio ${(c / s).toFixed(2)}x (goal <= 1.3x)`,
+);
+console.log(
+  `API writes per VMI to Running (median): ${median(cluster.map((r) => r.writes))} (goal <= 4); 409 conflicts (median): ${median(cluster.map((r) => r.conflicts))}`,
+);
