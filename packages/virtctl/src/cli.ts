@@ -6,6 +6,7 @@ run(process.argv.slice(2), {
   stdout: (s) => process.stdout.write(s),
   stderr: (s) => process.stderr.write(s),
   env: process.env,
+  terminal: { stdin: process.stdin, stdout: process.stdout },
 }).then(
   (code) => {
     process.exitCode = code;
