@@ -197,19 +197,20 @@ async function refused(kc: KubeConfig, name: string, kind: 'console' | 'vnc', se
   }
   return r;
 }
-/** collects what arrives until `want` bytes or a predicate on the text */
-function receive(ws: WebSocket, until: (text: string, bytes: number) => boolean): Promise<Buffer> {
-  return new Promise((resolve) => {
+/** collects binary messages until `want` bytes have come, or until the text so far includes `want` */
+function receive(ws: WebSocket, want: number | string): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
     const got: Buffer[] = [];
     let n = 0;
     const on = (d: Buffer, isBinary: boolean) => {
-      expect(isBinary).toBe(true);
+      if (!isBinary) reject(new Error('a text message: the streams are binary'));
       got.push(d);
       n += d.length;
-      const all = Buffer.concat(got);
-      if (until(all.toString('latin1'), n)) {
+      const done =
+        typeof want === 'number' ? n >= want : Buffer.concat(got).toString('latin1').includes(want);
+      if (done) {
         ws.off('message', on);
-        resolve(all);
+        resolve(Buffer.concat(got));
       }
     };
     ws.on('message', on);
@@ -220,12 +221,12 @@ test('console: the subprotocol is upstream\'s, input reaches the serial port and
   await runningVmi('con1');
   const ws = await open(bobKc, 'con1', 'console');
   expect(ws.protocol).toBe('plain.kubevirt.io');
-  const back = receive(ws, (t) => t.includes('hello guest\r'));
+  const back = receive(ws, 'hello guest\r');
   ws.send(Buffer.from('hello guest\r'));
   expect((await back).toString()).toBe('hello guest\r');
   expect(Buffer.concat(serial.get('con1')!.got).toString()).toBe('hello guest\r');
   ws.close();
-}, 60000);
+}, 600000);
 
 test('console: backpressure — a client that stops reading stops the serial port, nothing is lost', async () => {
   await runningVmi('con2');
@@ -249,7 +250,7 @@ test('console: backpressure — a client that stops reading stops the serial por
   // held back at the serial port, not read into memory somewhere on the way
   expect(drained).toBe(false);
   expect(port.writableLength).toBeGreaterThan(16 << 20);
-  const all = receive(ws, (_t, n) => n >= total);
+  const all = receive(ws, total);
   ws.resume();
   const got = await all;
   expect(got.length).toBe(total);
@@ -257,7 +258,7 @@ test('console: backpressure — a client that stops reading stops the serial por
     createHash('sha256').update(data).digest('hex'),
   );
   ws.close();
-}, 180000);
+}, 600000);
 
 test('console: a second connection closes the first, with the reason', async () => {
   await runningVmi('con3');
@@ -267,11 +268,11 @@ test('console: a second connection closes the first, with the reason', async () 
   );
   const second = await open(bobKc, 'con3', 'console');
   expect(await closed).toEqual({ code: 1000, reason: 'another console connection to this VMI was opened' });
-  const back = receive(second, (t) => t.includes('x'));
+  const back = receive(second, 'x');
   second.send(Buffer.from('x'));
   expect((await back).toString()).toBe('x');
   second.close();
-}, 60000);
+}, 600000);
 
 test('console: an idle connection gets pings through the aggregator and stays open', async () => {
   await runningVmi('con4');
@@ -281,21 +282,21 @@ test('console: an idle connection gets pings through the aggregator and stays op
   await new Promise((r) => setTimeout(r, 2000));
   expect(pings).toBeGreaterThanOrEqual(2);
   expect(ws.readyState).toBe(WebSocket.OPEN);
-  const back = receive(ws, (t) => t.includes('still here'));
+  const back = receive(ws, 'still here');
   ws.send(Buffer.from('still here'));
   await back;
   ws.close();
-}, 60000);
+}, 600000);
 
 test('vnc: the VNC server greets with the RFB version; preserveSession refuses while one is open', async () => {
   await runningVmi('vnc1');
   const ws = await open(bobKc, 'vnc1', 'vnc');
-  expect((await receive(ws, (t) => t.includes('\n'))).toString()).toBe('RFB 003.008\n');
+  expect((await receive(ws, '\n')).toString()).toBe('RFB 003.008\n');
   const r = await refused(bobKc, 'vnc1', 'vnc', '?preserveSession=true');
   expect(r.status).toBe(500);
   expect(r.body).toMatch(/answered 503: Active VNC connection. Request denied./);
   ws.close();
-}, 60000);
+}, 600000);
 
 test('refusals: upstream\'s messages before anything is upgraded', async () => {
   const missing = await refused(bobKc, 'nope', 'console');
@@ -321,7 +322,7 @@ test('refusals: upstream\'s messages before anything is upgraded', async () => {
     .request('GET', `/apis/subresources.kubevirt.io/v1/namespaces/${NS}/virtualmachineinstances/con1/console`)
     .catch((e: { status: number; message: string }) => e);
   expect(plain).toMatchObject({ status: 400 });
-}, 60000);
+}, 600000);
 
 test('RBAC: kubevirt-ts:view cannot open the console or VNC, edit can', async () => {
   await runningVmi('rbac1');
@@ -333,7 +334,7 @@ test('RBAC: kubevirt-ts:view cannot open the console or VNC, edit can', async ()
     );
   }
   (await open(bobKc, 'rbac1', 'vnc')).close();
-}, 60000);
+}, 600000);
 
 test('virt-handler refuses a socket path the Pod turned into a symlink', async () => {
   const vmi = await runningVmi('planted');
@@ -346,4 +347,4 @@ test('virt-handler refuses a socket path the Pod turned into a symlink', async (
   expect(r.status).toBe(500);
   expect(r.body).toMatch(/virt-serial0 is not a unix socket: refused/);
   expect(serial.get('con1')!.conns.length).toBe(before);
-}, 60000);
+}, 600000);
