@@ -364,7 +364,7 @@ export const USER_ROLES = {
         apiGroups: ['subresources.kubevirt.io'],
         resources: ['virtualmachineinstances/console', 'virtualmachineinstances/vnc'],
         verbs: ['get'],
-        why: "get: open the serial console and the VNC display (websockets; virtctl console/vnc), as upstream kubevirt.io:edit; view cannot (typing into a guest is acting on it)",
+        why: 'get: open the serial console and the VNC display (websockets; virtctl console/vnc), as upstream kubevirt.io:edit; view cannot (typing into a guest is acting on it)',
       },
     ],
   },
@@ -704,7 +704,10 @@ export function deployObjects({ registry = DEFAULT_REGISTRY, tag = DEFAULT_TAG }
                   hostPath: { path: h.path, type: h.type },
                 })),
                 // made by virt-controller (--manage-handler-certs); the Pod starts once it exists
-                { name: 'subresource-certs', secret: { secretName: HANDLER_CERTS_SECRET, defaultMode: 0o400 } },
+                {
+                  name: 'subresource-certs',
+                  secret: { secretName: HANDLER_CERTS_SECRET, defaultMode: 0o400 },
+                },
               ],
             },
           },

@@ -73,11 +73,31 @@ function userKubeconfig(dir: string, user: string): string {
   const csr = path.join(dir, `${user}.csr`);
   const crt = path.join(dir, `${user}.crt`);
   const ext = path.join(dir, `${user}.ext`);
-  writeFileSync(ext, 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n');
+  writeFileSync(
+    ext,
+    'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n',
+  );
   for (const args of [
     ['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', csr, '-subj', `/CN=${user}`],
-    ['x509', '-req', '-in', csr, '-CA', path.join(pki, 'ca.crt'), '-CAkey', path.join(pki, 'ca.key'), '-CAcreateserial',
-      '-CAserial', path.join(dir, 'ca.srl'), '-out', crt, '-days', '1', '-extfile', ext],
+    [
+      'x509',
+      '-req',
+      '-in',
+      csr,
+      '-CA',
+      path.join(pki, 'ca.crt'),
+      '-CAkey',
+      path.join(pki, 'ca.key'),
+      '-CAcreateserial',
+      '-CAserial',
+      path.join(dir, 'ca.srl'),
+      '-out',
+      crt,
+      '-days',
+      '1',
+      '-extfile',
+      ext,
+    ],
   ]) {
     const r = spawnSync('openssl', args, { encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`openssl ${args[0]}: ${r.stderr}`);
@@ -134,8 +154,15 @@ describe(`subresources and virtctl on the single-node cluster (${reason ? `skipp
     async () => {
       kubectl('apply', '-f', path.join(REPO, 'deploy'));
       kubectl(
-        'patch', 'configmap', '-n', 'kubevirt-ts', 'kubevirt-ts-config', '--type', 'merge',
-        '-p', '{"data":{"useEmulation":"true"}}',
+        'patch',
+        'configmap',
+        '-n',
+        'kubevirt-ts',
+        'kubevirt-ts-config',
+        '--type',
+        'merge',
+        '-p',
+        '{"data":{"useEmulation":"true"}}',
       );
       kubectl('rollout', 'restart', '-n', 'kubevirt-ts', 'deployment/virt-controller');
       kubectl('rollout', 'status', '-n', 'kubevirt-ts', 'deployment/virt-controller', '--timeout=600s');
@@ -213,7 +240,7 @@ describe(`subresources and virtctl on the single-node cluster (${reason ? `skipp
   );
 
   clusterTest(
-    'vnc --proxy-only: the local port answers with the VNC server\'s RFB handshake',
+    "vnc --proxy-only: the local port answers with the VNC server's RFB handshake",
     async () => {
       const v = virtctl(bob, 'vnc', VM, '--proxy-only');
       await v.waitForText('stdout', '}\n');
@@ -239,7 +266,9 @@ describe(`subresources and virtctl on the single-node cluster (${reason ? `skipp
     async () => {
       const denied = await run(alice, 'pause', 'vmi', VM);
       expect(denied.code).toBe(1);
-      expect(denied.stderr).toMatch(/User "kvts-e2e-alice" cannot update resource "virtualmachineinstances\/pause"/);
+      expect(denied.stderr).toMatch(
+        /User "kvts-e2e-alice" cannot update resource "virtualmachineinstances\/pause"/,
+      );
       const noConsole = await run(alice, 'console', VM, '--timeout=0');
       expect(noConsole.code).toBe(1);
       expect(noConsole.stderr).toMatch(/cannot get resource "virtualmachineinstances\/console"/);
@@ -257,20 +286,34 @@ describe(`subresources and virtctl on the single-node cluster (${reason ? `skipp
   );
 
   clusterTest(
-    'stop, start and restart through virtctl change the VM as upstream\'s do',
+    "stop, start and restart through virtctl change the VM as upstream's do",
     async () => {
-      expect(await run(bob, 'stop', VM)).toMatchObject({ code: 0, stdout: `VM ${VM} was scheduled to stop\n` });
+      expect(await run(bob, 'stop', VM)).toMatchObject({
+        code: 0,
+        stdout: `VM ${VM} was scheduled to stop\n`,
+      });
       await waitFor('VMI gone', () => vmi() === undefined, SLOW, 500);
-      await waitFor('VM Stopped', () => getJson('vm', '-n', NS, VM)?.status?.printableStatus === 'Stopped', SLOW, 500);
+      await waitFor(
+        'VM Stopped',
+        () => getJson('vm', '-n', NS, VM)?.status?.printableStatus === 'Stopped',
+        SLOW,
+        500,
+      );
       const again = await run(bob, 'stop', VM);
       expect(again.code).toBe(1);
       expect(again.stderr).toMatch(/VM is not running/);
 
-      expect(await run(bob, 'start', VM)).toMatchObject({ code: 0, stdout: `VM ${VM} was scheduled to start\n` });
+      expect(await run(bob, 'start', VM)).toMatchObject({
+        code: 0,
+        stdout: `VM ${VM} was scheduled to start\n`,
+      });
       const started = await runningVmi(uid);
       expect(paused(started)).toBe(false);
 
-      expect(await run(bob, 'restart', VM)).toMatchObject({ code: 0, stdout: `VM ${VM} was scheduled to restart\n` });
+      expect(await run(bob, 'restart', VM)).toMatchObject({
+        code: 0,
+        stdout: `VM ${VM} was scheduled to restart\n`,
+      });
       const restarted = await runningVmi(started.metadata.uid);
       expect(restarted.metadata.uid).not.toBe(started.metadata.uid);
 

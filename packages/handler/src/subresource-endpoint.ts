@@ -225,12 +225,24 @@ class StreamBridge {
     if (!m || !(m[3]! in STREAM_SOCKETS))
       return rejectUpgrade(socket, 404, `no websocket endpoint at ${url.pathname}`);
     if (req.method !== 'GET') return rejectUpgrade(socket, 405, `${m[3]} takes GET`);
-    const [namespace, name, kind] = [decodeURIComponent(m[1]!), decodeURIComponent(m[2]!), m[3] as StreamKind];
+    const [namespace, name, kind] = [
+      decodeURIComponent(m[1]!),
+      decodeURIComponent(m[2]!),
+      m[3] as StreamKind,
+    ];
     const found = this.o.lookup(namespace, name);
     if (!found)
-      return rejectUpgrade(socket, 404, `virtualmachineinstance ${namespace}/${name} has no running launcher on this node`);
+      return rejectUpgrade(
+        socket,
+        404,
+        `virtualmachineinstance ${namespace}/${name} has no running launcher on this node`,
+      );
     if (!found.privateDir)
-      return rejectUpgrade(socket, 500, `the launcher Pod of ${namespace}/${name} has no private dir on this node`);
+      return rejectUpgrade(
+        socket,
+        500,
+        `the launcher Pod of ${namespace}/${name} has no private dir on this node`,
+      );
     const uid = found.vmi.metadata?.uid ?? '';
     const key = `${kind}/${uid}`;
     if (kind === 'vnc' && url.searchParams.get('preserveSession') === 'true' && this.open.has(key))
@@ -239,7 +251,12 @@ class StreamBridge {
     // the launcher's socket first: a VMI without one gets an HTTP error, not an upgraded connection that closes
     let unix: Socket;
     try {
-      unix = await connectLauncherSocket(found.privateDir, uid, STREAM_SOCKETS[kind], this.o.launcherUid ?? 107);
+      unix = await connectLauncherSocket(
+        found.privateDir,
+        uid,
+        STREAM_SOCKETS[kind],
+        this.o.launcherUid ?? 107,
+      );
     } catch (e) {
       return rejectUpgrade(socket, 400, (e as Error).message);
     }

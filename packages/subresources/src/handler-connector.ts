@@ -131,7 +131,9 @@ export function handlerConnector(o: HandlerConnectorOptions): NodeConnector {
         );
       });
       req.on('timeout', () => req.destroy(new Error(`virt-handler on node ${node} did not answer in time`)));
-      req.on('error', (e) => reject(internalError(`cannot reach virt-handler on node ${node}: ${e.message}`)));
+      req.on('error', (e) =>
+        reject(internalError(`cannot reach virt-handler on node ${node}: ${e.message}`)),
+      );
       req.end();
     });
   };

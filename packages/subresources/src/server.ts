@@ -367,7 +367,12 @@ export async function startSubresourceServer(opts: SubresourceServerOptions): Pr
       return refuse(socket, 401, denied, false);
     }
     const headers: Record<string, string> = {};
-    for (const h of ['sec-websocket-key', 'sec-websocket-version', 'sec-websocket-protocol', 'sec-websocket-extensions']) {
+    for (const h of [
+      'sec-websocket-key',
+      'sec-websocket-version',
+      'sec-websocket-protocol',
+      'sec-websocket-extensions',
+    ]) {
       const v = req.headers[h];
       if (typeof v === 'string') headers[h] = v;
     }

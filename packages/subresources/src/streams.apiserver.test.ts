@@ -19,7 +19,12 @@ import { startTestEnv, type TestEnv } from '@kubevirt-ts/testenv';
 import { HANDLER_TLS_NAME, handlerConnector } from './handler-connector.js';
 import { issue, makeCA, startAggregatedTestApi, type AggregatedTestApi } from './testing.js';
 
-const VMIS: Resource = { group: 'kubevirt.io', version: 'v1', plural: 'virtualmachineinstances', namespaced: true };
+const VMIS: Resource = {
+  group: 'kubevirt.io',
+  version: 'v1',
+  plural: 'virtualmachineinstances',
+  namespaced: true,
+};
 const NS = 'default';
 const log = createLogger({ component: 'test', silent: true });
 
@@ -217,7 +222,7 @@ function receive(ws: WebSocket, want: number | string): Promise<Buffer> {
   });
 }
 
-test('console: the subprotocol is upstream\'s, input reaches the serial port and its output comes back', async () => {
+test("console: the subprotocol is upstream's, input reaches the serial port and its output comes back", async () => {
   await runningVmi('con1');
   const ws = await open(bobKc, 'con1', 'console');
   expect(ws.protocol).toBe('plain.kubevirt.io');
@@ -298,7 +303,7 @@ test('vnc: the VNC server greets with the RFB version; preserveSession refuses w
   ws.close();
 }, 600000);
 
-test('refusals: upstream\'s messages before anything is upgraded', async () => {
+test("refusals: upstream's messages before anything is upgraded", async () => {
   const missing = await refused(bobKc, 'nope', 'console');
   expect(missing.status).toBe(404);
   expect(JSON.parse(missing.body)).toMatchObject({ kind: 'Status', reason: 'NotFound' });
@@ -341,7 +346,10 @@ test('virt-handler refuses a socket path the Pod turned into a symlink', async (
   const uidDir = join(privateDir, vmi.metadata!.uid!);
   await rm(join(uidDir, 'virt-serial0'));
   // the "launcher" points its console at another socket (here: con1's) to make root connect there
-  await symlink(join(privateDir, vmis.get(`${NS}/con1`)!.metadata!.uid!, 'virt-serial0'), join(uidDir, 'virt-serial0'));
+  await symlink(
+    join(privateDir, vmis.get(`${NS}/con1`)!.metadata!.uid!, 'virt-serial0'),
+    join(uidDir, 'virt-serial0'),
+  );
   const before = serial.get('con1')!.conns.length;
   const r = await refused(bobKc, 'planted', 'console');
   expect(r.status).toBe(500);

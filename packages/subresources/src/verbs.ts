@@ -406,7 +406,8 @@ export class Subresources {
     if (kind === 'console') {
       if (devices?.autoattachSerialConsole === false) throw badRequest('No serial consoles are present.');
       if (vmi.status?.phase === 'Failed') throw conflict(VMI, name, 'VMI is in failed status');
-    } else if (devices?.autoattachGraphicsDevice === false) throw badRequest('No graphics devices are present.');
+    } else if (devices?.autoattachGraphicsDevice === false)
+      throw badRequest('No graphics devices are present.');
     if (vmi.status?.phase !== 'Running') throw badRequest('VMI is not running');
     if (!this.node.stream) throw missing(vmi, kind);
     return this.node.stream(vmi, kind, req);

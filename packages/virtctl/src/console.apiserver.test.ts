@@ -15,7 +15,12 @@ import { KubeClient } from '@kubevirt-ts/controller-runtime';
 import { startHandlerEndpoint, type HandlerEndpoint } from '@kubevirt-ts/handler';
 import { createLogger } from '@kubevirt-ts/log';
 import { HANDLER_TLS_NAME, VMIS, handlerConnector } from '@kubevirt-ts/subresources';
-import { issue, makeCA, startAggregatedTestApi, type AggregatedTestApi } from '@kubevirt-ts/subresources/testing';
+import {
+  issue,
+  makeCA,
+  startAggregatedTestApi,
+  type AggregatedTestApi,
+} from '@kubevirt-ts/subresources/testing';
 import { startTestEnv, type TestEnv } from '@kubevirt-ts/testenv';
 
 const CLI = fileURLToPath(new URL('./cli.js', import.meta.url));
@@ -176,7 +181,10 @@ function virtctl(kubeconfig: string, ...args: string[]) {
 test('console: connects, shows the serial port, sends what is typed; Ctrl+] leaves with exit 0', async () => {
   await vmi('con1');
   const c = virtctl(bob, 'console', 'con1');
-  await c.waitFor('stderr', 'Successfully connected to con1 console. Press Ctrl+] or Ctrl+5 to exit console.');
+  await c.waitFor(
+    'stderr',
+    'Successfully connected to con1 console. Press Ctrl+] or Ctrl+5 to exit console.',
+  );
   await c.waitFor('stdout', 'login: ');
   c.p.stdin.write('root\r');
   await c.waitFor('stdout', 'login: root\r');
@@ -239,11 +247,17 @@ test('RBAC: view cannot open the console or VNC (exit 1, the reason); errors nam
   await vmi('rbac1');
   const c = virtctl(alice, 'console', 'rbac1', '--timeout=0');
   expect(await c.exited).toBe(1);
-  expect(c.out.stderr).toMatch(/Can't access VMI rbac1: .*User "alice" cannot get resource "virtualmachineinstances\/console"/);
+  expect(c.out.stderr).toMatch(
+    /Can't access VMI rbac1: .*User "alice" cannot get resource "virtualmachineinstances\/console"/,
+  );
   const v = virtctl(alice, 'vnc', 'rbac1', '--proxy-only');
   expect(await v.exited).toBe(1);
-  expect(v.out.stderr).toMatch(/can't access VMI rbac1: .*cannot get resource "virtualmachineinstances\/vnc"/);
+  expect(v.out.stderr).toMatch(
+    /can't access VMI rbac1: .*cannot get resource "virtualmachineinstances\/vnc"/,
+  );
   const missing = virtctl(bob, 'vnc', 'nope', '--proxy-only');
   expect(await missing.exited).toBe(1);
-  expect(missing.out.stderr).toContain(`can't access VMI nope: virtualmachineinstance.kubevirt.io "nope" not found`);
+  expect(missing.out.stderr).toContain(
+    `can't access VMI nope: virtualmachineinstance.kubevirt.io "nope" not found`,
+  );
 }, 600000);
