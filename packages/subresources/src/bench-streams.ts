@@ -42,7 +42,7 @@ try {
   );
   const admin = new KubeClient(env.kubeConfig());
   const privateDir = join(dir, 'private');
-  let vmi: VirtualMachineInstance | undefined;
+  const running: { vmi?: VirtualMachineInstance } = {};
   const nowhere = new CmdClient(join(dir, 'none'));
   const endpoint = await startHandlerEndpoint({
     ...serving,
@@ -50,7 +50,7 @@ try {
     host: '127.0.0.1',
     port: 0,
     launcherUid: process.getuid!(),
-    lookup: () => (vmi ? { vmi, client: nowhere, privateDir } : undefined),
+    lookup: () => (running.vmi ? { vmi: running.vmi, client: nowhere, privateDir } : undefined),
   });
   servers.push({ close: () => void endpoint.close() });
   const api = await startAggregatedTestApi(env, {
@@ -68,7 +68,7 @@ try {
     metadata: { name: 'bench', namespace: 'default' },
     spec: { domain: { devices: {}, resources: { requests: { memory: '64Mi' } } } },
   } as never);
-  vmi = await admin.patch<VirtualMachineInstance>(
+  const vmi = await admin.patch<VirtualMachineInstance>(
     VMIS,
     'default',
     'bench',
@@ -76,6 +76,7 @@ try {
     'merge',
     'status',
   );
+  running.vmi = vmi;
   const uidDir = join(privateDir, vmi.metadata!.uid!);
   await mkdir(uidDir, { recursive: true });
   // the "serial port": greets each connection, then either sends `mode.send` bytes or counts what it receives
