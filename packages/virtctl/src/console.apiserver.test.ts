@@ -39,6 +39,8 @@ let bob: string;
 const vmis = new Map<string, VirtualMachineInstance>();
 const servers: Server[] = [];
 const children: ChildProcessWithoutNullStreams[] = [];
+/** what each VMI's serial port received */
+const received = new Map<string, Buffer>();
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'kvts-virtctl-console-'));
@@ -135,10 +137,14 @@ async function vmi(name: string, phase = 'Running'): Promise<void> {
   await setPhase(name, phase);
   const uidDir = join(privateDir, vmis.get(`${NS}/${name}`)!.metadata!.uid!);
   await mkdir(uidDir, { recursive: true });
+  received.set(name, Buffer.alloc(0));
   await listen(join(uidDir, 'virt-serial0'), (c) => {
     c.on('error', () => undefined);
     c.write('login: ');
-    c.on('data', (d: Buffer) => c.write(d));
+    c.on('data', (d: Buffer) => {
+      received.set(name, Buffer.concat([received.get(name)!, d]));
+      c.write(d);
+    });
   });
   await listen(join(uidDir, 'virt-vnc'), (c) => {
     c.on('error', () => undefined);
@@ -157,12 +163,20 @@ async function setPhase(name: string, phase: string): Promise<void> {
   vmis.set(`${NS}/${name}`, v);
 }
 
-/** virtctl as a child process with piped stdin (not a terminal); its output so far, and its exit */
+/** virtctl as a child process with piped stdin (not a terminal), or `onTty` under script(1) (a pseudo-terminal);
+ * its output so far, and its exit */
 function virtctl(kubeconfig: string, ...args: string[]) {
-  const p = spawn(process.execPath, [CLI, ...args], {
-    env: { ...process.env, NODE_OPTIONS: '', KUBECONFIG: kubeconfig },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
+  const onTty = args[0] === '--tty';
+  if (onTty) args = args.slice(1);
+  const p = onTty
+    ? spawn('script', ['-q', '-f', '-e', '-c', [process.execPath, CLI, ...args].join(' '), '/dev/null'], {
+        env: { ...process.env, NODE_OPTIONS: '', KUBECONFIG: kubeconfig },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      })
+    : spawn(process.execPath, [CLI, ...args], {
+        env: { ...process.env, NODE_OPTIONS: '', KUBECONFIG: kubeconfig },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
   children.push(p);
   const out = { stdout: '', stderr: '' };
   p.stdout.on('data', (d: Buffer) => (out.stdout += d.toString('latin1')));
@@ -188,6 +202,19 @@ test('console: connects, shows the serial port, sends what is typed; Ctrl+] leav
   await c.waitFor('stdout', 'login: ');
   c.p.stdin.write('root\r');
   await c.waitFor('stdout', 'login: root\r');
+  c.p.stdin.write(Buffer.from([0x1d]));
+  expect(await c.exited).toBe(0);
+}, 600000);
+
+test('console on a terminal: raw mode, so Ctrl+C and CR reach the guest unchanged; Ctrl+] leaves', async () => {
+  await vmi('tty1');
+  const c = virtctl(bob, '--tty', 'console', 'tty1');
+  await c.waitFor('stdout', 'login: ');
+  // a terminal in cooked mode would turn Ctrl+C into SIGINT for virtctl and CR into LF
+  c.p.stdin.write(Buffer.from('\x03root\r'));
+  while (!received.get('tty1')!.includes('root\r')) await new Promise((r) => setTimeout(r, 50));
+  expect(received.get('tty1')!.toString('latin1')).toBe('\x03root\r');
+  expect(c.p.exitCode).toBeNull();
   c.p.stdin.write(Buffer.from([0x1d]));
   expect(await c.exited).toBe(0);
 }, 600000);
