@@ -28,6 +28,11 @@ export const CONFIG_NAME = 'kubevirt-ts-config';
 export const LEASE_NAME = 'kubevirt-ts-controller';
 /** the admission webhooks: their TLS Secret (made and rotated by virt-controller), Service and configurations */
 export const WEBHOOK_SECRET = 'kubevirt-ts-webhook-certs';
+/** mutual TLS between virt-controller and virt-handler (packages/virt-controller-core/src/handler-certs.ts) */
+export const HANDLER_CA_SECRET = 'kubevirt-ts-handler-ca';
+export const HANDLER_CERTS_SECRET = 'virt-handler-certs';
+const HANDLER_SUBRESOURCE_PORT = 8186;
+const HANDLER_CERTS_DIR = '/etc/virt-handler/subresource-certs';
 export const WEBHOOK_SERVICE = 'virt-controller-webhook';
 export const MUTATING_WEBHOOK = 'kubevirt-ts-mutator';
 export const VALIDATING_WEBHOOK = 'kubevirt-ts-validator';
@@ -136,6 +141,13 @@ export const CONTROLLER_NAMESPACE_RULES = [
     resourceNames: [WEBHOOK_SECRET],
     verbs: ['get', 'update'],
     why: 'get/update: reads the webhook CA and serving certificate (every replica serves them) and renews them before they expire; this Secret only',
+  },
+  {
+    apiGroups: [''],
+    resources: ['secrets'],
+    resourceNames: [HANDLER_CA_SECRET, HANDLER_CERTS_SECRET],
+    verbs: ['get'],
+    why: "get: the CA of the mutual TLS with virt-handler (signs this process's client certificate) and virt-handler's certificate Secret (checked against that CA); made with create above the first time; these Secrets only",
   },
   {
     apiGroups: ['coordination.k8s.io'],
@@ -348,6 +360,12 @@ export const USER_ROLES = {
         verbs: ['get'],
         why: "get: read the guest agent's OS info, users and filesystems",
       },
+      {
+        apiGroups: ['subresources.kubevirt.io'],
+        resources: ['virtualmachineinstances/console', 'virtualmachineinstances/vnc'],
+        verbs: ['get'],
+        why: 'get: open the serial console and the VNC display (websockets; virtctl console/vnc), as upstream kubevirt.io:edit; view cannot (typing into a guest is acting on it)',
+      },
     ],
   },
 };
@@ -529,6 +547,8 @@ export function deployObjects({ registry = DEFAULT_REGISTRY, tag = DEFAULT_TAG }
                     `--webhook-port=${WEBHOOK_PORT}`,
                     `--metrics-port=${METRICS_PORT}`,
                     `--subresources-port=${SUBRESOURCES_PORT}`,
+                    // VMI verbs, console and VNC reach virt-handler over mutual TLS with certificates made here
+                    '--manage-handler-certs',
                   ],
                   ports: [
                     { name: 'webhooks', containerPort: WEBHOOK_PORT, protocol: 'TCP' },
@@ -655,21 +675,40 @@ export function deployObjects({ registry = DEFAULT_REGISTRY, tag = DEFAULT_TAG }
                     },
                   ],
                   // the Pods' dirs as mounted here, and as the host names them (container disks are mounted there)
-                  args: ['--pods-dir=/pods', '--host-pods-dir=/var/lib/kubelet/pods'],
+                  // --subresource-*: the endpoint virt-controller calls for pause, guest agent reads, console and VNC
+                  args: [
+                    '--pods-dir=/pods',
+                    '--host-pods-dir=/var/lib/kubelet/pods',
+                    `--subresource-cert-file=${HANDLER_CERTS_DIR}/tls.crt`,
+                    `--subresource-key-file=${HANDLER_CERTS_DIR}/tls.key`,
+                    `--subresource-client-ca-file=${HANDLER_CERTS_DIR}/ca.crt`,
+                    `--subresource-port=${HANDLER_SUBRESOURCE_PORT}`,
+                  ],
+                  ports: [{ name: 'subresources', containerPort: HANDLER_SUBRESOURCE_PORT, protocol: 'TCP' }],
                   resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '512Mi' } },
                   // privileged: Bidirectional mount propagation and network setup inside launcher Pods require it
                   securityContext: { privileged: true, runAsUser: 0 },
-                  volumeMounts: HANDLER_HOST_PATHS.map((h) => ({
-                    name: h.name,
-                    mountPath: h.mountPath ?? h.path,
-                    ...(h.mountPropagation ? { mountPropagation: h.mountPropagation } : {}),
-                  })),
+                  volumeMounts: [
+                    ...HANDLER_HOST_PATHS.map((h) => ({
+                      name: h.name,
+                      mountPath: h.mountPath ?? h.path,
+                      ...(h.mountPropagation ? { mountPropagation: h.mountPropagation } : {}),
+                    })),
+                    { name: 'subresource-certs', mountPath: HANDLER_CERTS_DIR, readOnly: true },
+                  ],
                 },
               ],
-              volumes: HANDLER_HOST_PATHS.map((h) => ({
-                name: h.name,
-                hostPath: { path: h.path, type: h.type },
-              })),
+              volumes: [
+                ...HANDLER_HOST_PATHS.map((h) => ({
+                  name: h.name,
+                  hostPath: { path: h.path, type: h.type },
+                })),
+                // made by virt-controller (--manage-handler-certs); the Pod starts once it exists
+                {
+                  name: 'subresource-certs',
+                  secret: { secretName: HANDLER_CERTS_SECRET, defaultMode: 0o400 },
+                },
+              ],
             },
           },
         },

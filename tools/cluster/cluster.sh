@@ -97,6 +97,11 @@ cmd_up() {
     --service-cluster-ip-range "$SERVICE_CIDR" --authorization-mode Node,RBAC \
     --enable-admission-plugins NodeRestriction --allow-privileged=true \
     --audit-policy-file "$STATE_DIR/audit-policy.yaml" --audit-log-path "$LOG_DIR/audit.log" --audit-log-maxsize 100 --audit-log-maxbackup 1 \
+    --requestheader-client-ca-file "$pki/front-proxy-ca.crt" --requestheader-allowed-names front-proxy-client \
+    --requestheader-username-headers X-Remote-User --requestheader-group-headers X-Remote-Group \
+    --requestheader-extra-headers-prefix X-Remote-Extra- \
+    --proxy-client-cert-file "$pki/front-proxy-client.crt" --proxy-client-key-file "$pki/front-proxy-client.key" \
+    --enable-aggregator-routing=true \
     --profiling=false
   wait_for kube-apiserver 90 kc get --raw /readyz
   start kube-controller-manager "$KUBE_DIR/kube-controller-manager" \

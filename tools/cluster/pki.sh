@@ -38,6 +38,21 @@ cert kube-proxy "/CN=system:kube-proxy"
 cert kubelet "/O=system:nodes/CN=system:node:$NODE_NAME"
 cert kubelet-serving "/CN=$NODE_NAME" "DNS:$NODE_NAME,IP:$NODE_IP,IP:127.0.0.1" serverAuth
 
+# the aggregation layer's front proxy: a CA of its own (only it may vouch for X-Remote-User), and the client
+# certificate kube-apiserver presents to aggregated API servers (subresources.kubevirt.io)
+if [ ! -f front-proxy-ca.crt ]; then
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout front-proxy-ca.key -out front-proxy-ca.crt -days 3650 \
+    -subj "/CN=kubevirt-ts-cluster-front-proxy-ca" 2>/dev/null
+fi
+if [ ! -f front-proxy-client.crt ]; then
+  openssl req -newkey rsa:2048 -nodes -keyout front-proxy-client.key -out front-proxy-client.csr \
+    -subj "/CN=front-proxy-client" 2>/dev/null
+  printf 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n' >front-proxy-client.ext
+  openssl x509 -req -in front-proxy-client.csr -CA front-proxy-ca.crt -CAkey front-proxy-ca.key -CAcreateserial \
+    -out front-proxy-client.crt -days 3650 -extfile front-proxy-client.ext 2>/dev/null
+  rm -f front-proxy-client.csr front-proxy-client.ext
+fi
+
 kubeconfig() { # NAME CERT
   local f="$STATE_DIR/$1.kubeconfig"
   [ -f "$f" ] && return 0

@@ -32,6 +32,8 @@ describe('virt-controller flags', () => {
       metricsPort: 8080,
       subresourcesPort: 8444,
       handlerClient: undefined,
+      manageHandlerCerts: false,
+      handlerPort: 8186,
     });
     expect(
       parseControllerFlags(
@@ -67,6 +69,8 @@ describe('virt-controller flags', () => {
       webhookNamespace: 'kubevirt-ts',
       webhookPort: 8443,
       metricsPort: 8080,
+      manageHandlerCerts: true,
+      handlerClient: undefined,
     });
     expect(
       parseControllerFlags(
@@ -85,6 +89,15 @@ describe('virt-controller flags', () => {
     [['--webhook-secret=s', '--tls-cert-file=/c', '--tls-key-file=/k'], /give one/],
     [['--webhook-cert-validity=0'], /--webhook-cert-validity: must be a positive integer/],
     [['--handler-heartbeat-timeout=-1'], /--handler-heartbeat-timeout: must be a positive integer/],
+    [
+      [
+        '--manage-handler-certs',
+        '--handler-client-cert-file=c',
+        '--handler-client-key-file=k',
+        '--handler-ca-file=ca',
+      ],
+      /--manage-handler-certs and --handler-client-\* are two ways/,
+    ],
   ])('refuses %j', (argv, re) => {
     expect(() => parseControllerFlags(argv, {}, 'h')).toThrow(UsageError);
     expect(() => parseControllerFlags(argv, {}, 'h')).toThrow(re);

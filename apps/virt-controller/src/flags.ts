@@ -37,6 +37,9 @@ export interface ControllerFlags {
   subresourcesPort: number;
   /** mutual TLS to virt-handler's subresource endpoint (VMI verbs): all three files or none */
   handlerClient?: { certFile: string; keyFile: string; caFile: string; port: number; namespace: string };
+  /** make the handler mutual-TLS certificates (Secrets in webhookNamespace) instead of --handler-client-* files */
+  manageHandlerCerts: boolean;
+  handlerPort: number;
 }
 
 export class UsageError extends Error {}
@@ -83,6 +86,9 @@ export const USAGE = `usage: virt-controller [flags]
   --handler-client-cert-file, --handler-client-key-file, --handler-ca-file PATH
                              client certificate for virt-handler's subresource endpoint and the CA of
                              its serving certificate; without them VMI verbs (pause, ...) answer 503
+  --manage-handler-certs     make those certificates: a CA (Secret kubevirt-ts-handler-ca) signing virt-handler's
+                             serving certificate (Secret virt-handler-certs, which the DaemonSet mounts) and a
+                             client certificate for this process (in memory); instead of the three files
   --handler-port N           that endpoint's port (default 8186)`;
 
 export function parseControllerFlags(
@@ -126,6 +132,7 @@ export function parseControllerFlags(
         'handler-client-key-file': { type: 'string' },
         'handler-ca-file': { type: 'string' },
         'handler-port': { type: 'string' },
+        'manage-handler-certs': { type: 'boolean' },
       },
     }).values;
   } catch (e) {
@@ -141,6 +148,10 @@ export function parseControllerFlags(
   if (handlerTls.some((x) => x) && !handlerTls.every((x) => x))
     throw new UsageError(
       '--handler-client-cert-file, --handler-client-key-file and --handler-ca-file go together',
+    );
+  if (v['manage-handler-certs'] && handlerTls[0])
+    throw new UsageError(
+      '--manage-handler-certs and --handler-client-* are two ways to get the handler certificates: give one',
     );
   const level = v['log-level'];
   if (level !== undefined && !['error', 'warn', 'info', 'debug'].includes(level))
@@ -184,5 +195,7 @@ export function parseControllerFlags(
           namespace: env['POD_NAMESPACE'] ?? 'kubevirt-ts',
         }
       : undefined,
+    manageHandlerCerts: v['manage-handler-certs'] ?? false,
+    handlerPort: posInt('handler-port', v['handler-port'], 8186),
   };
 }

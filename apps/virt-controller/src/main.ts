@@ -12,6 +12,8 @@ import {
   startManagedWebhooks,
   startWebhookServer,
   type WebhookServer,
+  ensureHandlerCertificates,
+  HANDLER_CERTS_SECRET,
 } from '@kubevirt-ts/virt-controller-core';
 import {
   API_SERVICE as SUBRESOURCES_API_SERVICE,
@@ -139,6 +141,23 @@ async function main(): Promise<number> {
       rhClient.close();
     }
   }
+  // mutual TLS to virt-handler: files, or certificates this process makes (Secrets shared with the DaemonSet)
+  let handlerTls: { cert: string | Buffer; key: string | Buffer; ca: string | Buffer } | undefined;
+  if (flags.handlerClient)
+    handlerTls = {
+      cert: readFileSync(flags.handlerClient.certFile),
+      key: readFileSync(flags.handlerClient.keyFile),
+      ca: readFileSync(flags.handlerClient.caFile),
+    };
+  else if (flags.manageHandlerCerts && flags.subresourcesPort) {
+    const certClient = new KubeClient(kc);
+    try {
+      handlerTls = await ensureHandlerCertificates(certClient, flags.webhookNamespace);
+      log.info('handler certificates ready', { secret: HANDLER_CERTS_SECRET });
+    } finally {
+      certClient.close();
+    }
+  }
   if (subresourcesCert && flags.subresourcesPort && requestHeader) {
     subresources = await startSubresourceServer({
       ...subresourcesCert,
@@ -147,14 +166,12 @@ async function main(): Promise<number> {
       host: '0.0.0.0',
       port: flags.subresourcesPort,
       log,
-      node: flags.handlerClient
+      node: handlerTls
         ? handlerConnector({
             client: new KubeClient(kc),
-            cert: readFileSync(flags.handlerClient.certFile),
-            key: readFileSync(flags.handlerClient.keyFile),
-            ca: readFileSync(flags.handlerClient.caFile),
-            port: flags.handlerClient.port,
-            handlerNamespace: flags.handlerClient.namespace,
+            ...handlerTls,
+            port: flags.handlerPort,
+            handlerNamespace: flags.handlerClient?.namespace ?? flags.webhookNamespace,
           })
         : undefined,
     });

@@ -273,12 +273,19 @@ export class VmiController {
   }
 
   /** Launchers with a known ghost record and a live client, for /metrics. */
-  liveLaunchers(): Array<{ namespace: string; name: string; client: CmdClient }> {
-    const out: Array<{ namespace: string; name: string; client: CmdClient }> = [];
+  liveLaunchers(): Array<{
+    namespace: string;
+    name: string;
+    uid: string;
+    podUid: string;
+    client: CmdClient;
+  }> {
+    const out: Array<{ namespace: string; name: string; uid: string; podUid: string; client: CmdClient }> =
+      [];
     for (const g of this.ghosts.all()) {
       const l = this.launchers.get(g.socketFile);
       if (l && this.domains.get(`${g.namespace}/${g.name}`, g.uid))
-        out.push({ namespace: g.namespace, name: g.name, client: l.client });
+        out.push({ namespace: g.namespace, name: g.name, uid: g.uid, podUid: g.podUid, client: l.client });
     }
     return out;
   }

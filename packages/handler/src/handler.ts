@@ -28,7 +28,7 @@ import {
   VMI_PLURAL,
 } from './kube.js';
 import { DevicePlugin, KUBEVIRT_DEVICES } from './device-plugin.js';
-import { discoverLaunchers } from './launchers.js';
+import { discoverLaunchers, podPrivateDir } from './launchers.js';
 import { MetricsText, addDomainStats, type StatsLike } from './metrics.js';
 import { ExponentialFailureRateLimiter, WorkQueue, runWorkers } from '@kubevirt-ts/controller-runtime';
 import type { VmOptionsInput } from '@kubevirt-ts/cmd-protocol';
@@ -264,10 +264,14 @@ export class Handler {
   launcherFor(
     namespace: string,
     name: string,
-  ): { vmi: VirtualMachineInstance; client: CmdClient } | undefined {
+  ): { vmi: VirtualMachineInstance; client: CmdClient; privateDir: string } | undefined {
     const vmi = this.informer?.get(name, namespace) as VirtualMachineInstance | undefined;
-    const live = this.controller.liveLaunchers().find((l) => l.namespace === namespace && l.name === name);
-    return vmi && live ? { vmi, client: live.client } : undefined;
+    const live = this.controller
+      .liveLaunchers()
+      .find((l) => l.namespace === namespace && l.name === name && l.uid === vmi?.metadata?.uid);
+    return vmi && live
+      ? { vmi, client: live.client, privateDir: podPrivateDir(this.opts.podsDir, live.podUid) }
+      : undefined;
   }
 
   get httpAddress(): string | undefined {

@@ -23,3 +23,4 @@ export {
 export * from './pod-network.js';
 export * from './subresource-endpoint.js';
 export * from './container-disks.js';
+export * from './launcher-socket.js';

@@ -30,6 +30,10 @@ export function podSocketPath(podsDir: string, podUid: string): string {
 export function podPublicDir(podsDir: string, podUid: string): string {
   return path.join(podsDir, podUid, EMPTY_DIR, 'public');
 }
+/** The Pod's /var/run/kubevirt-private (the VMI's console and VNC sockets are under `<vmi uid>/`). */
+export function podPrivateDir(podsDir: string, podUid: string): string {
+  return path.join(podsDir, podUid, EMPTY_DIR, 'private');
+}
 export function podNotifyPipePath(podsDir: string, podUid: string): string {
   return path.join(podPublicDir(podsDir, podUid), NOTIFY_SOCKET_NAME);
 }

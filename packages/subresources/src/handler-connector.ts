@@ -7,7 +7,7 @@ import { request } from 'node:https';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import type { KubeClient } from '@kubevirt-ts/controller-runtime';
 import { internalError } from './status.js';
-import type { NodeConnector, VmiVerb } from './verbs.js';
+import type { NodeConnector, StreamKind, StreamRequest, UpgradedStream, VmiVerb } from './verbs.js';
 
 /** the DNS name virt-handler's serving certificate carries */
 export const HANDLER_TLS_NAME = 'virt-handler';
@@ -42,7 +42,8 @@ export function handlerConnector(o: HandlerConnectorOptions): NodeConnector {
       return ip;
     });
 
-  const call = async (vmi: VirtualMachineInstance, verb: VmiVerb, method: string, body?: string) => {
+  /** the handler of the VMI's node and the path of `verb` there */
+  const target = async (vmi: VirtualMachineInstance, verb: string) => {
     const node = vmi.status?.nodeName;
     if (!node) throw internalError(`virtualmachineinstance ${vmi.metadata?.name} has no node`);
     let host: string;
@@ -52,6 +53,18 @@ export function handlerConnector(o: HandlerConnectorOptions): NodeConnector {
       throw internalError((e as Error).message);
     }
     const path = `/v1/namespaces/${encodeURIComponent(vmi.metadata!.namespace!)}/virtualmachineinstances/${encodeURIComponent(vmi.metadata!.name!)}/${verb}`;
+    return { node, host, path };
+  };
+  const tls = {
+    cert: o.cert,
+    key: o.key,
+    ca: o.ca,
+    servername: HANDLER_TLS_NAME,
+    checkServerIdentity: (_h: string, c: PeerCertificate) => checkServerIdentity(HANDLER_TLS_NAME, c),
+  };
+
+  const call = async (vmi: VirtualMachineInstance, verb: VmiVerb, method: string, body?: string) => {
+    const { node, host, path } = await target(vmi, verb);
     return new Promise<string>((resolve, reject) => {
       const req = request(
         {
@@ -59,11 +72,7 @@ export function handlerConnector(o: HandlerConnectorOptions): NodeConnector {
           port,
           method,
           path,
-          cert: o.cert,
-          key: o.key,
-          ca: o.ca,
-          servername: HANDLER_TLS_NAME,
-          checkServerIdentity: (_h: string, c: PeerCertificate) => checkServerIdentity(HANDLER_TLS_NAME, c),
+          ...tls,
           timeout: o.timeoutMs ?? 70_000,
           headers: body
             ? { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) }
@@ -89,7 +98,48 @@ export function handlerConnector(o: HandlerConnectorOptions): NodeConnector {
     });
   };
 
+  /** the websocket handshake on the handler, with the client's key and subprotocols (the handler answers them) */
+  const stream = async (
+    vmi: VirtualMachineInstance,
+    kind: StreamKind,
+    sr: StreamRequest,
+  ): Promise<UpgradedStream> => {
+    const { node, host, path } = await target(vmi, kind);
+    return new Promise<UpgradedStream>((resolve, reject) => {
+      const req = request({
+        host,
+        port,
+        method: 'GET',
+        path: path + sr.search,
+        ...tls,
+        timeout: o.timeoutMs ?? 70_000,
+        headers: { ...sr.headers, Connection: 'Upgrade', Upgrade: 'websocket' },
+      });
+      req.on('upgrade', (res, socket, head) => {
+        socket.setTimeout(0);
+        const lines = [`HTTP/1.1 101 ${res.statusMessage || 'Switching Protocols'}`];
+        for (let i = 0; i + 1 < res.rawHeaders.length; i += 2)
+          lines.push(`${res.rawHeaders[i]}: ${res.rawHeaders[i + 1]}`);
+        resolve({ socket, head, responseHead: `${lines.join('\r\n')}\r\n\r\n` });
+      });
+      req.on('response', (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => (text += d));
+        res.on('end', () =>
+          reject(internalError(`virt-handler on node ${node} answered ${res.statusCode}: ${text.trim()}`)),
+        );
+      });
+      req.on('timeout', () => req.destroy(new Error(`virt-handler on node ${node} did not answer in time`)));
+      req.on('error', (e) =>
+        reject(internalError(`cannot reach virt-handler on node ${node}: ${e.message}`)),
+      );
+      req.end();
+    });
+  };
+
   return {
+    stream,
     async put(vmi, verb, body) {
       await call(vmi, verb, 'PUT', body);
     },

@@ -23,6 +23,10 @@ export {
   type NodeConnector,
   type VmVerb,
   type VmiVerb,
+  STREAM_KINDS,
+  type StreamKind,
+  type StreamRequest,
+  type UpgradedStream,
 } from './verbs.js';
 export * from './status.js';
 export { handlerConnector, HANDLER_TLS_NAME, type HandlerConnectorOptions } from './handler-connector.js';

@@ -4,14 +4,22 @@
 // headers) and authorized by a SubjectAccessReview on the subresource, as upstream's virt-api does.
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '@kubevirt-ts/controller-runtime';
 import type { Logger } from '@kubevirt-ts/log';
-import { StatusError, internalError, methodNotAllowed, pathNotFound } from './status.js';
-import { Subresources, type NodeConnector, type VmiVerb, type VmVerb } from './verbs.js';
+import { StatusError, badRequest, internalError, methodNotAllowed, pathNotFound } from './status.js';
+import {
+  STREAM_KINDS,
+  Subresources,
+  type NodeConnector,
+  type StreamKind,
+  type VmiVerb,
+  type VmVerb,
+} from './verbs.js';
 
 export const GROUP = 'subresources.kubevirt.io';
 export const VERSION = 'v1';
@@ -110,11 +118,15 @@ export function apiResourceList(): Record<string, unknown> {
       kind: '',
       verbs: [method === 'GET' ? 'get' : 'update'],
     }));
+  const streams = Object.fromEntries(STREAM_KINDS.map((k) => [k, 'GET']));
   return {
     kind: 'APIResourceList',
     apiVersion: 'v1',
     groupVersion: GROUP_VERSION,
-    resources: [...res('virtualmachines', VM_VERBS), ...res('virtualmachineinstances', VMI_VERBS)],
+    resources: [
+      ...res('virtualmachines', VM_VERBS),
+      ...res('virtualmachineinstances', { ...VMI_VERBS, ...streams }),
+    ],
   };
 }
 
@@ -281,6 +293,8 @@ export async function startSubresourceServer(opts: SubresourceServerOptions): Pr
       res.writeHead(401, { 'Content-Type': 'text/plain' }).end(denied);
       return;
     }
+    if (resource === 'virtualmachineinstances' && STREAM_KINDS.includes(subresource as StreamKind))
+      throw badRequest(`${subresource} is a websocket stream: the request must ask for Upgrade: websocket`);
     const table: Record<string, string> = resource === 'virtualmachines' ? VM_VERBS : VMI_VERBS;
     const expected = table[subresource];
     if (!expected) throw pathNotFound(path);
@@ -301,6 +315,97 @@ export async function startSubresourceServer(opts: SubresourceServerOptions): Pr
       if (!(e instanceof StatusError)) log?.error('subresource request failed', { reason: se.message });
       if (!res.headersSent) sendJson(res, se.code, se.body);
       else res.end();
+    });
+  });
+
+  /** an answer on a socket that asked for an upgrade: nothing was upgraded */
+  const refuse = (socket: Duplex, code: number, body: string, json: boolean) => {
+    if (socket.destroyed) return;
+    socket.end(
+      `HTTP/1.1 ${code} ${STATUS_CODES[code] ?? ''}\r\nContent-Type: ${json ? 'application/json' : 'text/plain'}\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  };
+
+  /**
+   * console / vnc (websocket): the same authentication and SubjectAccessReview (`get` on
+   * virtualmachineinstances/console or /vnc) as every request, the VMI validated as upstream, then the
+   * handshake goes on to the VMI's virt-handler, which completes it; from then on the bytes are relayed
+   * as they are (frames, pings and close included), with backpressure both ways.
+   */
+  const upgrade = async (req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> => {
+    const url = new URL(req.url ?? '/', 'https://x');
+    const path = url.pathname.replace(/\/+$/, '');
+    const who = authenticate(req);
+    if (typeof who === 'string') return refuse(socket, 401, who, false);
+    const parts = path.split('/');
+    const kind = parts[8] as StreamKind;
+    if (
+      parts.length !== 9 ||
+      `${parts[2]}/${parts[3]}` !== GROUP_VERSION ||
+      parts[4] !== 'namespaces' ||
+      parts[6] !== 'virtualmachineinstances' ||
+      !STREAM_KINDS.includes(kind)
+    ) {
+      const se = pathNotFound(path);
+      return refuse(socket, se.code, JSON.stringify(se.body), true);
+    }
+    if (req.method !== 'GET') {
+      const se = methodNotAllowed(req.method ?? '', path);
+      return refuse(socket, se.code, JSON.stringify(se.body), true);
+    }
+    const [namespace, name] = [decodeURIComponent(parts[5]!), decodeURIComponent(parts[7]!)];
+    const denied = await authorize(who, {
+      namespace,
+      verb: 'get',
+      resource: 'virtualmachineinstances',
+      subresource: kind,
+      name,
+    });
+    if (denied !== undefined) {
+      log?.info('subresource request denied', { user: who.user, namespace, name, subresource: kind });
+      return refuse(socket, 401, denied, false);
+    }
+    const headers: Record<string, string> = {};
+    for (const h of [
+      'sec-websocket-key',
+      'sec-websocket-version',
+      'sec-websocket-protocol',
+      'sec-websocket-extensions',
+    ]) {
+      const v = req.headers[h];
+      if (typeof v === 'string') headers[h] = v;
+    }
+    const preserve = url.searchParams.get('preserveSession');
+    const upstream = await verbs.stream(kind, namespace, name, {
+      headers,
+      search: preserve === null ? '' : `?preserveSession=${encodeURIComponent(preserve)}`,
+    });
+    if (socket.destroyed) return void upstream.socket.destroy();
+    log?.info(`${kind} stream opened`, { user: who.user, namespace, name, kind: 'VirtualMachineInstance' });
+    socket.write(upstream.responseHead);
+    if (upstream.head.length) socket.write(upstream.head);
+    if (head.length) upstream.socket.write(head);
+    const close = () => {
+      socket.destroy();
+      upstream.socket.destroy();
+    };
+    socket.on('error', close);
+    socket.on('close', close);
+    upstream.socket.on('error', close);
+    upstream.socket.on('close', () => {
+      log?.info(`${kind} stream closed`, { namespace, name, kind: 'VirtualMachineInstance' });
+      close();
+    });
+    upstream.socket.pipe(socket);
+    socket.pipe(upstream.socket);
+  };
+
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    upgrade(req, socket, head).catch((e: unknown) => {
+      const se = e instanceof StatusError ? e : internalError(e instanceof Error ? e.message : String(e));
+      if (!(e instanceof StatusError)) log?.error('stream request failed', { reason: se.message });
+      refuse(socket, se.code, JSON.stringify(se.body), true);
     });
   });
 

@@ -9,6 +9,7 @@ import {
   resourcePath,
   type Resource,
 } from '@kubevirt-ts/controller-runtime';
+import type { Duplex } from 'node:stream';
 import { vmRunStrategy, type VirtualMachine, type VirtualMachineInstance } from '@kubevirt-ts/api';
 import {
   StatusError,
@@ -24,10 +25,33 @@ export type VmVerb = 'start' | 'stop' | 'restart' | 'migrate';
 export type VmiVerb =
   'pause' | 'unpause' | 'softreboot' | 'freeze' | 'unfreeze' | 'guestosinfo' | 'userlist' | 'filesystemlist';
 
+/** the websocket streams (upstream: console, vnc) */
+export type StreamKind = 'console' | 'vnc';
+export const STREAM_KINDS: readonly StreamKind[] = ['console', 'vnc'];
+
+/** The client's websocket handshake, passed on to virt-handler (which completes it). */
+export interface StreamRequest {
+  /** Sec-WebSocket-Key, -Version, -Protocol, -Extensions as the client sent them */
+  headers: Record<string, string>;
+  /** the query string ('' or `?preserveSession=true`) */
+  search: string;
+}
+
+/** A websocket to virt-handler whose handshake succeeded: relay `responseHead` to the client, then the bytes. */
+export interface UpgradedStream {
+  socket: Duplex;
+  /** bytes the handler sent after its 101 answer */
+  head: Buffer;
+  /** the handler's answer: status line and headers, ending in an empty line */
+  responseHead: string;
+}
+
 /** How VMI verbs reach the virt-handler of the VMI's node (upstream: https://<handler>:8186/v1/namespaces/NS/virtualmachineinstances/NAME/VERB, mutual TLS). */
 export interface NodeConnector {
   put(vmi: VirtualMachineInstance, verb: VmiVerb, body: string): Promise<void>;
   get(vmi: VirtualMachineInstance, verb: VmiVerb): Promise<unknown>;
+  /** console/vnc: opens the websocket on virt-handler with the client's handshake */
+  stream?(vmi: VirtualMachineInstance, kind: StreamKind, req: StreamRequest): Promise<UpgradedStream>;
 }
 
 /** The default: virt-handler has no subresource endpoint yet, so node verbs are refused, naming why. */
@@ -40,7 +64,7 @@ export const NODE_CONNECTOR_MISSING: NodeConnector = {
   },
 };
 
-function missing(vmi: VirtualMachineInstance, verb: VmiVerb): StatusError {
+function missing(vmi: VirtualMachineInstance, verb: VmiVerb | StreamKind): StatusError {
   return serviceUnavailable(
     `${verb} of virtualmachineinstance ${vmi.metadata?.namespace}/${vmi.metadata?.name} needs its virt-handler ` +
       `(node ${vmi.status?.nodeName ?? 'unknown'}), and forwarding subresources to virt-handler is not implemented ` +
@@ -367,6 +391,28 @@ export class Subresources {
   }
 
   /** Validates a VMI verb as upstream does, then forwards it to the VMI's virt-handler. */
+  /**
+   * console / vnc: validated as upstream's virt-api does (the device is there, the VMI is running), then
+   * the websocket is opened on the VMI's virt-handler with the client's handshake.
+   */
+  async stream(
+    kind: StreamKind,
+    namespace: string,
+    name: string,
+    req: StreamRequest,
+  ): Promise<UpgradedStream> {
+    const vmi = await this.getVmi(namespace, name);
+    const devices = vmi.spec?.domain?.devices;
+    if (kind === 'console') {
+      if (devices?.autoattachSerialConsole === false) throw badRequest('No serial consoles are present.');
+      if (vmi.status?.phase === 'Failed') throw conflict(VMI, name, 'VMI is in failed status');
+    } else if (devices?.autoattachGraphicsDevice === false)
+      throw badRequest('No graphics devices are present.');
+    if (vmi.status?.phase !== 'Running') throw badRequest('VMI is not running');
+    if (!this.node.stream) throw missing(vmi, kind);
+    return this.node.stream(vmi, kind, req);
+  }
+
   async vmi(
     verb: VmiVerb,
     namespace: string,

@@ -73,6 +73,7 @@ const OID = {
   keyUsage: '2.5.29.15',
   extKeyUsage: '2.5.29.37',
   serverAuth: '1.3.6.1.5.5.7.3.1',
+  clientAuth: '1.3.6.1.5.5.7.3.2',
   subjectAltName: '2.5.29.17',
   subjectKeyId: '2.5.29.14',
   authorityKeyId: '2.5.29.35',
@@ -108,6 +109,8 @@ function issue(o: {
   notBefore: Date;
   notAfter: Date;
   ca: boolean;
+  /** extended key usage of a leaf: TLS server (default) or TLS client */
+  usage?: 'server' | 'client';
   dnsNames?: string[];
   ips?: string[];
   issuer?: Signer;
@@ -126,7 +129,9 @@ function issue(o: {
     exts.push(extension(OID.basicConstraints, true, seq()));
     // digitalSignature (bit 0): ECDHE-ECDSA key exchange
     exts.push(extension(OID.keyUsage, true, bitString(Buffer.from([0x80]), 7)));
-    exts.push(extension(OID.extKeyUsage, false, seq(oid(OID.serverAuth))));
+    exts.push(
+      extension(OID.extKeyUsage, false, seq(oid(o.usage === 'client' ? OID.clientAuth : OID.serverAuth))),
+    );
     const names = [
       ...(o.dnsNames ?? []).map((d) => tlv(0x82, Buffer.from(d, 'ascii'))),
       ...(o.ips ?? []).map((ip) => tlv(0x87, ipBytes(ip))),
@@ -170,10 +175,17 @@ export function createCA(cn: string, validityMs: number, now = new Date()): KeyP
   return { cert, key };
 }
 
-/** A serving certificate for `dnsNames` and `ips`, signed by `ca`. */
+/** A serving certificate for `dnsNames` and `ips` (or, with `usage: 'client'`, a TLS client certificate), signed by `ca`. */
 export function createServingCert(
   ca: KeyPair,
-  o: { cn: string; dnsNames: string[]; ips: string[]; validityMs: number; now?: Date },
+  o: {
+    cn: string;
+    dnsNames: string[];
+    ips: string[];
+    validityMs: number;
+    now?: Date;
+    usage?: 'server' | 'client';
+  },
 ): KeyPair {
   const now = o.now ?? new Date();
   const caCert = new X509Certificate(ca.cert);
@@ -187,6 +199,7 @@ export function createServingCert(
     notBefore: new Date(now.getTime() - SKEW_MS),
     notAfter,
     ca: false,
+    usage: o.usage ?? 'server',
     dnsNames: o.dnsNames,
     ips: o.ips,
     issuer: { key: caKey, name: issuerName, keyId: keyId(caSpki) },

@@ -48,6 +48,13 @@ export {
 } from './webhook.js';
 export { createCA, createServingCert, splitPem, type KeyPair } from './certs.js';
 export {
+  ensureHandlerCertificates,
+  HANDLER_CA_SECRET,
+  HANDLER_CERTS_SECRET,
+  HANDLER_SERVER_NAME,
+  type HandlerClientTls,
+} from './handler-certs.js';
+export {
   WebhookCertManager,
   startManagedWebhooks,
   serviceDnsNames,

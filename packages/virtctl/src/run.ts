@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeApiError, KubeClient } from '@kubevirt-ts/controller-runtime';
+import { StreamError, attachConsole, openStream, proxyVnc, worthRetrying, type Terminal } from './stream.js';
 
 /** this package's version, as `v0.1.0` */
 export const CLIENT_VERSION = `v${(JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version}`;
@@ -15,6 +16,8 @@ export interface Io {
   stdout: (s: string) => void;
   stderr: (s: string) => void;
   env: NodeJS.ProcessEnv;
+  /** the terminal, for console and vnc (the bin passes process.stdin/stdout) */
+  terminal?: { stdin: Terminal['stdin']; stdout: Terminal['stdout'] };
 }
 
 class UsageError extends Error {}
@@ -52,6 +55,7 @@ interface Verb {
 
 interface Ctx {
   client: KubeClient;
+  kc: KubeConfig;
   namespace: string;
   io: Io;
 }
@@ -252,6 +256,92 @@ export const VERBS: Record<string, Verb> = {
       scheduled(ctx, 'VM', name!, 'migrate-cancel');
     },
   },
+  console: {
+    usage: 'console NAME',
+    summary: "Connect to a virtual machine instance's serial console (Ctrl+] leaves it)",
+    flags: {
+      timeout: {
+        type: 'string',
+        help: 'minutes to wait for the VMI to be running and its console to answer (default 5)',
+      },
+    },
+    args: ['NAME'],
+    async run(ctx, [name], f) {
+      const t = ctx.io.terminal;
+      if (!t) throw new Error('virtctl console needs a terminal');
+      const minutes = f['timeout'] === undefined ? 5 : Number(f['timeout']);
+      if (!Number.isInteger(minutes) || minutes < 0)
+        throw new UsageError(`--timeout: must be a whole number of minutes, got "${String(f['timeout'])}"`);
+      const until = Date.now() + minutes * 60_000;
+      let ws;
+      for (;;) {
+        try {
+          ws = await openStream(ctx.kc, ctx.namespace, name!, 'console');
+          break;
+        } catch (e) {
+          if (!worthRetrying(e) || Date.now() >= until)
+            throw new Error(`Can't access VMI ${name}: ${(e as Error).message}`);
+          await new Promise((r) => setTimeout(r, 1000));
+        }
+      }
+      ctx.io.stderr(`Successfully connected to ${name} console. Press Ctrl+] or Ctrl+5 to exit console.\n`);
+      const end = await attachConsole(ws, { ...t, stderr: ctx.io.stderr });
+      if (!end.escaped)
+        throw new Error(
+          '\nYou were disconnected from the console. This could be caused by one of the following:' +
+            '\n - the target VM was powered off\n - another user connected to the console of the target VM' +
+            `\n - network issues${end.reason ? `\n(the server said: ${end.reason})` : ''}`,
+        );
+      ctx.io.stderr('\n');
+    },
+  },
+  vnc: {
+    usage: 'vnc NAME',
+    summary: "Open a virtual machine instance's VNC display on a local port (a VNC viewer connects there)",
+    flags: {
+      'proxy-only': {
+        type: 'boolean',
+        help: 'only run the proxy and print {"port": N}; connect a VNC viewer there yourself',
+      },
+      port: { type: 'string', help: 'the local port to listen on (default: any free port)' },
+      address: {
+        type: 'string',
+        help: 'the local address to listen on with --proxy-only (default 127.0.0.1)',
+      },
+      'preserve-session': {
+        type: 'boolean',
+        help: 'refuse to connect while another VNC connection is open, instead of replacing it',
+      },
+    },
+    args: ['NAME'],
+    async run(ctx, [name], f) {
+      const port = f['port'] === undefined ? 0 : Number(f['port']);
+      if (!Number.isInteger(port) || port < 0 || port > 65535)
+        throw new UsageError(`--port: must be a port number, got "${String(f['port'])}"`);
+      const proxyOnly = Boolean(f['proxy-only']);
+      const address = proxyOnly ? ((f['address'] as string | undefined) ?? '127.0.0.1') : '127.0.0.1';
+      let ws;
+      try {
+        ws = await openStream(
+          ctx.kc,
+          ctx.namespace,
+          name!,
+          'vnc',
+          f['preserve-session'] ? '?preserveSession=true' : '',
+        );
+      } catch (e) {
+        throw new Error(`can't access VMI ${name}: ${e instanceof StreamError ? e.message : String(e)}`);
+      }
+      await proxyVnc(ws, address, port, (p) => {
+        if (proxyOnly) ctx.io.stdout(`${JSON.stringify({ port: p })}\n`);
+        else
+          ctx.io.stderr(
+            `VNC of ${name} on 127.0.0.1:${p}: connect a VNC viewer there (e.g. remote-viewer vnc://127.0.0.1:${p}); ` +
+              'virtctl does not start one itself\n',
+          );
+      });
+    },
+  },
   guestosinfo: getVerb(
     'guestosinfo',
     "Print the guest agent's OS information of a virtual machine instance (JSON)",
@@ -395,7 +485,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       'default';
     const client = new KubeClient(kc);
     try {
-      await verb.run({ client, namespace, io }, parsed.positionals, f);
+      await verb.run({ client, kc, namespace, io }, parsed.positionals, f);
     } finally {
       client.close();
     }
