@@ -66,7 +66,8 @@ export class ClientNodeWriter implements KubeWriter {
   }
 
   async updateStatus(vmi: VirtualMachineInstance, status: VirtualMachineInstance['status']): Promise<void> {
-    await this.custom.replaceNamespacedCustomObjectStatus({
+    // the VMI has no status subresource (upstream's CRD has none): the status is written with the object
+    await this.custom.replaceNamespacedCustomObject({
       group: GROUP,
       version: VERSION,
       namespace: vmi.metadata.namespace!,
