@@ -7,7 +7,7 @@ import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import type { AddressInfo } from 'node:net';
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { ClusterAccess } from '@kubevirt-ts/controller-runtime';
 import { KubeClient } from '@kubevirt-ts/controller-runtime';
 import type { Logger } from '@kubevirt-ts/log';
 import { StatusError, internalError, methodNotAllowed, pathNotFound } from './status.js';
@@ -61,7 +61,7 @@ export async function loadRequestHeaderConfig(client: KubeClient): Promise<Reque
 }
 
 export interface SubresourceServerOptions {
-  kubeConfig: KubeConfig;
+  kubeConfig: ClusterAccess;
   /** serving certificate and key (PEM); the certificate names `<service>.<namespace>.svc` */
   cert: string | Buffer;
   key: string | Buffer;
