@@ -106,7 +106,10 @@ async function clusterRun(i) {
     const p =
       v &&
       items.find((o) => o.kind === 'Pod' && o.metadata.labels?.['kubevirt.io/created-by'] === v.metadata.uid);
-    if (v) ((vmi = v), mark('vmiCreated'));
+    if (v) {
+      vmi = v;
+      mark('vmiCreated');
+    }
     if (p) mark('podCreated');
     if (p?.spec?.nodeName) mark('podBound');
     if (p?.status?.containerStatuses?.find((c) => c.name === 'compute')?.state?.running)

@@ -9,16 +9,7 @@ import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import { NotifyServer, notifySocketPath, type CmdClient } from '@kubevirt-ts/cmd-protocol';
 import { createLogger, type Logger } from '@kubevirt-ts/log';
 import { VmiController, type NetworkSetup } from './controller.js';
-import {
-  KubeApiWriter,
-  VMIS,
-  GROUP,
-  HEARTBEAT_ANNOTATION,
-  NODE_NAME_LABEL,
-  SCHEDULABLE_LABEL,
-  VERSION,
-  VMI_PLURAL,
-} from './kube.js';
+import { KubeApiWriter, VMIS, HEARTBEAT_ANNOTATION, NODE_NAME_LABEL, SCHEDULABLE_LABEL } from './kube.js';
 import { DevicePlugin, KUBEVIRT_DEVICES } from './device-plugin.js';
 import { discoverLaunchers } from './launchers.js';
 import { MetricsText, addDomainStats, type StatsLike } from './metrics.js';
