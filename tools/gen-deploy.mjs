@@ -75,13 +75,7 @@ export const CONTROLLER_CLUSTER_RULES = [
     apiGroups: ['kubevirt.io'],
     resources: ['virtualmachineinstances'],
     verbs: ['get', 'list', 'watch', 'create', 'delete', 'update', 'patch'],
-    why: 'get/list/watch: the VMI controller follows every VMI; create: a VM starts by creating its VMI; delete: a VM stops by deleting its VMI (run strategy); update/patch: finalizers and labels of VMIs',
-  },
-  {
-    apiGroups: ['kubevirt.io'],
-    resources: ['virtualmachineinstances/status'],
-    verbs: ['update', 'patch'],
-    why: 'update/patch status: phase Pending -> Scheduling -> Scheduled from the launcher Pod, Failed when it fails',
+    why: 'get/list/watch: the VMI controller follows every VMI; create: a VM starts by creating its VMI; delete: a VM stops by deleting its VMI (run strategy); update/patch: status (phase Pending -> Scheduling -> Scheduled from the launcher Pod, Failed when it fails; the VMI has no status subresource, as upstream), finalizers and labels, in one write',
   },
   {
     apiGroups: ['kubevirt.io'],
@@ -175,14 +169,8 @@ export const HANDLER_CLUSTER_RULES = [
   {
     apiGroups: ['kubevirt.io'],
     resources: ['virtualmachineinstances'],
-    verbs: ['get', 'list', 'watch'],
-    why: 'get/list/watch: the VMIs scheduled to its node (informer with a nodeName label selector)',
-  },
-  {
-    apiGroups: ['kubevirt.io'],
-    resources: ['virtualmachineinstances/status'],
-    verbs: ['update', 'patch'],
-    why: 'update/patch status: Running/Succeeded/Failed, interfaces, guest OS info, conditions, migration state from the launcher',
+    verbs: ['get', 'list', 'watch', 'update', 'patch'],
+    why: 'get/list/watch: the VMIs scheduled to its node (informer with a nodeName label selector); update/patch: their status (Running/Succeeded/Failed, interfaces, guest OS info, conditions, migration state from the launcher), written with the object: the VMI has no status subresource, as upstream',
   },
   {
     apiGroups: ['kubevirt.io'],

@@ -3,8 +3,12 @@
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { hostname } from 'node:os';
-import { KubeConfig } from '@kubernetes/client-node';
-import { KubeClient, LeaderElector, PROMETHEUS_CONTENT_TYPE } from '@kubevirt-ts/controller-runtime';
+import {
+  KubeClient,
+  LeaderElector,
+  LiteKubeConfig,
+  PROMETHEUS_CONTENT_TYPE,
+} from '@kubevirt-ts/controller-runtime';
 import { createLogger } from '@kubevirt-ts/log';
 import {
   VirtController,
@@ -38,9 +42,8 @@ async function main(): Promise<number> {
     throw e;
   }
   const log = createLogger({ component: 'virt-controller', level: flags.logLevel });
-  const kc = new KubeConfig();
-  if (flags.kubeconfig) kc.loadFromFile(flags.kubeconfig);
-  else kc.loadFromCluster();
+  // not client-node's KubeConfig: it loads client-node's API models (~80 MiB RSS) this process never uses
+  const kc = flags.kubeconfig ? LiteKubeConfig.fromFile(flags.kubeconfig) : LiteKubeConfig.fromCluster();
 
   const controller = new VirtController({
     kubeConfig: kc,

@@ -1,6 +1,6 @@
 // The generated CRDs against a real etcd + kube-apiserver (tools/testenv): they are accepted as
 // structural, the reference VMIs are stored without any field pruned, strict field validation
-// rejects unknown fields, and status subresource, printer columns, short names and categories work.
+// rejects unknown fields, and the status (a subresource of VMs and VMIMs, written with the object on VMIs), printer columns, short names and categories work.
 import { readFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { fileURLToPath } from 'node:url';
@@ -177,11 +177,10 @@ test('the CRD schema rejects wrong types and unknown enum values', async () => {
   expect(q.body.message).toMatch(/spec\.domain\.resources\.requests\.memory/);
 });
 
-test('status is a subresource and printer columns show it', async () => {
+test('a VMI status is written with the object (no subresource, as upstream) and printer columns show it', async () => {
   const v = baseVmi();
   v.metadata.name = 'with-status';
   await kube('POST', objPath('VirtualMachineInstance', 'default'), v);
-  // status in a create is ignored; it is written through /status
   const cur = await kube('GET', objPath('VirtualMachineInstance', 'default', 'with-status'));
   const upd = {
     ...cur.body,
@@ -193,9 +192,14 @@ test('status is a subresource and printer columns show it', async () => {
       fieldFromTheFuture: 'kept',
     },
   };
-  const s = await kube('PUT', `${objPath('VirtualMachineInstance', 'default', 'with-status')}/status`, upd);
+  const sub = await kube('PUT', `${objPath('VirtualMachineInstance', 'default', 'with-status')}/status`, upd);
+  expect(sub.status).toBe(404);
+  // one write carries a label and the status (the VMI controller's Scheduled + kubevirt.io/nodeName)
+  upd.metadata.labels = { 'kubevirt.io/nodeName': 'node01' };
+  const s = await kube('PUT', objPath('VirtualMachineInstance', 'default', 'with-status'), upd);
   expect(s.status).toBe(200);
   expect(s.body.status.fieldFromTheFuture).toBe('kept');
+  expect(s.body.metadata.labels['kubevirt.io/nodeName']).toBe('node01');
   const table = await kube('GET', objPath('VirtualMachineInstance', 'default', 'with-status'), undefined, {
     accept: 'application/json;as=Table;v=v1;g=meta.k8s.io',
   });
@@ -214,5 +218,7 @@ test('discovery lists short names and the category all', async () => {
   expect(byName['virtualmachineinstances'].shortNames).toEqual(['vmi', 'vmis']);
   expect(byName['virtualmachineinstancemigrations'].shortNames).toEqual(['vmim', 'vmims']);
   for (const k of CRD_KINDS) expect(byName[k.plural].categories).toEqual(['all']);
-  expect(byName['virtualmachineinstances/status']).toBeDefined();
+  expect(byName['virtualmachines/status']).toBeDefined();
+  expect(byName['virtualmachineinstancemigrations/status']).toBeDefined();
+  expect(byName['virtualmachineinstances/status']).toBeUndefined();
 });

@@ -99,6 +99,11 @@ export interface KindInfo {
   shortNames: string[];
   schema: TSchema;
   columns: { name: string; type: string; jsonPath: string; description?: string; priority?: number }[];
+  /**
+   * false: no `status` subresource (status is written with the object, as upstream's VMI CRD: one write
+   * carries a phase and the labels that go with it, e.g. Scheduled and `kubevirt.io/nodeName`)
+   */
+  statusSubresource?: boolean;
 }
 
 const AGE = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
@@ -121,6 +126,7 @@ export const CRD_KINDS: KindInfo[] = [
     singular: 'virtualmachineinstance',
     shortNames: ['vmi', 'vmis'],
     schema: VirtualMachineInstanceSchema,
+    statusSubresource: false,
     columns: [
       AGE,
       { name: 'Phase', type: 'string', jsonPath: '.status.phase' },
@@ -176,7 +182,7 @@ export function crdFor(kind: string): Record<string, unknown> {
           name: 'v1',
           served: true,
           storage: true,
-          subresources: { status: {} },
+          ...(k.statusSubresource === false ? {} : { subresources: { status: {} } }),
           additionalPrinterColumns: k.columns,
           schema: { openAPIV3Schema },
         },

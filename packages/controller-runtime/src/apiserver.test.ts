@@ -53,7 +53,7 @@ describe('Informer', () => {
       kind: 'ConfigMap',
       metadata: { name: 'pre', labels: { t: 'i' } },
     });
-    const inf = new Informer<ConfigMap>(env.kubeConfig(), client, {
+    const inf = new Informer<ConfigMap>(client, {
       resource: CM,
       namespace: NS,
       labelSelector: 't=i',
@@ -83,11 +83,45 @@ describe('Informer', () => {
     ).toBeGreaterThan(0);
     expect(inf.getByKey(`${NS}/new`)?.metadata).not.toHaveProperty('managedFields');
     await inf.stop();
-    const again = new Informer<ConfigMap>(env.kubeConfig(), client, { resource: CM, namespace: NS });
+    const again = new Informer<ConfigMap>(client, { resource: CM, namespace: NS });
     await again.start();
     expect(again.list(NS).length).toBeGreaterThan(0);
     for (const o of again.list(NS)) expect(o.metadata).not.toHaveProperty('managedFields');
     await again.stop();
+  });
+});
+
+describe('Informer lists in pages and caches what transform keeps', () => {
+  it('5 objects in pages of 2, each cached as transformed; a watched change is transformed too', async () => {
+    for (let i = 0; i < 5; i++)
+      await client.create<ConfigMap>(CM, NS, {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: `pg${i}`, labels: { t: 'pg' } },
+        data: { big: 'x'.repeat(100), k: String(i) },
+      });
+    const before = client.writes;
+    const inf = new Informer<ConfigMap>(client, {
+      resource: CM,
+      namespace: NS,
+      labelSelector: 't=pg',
+      pageSize: 2,
+      transform: (o) => ({ metadata: o.metadata, data: { k: o.data?.['k'] ?? '' } }),
+    });
+    await inf.start();
+    expect(client.writes).toBe(before);
+    expect(
+      inf
+        .list(NS)
+        .map((o) => o.data)
+        .sort((a, b) => a!['k']!.localeCompare(b!['k']!)),
+    ).toEqual([0, 1, 2, 3, 4].map((i) => ({ k: String(i) })));
+    const seen: string[] = [];
+    inf.onUpdate((o) => seen.push(JSON.stringify(o.data)));
+    await client.patch(CM, NS, 'pg3', { data: { k: 'changed' } });
+    await until(() => seen.length > 0);
+    expect(seen).toEqual(['{"k":"changed"}']);
+    await inf.stop();
   });
 });
 

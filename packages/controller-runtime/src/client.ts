@@ -1,10 +1,10 @@
-// A small JSON REST client over a @kubernetes/client-node KubeConfig. Objects travel as the wire's
+// A small JSON REST client over a kubeconfig (`LiteKubeConfig`, or @kubernetes/client-node's KubeConfig). Objects travel as the wire's
 // JSON, unchanged: client-node's typed models rename or drop keys they do not know and turn
 // timestamps into Dates, and the informer's watch events are plain JSON anyway, so reads, writes and
 // the cache all see one representation. Writes are counted (benchmarks: API writes per VMI).
 import { Agent as HttpsAgent, request as httpsRequest, type RequestOptions } from 'node:https';
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { ClusterAccess } from './kubeconfig.js';
 
 export interface ObjectMeta {
   name?: string;
@@ -105,9 +105,18 @@ const PATCH_CONTENT_TYPE: Record<PatchType, string> = {
   strategic: 'application/strategic-merge-patch+json',
 };
 
+/** One event of a watch: ADDED, MODIFIED, DELETED, BOOKMARK, or ERROR (the object is then a Status). */
+export interface WatchEvent {
+  type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+  object: KubeObject & { code?: number; message?: string; reason?: string };
+}
+
 export interface ListOptions {
   labelSelector?: string;
   fieldSelector?: string;
+  /** at most this many items; the list's `metadata.continue` then names the next page */
+  limit?: number;
+  continue?: string;
 }
 
 export class KubeClient {
@@ -116,14 +125,9 @@ export class KubeClient {
   readonly writesByVerb: Record<string, number> = {};
   private agent: HttpsAgent | HttpAgent | undefined;
 
-  constructor(readonly kc: KubeConfig) {}
+  constructor(readonly kc: ClusterAccess) {}
 
-  async request<T>(
-    method: string,
-    path: string,
-    body?: unknown,
-    contentType = 'application/json',
-  ): Promise<T> {
+  private async prepare(method: string, path: string): Promise<{ url: URL; opts: RequestOptions }> {
     const cluster = this.kc.getCurrentCluster();
     if (!cluster) throw new Error('kubeconfig has no current cluster');
     const url = new URL(path, cluster.server);
@@ -141,6 +145,17 @@ export class KubeClient {
         })
       : new HttpAgent({ keepAlive: true });
     opts.agent = this.agent;
+    return { url, opts };
+  }
+
+  async request<T>(
+    method: string,
+    path: string,
+    body?: unknown,
+    contentType = 'application/json',
+  ): Promise<T> {
+    const { url, opts } = await this.prepare(method, path);
+    const secure = url.protocol === 'https:';
     const payload = body === undefined ? undefined : JSON.stringify(body);
     if (payload !== undefined)
       opts.headers = {
@@ -175,6 +190,62 @@ export class KubeClient {
     });
   }
 
+  /**
+   * A watch (`?watch=1`, from `resourceVersion`, with bookmarks): `onEvent` gets each event as it arrives;
+   * resolves when the server ends the stream, rejects on an error or a non-2xx answer. `signal` ends it.
+   */
+  async watch(
+    r: Resource,
+    namespace: string | undefined,
+    opts: ListOptions & { resourceVersion?: string; timeoutSeconds?: number },
+    onEvent: (e: WatchEvent) => void,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const q = new URLSearchParams({ watch: '1', allowWatchBookmarks: 'true' });
+    if (opts.resourceVersion) q.set('resourceVersion', opts.resourceVersion);
+    if (opts.labelSelector) q.set('labelSelector', opts.labelSelector);
+    if (opts.fieldSelector) q.set('fieldSelector', opts.fieldSelector);
+    if (opts.timeoutSeconds) q.set('timeoutSeconds', String(opts.timeoutSeconds));
+    const path = `${resourcePath(r, namespace)}?${q.toString()}`;
+    const { url, opts: ro } = await this.prepare('GET', path);
+    // a watch holds its connection: not from the keep-alive pool the requests share
+    ro.agent = false;
+    ro.signal = signal;
+    const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    return new Promise<void>((resolve, reject) => {
+      const req = send(url, ro, (res) => {
+        const status = res.statusCode ?? 0;
+        res.setEncoding('utf8');
+        if (status < 200 || status > 299) {
+          let text = '';
+          res.on('data', (d: string) => (text += d));
+          res.on('end', () => reject(new KubeApiError(status, text, 'GET', path)));
+          return;
+        }
+        let buf = '';
+        res.on('data', (d: string) => {
+          buf += d;
+          let i;
+          while ((i = buf.indexOf('\n')) >= 0) {
+            const line = buf.slice(0, i);
+            buf = buf.slice(i + 1);
+            if (!line.trim()) continue;
+            try {
+              onEvent(JSON.parse(line) as WatchEvent);
+            } catch (e) {
+              req.destroy(e as Error);
+              return;
+            }
+          }
+        });
+        res.on('end', () => resolve());
+        res.on('error', reject);
+      });
+      req.on('error', (e) => (signal?.aborted ? resolve() : reject(e)));
+      req.end();
+    });
+  }
+
   get<T extends KubeObject>(r: Resource, namespace: string | undefined, name: string): Promise<T> {
     return this.request<T>('GET', resourcePath(r, namespace, name));
   }
@@ -191,6 +262,8 @@ export class KubeClient {
     const q = new URLSearchParams();
     if (opts.labelSelector) q.set('labelSelector', opts.labelSelector);
     if (opts.fieldSelector) q.set('fieldSelector', opts.fieldSelector);
+    if (opts.limit) q.set('limit', String(opts.limit));
+    if (opts.continue) q.set('continue', opts.continue);
     const qs = q.toString();
     return this.request<KubeList<T>>('GET', resourcePath(r, namespace) + (qs ? `?${qs}` : ''));
   }

@@ -24,6 +24,13 @@ export interface EventRecorderOptions {
   aggregateWindowMs?: number;
   /** how many distinct events are remembered for aggregation (default 4096, as client-go's cache) */
   cacheSize?: number;
+  /**
+   * event writes sent at a time (default 1, as client-go's broadcaster, which writes them one by one): events are
+   * informational, so they do not compete with the controller's own writes for the API server
+   */
+  maxInFlight?: number;
+  /** events waiting to be written beyond which new ones are dropped with a warning (default 1000, as client-go) */
+  maxQueued?: number;
 }
 
 interface Seen {
@@ -42,8 +49,24 @@ export class EventRecorder {
   private readonly seen = new Map<string, Seen>();
   private readonly inFlight = new Set<Promise<void>>();
   private seq = 0;
+  private active = 0;
+  private readonly waiting: (() => void)[] = [];
   /** events written (creates + patches), for tests and benchmarks */
   written = 0;
+  /** events dropped because too many were waiting */
+  dropped = 0;
+
+  /** runs `fn` when fewer than maxInFlight writes are being sent */
+  private async limited(fn: () => Promise<void>): Promise<void> {
+    if (this.active >= (this.o.maxInFlight ?? 1)) await new Promise<void>((r) => this.waiting.push(r));
+    this.active++;
+    try {
+      await fn();
+    } finally {
+      this.active--;
+      this.waiting.shift()?.();
+    }
+  }
 
   constructor(private readonly o: EventRecorderOptions) {}
 
@@ -53,6 +76,14 @@ export class EventRecorder {
    */
   event(obj: EventSubject, type: 'Normal' | 'Warning', reason: string, message: string): void {
     const m = obj.metadata ?? {};
+    if (this.inFlight.size >= (this.o.maxQueued ?? 1000)) {
+      this.dropped++;
+      this.o.log?.warn('dropping an event: too many waiting to be written', {
+        reason,
+        object: `${obj.kind}/${m.namespace ?? ''}/${m.name ?? ''}`,
+      });
+      return;
+    }
     const namespace = m.namespace || 'default';
     const msg = message.length > MAX_MESSAGE ? `${message.slice(0, MAX_MESSAGE - 3)}...` : message;
     const key = JSON.stringify([obj.kind, namespace, m.name, m.uid, type, reason, msg]);
@@ -88,7 +119,7 @@ export class EventRecorder {
     this.seen.set(key, entry);
     while (this.seen.size > (this.o.cacheSize ?? 4096)) this.seen.delete(this.seen.keys().next().value!);
     const p = entry.chain
-      .then(write)
+      .then(() => this.limited(write))
       .catch((e: unknown) => {
         this.o.log?.warn('could not record an event', {
           reason,

@@ -24,7 +24,9 @@ export {
   type Resource,
   type ListOptions,
   type PatchType,
+  type WatchEvent,
 } from './client.js';
+export { LiteKubeConfig, KubeConfigError, type ClusterAccess } from './kubeconfig.js';
 export { Informer, keyOf, splitKey, type InformerOptions, type Handler } from './informer.js';
 export { updateIfChanged, type UpdateIfChangedOptions, type UpdateResult } from './status.js';
 export { deepEqual, clone } from './equal.js';

@@ -1,10 +1,10 @@
-// An informer on @kubernetes/client-node's ListWatch: list, then watch from the list's
-// resourceVersion, a cache of the objects, and add/update/delete handlers (which typically feed a
-// work queue). ListWatch stops on a watch error; this one starts it again after a backoff (1 s doubling
-// to 30 s), relisting when the server says the resourceVersion is too old (410).
-import { ListWatch, Watch, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+// An informer: list, then watch from the list's resourceVersion (with bookmarks), a cache of the objects,
+// and add/update/delete handlers (which typically feed a work queue). A watch that ends is started again
+// from the last resourceVersion seen; after an error, after a backoff (1 s doubling to 30 s); when the
+// server says that resourceVersion is too old (410 Gone), by a new list, whose differences from the cache
+// are delivered as adds, updates and deletes. Plain JSON over `KubeClient` (no client-node models).
 import type { Logger } from '@kubevirt-ts/log';
-import { resourcePath, type KubeClient, type KubeObject, type Resource } from './client.js';
+import { KubeApiError, type KubeClient, type KubeObject, type Resource, type WatchEvent } from './client.js';
 
 export type Handler<T> = (obj: T) => void;
 
@@ -18,33 +18,21 @@ function trim(o: unknown): void {
   if (m && 'managedFields' in m) delete m.managedFields;
 }
 
-/** client-node's Watch, with each event's object trimmed before the ListWatch caches it */
-class TrimmingWatch extends Watch {
-  override watch(
-    path: string,
-    queryParams: Record<string, string | number | boolean | undefined>,
-    callback: (phase: string, apiObj: unknown, watchObj?: unknown) => void,
-    done: (err: unknown) => void,
-  ): Promise<AbortController> {
-    return super.watch(
-      path,
-      queryParams,
-      (phase, apiObj, watchObj) => {
-        trim(apiObj);
-        callback(phase, apiObj, watchObj);
-      },
-      done,
-    );
-  }
-}
-
-export interface InformerOptions {
+export interface InformerOptions<T extends KubeObject = KubeObject> {
   resource: Resource;
   /** only this namespace (default: all) */
   namespace?: string;
   labelSelector?: string;
   fieldSelector?: string;
   log?: Logger;
+  /**
+   * What the cache keeps of each object (client-go's TransformFunc), applied to every listed and watched object
+   * before it is cached and handed to the handlers: e.g. only the fields a controller reads. Default: all but
+   * `metadata.managedFields`.
+   */
+  transform?: (o: T) => T;
+  /** objects per list request (`limit`, then `continue`; client-go's pager uses 500); default 250 */
+  pageSize?: number;
 }
 
 /** The key of an object in queues and caches: "namespace/name" ("name" when cluster-scoped). */
@@ -58,65 +46,38 @@ export function splitKey(key: string): { namespace: string | undefined; name: st
 }
 
 export class Informer<T extends KubeObject> {
-  // client-node types objects with Date timestamps; on the wire (and here) they are JSON strings
-  private readonly lw: ListWatch<KubernetesObject>;
+  /** namespace ('' when cluster-scoped) -> name -> object */
+  private readonly cache = new Map<string, Map<string, T>>();
+  private readonly handlers = {
+    add: [] as Handler<T>[],
+    update: [] as Handler<T>[],
+    delete: [] as Handler<T>[],
+  };
   private stopped = true;
   private retryMs = 1000;
   private retryTimer: NodeJS.Timeout | undefined;
+  private abort: AbortController | undefined;
+  private resourceVersion = '';
   private synced = false;
   readonly resource: Resource;
 
   constructor(
-    kc: KubeConfig,
-    client: KubeClient,
-    private readonly opts: InformerOptions,
+    private readonly client: KubeClient,
+    private readonly opts: InformerOptions<T>,
   ) {
     this.resource = opts.resource;
-    const path = resourcePath(opts.resource, opts.namespace);
-    const listFn = async () => {
-      const l = await client.list<T>(opts.resource, opts.namespace, {
-        labelSelector: opts.labelSelector,
-        fieldSelector: opts.fieldSelector,
-      });
-      for (const o of l.items) trim(o);
-      return { ...l, metadata: l.metadata ?? {} } as never;
-    };
-    this.lw = new ListWatch<KubernetesObject>(
-      path,
-      new TrimmingWatch(kc),
-      listFn,
-      false,
-      opts.labelSelector,
-      opts.fieldSelector,
-    );
-    this.lw.on('connect', () => {
-      this.retryMs = 1000;
-    });
-    this.lw.on('error', (err: unknown) => {
-      if (this.stopped) return;
-      opts.log?.warn('watch ended with an error, restarting', {
-        resource: opts.resource.plural,
-        reason: err instanceof Error ? err.message : String(err),
-        retryMs: this.retryMs,
-      });
-      this.retryTimer = setTimeout(() => {
-        this.retryTimer = undefined;
-        if (!this.stopped) void this.lw.start();
-      }, this.retryMs);
-      this.retryMs = Math.min(this.retryMs * 2, 30000);
-    });
   }
 
   onAdd(h: Handler<T>): this {
-    this.lw.on('add', h as unknown as Handler<KubernetesObject>);
+    this.handlers.add.push(h);
     return this;
   }
   onUpdate(h: Handler<T>): this {
-    this.lw.on('update', h as unknown as Handler<KubernetesObject>);
+    this.handlers.update.push(h);
     return this;
   }
   onDelete(h: Handler<T>): this {
-    this.lw.on('delete', h as unknown as Handler<KubernetesObject>);
+    this.handlers.delete.push(h);
     return this;
   }
   /** add, update and delete */
@@ -127,28 +88,16 @@ export class Informer<T extends KubeObject> {
   /** Lists (filling the cache and calling the add handlers) and starts watching; resolves once synced. */
   async start(): Promise<void> {
     this.stopped = false;
-    const ok = new Promise<void>((resolve, reject) => {
-      const onConnectErr = (e: unknown) => {
-        this.lw.off('error', onConnectErr);
-        reject(e instanceof Error ? e : new Error(String(e)));
-      };
-      this.lw.on('error', onConnectErr);
-      this.lw
-        .start()
-        .then(() => {
-          this.lw.off('error', onConnectErr);
-          resolve();
-        })
-        .catch(reject);
-    });
-    await ok;
+    await this.relist();
     this.synced = true;
+    this.watchLoop();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
-    await this.lw.stop();
+    this.abort?.abort();
+    return Promise.resolve();
   }
 
   hasSynced(): boolean {
@@ -156,13 +105,145 @@ export class Informer<T extends KubeObject> {
   }
 
   get(namespace: string | undefined, name: string): T | undefined {
-    return this.lw.get(name, namespace) as T | undefined;
+    return this.cache.get(namespace ?? '')?.get(name);
   }
   getByKey(key: string): T | undefined {
     const { namespace, name } = splitKey(key);
     return this.get(namespace, name);
   }
   list(namespace?: string): readonly T[] {
-    return this.lw.list(namespace) as readonly T[];
+    if (namespace !== undefined) return [...(this.cache.get(namespace)?.values() ?? [])];
+    const out: T[] = [];
+    for (const m of this.cache.values()) for (const o of m.values()) out.push(o);
+    return out;
+  }
+
+  private emit(kind: 'add' | 'update' | 'delete', o: T): void {
+    for (const h of this.handlers[kind]) h(o);
+  }
+
+  private put(obj: T): void {
+    trim(obj);
+    const o = this.opts.transform ? this.opts.transform(obj) : obj;
+    const ns = o.metadata?.namespace ?? '';
+    const name = o.metadata?.name ?? '';
+    let m = this.cache.get(ns);
+    if (!m) this.cache.set(ns, (m = new Map()));
+    const old = m.get(name);
+    m.set(name, o);
+    if (!old) this.emit('add', o);
+    else if (old.metadata?.resourceVersion !== o.metadata?.resourceVersion) this.emit('update', o);
+  }
+
+  private remove(o: T): void {
+    const ns = o.metadata?.namespace ?? '';
+    const m = this.cache.get(ns);
+    const name = o.metadata?.name ?? '';
+    const old = m?.get(name);
+    if (!m || !old) return;
+    m.delete(name);
+    if (m.size === 0) this.cache.delete(ns);
+    trim(o);
+    this.emit('delete', this.opts.transform ? this.opts.transform(o) : o);
+  }
+
+  /** a list (in pages) replaces the cache: what it lacks is deleted, the rest added or updated */
+  private async relist(): Promise<void> {
+    const { opts } = this;
+    const seen = new Set<string>();
+    let cont: string | undefined;
+    let rv = '';
+    do {
+      const l = await this.client.list<T>(opts.resource, opts.namespace, {
+        labelSelector: opts.labelSelector,
+        fieldSelector: opts.fieldSelector,
+        limit: opts.pageSize ?? 250,
+        continue: cont,
+      });
+      for (const o of l.items) {
+        seen.add(keyOf(o));
+        this.put(o);
+      }
+      cont = l.metadata?.continue || undefined;
+      rv = l.metadata?.resourceVersion ?? '';
+    } while (cont);
+    for (const o of this.list()) if (!seen.has(keyOf(o))) this.remove(o);
+    this.resourceVersion = rv;
+  }
+
+  private watchLoop(): void {
+    if (this.stopped) return;
+    const { opts } = this;
+    const abort = (this.abort = new AbortController());
+    let gone = false;
+    const onEvent = (e: WatchEvent) => {
+      if (e.type === 'ERROR') {
+        if (e.object.code === 410) gone = true;
+        else
+          throw new KubeApiError(e.object.code ?? 0, JSON.stringify(e.object), 'WATCH', opts.resource.plural);
+        return;
+      }
+      this.retryMs = 1000;
+      const rv = e.object.metadata?.resourceVersion;
+      if (rv) this.resourceVersion = rv;
+      if (e.type === 'ADDED' || e.type === 'MODIFIED') this.put(e.object as T);
+      else if (e.type === 'DELETED') this.remove(e.object as T);
+    };
+    this.client
+      .watch(
+        opts.resource,
+        opts.namespace,
+        {
+          labelSelector: opts.labelSelector,
+          fieldSelector: opts.fieldSelector,
+          resourceVersion: this.resourceVersion,
+          // the server ends a watch after this (plus jitter); it is started again from where it was
+          timeoutSeconds: 300 + Math.floor(Math.random() * 300),
+        },
+        onEvent,
+        abort.signal,
+      )
+      .then(async () => {
+        if (gone && !this.stopped) await this.relist();
+        this.watchLoop();
+      })
+      .catch(async (err: unknown) => {
+        if (this.stopped) return;
+        if (err instanceof KubeApiError && err.status === 410) {
+          try {
+            await this.relist();
+            return this.watchLoop();
+          } catch (e) {
+            err = e;
+          }
+        }
+        opts.log?.warn('watch ended with an error, restarting', {
+          resource: opts.resource.plural,
+          reason: err instanceof Error ? err.message : String(err),
+          retryMs: this.retryMs,
+        });
+        this.retryTimer = setTimeout(() => {
+          this.retryTimer = undefined;
+          void this.relistThenWatch();
+        }, this.retryMs);
+        this.retryMs = Math.min(this.retryMs * 2, 30000);
+      });
+  }
+
+  private async relistThenWatch(): Promise<void> {
+    if (this.stopped) return;
+    try {
+      await this.relist();
+    } catch (e) {
+      this.opts.log?.warn('list failed, retrying', {
+        resource: this.opts.resource.plural,
+        reason: e instanceof Error ? e.message : String(e),
+        retryMs: this.retryMs,
+      });
+      this.retryTimer = setTimeout(() => void this.relistThenWatch(), this.retryMs);
+      this.retryMs = Math.min(this.retryMs * 2, 30000);
+      return;
+    }
+    this.watchLoop();
   }
 }

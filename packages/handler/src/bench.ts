@@ -117,19 +117,18 @@ try {
   while (!out.includes('\n')) await sleep(50);
   const metricsUrl = `${out.trim()}/metrics`;
 
-  // virt-controller's part, all at once: status Scheduled + activePods, then the node label
+  // virt-controller's part, all at once: status Scheduled + activePods and the node label (one write)
   const t0 = Date.now();
   await Promise.all(
     created.map(async (v, i) => {
-      const s = (await custom.replaceNamespacedCustomObjectStatus({
-        ...vmiRes,
-        name: v.metadata.name!,
-        body: { ...v, status: { phase: 'Scheduled', nodeName: NODE, activePods: { [`pod-${i}`]: NODE } } },
-      })) as VirtualMachineInstance;
       await custom.replaceNamespacedCustomObject({
         ...vmiRes,
         name: v.metadata.name!,
-        body: { ...s, metadata: { ...s.metadata, labels: { 'kubevirt.io/nodeName': NODE } } },
+        body: {
+          ...v,
+          metadata: { ...v.metadata, labels: { 'kubevirt.io/nodeName': NODE } },
+          status: { phase: 'Scheduled', nodeName: NODE, activePods: { [`pod-${i}`]: NODE } },
+        },
       });
     }),
   );

@@ -5,36 +5,26 @@
 import { ContainerDisks } from './container-disks.js';
 import http from 'node:http';
 import path from 'node:path';
-import {
-  CustomObjectsApi,
-  makeInformer,
-  type Informer,
-  type KubeConfig,
-  type KubernetesListObject,
-  type KubernetesObject,
-  type ObjectCache,
-} from '@kubernetes/client-node';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import { NotifyServer, notifySocketPath, type CmdClient } from '@kubevirt-ts/cmd-protocol';
 import { createLogger, type Logger } from '@kubevirt-ts/log';
 import { VmiController, type NetworkSetup } from './controller.js';
-import {
-  ClientNodeWriter,
-  GROUP,
-  HEARTBEAT_ANNOTATION,
-  NODE_NAME_LABEL,
-  SCHEDULABLE_LABEL,
-  VERSION,
-  VMI_PLURAL,
-} from './kube.js';
+import { KubeApiWriter, VMIS, HEARTBEAT_ANNOTATION, NODE_NAME_LABEL, SCHEDULABLE_LABEL } from './kube.js';
 import { DevicePlugin, KUBEVIRT_DEVICES } from './device-plugin.js';
 import { discoverLaunchers, podPrivateDir } from './launchers.js';
 import { MetricsText, addDomainStats, type StatsLike } from './metrics.js';
-import { ExponentialFailureRateLimiter, WorkQueue, runWorkers } from '@kubevirt-ts/controller-runtime';
+import {
+  ExponentialFailureRateLimiter,
+  Informer,
+  WorkQueue,
+  runWorkers,
+  type ClusterAccess,
+  type KubeObject,
+} from '@kubevirt-ts/controller-runtime';
 import type { VmOptionsInput } from '@kubevirt-ts/cmd-protocol';
 
 export interface HandlerOptions {
-  kubeConfig: KubeConfig;
+  kubeConfig: ClusterAccess;
   nodeName: string;
   /** kubelet's pods dir as seen by the handler (default /var/lib/kubelet/pods) */
   podsDir: string;
@@ -71,9 +61,9 @@ export class Handler {
     rateLimiter: new ExponentialFailureRateLimiter<string>(5, 30_000),
   });
   private workers: Promise<void> | undefined;
-  readonly kube: ClientNodeWriter;
+  readonly kube: KubeApiWriter;
   private notify: NotifyServer;
-  private informer: (Informer<KubernetesObject> & ObjectCache<KubernetesObject>) | undefined;
+  private informer: Informer<KubeObject> | undefined;
   private timers: NodeJS.Timeout[] = [];
   private server: http.Server | undefined;
   private synced = false;
@@ -84,7 +74,7 @@ export class Handler {
 
   constructor(readonly opts: HandlerOptions) {
     this.log = opts.logger ?? createLogger('virt-handler');
-    this.kube = new ClientNodeWriter(opts.kubeConfig, opts.nodeName);
+    this.kube = new KubeApiWriter(opts.kubeConfig, opts.nodeName);
     const notifySocket = notifySocketPath(opts.handlerDir);
     this.controller = new VmiController(
       {
@@ -108,7 +98,7 @@ export class Handler {
           : undefined,
         getVmi: (key) => {
           const [ns, name] = key.split('/');
-          return this.informer?.get(name!, ns) as VirtualMachineInstance | undefined;
+          return this.informer?.get(ns, name!) as VirtualMachineInstance | undefined;
         },
         kube: this.kube,
         requeueAfter: (key, ms) => this.queue.addAfter(key, ms),
@@ -141,42 +131,23 @@ export class Handler {
     await this.notify.start();
     const found = await discoverLaunchers(o.podsDir, o.launcherUid ?? 107, this.log, this.warned);
     await this.controller.resync(found);
-    const custom = o.kubeConfig.makeApiClient(CustomObjectsApi);
     const selector = `${NODE_NAME_LABEL}=${o.nodeName}`;
-    let listed = false;
-    const informer = makeInformer<KubernetesObject>(
-      o.kubeConfig,
-      `/apis/${GROUP}/${VERSION}/${VMI_PLURAL}`,
-      async () => {
-        const list = (await custom.listClusterCustomObject({
-          group: GROUP,
-          version: VERSION,
-          plural: VMI_PLURAL,
-          labelSelector: selector,
-        })) as KubernetesListObject<KubernetesObject>;
-        listed = true;
-        return list;
-      },
-      selector,
-    );
-    const key = (v: KubernetesObject) => `${v.metadata?.namespace}/${v.metadata?.name}`;
-    const add = (k: string) => (this.synced ? this.queue.add(k) : this.early.add(k));
-    informer.on('add', (v) => add(key(v)));
-    informer.on('update', (v) => add(key(v)));
-    informer.on('delete', (v) => add(key(v)));
-    informer.on('error', (err) => {
-      if (this.stopping) return;
-      this.log.warn(`VMI watch: ${(err as Error)?.message ?? String(err)}; restarting`, {
-        reason: 'WatchError',
-      });
-      const t = setTimeout(() => void informer.start().catch(() => undefined), 2000);
-      this.timers.push(t);
+    // list (it rejects when the list fails: without it the handler knows no VMI and would take every domain for an
+    // orphan, so it does not go on), then watch; a failed watch is restarted by the informer with a backoff
+    const informer = new Informer<KubeObject>(this.kube.client, {
+      resource: VMIS,
+      labelSelector: selector,
+      log: this.log,
     });
+    const key = (v: KubeObject) => `${v.metadata?.namespace}/${v.metadata?.name}`;
+    const add = (k: string) => (this.synced ? this.queue.add(k) : this.early.add(k));
+    informer.onChange((v) => add(key(v)));
     this.informer = informer;
-    await informer.start();
-    // client-node's start() resolves even when the list failed: without a list the handler knows no
-    // VMI and would take every domain for an orphan, so it does not go on
-    if (!listed) throw new Error(`cannot list VirtualMachineInstances of node ${o.nodeName}`);
+    try {
+      await informer.start();
+    } catch (e) {
+      throw new Error(`cannot list VirtualMachineInstances of node ${o.nodeName}: ${(e as Error).message}`);
+    }
     this.synced = true;
     // a failed reconcile is retried with the key's backoff; it is logged as a warning (the retry follows)
     this.workers = runWorkers(this.queue, this.opts.workers ?? 4, (k) => this.controller.reconcile(k), {
@@ -265,7 +236,7 @@ export class Handler {
     namespace: string,
     name: string,
   ): { vmi: VirtualMachineInstance; client: CmdClient; privateDir: string } | undefined {
-    const vmi = this.informer?.get(name, namespace) as VirtualMachineInstance | undefined;
+    const vmi = this.informer?.get(namespace, name) as VirtualMachineInstance | undefined;
     const live = this.controller
       .liveLaunchers()
       .find((l) => l.namespace === namespace && l.name === name && l.uid === vmi?.metadata?.uid);

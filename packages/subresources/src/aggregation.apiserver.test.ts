@@ -74,7 +74,7 @@ async function createVmi(
     metadata: { name, namespace: NS },
     spec: template.spec,
   } as never);
-  await admin.patch(VMIS, NS, name, { status: { phase, nodeName: 'node-a', conditions } }, 'merge', 'status');
+  await admin.patch(VMIS, NS, name, { status: { phase, nodeName: 'node-a', conditions } }, 'merge');
   return vmi;
 }
 const getVm = (name: string) =>
@@ -255,7 +255,7 @@ test('migrate creates a VirtualMachineInstanceMigration for a running VMI, 409 o
   await createVmi('mig', 'Scheduled');
   const f = await failure(editor.request('PUT', `${SUB}/virtualmachines/mig/migrate`, {}));
   expect(f.status).toBe(409);
-  await admin.patch(VMIS, NS, 'mig', { status: { phase: 'Running' } }, 'merge', 'status');
+  await admin.patch(VMIS, NS, 'mig', { status: { phase: 'Running' } }, 'merge');
   await editor.request('PUT', `${SUB}/virtualmachines/mig/migrate`, {});
   const migs = await admin.list<{ metadata: { name: string }; spec: { vmiName: string } }>(VMIMS, NS);
   const mine = migs.items.filter((m) => m.spec.vmiName === 'mig');

@@ -120,7 +120,6 @@ async function runningVmi(name: string, conditions: { type: string; status: stri
     name,
     { status: { phase: 'Running', nodeName: 'node-a', conditions } },
     'merge',
-    'status',
   );
   vmis.set(`${NS}/${name}`, vmi);
 }
@@ -136,7 +135,6 @@ test('pause, unpause, softreboot and freeze reach the launcher through virt-hand
     'vmi1',
     { status: { conditions: [{ type: 'Paused', status: 'True' }] } },
     'merge',
-    'status',
   );
   await api.client.request('PUT', `${SUB}/vmi1/unpause`, {});
   expect(calls).toEqual(['pause default/vmi1', 'softreboot vmi1', 'freeze vmi1 120', 'unpause vmi1']);
@@ -169,14 +167,7 @@ test('a VMI without a launcher on the node: 500 naming the handler answer; nothi
     metadata: { name: 'elsewhere', namespace: NS },
     spec: { domain: { devices: {}, resources: { requests: { memory: '64Mi' } } } },
   } as never);
-  await admin.patch(
-    VMIS,
-    NS,
-    'elsewhere',
-    { status: { phase: 'Running', nodeName: 'node-b' } },
-    'merge',
-    'status',
-  );
+  await admin.patch(VMIS, NS, 'elsewhere', { status: { phase: 'Running', nodeName: 'node-b' } }, 'merge');
   const before = calls.length;
   try {
     await api.client.request('PUT', `${SUB}/elsewhere/pause`, {});

@@ -8,7 +8,7 @@ import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import type { AddressInfo } from 'node:net';
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { ClusterAccess } from '@kubevirt-ts/controller-runtime';
 import { KubeClient } from '@kubevirt-ts/controller-runtime';
 import type { Logger } from '@kubevirt-ts/log';
 import { StatusError, badRequest, internalError, methodNotAllowed, pathNotFound } from './status.js';
@@ -69,7 +69,7 @@ export async function loadRequestHeaderConfig(client: KubeClient): Promise<Reque
 }
 
 export interface SubresourceServerOptions {
-  kubeConfig: KubeConfig;
+  kubeConfig: ClusterAccess;
   /** serving certificate and key (PEM); the certificate names `<service>.<namespace>.svc` */
   cert: string | Buffer;
   key: string | Buffer;

@@ -2,14 +2,13 @@
 // process) over the bench's objects; once its caches hold them and its queues are idle it prints its
 // memory (after a GC: run with --expose-gc) as JSON on stdout and exits.
 //   node --expose-gc dist/bench-child.js KUBECONFIG N
-import { KubeConfig } from '@kubernetes/client-node';
+import { LiteKubeConfig } from '@kubevirt-ts/controller-runtime';
 import { createLogger } from '@kubevirt-ts/log';
 import { VirtController } from './manager.js';
 
 const [kubeconfig, n] = process.argv.slice(2) as [string, string];
 const N = Number(n);
-const kc = new KubeConfig();
-kc.loadFromFile(kubeconfig);
+const kc = LiteKubeConfig.fromFile(kubeconfig);
 const c = new VirtController({
   kubeConfig: kc,
   rendererConfig: { launcherImage: 'localhost/kubevirt-ts/virt-launcher:bench', useEmulation: true },
@@ -22,6 +21,20 @@ while (c.ctx.vmiQueue.len() + c.ctx.vmiQueue.inFlight() + c.ctx.vmQueue.len() > 
 await sleep(1000);
 (globalThis as { gc?: () => void }).gc?.();
 const m = process.memoryUsage();
+if (process.env['KVTS_BENCH_SMAPS']) {
+  // where the RSS is: the largest mappings (anonymous ones grouped), on stderr
+  const { readFileSync } = await import('node:fs');
+  const by = new Map<string, number>();
+  let cur = '';
+  for (const line of readFileSync('/proc/self/smaps', 'utf8').split('\n')) {
+    const h = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (h) cur = h[1] || '[anon]';
+    const r = /^Rss:\s+(\d+) kB/.exec(line);
+    if (r) by.set(cur, (by.get(cur) ?? 0) + Number(r[1]));
+  }
+  const top = [...by].sort((a, b) => b[1] - a[1]).slice(0, 8);
+  process.stderr.write(`${top.map(([k, v]) => `${(v / 1024).toFixed(1)} MiB ${k}`).join('\n')}\n`);
+}
 const mib = (x: number) => +(x / 2 ** 20).toFixed(1);
 process.stdout.write(
   `${JSON.stringify({ rssMiB: mib(m.rss), heapUsedMiB: mib(m.heapUsed), heapTotalMiB: mib(m.heapTotal), writes: c.client.writes })}\n`,

@@ -21,6 +21,7 @@ export interface PodContainerStatus {
   };
 }
 
+/** a launcher Pod as the controllers' cache keeps it (metadata, node, status; see manager.ts) */
 export interface Pod extends KubeObject {
   spec?: { nodeName?: string; containers?: { name: string; image?: string }[] };
   status?: {

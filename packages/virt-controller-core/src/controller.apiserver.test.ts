@@ -129,14 +129,7 @@ async function handlerSetsPhase(
     status: ready ? 'True' : 'False',
     reason: ready ? undefined : 'GuestNotRunning',
   } as never);
-  await api.patch(
-    VMIS,
-    NS,
-    name,
-    { status: { phase, phaseTransitionTimestamps: ts, conditions } },
-    'merge',
-    'status',
-  );
+  await api.patch(VMIS, NS, name, { status: { phase, phaseTransitionTimestamps: ts, conditions } }, 'merge');
 }
 
 /** kubelet: Pods of deleted VMIs go away (graceful deletion of a bound Pod needs the kubelet) */
@@ -353,8 +346,12 @@ describe('VM controller: run strategies', () => {
     expect(vmi.metadata.labels).toEqual({ 'kubevirt.io/vm': 'always' });
     expect(vmi.metadata.finalizers).toEqual(expect.arrayContaining([VMI_FINALIZER, VM_CONTROLLER_FINALIZER]));
     expect(vmi.spec.domain.firmware?.uuid).toMatch(/^[0-9a-f-]{36}$/);
-    const starting = await getVm('always');
-    expect(['Starting', 'Running']).toContain(starting?.status?.printableStatus);
+    // the VM's status is written after the VMI is created: wait for it, then it says Starting (or Running)
+    const starting = await until('VM status', async () => {
+      const v = await getVm('always');
+      return v?.status?.printableStatus ? v : undefined;
+    });
+    expect(['Starting', 'Running']).toContain(starting.status?.printableStatus);
     const v1 = await bringUp('always');
     const running = (await getVm('always'))!;
     expect(running.status).toMatchObject({ created: true, ready: true, printableStatus: 'Running' });

@@ -133,7 +133,6 @@ async function runOn(name: string, node: string): Promise<{ vmi: Vmi; pod: Pod }
       },
     },
     'merge',
-    'status',
   );
   return { vmi: sched, pod };
 }
@@ -257,19 +256,26 @@ describe('Kubernetes events, as upstream names them', () => {
 });
 
 describe('status.activePods', () => {
-  it('lists the launcher Pod by uid with its node ("" until it is scheduled), as upstream', async () => {
+  it('lists the launcher Pod by uid, its node from Scheduled on ("" before: a binding alone is no write)', async () => {
     const vmi = await createVmi('active');
     const pod = await until('pod', async () => (await podsOf(vmi))[0]);
     const uid = pod.metadata!.uid!;
-    await until('activePods unscheduled', async () => {
+    const before = await until('activePods unscheduled', async () => {
       const v = await getVmi('active');
       return v?.status?.activePods?.[uid] === '' ? v : undefined;
     });
     await bind(pod, 'node-ap');
+    await sleep(1000); // the controller has seen the binding (it is not written)
+    const bound = (await getVmi('active'))!;
+    expect(bound.status?.phase).toBe('Scheduling');
+    expect(bound.status?.activePods).toEqual({ [uid]: '' });
+    expect(bound.metadata.resourceVersion).toBe(before.metadata.resourceVersion);
+    await setPodStatus(pod, running);
     const v = await until('activePods with the node', async () => {
       const cur = await getVmi('active');
       return cur?.status?.activePods?.[uid] === 'node-ap' ? cur : undefined;
     });
+    expect(v.status?.phase).toBe('Scheduled');
     expect(Object.keys(v.status!.activePods!)).toEqual([uid]);
   });
 });

@@ -1,6 +1,6 @@
 // virt-controller's controllers wired together: informers on VMs, VMIs, launcher Pods and the config
 // object; a work queue per controller; expectations lowered by the informers' events.
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { ClusterAccess } from '@kubevirt-ts/controller-runtime';
 import {
   CONFIGMAPS,
   ControllerExpectations,
@@ -32,7 +32,7 @@ export const CONFIG_NAMESPACE = 'kubevirt-ts';
 export const CONFIG_NAME = 'kubevirt-ts-config';
 
 export interface VirtControllerOptions {
-  kubeConfig: KubeConfig;
+  kubeConfig: ClusterAccess;
   log?: Logger;
   /** namespace of the config object (default kubevirt-ts) */
   configNamespace?: string;
@@ -92,14 +92,23 @@ export class VirtController {
     this.log = opts.log ?? createLogger('virt-controller');
     this.client = new KubeClient(kc);
     const log = this.log;
-    const vms = new Informer<Vm>(kc, this.client, { resource: VMS, log });
-    const vmis = new Informer<Vmi>(kc, this.client, { resource: VMIS, log });
-    const pods = new Informer<Pod>(kc, this.client, {
+    const vms = new Informer<Vm>(this.client, { resource: VMS, log });
+    const vmis = new Informer<Vmi>(this.client, { resource: VMIS, log });
+    const pods = new Informer<Pod>(this.client, {
       resource: PODS,
       labelSelector: `${LABEL_APP}=virt-launcher`,
       log,
+      // the controllers read a launcher Pod's metadata, node and status: the rest of its spec (containers,
+      // volumes, affinity: most of a rendered Pod) is not cached
+      transform: (p) => ({
+        apiVersion: p.apiVersion,
+        kind: p.kind,
+        metadata: p.metadata,
+        spec: { nodeName: p.spec?.nodeName },
+        status: p.status,
+      }),
     });
-    this.nodes = new Informer<Node>(kc, this.client, { resource: NODES, log });
+    this.nodes = new Informer<Node>(this.client, { resource: NODES, log });
     this.eventClient = new KubeClient(kc);
     this.recorder = new EventRecorder({
       client: this.eventClient,
@@ -109,7 +118,7 @@ export class VirtController {
     });
     this.config = opts.rendererConfig;
     if (!opts.rendererConfig)
-      this.configInformer = new Informer(kc, this.client, {
+      this.configInformer = new Informer(this.client, {
         resource: CONFIGMAPS,
         namespace: opts.configNamespace ?? CONFIG_NAMESPACE,
         fieldSelector: `metadata.name=${opts.configName ?? CONFIG_NAME}`,
@@ -150,7 +159,7 @@ export class VirtController {
     this.vmi = new VmiController(this.ctx);
     this.migration = new MigrationController(
       this.ctx,
-      new Informer<Vmim>(kc, this.client, { resource: VMIMS, log }),
+      new Informer<Vmim>(this.client, { resource: VMIMS, log }),
     );
     this.migration.wire();
     this.node = new NodeController(

@@ -120,7 +120,7 @@ async function runningVmi(name: string, node: string): Promise<Vmi> {
   const pod = await until('launcher pod', async () => (await podsOf(created))[0]);
   await runPod(pod, node);
   await until(`${name} Scheduled`, async () => (await getVmi(name))?.status?.phase === 'Scheduled');
-  await api.patch(VMIS, NS, name, { status: { phase: 'Running' } }, 'merge', 'status');
+  await api.patch(VMIS, NS, name, { status: { phase: 'Running' } }, 'merge');
   return until(`${name} Running`, async () => {
     const v = await getVmi(name);
     return v?.status?.phase === 'Running' ? v : undefined;
@@ -151,7 +151,6 @@ async function handlerWrites(vmiName: string, fields: Partial<MigrationState> & 
     vmiName,
     { status: { migrationState: { ...vmi.status!.migrationState, ...fields } } },
     'merge',
-    'status',
   );
 }
 

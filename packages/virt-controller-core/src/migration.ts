@@ -404,12 +404,10 @@ export class MigrationController {
       targetPod: pod.metadata?.name,
       ...(source?.metadata?.name ? { sourcePod: source.metadata.name } : {}),
     };
-    await this.writeVmi(vmi, 'status', (v) => {
+    // one write (the VMI has no status subresource): the hand-off, and the label by which the target node's
+    // virt-handler picks the VMI up
+    await this.writeVmi(vmi, (v) => {
       (v.status ??= {}).migrationState = state;
-      return v;
-    });
-    // by this label the target node's virt-handler picks the VMI up
-    await this.writeVmi(vmi, undefined, (v) => {
       (v.metadata.labels ??= {})[LABEL_MIGRATION_TARGET_NODE] = targetNode;
       return v;
     });
@@ -428,7 +426,7 @@ export class MigrationController {
     if (ms.targetDirectMigrationNodePorts && Object.keys(ms.targetDirectMigrationNodePorts).length > 0)
       return;
     const now = nowTimestamp();
-    await this.writeVmi(vmi, 'status', (v) => {
+    await this.writeVmi(vmi, (v) => {
       const s = v.status?.migrationState;
       if (!s || s.migrationUid !== m.metadata.uid) return undefined;
       Object.assign(s, { startTimestamp: now, endTimestamp: now, failed: true, completed: true });
@@ -437,7 +435,7 @@ export class MigrationController {
   }
 
   private async requestAbort(m: Vmim, vmi: Vmi): Promise<void> {
-    await this.writeVmi(vmi, 'status', (v) => {
+    await this.writeVmi(vmi, (v) => {
       const s = v.status?.migrationState;
       if (!s || s.migrationUid !== m.metadata.uid || s.abortRequested) return undefined;
       s.abortRequested = true;
@@ -446,13 +444,12 @@ export class MigrationController {
     this.ctx.log.info('asked the source to abort the migration', { migration: m.metadata.name });
   }
 
-  private async writeVmi(vmi: Vmi, sub: 'status' | undefined, mutate: (v: Vmi) => Vmi | undefined) {
+  private async writeVmi(vmi: Vmi, mutate: (v: Vmi) => Vmi | undefined) {
     try {
       await updateIfChanged<Vmi>({
         client: this.ctx.client,
         resource: VMIS,
         current: vmi,
-        subresource: sub,
         mutate,
       });
     } catch (e) {

@@ -118,7 +118,6 @@ export class NodeController {
       client: ctx.client,
       resource: VMIS,
       current: vmi,
-      subresource: 'status',
       mutate: (latest) => {
         const v = structuredClone(latest);
         if (isFinal(v) || v.status?.nodeName !== nodeName) return v;

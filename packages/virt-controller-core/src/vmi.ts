@@ -205,18 +205,6 @@ export class VmiController {
     };
 
     this.syncReadyCondition(vmi, pod);
-    // upstream's status.activePods (pod uid -> node) of the VMI's scheduled launcher Pods: virt-handler finds a
-    // Pod's dirs (launcher socket, container disks) under kubelet's pod dir by that uid. Kept once the Pods are gone.
-    const active = this.ctx
-      .podsOfVmi(vmi.metadata.uid ?? '')
-      .filter((p) => p.metadata?.uid && p.spec?.nodeName)
-      .map((p) => [p.metadata!.uid!, p.spec!.nodeName!] as const);
-    if (active.length > 0) status.activePods = Object.fromEntries(active);
-
-    // upstream's activePods: every Pod of the VMI, uid -> node ("" until scheduled); kept once set
-    if (pods.length || status.activePods)
-      status.activePods = Object.fromEntries(pods.map((p) => [p.metadata!.uid!, p.spec?.nodeName ?? '']));
-
     if (!isFinal(vmi) && !vmi.metadata.deletionTimestamp && !vmi.metadata.finalizers?.includes(VMI_FINALIZER))
       (vmi.metadata.finalizers ??= []).push(VMI_FINALIZER);
 
@@ -255,6 +243,14 @@ export class VmiController {
       }
       if (vmi.metadata.finalizers?.length === 0) delete vmi.metadata.finalizers;
     }
+    // upstream's status.activePods: every Pod of the VMI, uid -> node; virt-handler finds a Pod's dirs (launcher
+    // socket, container disks) under kubelet's pod dir by that uid. Kept (possibly {}) once set. Before the VMI is
+    // Scheduled, nodes show as "" (the handler acts from Scheduled on): a Pod's binding alone is no write.
+    const early = status.phase === 'Pending' || status.phase === 'Scheduling';
+    if (pods.length || status.activePods)
+      status.activePods = Object.fromEntries(
+        pods.map((p) => [p.metadata!.uid!, early ? '' : (p.spec?.nodeName ?? '')]),
+      );
     // Scheduled and Running belong to virt-handler: only the Ready condition above is kept current
     if (status.nodeName) (vmi.metadata.labels ??= {})[LABEL_NODE_NAME] = status.nodeName;
 
@@ -310,33 +306,25 @@ export class VmiController {
     if (status.conditions) for (const c of status.conditions) if (c.reason === undefined) delete c.reason;
   }
 
-  /** Status first (status subresource), then metadata (finalizers, node label): two writes at most. */
+  /**
+   * One write of the whole VMI (status, finalizers, labels: its CRD has no status subresource, as upstream's),
+   * only when it changed: Scheduled and the `kubevirt.io/nodeName` label land together.
+   */
   private async updateStatus(key: string, vmi: Vmi, pod: Pod | undefined, syncErr: SyncError | undefined) {
     const { ctx } = this;
-    const write = async (sub: 'status' | undefined, pick: (cur: Vmi, want: Vmi) => Vmi) => {
-      ctx.vmiExpectations.raiseExpectations(key, 1, 0);
-      try {
-        const r = await updateIfChanged<Vmi>({
-          client: ctx.client,
-          resource: VMIS,
-          current: cur,
-          subresource: sub,
-          mutate: (latest) => pick(latest, this.desired(structuredClone(latest), pod, syncErr)),
-        });
-        if (!r.written) ctx.vmiExpectations.lowerExpectations(key, 1, 0);
-        if (r.object) cur = r.object;
-        return r;
-      } catch (e) {
-        ctx.vmiExpectations.lowerExpectations(key, 1, 0);
-        if (isNotFound(e)) return undefined;
-        throw e;
-      }
-    };
-    let cur = vmi;
-    await write('status', (latest, want) => ({ ...latest, status: want.status }));
-    await write(undefined, (latest, want) => ({
-      ...latest,
-      metadata: { ...latest.metadata, finalizers: want.metadata.finalizers, labels: want.metadata.labels },
-    }));
+    ctx.vmiExpectations.raiseExpectations(key, 1, 0);
+    try {
+      const r = await updateIfChanged<Vmi>({
+        client: ctx.client,
+        resource: VMIS,
+        current: vmi,
+        mutate: (latest) => this.desired(latest, pod, syncErr),
+      });
+      if (!r.written) ctx.vmiExpectations.lowerExpectations(key, 1, 0);
+    } catch (e) {
+      ctx.vmiExpectations.lowerExpectations(key, 1, 0);
+      if (isNotFound(e)) return;
+      throw e;
+    }
   }
 }

@@ -84,7 +84,7 @@ async function createVmi(name: string, phase: string): Promise<string> {
     metadata: { name, namespace: NS },
     spec: template.spec,
   } as never);
-  await admin.patch(VMIS, NS, name, { status: { phase, nodeName: 'node-a' } }, 'merge', 'status');
+  await admin.patch(VMIS, NS, name, { status: { phase, nodeName: 'node-a' } }, 'merge');
   return vmi.metadata.uid;
 }
 const getVm = (name: string) =>

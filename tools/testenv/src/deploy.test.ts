@@ -154,12 +154,6 @@ const NEEDS: Record<'controller' | 'handler', Need[]> = {
     },
     {
       group: 'kubevirt.io',
-      resource: 'virtualmachineinstances',
-      subresource: 'status',
-      verbs: ['update', 'patch'],
-    },
-    {
-      group: 'kubevirt.io',
       resource: 'virtualmachineinstancemigrations',
       verbs: ['get', 'list', 'watch', 'update', 'patch'],
     },
@@ -232,12 +226,11 @@ const NEEDS: Record<'controller' | 'handler', Need[]> = {
     },
   ],
   handler: [
-    { group: 'kubevirt.io', resource: 'virtualmachineinstances', verbs: ['get', 'list', 'watch'] },
+    // update/patch: the VMI's status (no status subresource on the VMI, as upstream)
     {
       group: 'kubevirt.io',
       resource: 'virtualmachineinstances',
-      subresource: 'status',
-      verbs: ['update', 'patch'],
+      verbs: ['get', 'list', 'watch', 'update', 'patch'],
     },
     { group: 'kubevirt.io', resource: 'virtualmachineinstancemigrations', verbs: ['get', 'list', 'watch'] },
     { group: '', resource: 'pods', verbs: ['get', 'list', 'watch'] },
