@@ -22,13 +22,22 @@ if (!tsDir) {
   console.error('usage: run-build.mjs TYPESCRIPT_DIR [APP_DIR]');
   process.exit(2);
 }
-const ts = createRequire(path.join(path.resolve(tsDir), 'package.json'))('typescript');
+const ts = createRequire(import.meta.url)(path.resolve(tsDir)); // the package's directory: its "main"
 const started = Date.now();
 const readJson = (file) => JSON.parse(readFileSync(file, 'utf8'));
 const die = (msg) => {
   console.error(`run-build: ${msg}`);
   process.exit(1);
 };
+
+// Where Node.js finds package NAME from DIR: DIR/node_modules/NAME, else the same in each parent up to the repository.
+function installed(dir, name, from) {
+  for (let d = dir; ; d = path.dirname(d)) {
+    const candidate = path.join(d, 'node_modules', name);
+    if (existsSync(candidate)) return candidate;
+    if (d === repo || d === path.dirname(d)) die(`${from}: its dependency ${name} is not installed (npm ci)`);
+  }
+}
 
 // Workspace projects in build order: each one after the workspace packages it depends on.
 function buildOrder(appDir) {
@@ -39,11 +48,9 @@ function buildOrder(appDir) {
     seen.add(dir);
     const pkg = readJson(path.join(dir, 'package.json'));
     for (const name of Object.keys(pkg.dependencies ?? {})) {
-      const link = path.join(repo, 'node_modules', name);
-      if (!existsSync(link)) die(`${pkg.name}: its dependency ${name} is not installed (npm ci)`);
-      const target = realpathSync(link);
+      const target = realpathSync(installed(dir, name, pkg.name));
       // a workspace package is a symlink out of node_modules into the repository; registry packages need no build
-      if (path.relative(repo, target).split(path.sep)[0] !== 'node_modules') visit(target);
+      if (!path.relative(repo, target).split(path.sep).includes('node_modules')) visit(target);
     }
     order.push(dir);
   };

@@ -3,8 +3,10 @@
 # Quick when everything is already there. Used by tools/run.sh and tools/test.sh.
 #   bash tools/setup.sh          everything (the test suite: also etcd, protoc, Go, kube-apiserver and
 #                                kubectl, the cmd-protocol interop tool; builds every project)
-#   bash tools/setup.sh --run    only what the main job (tools/run.sh) needs: Node 24, npm ci, the qemu
-#                                user, the test guest, the build of virt-launcher and what it imports
+#   bash tools/setup.sh --run    only what the main job (tools/run.sh) needs: Node 24, the runtime
+#                                dependencies of virt-launcher (npm ci with a workspace filter) and TypeScript,
+#                                the qemu user, the test guest, the build of virt-launcher and what it imports
+#                                (tools/run-build.mjs: tsc's output, not type-checked)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 log() { printf '[setup +%ss] %s\n' "$SECONDS" "$*" >&2; }
@@ -38,14 +40,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# Node 24 first on PATH (installed into the cache when the machine's node is older), headers for node-gyp
-source tools/node-env.sh
-log "node $(node --version) ($(command -v node))"
-
 # Extra setup steps of parts of the project (test guest, test control plane, users, ...):
 # each tools/setup.d/NN-name.sh is idempotent and quick when its work is already done.
 # A step whose header has the line `# setup: run` is also needed by the main job; the others only by tests.
-# They need no node_modules, so they run (in order) while npm ci runs.
+# They need neither Node.js nor node_modules, so they run (in order) while Node.js is installed and npm ci runs.
 steps() {
   for step in tools/setup.d/*.sh; do
     [ -e "$step" ] || continue
@@ -57,26 +55,55 @@ steps() {
 steps &
 steps_pid=$!
 
-# node_modules is reinstalled when the lock file changes or it was installed under another Node.js
+# Node 24 first on PATH (installed into the cache when the machine's node is older), headers for node-gyp
+source tools/node-env.sh
+log "node $(node --version) ($(command -v node))"
+
+# node_modules is reinstalled when the lock file changes or it was installed under another Node.js.
+# The main job installs only what virt-launcher imports at run time (the workspace filter, without
+# devDependencies: about 150 of the lock's 1080 packages) plus the lock's typescript on its own, fetched
+# meanwhile; a full install serves the main job too, and the test mode replaces a main-job install by a full one.
 stamp=node_modules/.kvts-lock-stamp
-want="$(node -p process.version) $(sha256sum package-lock.json | cut -d' ' -f1)"
-npm_status=0
-if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  log "npm ci"
-  if npm ci --no-audit --no-fund --loglevel=error; then echo "$want" >"$stamp"; else npm_status=$?; fi
+full="$(node -p process.version) $(sha256sum package-lock.json | cut -d' ' -f1)"
+have="$(cat "$stamp" 2>/dev/null || true)"
+ts_pid=
+if [ "$mode" = run ]; then
+  want="run $full"
+  [ "$have" != "$full" ] || want="$full"
+  ci=(npm ci --omit=dev --workspace=apps/virt-launcher --include-workspace-root=false)
+  if [ "$want" != "$full" ]; then
+    ts_out="$(mktemp)"
+    bash tools/typescript-install.sh >"$ts_out" &
+    ts_pid=$!
+  fi
+else
+  want="$full"
+  ci=(npm ci)
 fi
+npm_status=0
+if [ "$have" != "$want" ]; then
+  log "${ci[*]}"
+  if "${ci[@]}" --no-audit --no-fund --loglevel=error; then echo "$want" >"$stamp"; else npm_status=$?; fi
+fi
+ts_status=0
+[ -z "$ts_pid" ] || wait "$ts_pid" || ts_status=$?
 steps_status=0
 wait "$steps_pid" || steps_status=$?
 [ "$npm_status" = 0 ] || { echo "setup: npm ci failed ($npm_status)" >&2; exit 1; }
+[ "$ts_status" = 0 ] || { echo "setup: tools/typescript-install.sh failed ($ts_status)" >&2; exit 1; }
 [ "$steps_status" = 0 ] || { echo "setup: a tools/setup.d step failed ($steps_status)" >&2; exit 1; }
 
-export NX_DAEMON=false NX_NO_CLOUD=true NX_TUI=false
 if [ "$mode" = run ]; then
+  # tsc's output without its type check (the test mode's full build has it): see tools/run-build.mjs
   log "building virt-launcher and what it imports"
-  build=(npx nx run @kubevirt-ts/virt-launcher:build)
-else
-  log "building packages and apps"
-  build=(npx nx run-many -t build)
+  if [ -n "$ts_pid" ]; then typescript="$(cat "$ts_out")"; rm -f "$ts_out"; else typescript=node_modules/typescript; fi
+  node tools/run-build.mjs "$typescript" >/dev/null
+  log "ready"
+  exit 0
 fi
+
+export NX_DAEMON=false NX_NO_CLOUD=true NX_TUI=false
+log "building packages and apps"
+build=(npx nx run-many -t build)
 "${build[@]}" --outputStyle=static >/dev/null || "${build[@]}" --outputStyle=stream --skip-nx-cache
 log "ready"
