@@ -30,6 +30,10 @@ git -C "$work/repo" checkout -q "$ref"
 mkdir "$work/cache" "$work/npm-cache"
 clean_env=(env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME="${HOME:-/root}"
   XDG_CACHE_HOME="$work/cache" npm_config_cache="$work/npm-cache" LANG=C.UTF-8)
+# the machine's own TLS trust settings, where it has them (e.g. a proxy's CA), are kept: they are not caches
+for var in NODE_EXTRA_CA_CERTS SSL_CERT_FILE SSL_CERT_DIR; do
+  [ -z "${!var:-}" ] || clean_env+=("$var=${!var}")
+done
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 echo "main job from a fresh clone of $(git -C "$repo" log -1 --format='%h %s' "$ref" | cut -c1-100)"
 echo "system node: $("${clean_env[@]}" node --version 2>/dev/null || echo none); load average at the start: $(load)"
