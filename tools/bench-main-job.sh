@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Measures the main job (tools/run.sh) from a fresh clone with empty caches, as close to a fresh machine as
 # this one can be made (the Debian packages stay installed): a clone of REF under /tmp, a clean environment
-# (env -i, the system PATH), an empty XDG_CACHE_HOME (so an empty KVTS_CACHE: Node.js, the test guest,
+# (env -i, the system PATH), an empty HOME and XDG_CACHE_HOME (so an empty KVTS_CACHE: Node.js, the test guest,
 # TypeScript are fetched again) and an empty npm cache, no node_modules, no build output. Prints:
 #   1. `bash tools/setup.sh --run` (all the main job installs and builds): wall time, CPU seconds (user + sys
 #      of it and all its children, /usr/bin/time), peak RSS, and the time of each of its steps;
@@ -27,8 +27,10 @@ cleanup() {
 trap cleanup EXIT
 git clone -q --no-hardlinks "$repo" "$work/repo"
 git -C "$work/repo" checkout -q "$ref"
-mkdir "$work/cache" "$work/npm-cache"
-clean_env=(env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME="${HOME:-/root}"
+mkdir "$work/cache" "$work/npm-cache" "$work/home"
+# an empty HOME too: nx (>= 23.2) keeps its task cache in ~/.nx/<repository id>, shared by every clone and
+# worktree of this repository, and would restore build outputs made elsewhere
+clean_env=(env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME="$work/home"
   XDG_CACHE_HOME="$work/cache" npm_config_cache="$work/npm-cache" LANG=C.UTF-8)
 # the machine's own TLS trust settings, where it has them (e.g. a proxy's CA), are kept: they are not caches
 for var in NODE_EXTRA_CA_CERTS SSL_CERT_FILE SSL_CERT_DIR; do
