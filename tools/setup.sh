@@ -55,35 +55,47 @@ steps() {
 steps &
 steps_pid=$!
 
-# Node 24 first on PATH (installed into the cache when the machine's node is older), headers for node-gyp
-source tools/node-env.sh
-log "node $(node --version) ($(command -v node))"
-
-# node_modules is reinstalled when the lock file changes or it was installed under another Node.js.
-# The main job installs only what virt-launcher imports at run time (the workspace filter, without
-# devDependencies: about 150 of the lock's 1080 packages) plus the lock's typescript on its own, fetched
-# meanwhile; a full install serves the main job too, and the test mode replaces a main-job install by a full one.
 stamp=node_modules/.kvts-lock-stamp
-full="$(node -p process.version) $(sha256sum package-lock.json | cut -d' ' -f1)"
+lock_hash="$(sha256sum package-lock.json | cut -d' ' -f1)"
 have="$(cat "$stamp" 2>/dev/null || true)"
+# The main job installs only what virt-launcher imports at run time (npm ci with the workspace filter and
+# without devDependencies: about 150 of the lock's 1080 packages) and the lock's typescript on its own. That
+# install runs no install scripts, so it needs neither Node 24 nor its headers: it runs with the machine's
+# npm while Node 24 is fetched, and tools/run-build.mjs compiles the libvirt addon (node-libvirt's
+# build:native) under Node 24 afterwards. Any install of the same lock file serves the main job (a full one
+# too); the test mode replaces a main-job install by a full one.
+run_ci_pid=
 ts_pid=
 if [ "$mode" = run ]; then
-  want="run $full"
-  [ "$have" != "$full" ] || want="$full"
-  ci=(npm ci --omit=dev --workspace=apps/virt-launcher --include-workspace-root=false)
-  if [ "$want" != "$full" ]; then
+  case "$have" in *" $lock_hash") run_ci=no ;; *) run_ci=yes ;; esac
+  if [ "$run_ci" = yes ]; then
+    log "npm ci of virt-launcher's runtime dependencies"
+    (npm ci --omit=dev --workspace=apps/virt-launcher --include-workspace-root=false --ignore-scripts \
+      --no-audit --no-fund --loglevel=error && echo "run $lock_hash" >"$stamp") &
+    run_ci_pid=$!
+  fi
+  # a full install has typescript; the main job's does not
+  if [ "$run_ci" = yes ] || [ ! -f node_modules/typescript/package.json ]; then
     ts_out="$(mktemp)"
     bash tools/typescript-install.sh >"$ts_out" &
     ts_pid=$!
   fi
-else
-  want="$full"
-  ci=(npm ci)
 fi
+
+# Node 24 first on PATH (installed into the cache when the machine's node is older), headers for node-gyp
+source tools/node-env.sh
+log "node $(node --version) ($(command -v node))"
+
 npm_status=0
-if [ "$have" != "$want" ]; then
-  log "${ci[*]}"
-  if "${ci[@]}" --no-audit --no-fund --loglevel=error; then echo "$want" >"$stamp"; else npm_status=$?; fi
+if [ "$mode" = run ]; then
+  [ -z "$run_ci_pid" ] || wait "$run_ci_pid" || npm_status=$?
+else
+  # node_modules is reinstalled when the lock file changes or it was installed under another Node.js
+  want="$(node -p process.version) $lock_hash"
+  if [ "$have" != "$want" ]; then
+    log "npm ci"
+    if npm ci --no-audit --no-fund --loglevel=error; then echo "$want" >"$stamp"; else npm_status=$?; fi
+  fi
 fi
 ts_status=0
 [ -z "$ts_pid" ] || wait "$ts_pid" || ts_status=$?
