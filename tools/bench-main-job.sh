@@ -50,7 +50,7 @@ grep '^\[setup +' "$work/setup.log" | sed 's/^/    /'
 
 "${clean_env[@]}" bash tools/run.sh >"$work/console.log" 2>&1 </dev/null &
 run_pid=$!
-until grep -q KUBEVIRT-TS-GUEST-READY "$work/console.log"; do
+until grep -q KUBEVIRT-TS-GUEST-READY "$work/console.log" 2>/dev/null; do
   kill -0 "$run_pid" 2>/dev/null || { tail -n 30 "$work/console.log" >&2; echo "bench-main-job: run.sh ended early" >&2; exit 1; }
   sleep 0.1
 done

@@ -10,6 +10,9 @@
 // re-exporting a type without `export type`). No .d.ts and no .tsbuildinfo are written: the next `tsc -b`
 // builds and checks everything. A file is compiled again only when its output is missing or older than it.
 //   node tools/run-build.mjs TYPESCRIPT_DIR [APP_DIR]     (APP_DIR defaults to apps/virt-launcher)
+//   node tools/run-build.mjs --check TYPESCRIPT_DIR [APP_DIR]   after a full build (`tsc -b`): compiles every
+//     file in memory, writes nothing, and fails naming each file whose JavaScript or source map differs from
+//     tsc's (e2e/src/run-build.test.ts runs it).
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -17,9 +20,11 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const repo = path.resolve(fileURLToPath(new URL('..', import.meta.url)));
-const [tsDir, appArg = 'apps/virt-launcher'] = process.argv.slice(2);
+const args = process.argv.slice(2);
+const check = args[0] === '--check';
+const [tsDir, appArg = 'apps/virt-launcher'] = check ? args.slice(1) : args;
 if (!tsDir) {
-  console.error('usage: run-build.mjs TYPESCRIPT_DIR [APP_DIR]');
+  console.error('usage: run-build.mjs [--check] TYPESCRIPT_DIR [APP_DIR]');
   process.exit(2);
 }
 const ts = createRequire(import.meta.url)(path.resolve(tsDir)); // the package's directory: its "main"
@@ -66,7 +71,9 @@ const formatHost = {
 };
 const report = (diagnostics) => die(`\n${ts.formatDiagnostics(diagnostics, formatHost)}`);
 
-// Returns how many files were compiled (0: all up to date).
+const differing = [];
+
+// Returns how many files were compiled (0: all up to date); with --check, how many were compared.
 function compile(dir, pkg) {
   const configFile = path.join(dir, 'tsconfig.json');
   const read = ts.readConfigFile(configFile, ts.sys.readFile);
@@ -94,7 +101,7 @@ function compile(dir, pkg) {
   for (const file of parsed.fileNames) {
     if (isTest(file) || file.endsWith('.d.ts')) continue;
     const out = path.join(outDir, path.relative(rootDir, file)).replace(/\.ts$/, '.js');
-    if (existsSync(out) && statSync(out).mtimeMs >= statSync(file).mtimeMs) continue;
+    if (!check && existsSync(out) && statSync(out).mtimeMs >= statSync(file).mtimeMs) continue;
     const result = ts.transpileModule(readFileSync(file, 'utf8'), {
       compilerOptions: options,
       fileName: file,
@@ -102,13 +109,20 @@ function compile(dir, pkg) {
     });
     const errors = (result.diagnostics ?? []).filter((d) => d.category === ts.DiagnosticCategory.Error);
     if (errors.length) report(errors);
-    mkdirSync(path.dirname(out), { recursive: true });
-    writeFileSync(out, result.outputText);
+    const outputs = [[out, result.outputText]];
     if (result.sourceMapText) {
       // the map names its source as tsc's does: relative to the output file
       const map = JSON.parse(result.sourceMapText);
       map.sources = [path.relative(path.dirname(out), file)];
-      writeFileSync(`${out}.map`, JSON.stringify(map));
+      outputs.push([`${out}.map`, JSON.stringify(map)]);
+    }
+    for (const [name, text] of outputs) {
+      if (!check) {
+        mkdirSync(path.dirname(name), { recursive: true });
+        writeFileSync(name, text);
+      } else if (!existsSync(name) || readFileSync(name, 'utf8') !== text) {
+        differing.push(path.relative(repo, name));
+      }
     }
     count++;
   }
@@ -118,6 +132,10 @@ function compile(dir, pkg) {
 for (const dir of buildOrder(path.resolve(repo, appArg))) {
   const pkg = readJson(path.join(dir, 'package.json'));
   const count = compile(dir, pkg);
+  if (check) {
+    console.log(`[run-build] ${pkg.name}: ${count} files compared with tsc's output`);
+    continue;
+  }
   if (pkg.scripts?.['build:native']) {
     const r = spawnSync('npm', ['run', '--silent', 'build:native'], { cwd: dir, stdio: 'inherit' });
     if (r.error) throw r.error;
@@ -125,4 +143,5 @@ for (const dir of buildOrder(path.resolve(repo, appArg))) {
   }
   console.log(`[run-build] ${pkg.name}: ${count ? `${count} files compiled` : 'up to date'}`);
 }
+if (differing.length) die(`these differ from tsc's output (or tsc wrote none):\n  ${differing.join('\n  ')}`);
 console.log(`[run-build] done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
