@@ -7,14 +7,15 @@
 // why this needs only the app's runtime dependencies and the `typescript` package, not @types/* or jest.
 // Compiling one file at a time gives tsc's own JavaScript because the sources keep to `isolatedModules`
 // (set in tsconfig.base.json, so `tsc -b` refuses what a per-file compile would get wrong, such as
-// re-exporting a type without `export type`). No .d.ts and no .tsbuildinfo are written: the next `tsc -b`
-// builds and checks everything. A file is compiled again only when its output is missing or older than it.
+// re-exporting a type without `export type`). No .d.ts and no .tsbuildinfo are written, and a project's
+// .tsbuildinfo is removed when a file of it is compiled: the next `tsc -b` builds and checks it all again.
+// A file is compiled again only when its output is missing or older than it.
 //   node tools/run-build.mjs TYPESCRIPT_DIR [APP_DIR]     (APP_DIR defaults to apps/virt-launcher)
 //   node tools/run-build.mjs --check TYPESCRIPT_DIR [APP_DIR]   after a full build (`tsc -b`): compiles every
 //     file in memory, writes nothing, and fails naming each file whose JavaScript or source map differs from
 //     tsc's (e2e/src/run-build.test.ts runs it).
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -125,6 +126,15 @@ function compile(dir, pkg) {
       }
     }
     count++;
+  }
+  if (count && !check) {
+    // tsc -b trusts its .tsbuildinfo that the outputs it lists (.d.ts included) are there: drop it, so that the
+    // next tsc -b builds this project again instead of leaving it without declarations
+    const configName = path.basename(configFile, '.json');
+    const buildInfo =
+      parsed.options.tsBuildInfoFile ??
+      path.join(outDir, path.relative(rootDir, dir), `${configName}.tsbuildinfo`);
+    rmSync(buildInfo, { force: true });
   }
   return count;
 }
