@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job on an embedded default: installs and builds only what it needs when missing (Debian
-# packages, Node 24, npm ci, the tiny test guest, the build of virt-launcher; not the test suite's Go,
-# kube-apiserver or interop tool), then runs the standalone virt-launcher on examples/vmi-tiny.yaml
+# packages, Node 24, virt-launcher's runtime dependencies and TypeScript, the tiny test guest, the build of
+# virt-launcher and its packages by tools/run-build.mjs; not the test suite's Go, kube-apiserver, interop
+# tool or devDependencies), then runs the standalone virt-launcher on examples/vmi-tiny.yaml
 # under QEMU emulation with the guest's serial console on the terminal. Ctrl-C powers the guest off
 # through ACPI; the command exits 0 when the guest has powered off.
 #   bash tools/run.sh                          # the tiny guest

@@ -3,8 +3,10 @@
 # Quick when everything is already there. Used by tools/run.sh and tools/test.sh.
 #   bash tools/setup.sh          everything (the test suite: also etcd, protoc, Go, kube-apiserver and
 #                                kubectl, the cmd-protocol interop tool; builds every project)
-#   bash tools/setup.sh --run    only what the main job (tools/run.sh) needs: Node 24, npm ci, the qemu
-#                                user, the test guest, the build of virt-launcher and what it imports
+#   bash tools/setup.sh --run    only what the main job (tools/run.sh) needs: Node 24, the runtime
+#                                dependencies of virt-launcher (npm ci with a workspace filter) and TypeScript,
+#                                the qemu user, the test guest, the build of virt-launcher and what it imports
+#                                (tools/run-build.mjs: tsc's output, not type-checked)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 log() { printf '[setup +%ss] %s\n' "$SECONDS" "$*" >&2; }
@@ -38,14 +40,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# Node 24 first on PATH (installed into the cache when the machine's node is older), headers for node-gyp
-source tools/node-env.sh
-log "node $(node --version) ($(command -v node))"
-
 # Extra setup steps of parts of the project (test guest, test control plane, users, ...):
 # each tools/setup.d/NN-name.sh is idempotent and quick when its work is already done.
 # A step whose header has the line `# setup: run` is also needed by the main job; the others only by tests.
-# They need no node_modules, so they run (in order) while npm ci runs.
+# They need neither Node.js nor node_modules, so they run (in order) while Node.js is installed and npm ci runs.
 steps() {
   for step in tools/setup.d/*.sh; do
     [ -e "$step" ] || continue
@@ -57,26 +55,67 @@ steps() {
 steps &
 steps_pid=$!
 
-# node_modules is reinstalled when the lock file changes or it was installed under another Node.js
 stamp=node_modules/.kvts-lock-stamp
-want="$(node -p process.version) $(sha256sum package-lock.json | cut -d' ' -f1)"
-npm_status=0
-if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  log "npm ci"
-  if npm ci --no-audit --no-fund --loglevel=error; then echo "$want" >"$stamp"; else npm_status=$?; fi
+lock_hash="$(sha256sum package-lock.json | cut -d' ' -f1)"
+have="$(cat "$stamp" 2>/dev/null || true)"
+# The main job installs only what virt-launcher imports at run time (npm ci with the workspace filter and
+# without devDependencies: about 150 of the lock's 1080 packages) and the lock's typescript on its own. That
+# install runs no install scripts, so it needs neither Node 24 nor its headers: it runs with the machine's
+# npm while Node 24 is fetched, and tools/run-build.mjs compiles the libvirt addon (node-libvirt's
+# build:native) under Node 24 afterwards. Any install of the same lock file serves the main job (a full one
+# too); the test mode replaces a main-job install by a full one.
+run_ci_pid=
+ts_pid=
+if [ "$mode" = run ]; then
+  case "$have" in *" $lock_hash") run_ci=no ;; *) run_ci=yes ;; esac
+  if [ "$run_ci" = yes ]; then
+    log "npm ci of virt-launcher's runtime dependencies"
+    (npm ci --omit=dev --workspace=apps/virt-launcher --include-workspace-root=false --ignore-scripts \
+      --no-audit --no-fund --loglevel=error && echo "run $lock_hash" >"$stamp") &
+    run_ci_pid=$!
+  fi
+  # a full install has typescript; the main job's does not
+  if [ "$run_ci" = yes ] || [ ! -f node_modules/typescript/package.json ]; then
+    ts_out="$(mktemp)"
+    bash tools/typescript-install.sh >"$ts_out" &
+    ts_pid=$!
+  fi
 fi
+
+# Node 24 first on PATH (installed into the cache when the machine's node is older), headers for node-gyp
+source tools/node-env.sh
+log "node $(node --version) ($(command -v node))"
+
+npm_status=0
+if [ "$mode" = run ]; then
+  [ -z "$run_ci_pid" ] || wait "$run_ci_pid" || npm_status=$?
+else
+  # node_modules is reinstalled when the lock file changes or it was installed under another Node.js
+  want="$(node -p process.version) $lock_hash"
+  if [ "$have" != "$want" ]; then
+    log "npm ci"
+    if npm ci --no-audit --no-fund --loglevel=error; then echo "$want" >"$stamp"; else npm_status=$?; fi
+  fi
+fi
+ts_status=0
+[ -z "$ts_pid" ] || wait "$ts_pid" || ts_status=$?
 steps_status=0
 wait "$steps_pid" || steps_status=$?
 [ "$npm_status" = 0 ] || { echo "setup: npm ci failed ($npm_status)" >&2; exit 1; }
+[ "$ts_status" = 0 ] || { echo "setup: tools/typescript-install.sh failed ($ts_status)" >&2; exit 1; }
 [ "$steps_status" = 0 ] || { echo "setup: a tools/setup.d step failed ($steps_status)" >&2; exit 1; }
 
-export NX_DAEMON=false NX_NO_CLOUD=true NX_TUI=false
 if [ "$mode" = run ]; then
+  # tsc's output without its type check (the test mode's full build has it): see tools/run-build.mjs
   log "building virt-launcher and what it imports"
-  build=(npx nx run @kubevirt-ts/virt-launcher:build)
-else
-  log "building packages and apps"
-  build=(npx nx run-many -t build)
+  if [ -n "$ts_pid" ]; then typescript="$(cat "$ts_out")"; rm -f "$ts_out"; else typescript=node_modules/typescript; fi
+  node tools/run-build.mjs "$typescript" >/dev/null
+  log "ready"
+  exit 0
 fi
+
+export NX_DAEMON=false NX_NO_CLOUD=true NX_TUI=false
+log "building packages and apps"
+build=(npx nx run-many -t build)
 "${build[@]}" --outputStyle=static >/dev/null || "${build[@]}" --outputStyle=stream --skip-nx-cache
 log "ready"
