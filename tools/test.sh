@@ -23,12 +23,13 @@ t_tests=$((SECONDS - t_tests))
 # the real node for e2e/src/cluster: images, cluster up, images loaded; down on any exit
 t_images=$SECONDS
 cluster=ok
-bash tools/images/build.sh || cluster="images failed"
+cluster_log="$(mktemp /tmp/kvts-test-cluster.XXXXXX.log)"
+bash tools/images/build.sh 2> >(tee -a "$cluster_log" >&2) || cluster="images failed"
 t_images=$((SECONDS - t_images))
 t_up=$SECONDS
 trap 'bash tools/cluster.sh down >&2 || true' EXIT
 if [ "$cluster" = ok ]; then
-  { bash tools/cluster.sh up && bash tools/cluster.sh load-images; } || cluster="cluster up failed"
+  { bash tools/cluster.sh up && bash tools/cluster.sh load-images; } 2> >(tee -a "$cluster_log" >&2) || cluster="cluster up failed"
 fi
 t_up=$((SECONDS - t_up))
 [ "$cluster" = ok ] || { echo "[test] the single-node cluster is not available: $cluster (the cluster e2e fails)" >&2; status=1; }
@@ -43,5 +44,10 @@ t_down=$((SECONDS - t_down))
 echo "node: $(node --version)"
 printf '[test] times: setup %ss, tests %ss, images %ss, cluster up+load %ss, e2e %ss, cluster down %ss, total %ss\n' \
   "$t_setup" "$t_tests" "$t_images" "$t_up" "$t_e2e" "$t_down" "$SECONDS"
+# the reason the node was missing, again at the end (CI shows the tail of this output)
+if [ "$cluster" != ok ]; then
+  echo "[test] the single-node cluster was not available: $cluster; the last lines of its build/up output:" >&2
+  tail -n 40 "$cluster_log" >&2
+fi
 node tools/summarize-tests.js "$JEST_JSON_DIR" || status=1
 exit $status

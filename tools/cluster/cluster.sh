@@ -217,6 +217,9 @@ cmd_down() {
   pkill_shims
   stop kube-apiserver
   stop etcd
+  # the cluster's objects do not outlive it: the next `up` starts from an empty etcd (certificates, kubeconfigs and
+  # configs stay), so a VM or Pod left by an earlier run can never meet the next one's tests
+  rm -rf "${STATE_DIR:?}/etcd"
   # kube-proxy's own rule cleanup (iptables and nftables modes)
   [ -x "$KUBE_DIR/kube-proxy" ] && "$KUBE_DIR/kube-proxy" --cleanup --config "$STATE_DIR/kube-proxy.yaml" >>"$LOG_DIR/kube-proxy.log" 2>&1 || true
   cleanup_network
