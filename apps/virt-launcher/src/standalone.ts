@@ -120,6 +120,7 @@ export function tailFile(
     } catch {
       return;
     }
+    if (size < offset) offset = 0; // rotated by the launcher (copy and truncate): follow from the start
     if (size <= offset) return;
     await new Promise<void>((resolve) => {
       const s = createReadStream(file, { start: offset, end: size - 1 });
