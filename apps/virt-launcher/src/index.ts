@@ -13,6 +13,7 @@ export {
   NATIVE_MONITOR,
   nativeMonitorArgs,
   execNativeMonitor,
+  LAUNCHER_ENV_DEFAULTS,
   type NativeMonitorOptions,
 } from './native-monitor.js';
 export {
@@ -20,6 +21,9 @@ export {
   runStandalone,
   runStandaloneMonitor,
   STANDALONE_CHILD_ENV,
+  STANDALONE_VMI_ENV,
+  standaloneChildEnv,
+  takeStandaloneVmi,
   loadVmi,
   tailFile,
   QEMU_USER,
