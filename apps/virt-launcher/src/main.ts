@@ -14,7 +14,12 @@ import { parseLauncherFlags, parseStandaloneFlags } from './flags.js';
 import { Launcher } from './launcher.js';
 import { createLogger } from '@kubevirt-ts/log';
 import { execNativeMonitor } from './native-monitor.js';
-import { STANDALONE_CHILD_ENV, runStandalone, runStandaloneMonitor, takeStandaloneVmi } from './standalone.js';
+import {
+  STANDALONE_CHILD_ENV,
+  runStandalone,
+  runStandaloneMonitor,
+  takeStandaloneVmi,
+} from './standalone.js';
 import { podConfig } from './pod-config.js';
 
 const USAGE = `usage:

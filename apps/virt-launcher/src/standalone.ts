@@ -370,7 +370,10 @@ export async function startStandalone(
 }
 
 /** CLI entry of `virt-launcher standalone`: returns the exit code. */
-export async function runStandalone(flags: StandaloneFlags, loaded?: VirtualMachineInstance): Promise<number> {
+export async function runStandalone(
+  flags: StandaloneFlags,
+  loaded?: VirtualMachineInstance,
+): Promise<number> {
   const io: StandaloneIO = {
     progress: (line) => process.stderr.write(`[virt-launcher] ${line}\n`),
     console: process.stdout,
