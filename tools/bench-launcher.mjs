@@ -197,7 +197,8 @@ async function launcherRun(i, env = {}) {
 async function virshRuns() {
   const dir = await tmp();
   const base = path.join(dir, 'lv');
-  const daemon = await startSessionLibvirtd({ baseDir: base, uid: QEMU.uid, gid: QEMU.gid, virtlogd: true });
+  // as the launcher starts its libvirtd (no virtlogd: QEMU writes the serial log itself)
+  const daemon = await startSessionLibvirtd({ baseDir: base, uid: QEMU.uid, gid: QEMU.gid, virtlogd: false });
   const results = [];
   try {
     for (let i = 0; i < RUNS; i++) {
