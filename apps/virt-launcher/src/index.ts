@@ -31,5 +31,6 @@ export {
   type StandaloneIO,
 } from './standalone.js';
 export { podConfig } from './pod-config.js';
+export { rotateIfLarge, capLogFile, SERIAL_LOG_MAX_BYTES } from './serial-log.js';
 export * as prepare from './prepare/index.js';
 export { kvmAvailable, createLayout } from './wiring.js';
