@@ -7,7 +7,11 @@
 //   3. the RSS of every process of the run 2 s after the ready line (the native monitor, as root also its PID 1
 //      in the run's PID namespace, the launcher's Node process, libvirtd, virtlogd, QEMU) and the sum of all
 //      but QEMU (issue 12's per-VM overhead); the launcher's VmHWM (peak) at exit.
-// Usage: node tools/bench-launcher.mjs [--runs N]    (needs the test guest: bash tools/guest/build.sh)
+//   4. for the launcher's Node process: PSS and the anonymous / file-backed split (/proc/<pid>/smaps_rollup).
+// Usage: node tools/bench-launcher.mjs [--runs N] [--quick] [--node-flags "FLAGS"]
+//   --quick: only the launcher runs (no cold-probe run, no virsh runs): for comparing memory settings;
+//   --node-flags: run the launcher with these Node/V8 flags instead of those of its shebang.
+// (needs the test guest: bash tools/guest/build.sh)
 import { spawn } from 'node:child_process';
 import { chmod, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
@@ -28,6 +32,9 @@ const IMAGE = 'kubevirt-ts/test-guest:latest';
 const READY = 'KUBEVIRT-TS-GUEST-READY';
 const runsArg = process.argv.indexOf('--runs');
 const RUNS = runsArg > 0 ? Number(process.argv[runsArg + 1]) : 3;
+const QUICK = process.argv.includes('--quick');
+const flagsArg = process.argv.indexOf('--node-flags');
+const NODE_FLAGS = flagsArg > 0 ? process.argv[flagsArg + 1].split(/\s+/).filter(Boolean) : undefined;
 const QEMU = { uid: 107, gid: 107 };
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -71,6 +78,14 @@ function rssKiB(pid, field) {
   return readFile(`/proc/${pid}/status`, 'utf8')
     .then((s) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(s)?.[1] ?? NaN))
     .catch(() => NaN);
+}
+
+/** Rss, Pss, Pss_Anon, Pss_File, Anonymous (KiB) of a process, from /proc/<pid>/smaps_rollup */
+async function rollup(pid) {
+  const text = await readFile(`/proc/${pid}/smaps_rollup`, 'utf8').catch(() => '');
+  const out = {};
+  for (const m of text.matchAll(/^(\w+):\s+(\d+) kB$/gm)) out[m[1]] = Number(m[2]);
+  return out;
 }
 
 /** every descendant of pid, from /proc/<pid>/task/<tid>/children */
@@ -119,7 +134,7 @@ async function launcherRun(i, env = {}) {
   const t0 = performance.now();
   // as shipped: with the node flags of its shebang (#!/usr/bin/env -S node FLAGS)
   const shebang = /^#!\/usr\/bin\/env -S node(.*)$/.exec((await readFile(main, 'utf8')).split('\n', 1)[0]);
-  const nodeFlags = shebang ? shebang[1].trim().split(/\s+/).filter(Boolean) : [];
+  const nodeFlags = NODE_FLAGS ?? (shebang ? shebang[1].trim().split(/\s+/).filter(Boolean) : []);
   const child = spawn(
     process.execPath,
     [
@@ -146,6 +161,7 @@ async function launcherRun(i, env = {}) {
   let rssAtReady;
   let perProcess;
   let lpid;
+  let smaps;
   const exited = new Promise((r) => child.on('exit', (code) => r(code)));
   let hwm = NaN;
   const ready = new Promise((resolve) => {
@@ -158,6 +174,7 @@ async function launcherRun(i, env = {}) {
         lpid = r.launcher;
         perProcess = r.rss;
         rssAtReady = r.rss['launcher (Node)'];
+        smaps = await rollup(r.launcher);
         resolve();
       }
     });
@@ -174,16 +191,21 @@ async function launcherRun(i, env = {}) {
   const code = await exited;
   await rm(dir, { recursive: true, force: true });
   if (code !== 0) throw new Error(`launcher run ${i} exited ${code}\n${err}`);
-  return { readyMs, rssAtReady, hwm, perProcess };
+  return { readyMs, rssAtReady, hwm, perProcess, smaps };
 }
 
-async function virshRuns() {
+/** A session libvirtd for `virsh create` runs; run(i) starts domain i and resolves with ms to its ready line. */
+async function virshSetup() {
   const dir = await tmp();
   const base = path.join(dir, 'lv');
-  const daemon = await startSessionLibvirtd({ baseDir: base, uid: QEMU.uid, gid: QEMU.gid, virtlogd: true });
-  const results = [];
-  try {
-    for (let i = 0; i < RUNS; i++) {
+  // as the launcher starts its libvirtd (no virtlogd: QEMU writes the serial log itself)
+  const daemon = await startSessionLibvirtd({ baseDir: base, uid: QEMU.uid, gid: QEMU.gid, virtlogd: false });
+  return {
+    async stop() {
+      await daemon.stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+    async run(i) {
       const v = vmi(`v${i}`, false);
       const root = path.join(dir, `r${i}`);
       const layout = createLayout(root);
@@ -215,16 +237,12 @@ async function virshRuns() {
         else await sleep(20);
       }
       if ((await vcode) !== 0) throw new Error(`virsh create failed: ${verr}`);
-      results.push(ms);
       await new Promise((r) =>
         spawn('virsh', ['-q', '-c', daemon.uri, 'destroy', `bench_v${i}`], { stdio: 'ignore' }).on('exit', r),
       );
-    }
-  } finally {
-    await daemon.stop();
-    await rm(dir, { recursive: true, force: true });
-  }
-  return results;
+      return ms;
+    },
+  };
 }
 
 async function benchMain() {
@@ -233,15 +251,34 @@ async function benchMain() {
       throw new Error(`test guest missing (${path.join(guest, f)}): bash tools/guest/build.sh`);
   }
   const launcher = [];
-  for (let i = 0; i < RUNS; i++) launcher.push(await launcherRun(i));
+  const virsh = [];
+  // launcher and virsh runs alternate, so that the load of a shared machine weighs on both alike
+  const vs = QUICK ? undefined : await virshSetup();
+  try {
+    for (let i = 0; i < RUNS; i++) {
+      launcher.push(await launcherRun(i));
+      if (vs) virsh.push(await vs.run(i));
+    }
+  } finally {
+    await vs?.stop();
+  }
+  const fmt = (x) => `${(x / 1000).toFixed(2)} s`;
+  const lMs = median(launcher.map((r) => r.readyMs));
+  if (QUICK) {
+    console.log(`runs: ${RUNS} (medians; TCG emulation; --quick: no virsh runs)`);
+    console.log(`node flags: ${NODE_FLAGS ? NODE_FLAGS.join(' ') : "(the shebang's)"}`);
+    console.log(
+      `launcher start -> guest ready line:   ${fmt(lMs)}   [${launcher.map((r) => fmt(r.readyMs)).join(', ')}]`,
+    );
+    printMemory(launcher);
+    return;
+  }
   // without the host-wide cache of QEMU capability probes (what a fresh Pod without the cache pays)
   const emptyCaps = await tmp();
   const cold = await launcherRun(RUNS, { KVTS_QEMU_CAPS_CACHE: emptyCaps });
   await rm(emptyCaps, { recursive: true, force: true });
-  const virsh = await virshRuns();
-  const lMs = median(launcher.map((r) => r.readyMs));
   const vMs = median(virsh);
-  const fmt = (x) => `${(x / 1000).toFixed(2)} s`;
+  const pairRatio = median(launcher.map((r, i) => r.readyMs / virsh[i]));
   console.log(`runs: ${RUNS} (medians; TCG emulation)`);
   console.log(
     `launcher start -> guest ready line:   ${fmt(lMs)}   [${launcher.map((r) => fmt(r.readyMs)).join(', ')}]`,
@@ -249,9 +286,20 @@ async function benchMain() {
   console.log(
     `virsh create -> guest ready line:      ${fmt(vMs)}   [${virsh.map(fmt).join(', ')}]  (libvirtd already running)`,
   );
-  console.log(`ratio launcher / virsh:               ${(lMs / vMs).toFixed(2)}`);
+  console.log(
+    `ratio launcher / virsh:               ${(lMs / vMs).toFixed(2)}   (median of the alternating pairs' ratios: ${pairRatio.toFixed(2)})`,
+  );
   console.log(
     `launcher, cold QEMU capability probe:  ${fmt(cold.readyMs)}   (no host-wide capability cache; ratio ${(cold.readyMs / vMs).toFixed(2)})`,
+  );
+  printMemory(launcher);
+}
+
+function printMemory(launcher) {
+  const mib = (k) => `${(k / 1024).toFixed(1)} MiB`;
+  const sm = (f) => median(launcher.map((r) => r.smaps?.[f] ?? NaN));
+  console.log(
+    `launcher (Node) smaps_rollup:          Rss ${mib(sm('Rss'))}, Pss ${mib(sm('Pss'))} (anon ${mib(sm('Pss_Anon'))}, file ${mib(sm('Pss_File'))}), Anonymous ${mib(sm('Anonymous'))}`,
   );
   console.log(
     `launcher peak RSS (VmHWM, Node only):  ${(median(launcher.map((r) => r.hwm)) / 1024).toFixed(1)} MiB`,

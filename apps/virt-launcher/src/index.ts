@@ -13,6 +13,7 @@ export {
   NATIVE_MONITOR,
   nativeMonitorArgs,
   execNativeMonitor,
+  LAUNCHER_ENV_DEFAULTS,
   type NativeMonitorOptions,
 } from './native-monitor.js';
 export {
@@ -20,6 +21,9 @@ export {
   runStandalone,
   runStandaloneMonitor,
   STANDALONE_CHILD_ENV,
+  STANDALONE_VMI_ENV,
+  standaloneChildEnv,
+  takeStandaloneVmi,
   loadVmi,
   tailFile,
   QEMU_USER,
@@ -27,5 +31,6 @@ export {
   type StandaloneIO,
 } from './standalone.js';
 export { podConfig } from './pod-config.js';
+export { rotateIfLarge, capLogFile, SERIAL_LOG_MAX_BYTES } from './serial-log.js';
 export * as prepare from './prepare/index.js';
 export { kvmAvailable, createLayout } from './wiring.js';

@@ -1,5 +1,5 @@
 // The launcher's start-up and lifecycle, shared by the in-Pod and the standalone mode:
-//   dirs -> libvirtd (session, own XDG dirs, virtlogd) -> connect -> cmd server on launcher-init-sock
+//   dirs -> libvirtd (session, own XDG dirs; QEMU writes its logs itself) -> connect -> cmd server on launcher-init-sock
 //   -> domain watcher + notify client -> ready (rename to launcher-sock)
 // then: SyncVirtualMachine prepares the disks, starts the guest's DHCP server (Pod network phase 2,
 // from the config virt-handler's phase 1 left in the private dir) and starts the domain through the DomainManager; the
@@ -14,6 +14,7 @@ import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import { podNetworkConfigFile, startGuestDhcp, type DhcpServer } from '@kubevirt-ts/network';
 import { ExitCode, LauncherError } from './errors.js';
 import { ownStart, ownedLeftovers } from './procs.js';
+import { capLogFile } from './serial-log.js';
 import { disksInfoOf, fromPodLayout, prepareVolumes, type PodPaths } from './prepare/index.js';
 import {
   createLayout,
@@ -86,6 +87,8 @@ export class Launcher extends EventEmitter {
   private started = false;
   private lastStatus: { status: string; reason: string } | undefined;
   private qemuTimer: NodeJS.Timeout | undefined;
+  /** keeps the serial console log small (virtlogd's rotation; there is no virtlogd) */
+  private serialLogCap: { stop(): void } | undefined;
   private terminating = false;
   private endResult: LauncherResult | undefined;
   private endWaiters: Array<(r: LauncherResult) => void> = [];
@@ -151,8 +154,13 @@ export class Launcher extends EventEmitter {
         logger: this.log,
         capsCacheDir: c.capsCacheDir,
       });
-      this.stage('libvirtd', 'libvirtd (session mode) and virtlogd answer', { pid: s.pid, uri: s.uri });
+      this.stage('libvirtd', 'libvirtd (session mode) answers', { pid: s.pid, uri: s.uri });
       this.watchDaemon(s.pid);
+      const serialLog = this.paths.serialLogFile(c.uid);
+      this.serialLogCap = capLogFile(serialLog, {
+        onRotate: () => this.log.info('serial console log rotated', { file: serialLog }),
+        onError: (e) => this.log.warn(`serial console log: ${e.message}`, { file: serialLog }),
+      });
       return s;
     });
     this.layer = await this.runStage('connect', async () => {
@@ -470,6 +478,7 @@ export class Launcher extends EventEmitter {
     this.finishing ??= (async () => {
       if (this.qemuTimer) clearTimeout(this.qemuTimer);
       if (this.daemonTimer) clearInterval(this.daemonTimer);
+      this.serialLogCap?.stop();
       // let the handler get the last domain state
       if (this.notify) {
         await this.notify.flush(3000).catch(() => false);

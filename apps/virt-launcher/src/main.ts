@@ -14,7 +14,12 @@ import { parseLauncherFlags, parseStandaloneFlags } from './flags.js';
 import { Launcher } from './launcher.js';
 import { createLogger } from '@kubevirt-ts/log';
 import { execNativeMonitor } from './native-monitor.js';
-import { STANDALONE_CHILD_ENV, runStandalone, runStandaloneMonitor } from './standalone.js';
+import {
+  STANDALONE_CHILD_ENV,
+  runStandalone,
+  runStandaloneMonitor,
+  takeStandaloneVmi,
+} from './standalone.js';
 import { podConfig } from './pod-config.js';
 
 const USAGE = `usage:
@@ -68,7 +73,8 @@ async function runStandaloneCmd(argv: string[]): Promise<number> {
   if (child === undefined) return runStandaloneMonitor(flags, argv, selfCommand());
   delete process.env[STANDALONE_CHILD_ENV]; // not for libvirtd/QEMU
   if (child === 'owned') flags.removeWorkDir = true;
-  return runStandalone(flags);
+  // the VMI the monitor process read and validated (none when too large: the file is read again)
+  return runStandalone(flags, takeStandaloneVmi());
 }
 
 /** `monitor`: checks the flags, then becomes the native monitor running the launcher with them. */

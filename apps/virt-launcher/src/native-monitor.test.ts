@@ -6,6 +6,7 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { NATIVE_MONITOR, nativeMonitorArgs } from './native-monitor.js';
 
 jest.setTimeout(60_000);
@@ -93,6 +94,22 @@ describe('virt-launcher-monitor (native)', () => {
     ]);
     expect(() => nativeMonitorArgs({ command: [], gracePeriodSeconds: 1 })).toThrow(/no launcher command/);
     expect(() => nativeMonitorArgs({ command: ['l'], gracePeriodSeconds: 1.5 })).toThrow(/grace-period/);
+  });
+
+  it('execNativeMonitor gives the launcher MALLOC_ARENA_MAX=1 unless the environment sets it', async () => {
+    const mod = fileURLToPath(new URL('./native-monitor.js', import.meta.url));
+    const launcherEnv = async (env: NodeJS.ProcessEnv) => {
+      // a Node process that becomes the monitor (execve), whose "launcher" prints its environment
+      const script = `import(${JSON.stringify(mod)}).then((m) => m.execNativeMonitor({ command: ['bash', '-c', 'echo arena=$MALLOC_ARENA_MAX'], gracePeriodSeconds: 1 }))`;
+      const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'pipe'], env });
+      let out = '';
+      child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+      const code = await new Promise((r) => child.on('close', r));
+      expect(code).toBe(0);
+      return out.trim();
+    };
+    expect(await launcherEnv({ PATH: process.env.PATH })).toBe('arena=1');
+    expect(await launcherEnv({ PATH: process.env.PATH, MALLOC_ARENA_MAX: '4' })).toBe('arena=4');
   });
 
   it('passes the launcher exit code through and ends at once when nothing is left', async () => {

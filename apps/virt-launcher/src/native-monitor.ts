@@ -40,10 +40,20 @@ export function nativeMonitorArgs(o: NativeMonitorOptions): string[] {
   ];
 }
 
-/** Replaces this process with the native monitor (never returns). */
+/**
+ * Environment defaults of the launcher process (what is already set wins): one glibc malloc arena
+ * instead of one per thread that allocates (libuv pool, V8 workers, libvirt's event thread): about
+ * 1.4 MiB less RSS at steady state (`npm run bench:launcher`), as libvirtd gets (SESSION_DAEMON_ENV).
+ */
+export const LAUNCHER_ENV_DEFAULTS: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '1' };
+
+/** Replaces this process with the native monitor (never returns); the launcher gets LAUNCHER_ENV_DEFAULTS. */
 export function execNativeMonitor(o: NativeMonitorOptions, env: NodeJS.ProcessEnv = process.env): never {
   if (!existsSync(NATIVE_MONITOR))
     throw new LauncherError(`the native monitor is missing: ${NATIVE_MONITOR} (build apps/virt-launcher)`);
   if (!process.execve) throw new LauncherError('this Node.js has no process.execve (Node >= 22.15 needed)');
-  return process.execve(NATIVE_MONITOR, [NATIVE_MONITOR, ...nativeMonitorArgs(o)], env);
+  return process.execve(NATIVE_MONITOR, [NATIVE_MONITOR, ...nativeMonitorArgs(o)], {
+    ...LAUNCHER_ENV_DEFAULTS,
+    ...env,
+  });
 }

@@ -3,7 +3,13 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ExitCode, LauncherError } from './errors.js';
-import { loadVmi } from './standalone.js';
+import {
+  STANDALONE_CHILD_ENV,
+  STANDALONE_VMI_ENV,
+  loadVmi,
+  standaloneChildEnv,
+  takeStandaloneVmi,
+} from './standalone.js';
 
 let dir: string;
 beforeAll(async () => {
@@ -148,5 +154,41 @@ describe('loadVmi', () => {
     await writeFile(f, (await readFile(f, 'utf8')).replace('readonly: true', 'bus: virtio'));
     const vmi = await loadVmi(f);
     expect(vmi.spec.domain.resources?.requests?.memory).toBe('1024M');
+  });
+});
+
+describe('the VMI handed from the standalone monitor process to its launcher', () => {
+  it('goes through the environment as loadVmi returned it (same uid), and is taken out of it', async () => {
+    const f = await file(
+      'handed.yaml',
+      'apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: handed}\nspec: {domain: {resources: {requests: {memory: 64Mi}}, devices: {}}}\n',
+    );
+    const vmi = await loadVmi(f);
+    const env: NodeJS.ProcessEnv = { PATH: '/bin', ...standaloneChildEnv(vmi, true) };
+    expect(env[STANDALONE_CHILD_ENV]).toBe('owned');
+    expect(standaloneChildEnv(vmi, false)[STANDALONE_CHILD_ENV]).toBe('given');
+    const got = takeStandaloneVmi(env);
+    expect(got).toEqual(vmi);
+    expect(got!.metadata!.uid).toBe(vmi.metadata!.uid); // generated once, by the monitor process
+    expect(env[STANDALONE_VMI_ENV]).toBeUndefined(); // libvirtd and QEMU do not inherit it
+    expect(env.PATH).toBe('/bin');
+    expect(takeStandaloneVmi(env)).toBeUndefined(); // not given: the launcher reads the file
+  });
+
+  it('is not put in the environment when larger than 64 KiB (the kernel caps one string at 128 KiB)', async () => {
+    const vmi = await loadVmi(
+      await file(
+        'big.json',
+        JSON.stringify({
+          apiVersion: 'kubevirt.io/v1',
+          kind: 'VirtualMachineInstance',
+          metadata: { name: 'big', annotations: { big: 'x'.repeat(70 * 1024) } },
+          spec: { domain: { resources: { requests: { memory: '64Mi' } }, devices: {} } },
+        }),
+      ),
+    );
+    const env = standaloneChildEnv(vmi, true);
+    expect(env[STANDALONE_CHILD_ENV]).toBe('owned');
+    expect(env[STANDALONE_VMI_ENV]).toBeUndefined();
   });
 });

@@ -28,6 +28,15 @@ import { PrepareError, stageLocalImages, standaloneVmOptions, type ImageInfo } f
  * work dir, the launcher removes it at its end too) or 'given' (the user's --work-dir, kept).
  */
 export const STANDALONE_CHILD_ENV = 'KVTS_STANDALONE_CHILD';
+/**
+ * Set by the standalone monitor process for the launcher it runs: the VMI it read, validated and
+ * defaulted, as JSON, so the launcher neither parses nor validates the file again (the YAML parser alone
+ * is about 3 MiB of the launcher's RSS) and both use the same VMI (uid included). Unset when the JSON is
+ * larger than STANDALONE_VMI_ENV_MAX (the kernel limits one environment string to 128 KiB): the launcher
+ * then reads the file itself.
+ */
+export const STANDALONE_VMI_ENV = 'KVTS_STANDALONE_VMI';
+const STANDALONE_VMI_ENV_MAX = 64 * 1024;
 
 export interface StandaloneIO {
   /** progress lines (human readable) */
@@ -120,6 +129,7 @@ export function tailFile(
     } catch {
       return;
     }
+    if (size < offset) offset = 0; // rotated by the launcher (copy and truncate): follow from the start
     if (size <= offset) return;
     await new Promise<void>((resolve) => {
       const s = createReadStream(file, { start: offset, end: size - 1 });
@@ -189,8 +199,13 @@ export interface StandaloneHandle {
  * Starts a standalone launcher for flags.vmiFile. Resolves once the launcher is running; `done`
  * resolves when it ended (after cleanup) with the exit code to use.
  */
-export async function startStandalone(flags: StandaloneFlags, io: StandaloneIO): Promise<StandaloneHandle> {
-  const vmi = await loadVmi(flags.vmiFile, flags.featureGates);
+export async function startStandalone(
+  flags: StandaloneFlags,
+  io: StandaloneIO,
+  /** the VMI as loadVmi returned it for flags.vmiFile (the monitor process read it); default: read the file */
+  loaded?: VirtualMachineInstance,
+): Promise<StandaloneHandle> {
+  const vmi = loaded ?? (await loadVmi(flags.vmiFile, flags.featureGates));
   const name = vmi.metadata!.name!;
   const namespace = vmi.metadata!.namespace!;
   const uid = vmi.metadata!.uid!;
@@ -355,20 +370,42 @@ export async function startStandalone(flags: StandaloneFlags, io: StandaloneIO):
 }
 
 /** CLI entry of `virt-launcher standalone`: returns the exit code. */
-export async function runStandalone(flags: StandaloneFlags): Promise<number> {
+export async function runStandalone(
+  flags: StandaloneFlags,
+  loaded?: VirtualMachineInstance,
+): Promise<number> {
   const io: StandaloneIO = {
     progress: (line) => process.stderr.write(`[virt-launcher] ${line}\n`),
     console: process.stdout,
     input: process.stdin.isTTY ? process.stdin : undefined,
   };
   try {
-    const h = await startStandalone(flags, io);
+    const h = await startStandalone(flags, io, loaded);
     return await h.done;
   } catch (e) {
     const err = e instanceof LauncherError ? e : new LauncherError((e as Error).message);
     process.stderr.write(`virt-launcher standalone: ${err.message}\n`);
     return err.exitCode;
   }
+}
+
+/** The environment the standalone monitor process gives the launcher it runs (STANDALONE_CHILD_ENV, STANDALONE_VMI_ENV). */
+export function standaloneChildEnv(vmi: VirtualMachineInstance, ownWorkDir: boolean): Record<string, string> {
+  const json = JSON.stringify(vmi);
+  return {
+    [STANDALONE_CHILD_ENV]: ownWorkDir ? 'owned' : 'given',
+    ...(Buffer.byteLength(json) <= STANDALONE_VMI_ENV_MAX ? { [STANDALONE_VMI_ENV]: json } : {}),
+  };
+}
+
+/**
+ * In the launcher the standalone monitor runs: the VMI it was given (undefined when none: read the file),
+ * removing the variable from `env` (libvirtd and QEMU do not get it).
+ */
+export function takeStandaloneVmi(env: NodeJS.ProcessEnv = process.env): VirtualMachineInstance | undefined {
+  const json = env[STANDALONE_VMI_ENV];
+  delete env[STANDALONE_VMI_ENV];
+  return json ? (JSON.parse(json) as VirtualMachineInstance) : undefined;
 }
 
 /**
@@ -404,7 +441,7 @@ export async function runStandaloneMonitor(
         pidNamespace: process.getuid?.() === 0,
         progress: true,
       },
-      { ...process.env, [STANDALONE_CHILD_ENV]: own ? 'owned' : 'given' },
+      { ...process.env, ...standaloneChildEnv(vmi, own) },
     );
   } catch (e) {
     if (own) await rm(root, { recursive: true, force: true }).catch(() => undefined);

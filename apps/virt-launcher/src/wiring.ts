@@ -182,7 +182,9 @@ export const openDomainLayer = {
       baseDir: opts.baseDir,
       uid: opts.user?.uid,
       gid: opts.user?.gid,
-      virtlogd: true,
+      // no virtlogd (about 18 MiB RSS per VM): QEMU writes its log and the serial console log itself
+      // (qemu.conf stdio_handler = "file"); the launcher caps the serial log (serial-log.ts)
+      virtlogd: false,
       logger: opts.logger,
     });
     return { uri: s.uri, pid: s.pid, stop: () => s.stop() };

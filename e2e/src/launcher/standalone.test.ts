@@ -228,7 +228,7 @@ describe('virt-launcher standalone', () => {
 
   const asRoot = process.getuid?.() === 0;
   (asRoot ? it : it.skip)(
-    `${asRoot ? '' : '[skipped: needs root, the PID namespace is made as root only] '}the monitor itself killed with SIGKILL: the kernel ends the run's PID namespace (no QEMU, libvirtd, virtlogd or launcher left) and its PID 1 removes the temp work dir`,
+    `${asRoot ? '' : '[skipped: needs root, the PID namespace is made as root only] '}the monitor itself killed with SIGKILL: the kernel ends the run's PID namespace (no QEMU, libvirtd or launcher left) and its PID 1 removes the temp work dir`,
     async () => {
       const file = await writeVmiFile(dir, tinyVmi('sa-mon9'));
       const p = startLauncher(
@@ -242,8 +242,9 @@ describe('virt-launcher standalone', () => {
         expect(work).toMatch(/^\/tmp\/kv-/);
         const run = descendants(p.child.pid!);
         const cmds = run.map((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' '));
-        for (const what of ['qemu-system', 'libvirtd', 'virtlogd', 'virt-launcher-monitor'])
+        for (const what of ['qemu-system', 'libvirtd', 'virt-launcher-monitor'])
           expect(cmds.some((c) => c.includes(what))).toBe(true);
+        expect(cmds.filter((c) => c.includes('virtlogd'))).toEqual([]); // QEMU writes its logs itself
         expect(run).toContain(launcherPid);
         // the run is in a PID namespace of its own: the launcher is not in ours
         expect(readlinkSync(`/proc/${launcherPid}/ns/pid`)).not.toBe(readlinkSync('/proc/self/ns/pid'));
@@ -270,7 +271,7 @@ describe('virt-launcher standalone', () => {
     },
   );
 
-  it('--socket-dir exposes the cmd socket: a CmdClient reads the domain and shuts it down by ACPI, exit 0', async () => {
+  it('--socket-dir exposes the cmd socket: a CmdClient reads the domain and shuts it down by ACPI, exit 0; no virtlogd, QEMU appends to the serial log itself', async () => {
     const vmi = tinyVmi('sa-socket');
     const file = await writeVmiFile(dir, vmi);
     // both dirs exist already, with modes of the user's choosing: the launcher never changes them
@@ -305,6 +306,26 @@ describe('virt-launcher standalone', () => {
       const dom = (await client.getDomain()) as { domainName: string; status: { status: string } };
       expect(dom.domainName).toBe('e2e_sa-socket');
       expect(dom.status.status).toBe('Running');
+      // no virtlogd: QEMU writes the serial console log itself, opened O_APPEND, which the launcher's
+      // rotation (copy, then truncate) relies on
+      const run = [p.child.pid!, ...descendants(p.child.pid!)];
+      const argv0 = run.map((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0]!);
+      expect(argv0.filter((a) => a.endsWith('virtlogd'))).toEqual([]);
+      const qemu = run.find((_, i) => /qemu-system/.test(argv0[i]!));
+      expect(qemu).toBeDefined();
+      const serialFd = readdirSync(`/proc/${qemu}/fd`).find((fd) => {
+        try {
+          return readlinkSync(`/proc/${qemu}/fd/${fd}`).endsWith('/virt-serial0-log');
+        } catch {
+          return false;
+        }
+      });
+      expect(serialFd).toBeDefined();
+      const flags = parseInt(
+        /^flags:\s+(\d+)$/m.exec(readFileSync(`/proc/${qemu}/fdinfo/${serialFd}`, 'utf8'))![1]!,
+        8,
+      );
+      expect(flags & 0o2000).toBe(0o2000); // O_APPEND
       await client.shutdownVMI(vmi);
       const res = await p.exited;
       expect(res).toEqual({ code: 0, signal: null });

@@ -1,5 +1,5 @@
 // Reading manifests: multi-document YAML or JSON, and turning a VM into the VMI it would start.
-import { parseAllDocuments } from 'yaml';
+import { yaml } from './yaml-lazy.js';
 import type { VirtualMachine, VirtualMachineInstance } from './schemas.js';
 
 /**
@@ -9,7 +9,7 @@ import type { VirtualMachine, VirtualMachineInstance } from './schemas.js';
  */
 export function parseManifests(text: string): unknown[] {
   const out: unknown[] = [];
-  const docs = parseAllDocuments(text, { prettyErrors: true });
+  const docs = yaml().parseAllDocuments(text, { prettyErrors: true });
   const list = Array.isArray(docs) ? docs : [docs];
   list.forEach((doc, i) => {
     if (doc.errors.length > 0) {
