@@ -8,13 +8,14 @@
 //      in the run's PID namespace, the launcher's Node process, libvirtd, virtlogd, QEMU) and the sum of all
 //      but QEMU (issue 12's per-VM overhead); the launcher's VmHWM (peak) at exit.
 // Usage: node tools/bench-launcher.mjs [--runs N]    (needs the test guest: bash tools/guest/build.sh)
+import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn } from 'node:child_process';
 import { chmod, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setVirtualMachineInstanceDefaults } from '@kubevirt-ts/api';
-import { toDomain, toDomainXml } from '@kubevirt-ts/converter';
+import { LAUNCHER_GID, LAUNCHER_UID, toDomain, toDomainXml } from '@kubevirt-ts/converter';
 import { startSessionLibvirtd } from '@kubevirt-ts/node-libvirt';
 import { createLayout, prepare } from '@kubevirt-ts/virt-launcher';
 
@@ -28,9 +29,8 @@ const IMAGE = 'kubevirt-ts/test-guest:latest';
 const READY = 'KUBEVIRT-TS-GUEST-READY';
 const runsArg = process.argv.indexOf('--runs');
 const RUNS = runsArg > 0 ? Number(process.argv[runsArg + 1]) : 3;
-const QEMU = { uid: 107, gid: 107 };
+const QEMU = { uid: LAUNCHER_UID, gid: LAUNCHER_GID };
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const median = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
 
 function vmi(name, poweroff) {

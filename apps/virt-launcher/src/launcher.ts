@@ -65,8 +65,6 @@ export interface LauncherResult {
   message: string;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 /**
  * Events: 'stage' (stage, msg), 'domain' (DomainEventLike), 'synced' (vmi), 'ended' (LauncherResult).
  */
@@ -527,8 +525,6 @@ export class Launcher extends EventEmitter {
     return this.cmd?.socketPath;
   }
 }
-
-export { sleep };
 
 /** Removes a work dir (standalone) */
 export async function removeDir(dir: string): Promise<void> {

@@ -15,6 +15,7 @@ import {
   vmiFromManifest,
   type VirtualMachineInstance,
 } from '@kubevirt-ts/api';
+import { LAUNCHER_GID, LAUNCHER_UID } from '@kubevirt-ts/converter';
 import { CmdClient, NotifyServer, launcherSocketPath, notifySocketPath } from '@kubevirt-ts/cmd-protocol';
 import { ExitCode, LauncherError } from './errors.js';
 import type { StandaloneFlags } from './flags.js';
@@ -39,7 +40,7 @@ export interface StandaloneIO {
 }
 
 /** The uid:gid the private libvirtd runs as when the launcher is root (upstream: qemu, 107). */
-export const QEMU_USER = { uid: 107, gid: 107 };
+export const QEMU_USER = { uid: LAUNCHER_UID, gid: LAUNCHER_GID };
 
 /** Reads, defaults and validates the VMI of a file; throws a LauncherError listing every field error. */
 export async function loadVmi(

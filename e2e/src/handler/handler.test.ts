@@ -3,6 +3,7 @@
 // virt-controller (creates the VMI, labels it for the node, sets status Scheduled + activePods) and
 // kubelet (the Pod's emptyDirs under the pods dir, the sockets emptyDir also mounted at
 // /var/run/kubevirt/sockets, here a symlink).
+import { setTimeout as sleep } from 'node:timers/promises';
 import { appendFileSync, existsSync } from 'node:fs';
 import { mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -23,7 +24,6 @@ import {
   readText,
   requireGuest,
   shortTmp,
-  sleep,
   startLauncher,
   tinyVmi,
   waitFor,

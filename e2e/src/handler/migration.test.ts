@@ -9,6 +9,7 @@
 // domain's files (serial log, kernel) keep their paths on the target. The test plays both handlers'
 // migration roles over the cmd sockets: target prepares (SyncMigrationTarget) and opens the TCP listeners,
 // source opens the unix listeners and calls MigrateVirtualMachine with upstream's MigrationOptions JSON.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readlink, rm, rmdir } from 'node:fs/promises';
@@ -25,7 +26,6 @@ import {
   readText,
   requireGuest,
   shortTmp,
-  sleep,
   tinyVmi,
   waitFor,
 } from '../launcher/helpers.js';

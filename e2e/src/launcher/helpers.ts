@@ -1,4 +1,5 @@
 // Helpers of the launcher e2e suites: the test guest, launcher processes, serial console logs.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { chmod, mkdtemp, readFile, readdir, writeFile } from 'node:fs/promises';
@@ -109,8 +110,6 @@ export function startLauncher(
   );
   return { child, stdout: () => out, stderr: () => err, exited };
 }
-
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function waitFor<T>(
   what: string,

@@ -1,5 +1,6 @@
 // The in-Pod launcher driven like virt-handler drives it: a real launcher process under a temp root,
 // a CmdClient on its launcher-sock, a NotifyServer receiving its domain events, QEMU under TCG.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { existsSync, readlinkSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
@@ -22,7 +23,6 @@ import {
   readText,
   requireGuest,
   shortTmp,
-  sleep,
   startLauncher,
   tinyVmi,
   waitFor,

@@ -1,6 +1,7 @@
 // The VM and VMI controllers against a real kube-apiserver + etcd (tools/testenv) with the CRDs from
 // deploy/crds. There is no scheduler, kubelet or virt-handler: the test plays them, binding and
 // running launcher Pods (kubelet), and moving VMIs to Running / Succeeded / Failed (virt-handler).
+import { setTimeout as sleep } from 'node:timers/promises';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -37,7 +38,6 @@ let api: KubeClient;
 let controller: VirtController | undefined;
 const log = createLogger({ component: 'virt-controller', level: process.env.KVTS_LOG_LEVEL ?? 'warn' });
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let finished = false;
 /** poll until `fn` returns a value (no deadline of its own: jest's test timeout bounds it) */
 async function until<T>(what: string, fn: () => Promise<T | undefined | false>): Promise<T> {

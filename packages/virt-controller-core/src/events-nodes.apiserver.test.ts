@@ -1,6 +1,7 @@
 // Events, status.activePods and the node-heartbeat timeout against a real kube-apiserver (tools/testenv).
 // The test plays kubelet (binds and runs Pods), virt-handler (VMI Running, the node's heartbeat) and
 // makes the Node objects (no kubelet registers them here).
+import { setTimeout as sleep } from 'node:timers/promises';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -37,7 +38,6 @@ let env: TestEnv;
 let api: KubeClient;
 let controller: VirtController;
 let finished = false;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 async function until<T>(what: string, fn: () => Promise<T | undefined | false>): Promise<T> {
   let last: unknown;
   while (!finished) {

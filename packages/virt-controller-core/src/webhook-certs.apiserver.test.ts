@@ -7,6 +7,7 @@
 // `clientConfig.service` replaced by `clientConfig.url: https://127.0.0.1:PORT<same path>` (everything else as
 // in the file: rules, failurePolicy Fail, ...), and the controller adds 127.0.0.1 to the certificate's names
 // (--webhook-extra-sans=127.0.0.1). The caBundle is set by the controller, as in a cluster.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { execFile, spawnSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -65,7 +66,6 @@ let port: number;
 /** the replica currently serving on `port` */
 let serving: { close(): Promise<void> } | undefined;
 const closers: (() => Promise<void>)[] = [];
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const unb64 = (s: string | undefined) => Buffer.from(s ?? '', 'base64').toString('utf8');
 
 async function until<T>(what: string, fn: () => Promise<T | undefined | false>, ms = 120000): Promise<T> {

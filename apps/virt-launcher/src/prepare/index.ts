@@ -5,6 +5,7 @@
 import { chown, copyFile, mkdir, open, readFile, readdir, rm, stat, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { parseQuantity } from '@kubevirt-ts/api';
+import { stringify as stringifyYaml } from 'yaml';
 import { run, which } from './exec.js';
 import { makeIsoFromDir, makeIsoFromFiles } from './iso.js';
 import type { ConfigKind, PodPaths } from './paths.js';
@@ -312,7 +313,7 @@ export async function prepareVolumes(
       const iso = paths.cloudInitIso('noCloud', namespace, name);
       const files: Record<string, string> = {
         'user-data': data.userData,
-        'meta-data': `instance-id: ${name}.${namespace}\nlocal-hostname: ${name}\n`,
+        'meta-data': stringifyYaml({ 'instance-id': `${name}.${namespace}`, 'local-hostname': name }),
       };
       if (data.networkData !== undefined) files['network-config'] = data.networkData;
       await makeIsoFromFiles(iso, 'cidata', files).catch((e: Error) => {

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { createPodLayout } from '@kubevirt-ts/converter';
 
 /**
  * Where the launcher finds its inputs and writes the files the domain uses: the subset of
@@ -27,22 +28,12 @@ export interface PodPaths {
 
 export type ConfigKind = 'configMap' | 'secret' | 'downwardAPI' | 'serviceAccount';
 
-/** Adds the mounted-source dirs (upstream's: /var/run/kubevirt-private/{config-map,secret,downwardapi}/<vol>). */
+/** Adds the mounted-source dirs (the converter's layout: /var/run/kubevirt-private/{config-map,secret,downwardapi}/<vol>). */
 export function fromPodLayout(layout: Omit<PodPaths, 'configSourceDir'>): PodPaths {
-  const r = layout.root;
+  const sources = createPodLayout(layout.root);
   const p: PodPaths = Object.create(layout) as PodPaths;
-  (p as { configSourceDir: PodPaths['configSourceDir'] }).configSourceDir = (kind, v) => {
-    switch (kind) {
-      case 'configMap':
-        return path.join(layout.privateDir, 'config-map', v);
-      case 'secret':
-        return path.join(layout.privateDir, 'secret', v);
-      case 'downwardAPI':
-        return path.join(layout.privateDir, 'downwardapi', v);
-      case 'serviceAccount':
-        return `${r}/var/run/secrets/kubernetes.io/serviceaccount`;
-    }
-  };
+  (p as { configSourceDir: PodPaths['configSourceDir'] }).configSourceDir = (kind, v) =>
+    sources.configSourceDir(kind, v);
   return p;
 }
 

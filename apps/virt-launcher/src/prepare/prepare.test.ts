@@ -173,8 +173,8 @@ describe('prepareVolumes (real qemu-img / genisoimage)', () => {
     expect(await isoFile(paths.cloudInitIso('noCloud', 'prod', 'web'), '/user-data')).toBe(
       '#cloud-config\npassword: x\n',
     );
-    expect(await isoFile(paths.cloudInitIso('noCloud', 'prod', 'web'), '/meta-data')).toContain(
-      'instance-id: web.prod',
+    expect(await isoFile(paths.cloudInitIso('noCloud', 'prod', 'web'), '/meta-data')).toBe(
+      'instance-id: web.prod\nlocal-hostname: web\n',
     );
 
     await prepareVolumes(
