@@ -4,8 +4,9 @@
 // (tests and non-Pod launchers run with a temporary root).
 import path from 'node:path';
 
-/** uid and gid QEMU, libvirtd and the launcher run as in the Pod (upstream's `qemu` user, its NonRootUID). */
+/** uid QEMU, libvirtd and the launcher run as in the Pod (upstream's `qemu` user, its NonRootUID). */
 export const LAUNCHER_UID = 107;
+/** gid QEMU, libvirtd and the launcher run as in the Pod (upstream's `qemu` group). */
 export const LAUNCHER_GID = 107;
 
 /** Longest unix socket path Linux binds or dials: sun_path is 108 bytes, including the terminating NUL. */
