@@ -228,7 +228,7 @@ export class Launcher extends EventEmitter {
         self.vmi = vmi;
         if (!self.prepared) {
           const t0 = Date.now();
-          const prepared = await prepareVolumes(vmi as never, self.paths, {
+          const prepared = await prepareVolumes(vmi, self.paths, {
             owner: self.config.libvirtUser,
             onStep: (msg, f) => self.log.info(msg, { stage: 'prepare', volume: f.volume, path: f.path }),
           });
@@ -247,7 +247,7 @@ export class Launcher extends EventEmitter {
         }
         if (!self.started && !self.qemuTimer) self.armQemuTimeout();
         try {
-          const dom = await dm().syncVMI!(vmi as never, options as never);
+          const dom = await dm().syncVMI!(vmi, options);
           // a guest NIC without spec'd macAddress got one from libvirt: answer only that from now on
           // (the Pod interface is a port of the bridge binding's bridge: other guests' requests arrive too)
           const mac = dom?.spec?.devices?.interfaces?.find((i) => i.target?.dev === self.dhcp?.tap)?.mac;
@@ -289,11 +289,11 @@ export class Launcher extends EventEmitter {
       async prepareMigrationTarget(vmi, options) {
         checkVmi(vmi);
         if (!self.prepared) {
-          const prepared = await prepareVolumes(vmi as never, self.paths, { owner: self.config.libvirtUser });
+          const prepared = await prepareVolumes(vmi, self.paths, { owner: self.config.libvirtUser });
           self.disksInfo = disksInfoOf(prepared);
           self.prepared = true;
         }
-        await dm().prepareMigrationTarget!(vmi as never, options as never);
+        await dm().prepareMigrationTarget!(vmi, options);
         if (self.config.shareDir) {
           // upstream: the incoming QEMU listens on the migration stream socket under the share dir's
           // migrationproxy/ (same path as the source's), owned by the user QEMU runs as
@@ -415,7 +415,7 @@ export class Launcher extends EventEmitter {
           reason: 'ShuttingDown',
           gracePeriodSeconds: grace,
         });
-        result = await this.layer.manager.shutdownVMI(this.vmi as never, {
+        result = await this.layer.manager.shutdownVMI(this.vmi, {
           gracePeriodSeconds: grace,
           wait: true,
         });
@@ -424,7 +424,7 @@ export class Launcher extends EventEmitter {
           reason: 'ShutdownFailed',
         });
         await this.layer.manager
-          .killVMI(this.vmi as never)
+          .killVMI(this.vmi)
           .catch((e2: Error) => this.log.error(`destroy failed: ${e2.message}`));
       }
       await this.waitDown(10_000);

@@ -256,7 +256,7 @@ export async function startStandalone(flags: StandaloneFlags, io: StandaloneIO):
   // images first: a missing image fails before any daemon starts
   let staged: Record<string, ImageInfo> = {};
   try {
-    staged = await stageLocalImages(vmi as never, flags.images, launcher.paths, {
+    staged = await stageLocalImages(vmi, flags.images, launcher.paths, {
       owner: libvirtUser,
       onStep: (msg) => io.progress(msg),
     });
@@ -336,7 +336,7 @@ export async function startStandalone(flags: StandaloneFlags, io: StandaloneIO):
     timeoutMs: flags.qemuTimeoutMs + 30_000,
   });
   try {
-    await client.syncVMI(vmi as never, standaloneVmOptions(staged));
+    await client.syncVMI(vmi, standaloneVmOptions(staged));
     io.progress('sync: domain defined and started');
   } catch (e) {
     io.progress(`sync failed: ${(e as Error).message}`);

@@ -204,7 +204,7 @@ export const openDomainLayer = {
     },
   ): Promise<DomainLayer> {
     const { Connection } = await nodeLibvirt();
-    const holder = new ConnectionHolder(() => Connection.open(daemon.uri) as never);
+    const holder = new ConnectionHolder(() => Connection.open(daemon.uri));
     const conn = await holder.get();
     const base: ConverterContext = {
       allowEmulation: opts.allowEmulation,

@@ -199,14 +199,9 @@ async function startPod(
   await symlink('../sockets', path.join(publicDir, 'sockets'));
   const root = await shortTmp();
   const layout = createLayout(root);
-  await prepare.stageLocalImages(
-    vmi as never,
-    new Map([[GUEST_IMAGE, GUEST_DIR]]),
-    prepare.fromPodLayout(layout),
-    {
-      owner: { uid: 107, gid: 107 },
-    },
-  );
+  await prepare.stageLocalImages(vmi, new Map([[GUEST_IMAGE, GUEST_DIR]]), prepare.fromPodLayout(layout), {
+    owner: { uid: 107, gid: 107 },
+  });
   const pod: Pod = {
     name,
     podUid,

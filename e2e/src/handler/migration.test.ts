@@ -114,14 +114,9 @@ async function findFile(dir: string, name: string): Promise<string | undefined> 
 async function startPod(name: string, vmi: ReturnType<typeof tinyVmi>): Promise<MigrPod> {
   const hostRoot = await shortTmp();
   const layout = createLayout(hostRoot);
-  await prepare.stageLocalImages(
-    vmi as never,
-    new Map([[GUEST_IMAGE, GUEST_DIR]]),
-    prepare.fromPodLayout(layout),
-    {
-      owner: { uid: 107, gid: 107 },
-    },
-  );
+  await prepare.stageLocalImages(vmi, new Map([[GUEST_IMAGE, GUEST_DIR]]), prepare.fromPodLayout(layout), {
+    owner: { uid: 107, gid: 107 },
+  });
   const share = path.join(hostRoot, 'share');
   await mkdir(share, { recursive: true, mode: 0o755 });
   // the namespace holder: a private mount namespace with the Pod root bound at POD_ROOT

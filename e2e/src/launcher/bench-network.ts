@@ -48,7 +48,7 @@ for (let i = 0; i < runs; i++) {
     vmi.spec.domain.devices!.interfaces = [{ name: 'default', masquerade: {} }];
     vmi.spec.networks = [{ name: 'default', pod: {} }];
     await prepare.stageLocalImages(
-      vmi as never,
+      vmi,
       new Map([[GUEST_IMAGE, GUEST_DIR]]),
       prepare.fromPodLayout(createLayout(root)),
       { owner: { uid: 107, gid: 107 } },

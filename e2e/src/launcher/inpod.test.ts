@@ -60,7 +60,7 @@ async function startPod(
   const vmi = opts.vmi ?? tinyVmi(name);
   const layout = createLayout(root);
   const paths = prepare.fromPodLayout(layout);
-  await prepare.stageLocalImages(vmi as never, new Map([[GUEST_IMAGE, GUEST_DIR]]), paths, {
+  await prepare.stageLocalImages(vmi, new Map([[GUEST_IMAGE, GUEST_DIR]]), paths, {
     owner: { uid: 107, gid: 107 },
   });
   const events: DomainEvent[] = [];

@@ -74,7 +74,7 @@ async function startPod(net: Net, vmi: VirtualMachineInstance, config?: PodNetwo
   const share = path.join(root, 'handler');
   const layout = createLayout(root);
   const paths = prepare.fromPodLayout(layout);
-  await prepare.stageLocalImages(vmi as never, new Map([[GUEST_IMAGE, GUEST_DIR]]), paths, {
+  await prepare.stageLocalImages(vmi, new Map([[GUEST_IMAGE, GUEST_DIR]]), paths, {
     owner: { uid: 107, gid: 107 },
   });
   // what virt-handler does after phase 1: the config in the launcher's share dir

@@ -17,7 +17,7 @@ import {
   type MigrateParams,
 } from './libvirt.js';
 import { createLogger, type Logger } from '@kubevirt-ts/log';
-import { parseQuantity } from '@kubevirt-ts/api';
+import { parseQuantity, type VirtualMachineInstance } from '@kubevirt-ts/api';
 import {
   checkMigrationTarget,
   parseMigrationOptions,
@@ -27,20 +27,6 @@ import {
 } from './migration.js';
 import { convertDomainStats, type DomainStats } from './stats.js';
 import { convReason, convState, isDomainDown, statusFromLibvirt, type DomainStatus } from './status.js';
-
-/** The parts of a VirtualMachineInstance the manager reads (an @kubevirt-ts/api VMI fits). */
-export interface ManagedVMI {
-  apiVersion?: string;
-  kind?: string;
-  metadata?: { name?: string; namespace?: string; uid?: string; annotations?: Record<string, string> };
-  spec: {
-    domain: unknown;
-    startStrategy?: string;
-    terminationGracePeriodSeconds?: number;
-    [key: string]: unknown;
-  };
-  status?: { phase?: string; [key: string]: unknown };
-}
 
 /** cmd-protocol's VirtualMachineOptions, as far as the manager uses them. */
 export interface SyncOptions {
@@ -93,12 +79,17 @@ export interface DomainManagerOptions {
    * converter context for a VMI (paths, arch, emulation, ...): a fixed object (the options of each
    * call are applied to it with contextWithOptions) or a function deciding per call
    */
-  context: ConverterContext | ((vmi: ManagedVMI, options: SyncOptions | undefined) => ConverterContext);
+  context:
+    ConverterContext | ((vmi: VirtualMachineInstance, options: SyncOptions | undefined) => ConverterContext);
   /**
    * Called after conversion, before a new domain is defined: create what the domain refers to
    * (cloud-init ISOs, overlays, directories). Also called by prepareMigrationTarget.
    */
-  prepare?: (vmi: ManagedVMI, domain: DomainSpec, options: SyncOptions | undefined) => Promise<void>;
+  prepare?: (
+    vmi: VirtualMachineInstance,
+    domain: DomainSpec,
+    options: SyncOptions | undefined,
+  ) => Promise<void>;
   /** grace period when neither shutdownVMI's argument nor the VMI's spec gives one (default 30) */
   defaultGracePeriodSeconds?: number;
   /** how often to poll the domain state while waiting (default 200 ms) */
@@ -107,7 +98,7 @@ export interface DomainManagerOptions {
    * Where migrateVMI sends a VMI when its caller gives no target: upstream's launcher derives it
    * from its share dir and the VMI uid (upstreamMigrationTarget), never from the request.
    */
-  migrationTarget?: (vmi: ManagedVMI) => MigrationTarget;
+  migrationTarget?: (vmi: VirtualMachineInstance) => MigrationTarget;
   logger?: Logger;
 }
 
@@ -138,10 +129,9 @@ const SYSTEM_PAUSE_REASONS = new Set([
  * What upstream's getVMIMigrationDataSize counts: the guest memory (spec.domain.memory.guest, else
  * resources.requests.memory) in GB (10^9 bytes), rounded up; block migration is not supported here.
  */
-function migrationDataGB(vmi: ManagedVMI): number {
-  const spec = (vmi as { spec?: { domain?: Record<string, unknown> } }).spec?.domain as
-    { memory?: { guest?: string }; resources?: { requests?: Record<string, string> } } | undefined;
-  const q = spec?.memory?.guest ?? spec?.resources?.requests?.memory;
+function migrationDataGB(vmi: VirtualMachineInstance): number {
+  const domain = vmi.spec.domain;
+  const q = domain.memory?.guest ?? domain.resources?.requests?.memory;
   if (!q) return 0;
   try {
     return Math.ceil(parseQuantity(String(q)) / 1e9);
@@ -175,12 +165,12 @@ export class DomainManager extends EventEmitter {
   }
 
   /** Converts a VMI to the domain the manager would define for it (no libvirt involved). */
-  convert(vmi: ManagedVMI, options?: SyncOptions): DomainSpec {
+  convert(vmi: VirtualMachineInstance, options?: SyncOptions): DomainSpec {
     const ctx =
       typeof this.opts.context === 'function'
         ? this.opts.context(vmi, options)
         : contextWithOptions(this.opts.context, options);
-    return toDomain(vmi as Parameters<typeof toDomain>[0], ctx);
+    return toDomain(vmi, ctx);
   }
 
   /**
@@ -189,7 +179,7 @@ export class DomainManager extends EventEmitter {
    * VMI already ran, resumes a domain paused by the system, and applies what can change live
    * (disk hot-plug / unplug). Idempotent: a second call on a running domain changes nothing.
    */
-  async syncVMI(vmi: ManagedVMI, options?: SyncOptions): Promise<KubevirtDomain> {
+  async syncVMI(vmi: VirtualMachineInstance, options?: SyncOptions): Promise<KubevirtDomain> {
     const name = domainNameOf(vmi);
     const log = this.vmiLog(vmi);
     const spec = this.convert(vmi, options);
@@ -262,7 +252,7 @@ export class DomainManager extends EventEmitter {
     }
   }
 
-  async pauseVMI(vmi: ManagedVMI): Promise<void> {
+  async pauseVMI(vmi: VirtualMachineInstance): Promise<void> {
     const name = domainNameOf(vmi);
     const dom = await this.mustLookup(name);
     const st = await dom.getState();
@@ -277,7 +267,7 @@ export class DomainManager extends EventEmitter {
     this.pausedByUser.add(name);
   }
 
-  async unpauseVMI(vmi: ManagedVMI): Promise<void> {
+  async unpauseVMI(vmi: VirtualMachineInstance): Promise<void> {
     const name = domainNameOf(vmi);
     const dom = await this.mustLookup(name);
     const st = await dom.getState();
@@ -299,7 +289,7 @@ export class DomainManager extends EventEmitter {
   }
 
   /** Freezes the guest's filesystems (guest agent); thaws them after unfreezeTimeoutSeconds (0: never). */
-  async freezeVMI(vmi: ManagedVMI, unfreezeTimeoutSeconds = 0): Promise<void> {
+  async freezeVMI(vmi: VirtualMachineInstance, unfreezeTimeoutSeconds = 0): Promise<void> {
     const name = domainNameOf(vmi);
     const dom = await this.mustLookup(name);
     await dom.fsFreeze();
@@ -318,7 +308,7 @@ export class DomainManager extends EventEmitter {
     this.vmiLog(vmi).info('Guest filesystems frozen.', { unfreezeTimeoutSeconds });
   }
 
-  async unfreezeVMI(vmi: ManagedVMI): Promise<void> {
+  async unfreezeVMI(vmi: VirtualMachineInstance): Promise<void> {
     const name = domainNameOf(vmi);
     this.clearTimer(this.unfreezeTimers, name);
     const dom = await this.mustLookup(name);
@@ -328,7 +318,7 @@ export class DomainManager extends EventEmitter {
   }
 
   /** Reboots the guest: through the guest agent when it answers, else by ACPI when the domain has ACPI. */
-  async softRebootVMI(vmi: ManagedVMI): Promise<void> {
+  async softRebootVMI(vmi: VirtualMachineInstance): Promise<void> {
     const name = domainNameOf(vmi);
     const dom = await this.mustLookup(name);
     if (await this.agentAnswers(dom, 1)) {
@@ -349,7 +339,7 @@ export class DomainManager extends EventEmitter {
    * after the grace period (the argument, else spec.terminationGracePeriodSeconds, else the
    * manager's default). Resolves once the request was sent, or with `wait` once the domain is down.
    */
-  async shutdownVMI(vmi: ManagedVMI, opts: ShutdownOptions = {}): Promise<ShutdownResult> {
+  async shutdownVMI(vmi: VirtualMachineInstance, opts: ShutdownOptions = {}): Promise<ShutdownResult> {
     const name = domainNameOf(vmi);
     const log = this.vmiLog(vmi);
     const dom = await this.lookup(await this.conn(), name);
@@ -394,7 +384,7 @@ export class DomainManager extends EventEmitter {
   }
 
   /** Destroys (powers off) the domain; a missing or stopped domain is fine. */
-  async killVMI(vmi: ManagedVMI): Promise<void> {
+  async killVMI(vmi: VirtualMachineInstance): Promise<void> {
     const name = domainNameOf(vmi);
     const dom = await this.lookup(await this.conn(), name);
     if (!dom) return;
@@ -412,7 +402,7 @@ export class DomainManager extends EventEmitter {
   }
 
   /** Removes the domain: destroys it when running, then undefines it (with its NVRAM). */
-  async deleteVMI(vmi: ManagedVMI): Promise<void> {
+  async deleteVMI(vmi: VirtualMachineInstance): Promise<void> {
     const name = domainNameOf(vmi);
     this.forget(name);
     const dom = await this.lookup(await this.conn(), name);
@@ -433,7 +423,11 @@ export class DomainManager extends EventEmitter {
    * waitForMigration. `options` is MigrationRequest.options: upstream's MigrationOptions JSON.
    * The target is `target` when given (in-process callers), else DomainManagerOptions.migrationTarget.
    */
-  async migrateVMI(vmi: ManagedVMI, options: unknown, target?: MigrationTarget): Promise<MigrationState> {
+  async migrateVMI(
+    vmi: VirtualMachineInstance,
+    options: unknown,
+    target?: MigrationTarget,
+  ): Promise<MigrationState> {
     const name = domainNameOf(vmi);
     const log = this.vmiLog(vmi);
     const parsed = parseMigrationOptions(options);
@@ -574,7 +568,7 @@ export class DomainManager extends EventEmitter {
   }
 
   /** Resolves when the domain's current migration ended (successfully or not). */
-  async waitForMigration(vmiOrName: ManagedVMI | string): Promise<MigrationState> {
+  async waitForMigration(vmiOrName: VirtualMachineInstance | string): Promise<MigrationState> {
     const name = typeof vmiOrName === 'string' ? vmiOrName : domainNameOf(vmiOrName);
     const m = this.migrations.get(name);
     if (!m) throw new Error(`domain ${name} has no migration`);
@@ -582,7 +576,7 @@ export class DomainManager extends EventEmitter {
   }
 
   /** Aborts the running outgoing migration. */
-  async cancelMigration(vmi: ManagedVMI): Promise<void> {
+  async cancelMigration(vmi: VirtualMachineInstance): Promise<void> {
     const name = domainNameOf(vmi);
     const m = this.migrations.get(name);
     if (!m || m.state.completed) throw new Error(`cannot cancel migration of ${name}: it is not migrating`);
@@ -597,7 +591,7 @@ export class DomainManager extends EventEmitter {
    * Target side, before the migration: prepares what the incoming domain refers to (the
    * prepare hook) and remembers that the domain will arrive by migration.
    */
-  async prepareMigrationTarget(vmi: ManagedVMI, options?: SyncOptions): Promise<void> {
+  async prepareMigrationTarget(vmi: VirtualMachineInstance, options?: SyncOptions): Promise<void> {
     const name = domainNameOf(vmi);
     const spec = this.convert(vmi, options);
     if (this.opts.prepare) await this.opts.prepare(vmi, spec, options);
@@ -606,7 +600,7 @@ export class DomainManager extends EventEmitter {
   }
 
   /** Target side, after the migration: the domain must be here and running; fixes the guest clock. */
-  async finalizeMigration(vmi: ManagedVMI): Promise<void> {
+  async finalizeMigration(vmi: VirtualMachineInstance): Promise<void> {
     const name = domainNameOf(vmi);
     const dom = await this.mustLookup(name);
     const st = await dom.getState();
@@ -828,7 +822,7 @@ export class DomainManager extends EventEmitter {
     map.delete(name);
   }
 
-  private vmiLog(vmi: ManagedVMI): Logger {
+  private vmiLog(vmi: VirtualMachineInstance): Logger {
     const meta = {
       kind: 'VirtualMachineInstance',
       namespace: vmi.metadata?.namespace ?? 'default',

@@ -17,7 +17,7 @@ import {
 } from '@kubevirt-ts/converter';
 import { Connection, startSessionLibvirtd, type SessionLibvirtd } from '@kubevirt-ts/node-libvirt';
 import type { DomainSpec } from './domain.js';
-import type { ManagedVMI } from './manager.js';
+import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 
 export const QEMU_UID = LAUNCHER_UID;
 export const QEMU_GID = LAUNCHER_GID;
@@ -36,7 +36,7 @@ export function guestVMI(
   name: string,
   uid: string,
   opts: { memory?: string; kernelArgs?: string } = {},
-): ManagedVMI {
+): VirtualMachineInstance {
   return {
     apiVersion: 'kubevirt.io/v1',
     kind: 'VirtualMachineInstance',
@@ -69,7 +69,7 @@ export interface PodEnv {
   daemon: SessionLibvirtd;
   context: ConverterContext;
   /** DomainManager prepare hook: kernel/initrd and the per-VMI private dir, owned by uid 107 */
-  prepare(vmi: ManagedVMI, spec: DomainSpec): Promise<void>;
+  prepare(vmi: VirtualMachineInstance, spec: DomainSpec): Promise<void>;
   /** opens a new connection (for a ConnectionHolder that reconnects) */
   open(): Promise<Connection>;
   serialLog(uid: string): string;

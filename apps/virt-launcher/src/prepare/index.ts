@@ -4,7 +4,7 @@
 // needs a VMI, the pod paths and qemu-img + genisoimage/xorriso, so it can move to a package.
 import { chown, copyFile, mkdir, open, readFile, readdir, rm, stat, symlink } from 'node:fs/promises';
 import path from 'node:path';
-import { parseQuantity } from '@kubevirt-ts/api';
+import { parseQuantity, type VirtualMachineInstance } from '@kubevirt-ts/api';
 import { stringify as stringifyYaml } from 'yaml';
 import { run, which } from './exec.js';
 import { makeIsoFromDir, makeIsoFromFiles } from './iso.js';
@@ -13,19 +13,6 @@ import type { ConfigKind, PodPaths } from './paths.js';
 export * from './paths.js';
 export { makeIsoFromDir, makeIsoFromFiles } from './iso.js';
 export { run, which } from './exec.js';
-
-/** The parts of a VirtualMachineInstance this module reads (upstream kubevirt.io/v1 field names). */
-export interface VmiLike {
-  metadata?: { name?: string; namespace?: string; uid?: string };
-  spec?: {
-    domain?: {
-      firmware?: {
-        kernelBoot?: { container?: { image?: string; kernelPath?: string; initrdPath?: string } };
-      };
-    };
-    volumes?: Array<Record<string, unknown> & { name: string }>;
-  };
-}
 
 export interface PrepareOptions {
   /** chown created files and dirs to this uid:gid (the user libvirtd/QEMU runs as) */
@@ -208,7 +195,7 @@ async function cloudInitData(
  * empty disks and host disks are kept (a restarted launcher keeps the guest's writes); ISOs are rebuilt.
  */
 export async function prepareVolumes(
-  vmi: VmiLike,
+  vmi: Pick<VirtualMachineInstance, 'metadata' | 'spec'>,
   paths: PodPaths,
   opts: PrepareOptions = {},
 ): Promise<PreparedVolume[]> {
@@ -225,7 +212,7 @@ export async function prepareVolumes(
       path: r.path,
     });
   };
-  const volumes = vmi.spec?.volumes ?? [];
+  const volumes = vmi.spec.volumes ?? [];
   for (let i = 0; i < volumes.length; i++) {
     const vol = volumes[i]!;
     const field = `spec.volumes[${i}]`;
@@ -264,10 +251,7 @@ export async function prepareVolumes(
         image,
       });
     } else if (vol.emptyDisk) {
-      const cap = quantityToBytes(
-        (vol.emptyDisk as { capacity?: unknown }).capacity,
-        `${field}.emptyDisk.capacity`,
-      );
+      const cap = quantityToBytes(vol.emptyDisk.capacity, `${field}.emptyDisk.capacity`);
       const file = paths.emptyDiskImage(vol.name);
       if (await exists(file)) {
         await done({ volume: vol.name, kind: 'emptyDisk', path: file, action: 'exists' });
@@ -279,7 +263,7 @@ export async function prepareVolumes(
       });
       await done({ volume: vol.name, kind: 'emptyDisk', path: file, action: 'created' });
     } else if (vol.hostDisk) {
-      const hd = vol.hostDisk as { path?: string; type?: string; capacity?: unknown };
+      const hd = vol.hostDisk;
       if (!hd.path || !path.isAbsolute(hd.path))
         throw new PrepareError(`${field}.hostDisk.path`, 'must be an absolute path');
       // the host dir is mounted into the Pod; the image is seen under the private dir
@@ -306,7 +290,7 @@ export async function prepareVolumes(
       await done({ volume: vol.name, kind: 'hostDisk', path: file, action: 'created' }, file);
     } else if (vol.cloudInitNoCloud) {
       const data = await cloudInitData(
-        vol.cloudInitNoCloud as CloudInitSource,
+        vol.cloudInitNoCloud,
         `${field}.cloudInitNoCloud`,
         paths.configSourceDir('secret', vol.name),
       );
@@ -322,7 +306,7 @@ export async function prepareVolumes(
       await done({ volume: vol.name, kind: 'cloudInitNoCloud ISO', path: iso, action: 'created' });
     } else if (vol.cloudInitConfigDrive) {
       const data = await cloudInitData(
-        vol.cloudInitConfigDrive as CloudInitSource,
+        vol.cloudInitConfigDrive,
         `${field}.cloudInitConfigDrive`,
         paths.configSourceDir('secret', vol.name),
       );
@@ -369,7 +353,7 @@ export async function prepareVolumes(
     }
     // persistentVolumeClaim / dataVolume / ephemeral: mounted by kubelet, nothing to prepare here.
   }
-  const kb = vmi.spec?.domain?.firmware?.kernelBoot?.container;
+  const kb = vmi.spec.domain.firmware?.kernelBoot?.container;
   if (kb) {
     const field = 'spec.domain.firmware.kernelBoot.container';
     for (const key of ['kernelPath', 'initrdPath'] as const) {
@@ -412,13 +396,13 @@ async function containerDiskFile(local: string): Promise<string> {
  * unprivileged libvirtd can read them.
  */
 export async function stageLocalImages(
-  vmi: VmiLike,
+  vmi: Pick<VirtualMachineInstance, 'metadata' | 'spec'>,
   images: ImageMap,
   paths: PodPaths,
   opts: PrepareOptions = {},
 ): Promise<Record<string, ImageInfo>> {
   const found: Record<string, ImageInfo> = {};
-  const volumes = vmi.spec?.volumes ?? [];
+  const volumes = vmi.spec.volumes ?? [];
   const missing: string[] = [];
   const lookup = (ref: string | undefined, field: string): string | undefined => {
     if (!ref) {
@@ -434,7 +418,7 @@ export async function stageLocalImages(
     const vol = volumes[i]!;
     if (vol.hostDisk) {
       // kubelet would mount the host dir into the Pod; link it instead
-      const hd = vol.hostDisk as { path?: string; type?: string };
+      const hd = vol.hostDisk;
       if (!hd.path || !path.isAbsolute(hd.path))
         throw new PrepareError(`spec.volumes[${i}].hostDisk.path`, 'must be an absolute path');
       const podDir = path.dirname(paths.hostDiskImage(vol.name, hd.path));
@@ -446,7 +430,7 @@ export async function stageLocalImages(
     }
     if (!vol.containerDisk) continue;
     const field = `spec.volumes[${i}].containerDisk.image`;
-    const local = lookup((vol.containerDisk as { image?: string }).image, field);
+    const local = lookup(vol.containerDisk.image, field);
     if (!local) continue;
     let file: string;
     try {
@@ -462,7 +446,7 @@ export async function stageLocalImages(
     await symlink(file, base);
     opts.onStep?.(`image ${field} -> ${file}`, { volume: vol.name, path: file });
   }
-  const kb = vmi.spec?.domain?.firmware?.kernelBoot?.container;
+  const kb = vmi.spec.domain.firmware?.kernelBoot?.container;
   if (kb) {
     const field = 'spec.domain.firmware.kernelBoot.container';
     const local = lookup(kb.image, `${field}.image`);

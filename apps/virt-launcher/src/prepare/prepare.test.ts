@@ -1,3 +1,4 @@
+import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import { mkdtemp, mkdir, readFile, rm, stat, writeFile, readlink } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,8 +12,9 @@ import {
   run,
   stageLocalImages,
   standaloneVmOptions,
-  type VmiLike,
 } from './index.js';
+
+type TestVmi = Pick<VirtualMachineInstance, 'metadata' | 'spec'>;
 
 let root: string;
 beforeEach(async () => {
@@ -47,9 +49,10 @@ describe('prepareVolumes (real qemu-img / genisoimage)', () => {
     await writeFile(paths.containerDiskImage(1), Buffer.alloc(1024 * 1024));
     const hostFile = path.join(root, 'host', 'data', 'disk.img');
     await mkdir(path.dirname(paths.hostDiskImage('hd', hostFile)), { recursive: true });
-    const vmi: VmiLike = {
+    const vmi: TestVmi = {
       metadata: { name: 'v', namespace: 'n' },
       spec: {
+        domain: {},
         volumes: [
           { name: 'pvc', persistentVolumeClaim: { claimName: 'x' } },
           { name: 'root', containerDisk: { image: 'img' } },
@@ -86,7 +89,10 @@ describe('prepareVolumes (real qemu-img / genisoimage)', () => {
     const paths = podPaths(root);
     await mkdir(path.dirname(paths.containerDiskImage(0)), { recursive: true });
     await run('qemu-img', ['create', '-f', 'qcow2', paths.containerDiskImage(0), '1M']);
-    await prepareVolumes({ spec: { volumes: [{ name: 'r', containerDisk: { image: 'i' } }] } }, paths);
+    await prepareVolumes(
+      { metadata: {}, spec: { domain: {}, volumes: [{ name: 'r', containerDisk: { image: 'i' } }] } },
+      paths,
+    );
     const info = JSON.parse(
       (await run('qemu-img', ['info', '--output=json', paths.ephemeralOverlay('r')])).stdout,
     );
@@ -99,8 +105,10 @@ describe('prepareVolumes (real qemu-img / genisoimage)', () => {
     await mkdir(path.dirname(paths.containerDiskImage(0)), { recursive: true });
     await writeFile(paths.containerDiskImage(0), Buffer.alloc(2 * 1024 * 1024));
     await run('qemu-img', ['create', '-f', 'qcow2', paths.containerDiskImage(1), '3M']);
-    const vmi: VmiLike = {
+    const vmi: TestVmi = {
+      metadata: {},
       spec: {
+        domain: {},
         volumes: [
           { name: 'rawdisk', containerDisk: { image: 'a' } },
           { name: 'qdisk', containerDisk: { image: 'b' } },
@@ -125,7 +133,10 @@ describe('prepareVolumes (real qemu-img / genisoimage)', () => {
     await writeFile(secret, Buffer.alloc(1024 * 1024, 0x41));
     await mkdir(path.dirname(paths.containerDiskImage(0)), { recursive: true });
     await run('qemu-img', ['create', '-f', 'qcow2', '-b', secret, '-F', 'raw', paths.containerDiskImage(0)]);
-    const vmi: VmiLike = { spec: { volumes: [{ name: 'r', containerDisk: { image: 'i' } }] } };
+    const vmi: TestVmi = {
+      metadata: {},
+      spec: { domain: {}, volumes: [{ name: 'r', containerDisk: { image: 'i' } }] },
+    };
     const err = await prepareVolumes(vmi, paths).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(PrepareError);
     expect((err as PrepareError).path).toBe('spec.volumes[0].containerDisk');
@@ -140,7 +151,7 @@ describe('prepareVolumes (real qemu-img / genisoimage)', () => {
     await mkdir(path.dirname(paths.containerDiskImage(0)), { recursive: true });
     await run('qemu-img', ['create', '-f', 'vmdk', paths.containerDiskImage(0), '1M']);
     const err = await prepareVolumes(
-      { spec: { volumes: [{ name: 'r', containerDisk: { image: 'i' } }] } },
+      { metadata: {}, spec: { domain: {}, volumes: [{ name: 'r', containerDisk: { image: 'i' } }] } },
       paths,
     ).catch((e: unknown) => e);
     expect((err as Error).message).toBe(
@@ -154,6 +165,7 @@ describe('prepareVolumes (real qemu-img / genisoimage)', () => {
       {
         metadata: { name: 'web', namespace: 'prod', uid: 'abc' },
         spec: {
+          domain: {},
           volumes: [
             {
               name: 'ci',
@@ -180,7 +192,7 @@ describe('prepareVolumes (real qemu-img / genisoimage)', () => {
     await prepareVolumes(
       {
         metadata: { name: 'web', namespace: 'prod', uid: 'abc' },
-        spec: { volumes: [{ name: 'cd', cloudInitConfigDrive: { userData: 'hello <&>' } }] },
+        spec: { domain: {}, volumes: [{ name: 'cd', cloudInitConfigDrive: { userData: 'hello <&>' } }] },
       },
       paths,
     );
@@ -200,8 +212,10 @@ describe('prepareVolumes (real qemu-img / genisoimage)', () => {
     await writeFile(path.join(paths.configSourceDir('configMap', 'cm'), 'app.conf'), 'k=v\n');
     await mkdir(paths.configSourceDir('serviceAccount', 'sa'), { recursive: true });
     await writeFile(path.join(paths.configSourceDir('serviceAccount', 'sa'), 'token'), 'tok');
-    const vmi: VmiLike = {
+    const vmi: TestVmi = {
+      metadata: {},
       spec: {
+        domain: {},
         volumes: [
           { name: 'cm', configMap: { name: 'c' } },
           { name: 'sa', serviceAccount: { serviceAccountName: 'default' } },
@@ -216,7 +230,10 @@ describe('prepareVolumes (real qemu-img / genisoimage)', () => {
     expect((await isoInfo(paths.configIso('serviceAccount', 'sa'))).files).toEqual(['/token']);
 
     const err = await prepareVolumes(
-      { spec: { volumes: [vmi.spec!.volumes![0]!, { name: 's', secret: { secretName: 'x' } }] } },
+      {
+        metadata: {},
+        spec: { domain: {}, volumes: [vmi.spec!.volumes![0]!, { name: 's', secret: { secretName: 'x' } }] },
+      },
       paths,
     ).catch((e) => e);
     expect(err).toBeInstanceOf(PrepareError);
@@ -227,24 +244,31 @@ describe('prepareVolumes (real qemu-img / genisoimage)', () => {
   it('fails clearly on a missing container disk, a missing Disk-type host disk, bad capacity, missing kernel', async () => {
     const paths = podPaths(root);
     const e1 = await prepareVolumes(
-      { spec: { volumes: [{ name: 'r', containerDisk: { image: 'i' } }] } },
+      { metadata: {}, spec: { domain: {}, volumes: [{ name: 'r', containerDisk: { image: 'i' } }] } },
       paths,
     ).catch((e) => e);
     expect(e1.message).toMatch(
       /^spec\.volumes\[0\]\.containerDisk: container disk image for volume "r" not found/,
     );
     const e2 = await prepareVolumes(
-      { spec: { volumes: [{ name: 'h', hostDisk: { path: '/nonexistent/x.img', type: 'Disk' } }] } },
+      {
+        metadata: {},
+        spec: {
+          domain: {},
+          volumes: [{ name: 'h', hostDisk: { path: '/nonexistent/x.img', type: 'Disk' } }],
+        },
+      },
       paths,
     ).catch((e) => e);
     expect(e2.message).toMatch(/^spec\.volumes\[0\]\.hostDisk\.path: \/nonexistent\/x\.img does not exist/);
     const e3 = await prepareVolumes(
-      { spec: { volumes: [{ name: 'e', emptyDisk: { capacity: 'lots' } }] } },
+      { metadata: {}, spec: { domain: {}, volumes: [{ name: 'e', emptyDisk: { capacity: 'lots' } }] } },
       paths,
     ).catch((e) => e);
     expect(e3.message).toMatch(/^spec\.volumes\[0\]\.emptyDisk\.capacity: invalid quantity/);
     const e4 = await prepareVolumes(
       {
+        metadata: {},
         spec: {
           domain: { firmware: { kernelBoot: { container: { image: 'k', kernelPath: '/boot/vmlinuz' } } } },
         },
@@ -272,7 +296,10 @@ describe('stageLocalImages (standalone)', () => {
     const top = path.join(root, 'top.qcow2');
     await run('qemu-img', ['create', '-f', 'qcow2', '-b', base, '-F', 'qcow2', top]);
     const err = await stageLocalImages(
-      { spec: { volumes: [{ name: 'root', containerDisk: { image: 'reg/cd:1' } }] } },
+      {
+        metadata: {},
+        spec: { domain: {}, volumes: [{ name: 'root', containerDisk: { image: 'reg/cd:1' } }] },
+      },
       new Map([['reg/cd:1', top]]),
       paths,
     ).catch((e: unknown) => e);
@@ -291,7 +318,8 @@ describe('stageLocalImages (standalone)', () => {
     await mkdir(path.join(img, 'kernel', 'boot'), { recursive: true });
     await writeFile(path.join(img, 'kernel', 'boot', 'vmlinuz'), 'K');
     await writeFile(path.join(img, 'kernel', 'boot', 'initrd.gz'), 'I');
-    const vmi: VmiLike = {
+    const vmi: TestVmi = {
+      metadata: {},
       spec: {
         domain: {
           firmware: {
