@@ -3,6 +3,7 @@
 import { accessSync, constants } from 'node:fs';
 import { chown, copyFile, mkdir, readdir, rename } from 'node:fs/promises';
 import path from 'node:path';
+import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import type { Logger } from '@kubevirt-ts/log';
 import { createPodLayout, type ConverterContext, type PodLayout } from '@kubevirt-ts/converter';
 import {
@@ -117,18 +118,6 @@ export async function saveCaps(baseDir: string, cacheDir: string): Promise<void>
   }
 }
 
-/** The parts of a VMI that decide per-VMI launcher options (upstream's launcher reads the same). */
-export interface VmiFacts {
-  metadata?: { annotations?: Record<string, string> };
-  spec?: {
-    domain?: {
-      cpu?: { dedicatedCpuPlacement?: boolean; realtime?: unknown };
-      memory?: { hugepages?: unknown };
-      devices?: { autoattachMemBalloon?: boolean; logSerialConsole?: boolean };
-    };
-  };
-}
-
 /**
  * The converter context of one sync, as upstream's launcher builds it: the handler's
  * VirtualMachineOptions (SMBIOS, balloon stats period, preallocated volumes, disksInfo, cluster config)
@@ -139,12 +128,12 @@ export interface VmiFacts {
  */
 export function launcherContext(
   base: ConverterContext,
-  vmi: VmiFacts | undefined,
+  vmi: Pick<VirtualMachineInstance, 'metadata' | 'spec'> | undefined,
   options: SyncOptions | undefined,
   found?: ConverterContext['disksInfo'],
 ): ConverterContext {
   const cluster = options?.clusterConfig;
-  const dom = vmi?.spec?.domain;
+  const dom = vmi?.spec.domain;
   const highPerformance =
     dom?.cpu?.dedicatedCpuPlacement === true || dom?.cpu?.realtime != null || dom?.memory?.hugepages != null;
   const freePageReporting = !(
@@ -216,8 +205,8 @@ export const openDomainLayer = {
     // applied as libvirt-manager does; upstream logs the serial console to a file unless the cluster
     // config disables it. What this launcher found on disk wins over the handler's disksInfo: it is
     // the file QEMU will open.
-    const context = (vmi: unknown, options: SyncOptions | undefined): ConverterContext =>
-      launcherContext(base, vmi as VmiFacts, options, opts.disksInfo?.());
+    const context = (vmi: VirtualMachineInstance, options: SyncOptions | undefined): ConverterContext =>
+      launcherContext(base, vmi, options, opts.disksInfo?.());
     const shareDir = opts.shareDir;
     const manager = new DomainManager({
       connection: holder,
