@@ -17,7 +17,8 @@ import { fileURLToPath } from 'node:url';
 import { setVirtualMachineInstanceDefaults } from '@kubevirt-ts/api';
 import { LAUNCHER_GID, LAUNCHER_UID, toDomain, toDomainXml } from '@kubevirt-ts/converter';
 import { startSessionLibvirtd } from '@kubevirt-ts/node-libvirt';
-import { createLayout, prepare } from '@kubevirt-ts/virt-launcher';
+import { stageLocalImages } from '@kubevirt-ts/disks';
+import { createLayout } from '@kubevirt-ts/virt-launcher';
 
 const repo = path.resolve(fileURLToPath(new URL('..', import.meta.url)));
 const main = path.join(repo, 'apps/virt-launcher/dist/main.js');
@@ -187,10 +188,9 @@ async function virshRuns() {
       const v = vmi(`v${i}`, false);
       const root = path.join(dir, `r${i}`);
       const layout = createLayout(root);
-      const paths = prepare.fromPodLayout(layout);
       await mkdir(layout.vmiPrivateDir(v.metadata.uid), { recursive: true });
       await chmod(path.join(root), 0o755);
-      await prepare.stageLocalImages(v, new Map([[IMAGE, guest]]), paths, { owner: QEMU });
+      await stageLocalImages(v, new Map([[IMAGE, guest]]), layout, { owner: QEMU });
       const { chown } = await import('node:fs/promises');
       await chown(layout.vmiPrivateDir(v.metadata.uid), QEMU.uid, QEMU.gid);
       const xml = toDomainXml(

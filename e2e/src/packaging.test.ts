@@ -18,6 +18,7 @@ const PACKAGES = [
   'api',
   'log',
   'converter',
+  'disks',
   'renderer',
   'cmd-protocol',
   'node-libvirt',

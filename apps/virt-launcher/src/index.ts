@@ -23,9 +23,9 @@ export {
   loadVmi,
   tailFile,
   QEMU_USER,
+  standaloneVmOptions,
   type StandaloneHandle,
   type StandaloneIO,
 } from './standalone.js';
 export { podConfig } from './pod-config.js';
-export * as prepare from './prepare/index.js';
 export { kvmAvailable, createLayout } from './wiring.js';

@@ -11,10 +11,11 @@ import path from 'node:path';
 import type { Logger } from '@kubevirt-ts/log';
 import { CmdServer, NotifyClient, notifySocketPath, type CmdBackend } from '@kubevirt-ts/cmd-protocol';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
+import type { PodLayout } from '@kubevirt-ts/converter';
 import { podNetworkConfigFile, startGuestDhcp, type DhcpServer } from '@kubevirt-ts/network';
 import { ExitCode, LauncherError } from './errors.js';
 import { ownStart, ownedLeftovers } from './procs.js';
-import { disksInfoOf, fromPodLayout, prepareVolumes, type PodPaths } from './prepare/index.js';
+import { disksInfoOf, prepareVolumes } from '@kubevirt-ts/disks';
 import {
   createLayout,
   openDomainLayer,
@@ -69,7 +70,7 @@ export interface LauncherResult {
  * Events: 'stage' (stage, msg), 'domain' (DomainEventLike), 'synced' (vmi), 'ended' (LauncherResult).
  */
 export class Launcher extends EventEmitter {
-  readonly paths: PodPaths;
+  readonly paths: PodLayout;
   private readonly log: Logger;
   /** the guest's DHCP server (masquerade/bridge pod interface, in-Pod mode); null: none needed */
   private dhcp: DhcpServer | null | undefined;
@@ -93,7 +94,7 @@ export class Launcher extends EventEmitter {
   constructor(readonly config: LauncherConfig) {
     super();
     this.log = config.logger;
-    this.paths = fromPodLayout(createLayout(config.root));
+    this.paths = createLayout(config.root);
   }
 
   private stage(stage: Stage, msg: string, fields: Record<string, unknown> = {}): void {

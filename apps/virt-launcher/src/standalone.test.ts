@@ -3,7 +3,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ExitCode, LauncherError } from './errors.js';
-import { loadVmi } from './standalone.js';
+import { loadVmi, standaloneVmOptions } from './standalone.js';
 
 let dir: string;
 beforeAll(async () => {
@@ -148,5 +148,14 @@ describe('loadVmi', () => {
     await writeFile(f, (await readFile(f, 'utf8')).replace('readonly: true', 'bus: virtio'));
     const vmi = await loadVmi(f);
     expect(vmi.spec.domain.resources?.requests?.memory).toBe('1024M');
+  });
+});
+
+describe('standaloneVmOptions', () => {
+  it('sends what virt-handler would: the default SMBIOS of a KubeVirt cluster and the staged disks', () => {
+    expect(standaloneVmOptions({ root: { format: 'raw', virtualSize: 4096 } })).toEqual({
+      VirtualMachineSMBios: { manufacturer: 'KubeVirt', product: 'None', family: 'KubeVirt' },
+      DisksInfo: { root: { format: 'raw', virtualSize: 4096, backingFile: '' } },
+    });
   });
 });

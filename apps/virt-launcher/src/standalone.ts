@@ -22,7 +22,7 @@ import type { StandaloneFlags } from './flags.js';
 import { Launcher, type LauncherResult } from './launcher.js';
 import { createLogger } from '@kubevirt-ts/log';
 import { execNativeMonitor } from './native-monitor.js';
-import { PrepareError, stageLocalImages, standaloneVmOptions, type ImageInfo } from './prepare/index.js';
+import { PrepareError, stageLocalImages, type ImageInfo } from '@kubevirt-ts/disks';
 
 /**
  * Set in the environment of the launcher a standalone monitor runs: 'owned' (the monitor made the
@@ -413,4 +413,23 @@ export async function runStandaloneMonitor(
     process.stderr.write(`virt-launcher standalone: ${err.message}\n`);
     return err.exitCode;
   }
+}
+
+/**
+ * The VirtualMachineOptions standalone mode sends with SyncVirtualMachine, as virt-handler would:
+ * the default SMBIOS of a KubeVirt cluster config and the disksInfo of the staged container disks.
+ */
+export function standaloneVmOptions(found: Record<string, ImageInfo>): {
+  VirtualMachineSMBios: { manufacturer: string; product: string; family: string };
+  DisksInfo: Record<string, { format: string; virtualSize: number; backingFile: string }>;
+} {
+  return {
+    VirtualMachineSMBios: { manufacturer: 'KubeVirt', product: 'None', family: 'KubeVirt' },
+    DisksInfo: Object.fromEntries(
+      Object.entries(found).map(([vol, i]) => [
+        vol,
+        { format: i.format, virtualSize: i.virtualSize, backingFile: i.backingFile ?? '' },
+      ]),
+    ),
+  };
 }

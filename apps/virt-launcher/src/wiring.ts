@@ -1,8 +1,6 @@
 // Glue between the launcher and the packages below it: node-libvirt's private session libvirtd and
 // connection, libvirt-manager's DomainManager + DomainWatcher, the converter's pod layout and context.
 import { accessSync, constants } from 'node:fs';
-import { chown, copyFile, mkdir, readdir, rename } from 'node:fs/promises';
-import path from 'node:path';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import type { Logger } from '@kubevirt-ts/log';
 import { createPodLayout, type ConverterContext, type PodLayout } from '@kubevirt-ts/converter';
@@ -70,52 +68,10 @@ function versionString(v: number): string {
   return `${Math.floor(v / 1_000_000)}.${Math.floor(v / 1000) % 1000}.${v % 1000}`;
 }
 
-/** Where a session libvirtd with this base dir keeps QEMU's probed capabilities. */
-function capsDir(baseDir: string): string {
-  return path.join(baseDir, 'cache', 'libvirt', 'qemu', 'cache', 'capabilities');
-}
-
-/**
- * A fresh libvirtd probes the QEMU binary (1-2 s) before its first domain. Seeding its cache with an
- * earlier probe skips that; libvirt itself checks the entry is still valid (QEMU binary, libvirt
- * version, kernel, microcode) and re-probes when not, so a stale entry costs nothing but the probe.
- */
-async function seedCaps(
-  baseDir: string,
-  cacheDir: string,
-  user?: { uid: number; gid: number },
-): Promise<void> {
-  let files: string[];
-  try {
-    files = (await readdir(cacheDir)).filter((f) => f.endsWith('.xml'));
-  } catch {
-    return;
-  }
-  if (files.length === 0) return;
-  const dst = capsDir(baseDir);
-  await mkdir(dst, { recursive: true });
-  for (const f of files) await copyFile(path.join(cacheDir, f), path.join(dst, f));
-  if (user && process.getuid?.() === 0) {
-    for (let d = dst; d !== baseDir && d.startsWith(baseDir); d = path.dirname(d))
-      await chown(d, user.uid, user.gid);
-    for (const f of files) await chown(path.join(dst, f), user.uid, user.gid);
-  }
-}
-
-/** Keeps what this libvirtd probed for the next launcher (best effort). */
+/** Keeps what this libvirtd probed for the next launcher (best effort; node-libvirt's QEMU capability cache). */
 export async function saveCaps(baseDir: string, cacheDir: string): Promise<void> {
-  try {
-    const files = (await readdir(capsDir(baseDir))).filter((f) => f.endsWith('.xml'));
-    if (files.length === 0) return;
-    await mkdir(cacheDir, { recursive: true });
-    for (const f of files) {
-      const tmp = path.join(cacheDir, `.${f}.${process.pid}`);
-      await copyFile(path.join(capsDir(baseDir), f), tmp);
-      await rename(tmp, path.join(cacheDir, f));
-    }
-  } catch {
-    /* only a cache */
-  }
+  const { saveQemuCaps } = await nodeLibvirt();
+  await saveQemuCaps(baseDir, cacheDir);
 }
 
 /**
@@ -162,11 +118,12 @@ export const openDomainLayer = {
     baseDir: string;
     user?: { uid: number; gid: number };
     logger: Logger;
-    /** host-wide cache of QEMU capability probes (see seedCaps) */
+    /** host-wide cache of QEMU capability probes (node-libvirt's seedQemuCaps) */
     capsCacheDir?: string;
   }): Promise<SessionDaemon> {
-    const { startSessionLibvirtd } = await nodeLibvirt();
-    if (opts.capsCacheDir) await seedCaps(opts.baseDir, opts.capsCacheDir, opts.user).catch(() => undefined);
+    const { startSessionLibvirtd, seedQemuCaps } = await nodeLibvirt();
+    if (opts.capsCacheDir)
+      await seedQemuCaps(opts.baseDir, opts.capsCacheDir, opts.user).catch(() => undefined);
     const s = await startSessionLibvirtd({
       baseDir: opts.baseDir,
       uid: opts.user?.uid,

@@ -11,7 +11,8 @@ import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client
 import { parseManifests, type VirtualMachineInstance } from '@kubevirt-ts/api';
 import { CmdClient } from '@kubevirt-ts/cmd-protocol';
 import { serverSideApply, startTestEnv, type KubeObject, type TestEnv } from '@kubevirt-ts/testenv';
-import { createLayout, prepare } from '@kubevirt-ts/virt-launcher';
+import { stageLocalImages } from '@kubevirt-ts/disks';
+import { createLayout } from '@kubevirt-ts/virt-launcher';
 import { readFileSync, readdirSync } from 'node:fs';
 import { spawn, type ChildProcess } from 'node:child_process';
 import {
@@ -199,7 +200,7 @@ async function startPod(
   await symlink('../sockets', path.join(publicDir, 'sockets'));
   const root = await shortTmp();
   const layout = createLayout(root);
-  await prepare.stageLocalImages(vmi, new Map([[GUEST_IMAGE, GUEST_DIR]]), prepare.fromPodLayout(layout), {
+  await stageLocalImages(vmi, new Map([[GUEST_IMAGE, GUEST_DIR]]), layout, {
     owner: { uid: 107, gid: 107 },
   });
   const pod: Pod = {

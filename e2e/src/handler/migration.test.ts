@@ -16,7 +16,8 @@ import { mkdir, readdir, readlink, rm, rmdir } from 'node:fs/promises';
 import path from 'node:path';
 import { CmdClient, launcherSocketPath } from '@kubevirt-ts/cmd-protocol';
 import { MigrationProxyManager } from '@kubevirt-ts/handler';
-import { createLayout, prepare } from '@kubevirt-ts/virt-launcher';
+import { stageLocalImages } from '@kubevirt-ts/disks';
+import { createLayout } from '@kubevirt-ts/virt-launcher';
 import {
   GUEST_DIR,
   GUEST_IMAGE,
@@ -114,7 +115,7 @@ async function findFile(dir: string, name: string): Promise<string | undefined> 
 async function startPod(name: string, vmi: ReturnType<typeof tinyVmi>): Promise<MigrPod> {
   const hostRoot = await shortTmp();
   const layout = createLayout(hostRoot);
-  await prepare.stageLocalImages(vmi, new Map([[GUEST_IMAGE, GUEST_DIR]]), prepare.fromPodLayout(layout), {
+  await stageLocalImages(vmi, new Map([[GUEST_IMAGE, GUEST_DIR]]), layout, {
     owner: { uid: 107, gid: 107 },
   });
   const share = path.join(hostRoot, 'share');

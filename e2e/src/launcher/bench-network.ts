@@ -9,7 +9,8 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { CmdClient, NotifyServer, launcherSocketPath, notifySocketPath } from '@kubevirt-ts/cmd-protocol';
 import { planPodNetwork, setupPodNetwork, writePodNetworkConfig } from '@kubevirt-ts/network';
-import { createLayout, prepare } from '@kubevirt-ts/virt-launcher';
+import { stageLocalImages } from '@kubevirt-ts/disks';
+import { createLayout } from '@kubevirt-ts/virt-launcher';
 import {
   GUEST_DIR,
   GUEST_IMAGE,
@@ -47,12 +48,9 @@ for (let i = 0; i < runs; i++) {
     vmi.spec.domain.firmware!.kernelBoot!.kernelArgs += ' kvts.net';
     vmi.spec.domain.devices!.interfaces = [{ name: 'default', masquerade: {} }];
     vmi.spec.networks = [{ name: 'default', pod: {} }];
-    await prepare.stageLocalImages(
-      vmi,
-      new Map([[GUEST_IMAGE, GUEST_DIR]]),
-      prepare.fromPodLayout(createLayout(root)),
-      { owner: { uid: 107, gid: 107 } },
-    );
+    await stageLocalImages(vmi, new Map([[GUEST_IMAGE, GUEST_DIR]]), createLayout(root), {
+      owner: { uid: 107, gid: 107 },
+    });
     await notify.start();
     const t0 = process.hrtime.bigint();
     const config = await setupPodNetwork(planPodNetwork(vmi)!, { netns: net.podPath });

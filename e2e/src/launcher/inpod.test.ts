@@ -12,7 +12,8 @@ import {
   notifySocketPath,
   type DomainEvent,
 } from '@kubevirt-ts/cmd-protocol';
-import { createLayout, prepare } from '@kubevirt-ts/virt-launcher';
+import { stageLocalImages } from '@kubevirt-ts/disks';
+import { createLayout } from '@kubevirt-ts/virt-launcher';
 import {
   GUEST_DIR,
   GUEST_IMAGE,
@@ -59,8 +60,7 @@ async function startPod(
   const share = path.join(root, 'handler');
   const vmi = opts.vmi ?? tinyVmi(name);
   const layout = createLayout(root);
-  const paths = prepare.fromPodLayout(layout);
-  await prepare.stageLocalImages(vmi, new Map([[GUEST_IMAGE, GUEST_DIR]]), paths, {
+  await stageLocalImages(vmi, new Map([[GUEST_IMAGE, GUEST_DIR]]), layout, {
     owner: { uid: 107, gid: 107 },
   });
   const events: DomainEvent[] = [];

@@ -15,7 +15,8 @@ import {
   writePodNetworkConfig,
   type PodNetworkConfig,
 } from '@kubevirt-ts/network';
-import { createLayout, prepare } from '@kubevirt-ts/virt-launcher';
+import { stageLocalImages } from '@kubevirt-ts/disks';
+import { createLayout } from '@kubevirt-ts/virt-launcher';
 import {
   GUEST_DIR,
   GUEST_IMAGE,
@@ -73,8 +74,7 @@ async function startPod(net: Net, vmi: VirtualMachineInstance, config?: PodNetwo
   const root = await shortTmp();
   const share = path.join(root, 'handler');
   const layout = createLayout(root);
-  const paths = prepare.fromPodLayout(layout);
-  await prepare.stageLocalImages(vmi, new Map([[GUEST_IMAGE, GUEST_DIR]]), paths, {
+  await stageLocalImages(vmi, new Map([[GUEST_IMAGE, GUEST_DIR]]), layout, {
     owner: { uid: 107, gid: 107 },
   });
   // what virt-handler does after phase 1: the config in the launcher's share dir

@@ -32,3 +32,4 @@ export {
   type SessionLibvirtdOptions,
   type SessionLogger,
 } from './session.js';
+export { qemuCapsDir, seedQemuCaps, saveQemuCaps } from './qemu-caps.js';

@@ -1,4 +1,5 @@
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
+import { createPodLayout } from '@kubevirt-ts/converter';
 import { mkdtemp, mkdir, readFile, rm, stat, writeFile, readlink } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -6,12 +7,10 @@ import {
   PrepareError,
   disksInfoOf,
   imageFormat,
-  podPaths,
   prepareVolumes,
   quantityToBytes,
   run,
   stageLocalImages,
-  standaloneVmOptions,
 } from './index.js';
 
 type TestVmi = Pick<VirtualMachineInstance, 'metadata' | 'spec'>;
@@ -44,7 +43,7 @@ async function isoFile(iso: string, file: string): Promise<string> {
 
 describe('prepareVolumes (real qemu-img / genisoimage)', () => {
   it('creates a qcow2 overlay over a raw container disk, an empty disk, a DiskOrCreate host disk', async () => {
-    const paths = podPaths(root);
+    const paths = createPodLayout(root);
     await mkdir(path.dirname(paths.containerDiskImage(1)), { recursive: true });
     await writeFile(paths.containerDiskImage(1), Buffer.alloc(1024 * 1024));
     const hostFile = path.join(root, 'host', 'data', 'disk.img');
@@ -86,7 +85,7 @@ describe('prepareVolumes (real qemu-img / genisoimage)', () => {
   });
 
   it('overlays a qcow2 base with -F qcow2', async () => {
-    const paths = podPaths(root);
+    const paths = createPodLayout(root);
     await mkdir(path.dirname(paths.containerDiskImage(0)), { recursive: true });
     await run('qemu-img', ['create', '-f', 'qcow2', paths.containerDiskImage(0), '1M']);
     await prepareVolumes(
@@ -101,7 +100,7 @@ describe('prepareVolumes (real qemu-img / genisoimage)', () => {
   });
 
   it('reports what it found in container disk images: format and virtual size reach disksInfo', async () => {
-    const paths = podPaths(root);
+    const paths = createPodLayout(root);
     await mkdir(path.dirname(paths.containerDiskImage(0)), { recursive: true });
     await writeFile(paths.containerDiskImage(0), Buffer.alloc(2 * 1024 * 1024));
     await run('qemu-img', ['create', '-f', 'qcow2', paths.containerDiskImage(1), '3M']);
@@ -128,7 +127,7 @@ describe('prepareVolumes (real qemu-img / genisoimage)', () => {
   });
 
   it('refuses a container disk image with a backing file (a real qcow2 chain), naming the field', async () => {
-    const paths = podPaths(root);
+    const paths = createPodLayout(root);
     const secret = path.join(root, 'secret.raw');
     await writeFile(secret, Buffer.alloc(1024 * 1024, 0x41));
     await mkdir(path.dirname(paths.containerDiskImage(0)), { recursive: true });
@@ -147,7 +146,7 @@ describe('prepareVolumes (real qemu-img / genisoimage)', () => {
   });
 
   it('refuses a container disk image whose format is neither raw nor qcow2', async () => {
-    const paths = podPaths(root);
+    const paths = createPodLayout(root);
     await mkdir(path.dirname(paths.containerDiskImage(0)), { recursive: true });
     await run('qemu-img', ['create', '-f', 'vmdk', paths.containerDiskImage(0), '1M']);
     const err = await prepareVolumes(
@@ -160,7 +159,7 @@ describe('prepareVolumes (real qemu-img / genisoimage)', () => {
   });
 
   it('builds NoCloud and ConfigDrive ISOs with the upstream labels and files', async () => {
-    const paths = podPaths(root);
+    const paths = createPodLayout(root);
     await prepareVolumes(
       {
         metadata: { name: 'web', namespace: 'prod', uid: 'abc' },
@@ -207,7 +206,7 @@ describe('prepareVolumes (real qemu-img / genisoimage)', () => {
   });
 
   it('builds configMap / secret / serviceAccount ISOs from mounted dirs, errors name the volume field', async () => {
-    const paths = podPaths(root);
+    const paths = createPodLayout(root);
     await mkdir(paths.configSourceDir('configMap', 'cm'), { recursive: true });
     await writeFile(path.join(paths.configSourceDir('configMap', 'cm'), 'app.conf'), 'k=v\n');
     await mkdir(paths.configSourceDir('serviceAccount', 'sa'), { recursive: true });
@@ -242,7 +241,7 @@ describe('prepareVolumes (real qemu-img / genisoimage)', () => {
   });
 
   it('fails clearly on a missing container disk, a missing Disk-type host disk, bad capacity, missing kernel', async () => {
-    const paths = podPaths(root);
+    const paths = createPodLayout(root);
     const e1 = await prepareVolumes(
       { metadata: {}, spec: { domain: {}, volumes: [{ name: 'r', containerDisk: { image: 'i' } }] } },
       paths,
@@ -280,6 +279,36 @@ describe('prepareVolumes (real qemu-img / genisoimage)', () => {
     );
   });
 
+  it('refuses names the Pod layout cannot use as file names, naming the field, before creating anything', async () => {
+    const paths = createPodLayout(root);
+    const err = await prepareVolumes(
+      {
+        metadata: { name: 'web', namespace: 'prod' },
+        spec: {
+          domain: {},
+          volumes: [
+            { name: 'scratch', emptyDisk: { capacity: '1Mi' } },
+            { name: '..', emptyDisk: { capacity: '1Mi' } },
+          ],
+        },
+      },
+      paths,
+    ).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(PrepareError);
+    expect((err as PrepareError).path).toBe('spec.volumes[1].name');
+    expect((err as Error).message).toMatch(/cannot be used as a file name/);
+    await expect(stat(paths.emptyDiskImage('scratch'))).rejects.toThrow();
+
+    const ns = await prepareVolumes(
+      {
+        metadata: { name: 'web', namespace: '../etc' },
+        spec: { domain: {}, volumes: [{ name: 'ci', cloudInitNoCloud: { userData: 'x' } }] },
+      },
+      paths,
+    ).catch((e: unknown) => e);
+    expect((ns as PrepareError).path).toBe('metadata.namespace');
+  });
+
   it('quantities', () => {
     expect(quantityToBytes('1Gi', 'f')).toBe(2 ** 30);
     expect(quantityToBytes('2G', 'f')).toBe(2e9);
@@ -290,7 +319,7 @@ describe('prepareVolumes (real qemu-img / genisoimage)', () => {
 
 describe('stageLocalImages (standalone)', () => {
   it('refuses a container disk image with a backing file before anything is staged', async () => {
-    const paths = podPaths(path.join(root, 'pod'));
+    const paths = createPodLayout(path.join(root, 'pod'));
     const base = path.join(root, 'base.qcow2');
     await run('qemu-img', ['create', '-f', 'qcow2', base, '1M']);
     const top = path.join(root, 'top.qcow2');
@@ -311,7 +340,7 @@ describe('stageLocalImages (standalone)', () => {
   });
 
   it('maps container disk and kernel boot image references to local files', async () => {
-    const paths = podPaths(path.join(root, 'pod'));
+    const paths = createPodLayout(path.join(root, 'pod'));
     const img = path.join(root, 'images');
     await mkdir(path.join(img, 'cd', 'disk'), { recursive: true });
     await writeFile(path.join(img, 'cd', 'disk', 'root.img'), Buffer.alloc(4096));
@@ -319,7 +348,7 @@ describe('stageLocalImages (standalone)', () => {
     await writeFile(path.join(img, 'kernel', 'boot', 'vmlinuz'), 'K');
     await writeFile(path.join(img, 'kernel', 'boot', 'initrd.gz'), 'I');
     const vmi: TestVmi = {
-      metadata: {},
+      metadata: { name: 'vm', namespace: 'default' },
       spec: {
         domain: {
           firmware: {
@@ -343,11 +372,6 @@ describe('stageLocalImages (standalone)', () => {
       paths,
     );
     expect(staged).toEqual({ root: { format: 'raw', virtualSize: 4096 } });
-    // what standalone sends with SyncVirtualMachine, as virt-handler would
-    expect(standaloneVmOptions(staged)).toEqual({
-      VirtualMachineSMBios: { manufacturer: 'KubeVirt', product: 'None', family: 'KubeVirt' },
-      DisksInfo: { root: { format: 'raw', virtualSize: 4096, backingFile: '' } },
-    });
     expect(await readlink(paths.containerDiskImage(1))).toBe(path.join(img, 'cd', 'disk', 'root.img'));
     expect(await readFile(paths.kernelBootFile('/boot/vmlinuz'), 'utf8')).toBe('K');
     expect(await readFile(paths.kernelBootFile('/boot/initrd.gz'), 'utf8')).toBe('I');

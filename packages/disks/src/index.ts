@@ -1,16 +1,16 @@
 // Disk preparation before the domain is defined: qcow2 overlays over container disks, empty disks,
 // hostDisk DiskOrCreate, cloud-init NoCloud / ConfigDrive ISOs, configMap / secret / serviceAccount /
 // downwardAPI ISOs from mounted dirs, kernel boot files. Self-contained (no launcher state): it only
-// needs a VMI, the pod paths and qemu-img + genisoimage/xorriso, so it can move to a package.
+// needs a VMI, the converter's Pod layout (its paths and their name checks) and qemu-img +
+// genisoimage/xorriso.
 import { chown, copyFile, mkdir, open, readFile, readdir, rm, stat, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { parseQuantity, type VirtualMachineInstance } from '@kubevirt-ts/api';
 import { stringify as stringifyYaml } from 'yaml';
 import { run, which } from './exec.js';
 import { makeIsoFromDir, makeIsoFromFiles } from './iso.js';
-import type { ConfigKind, PodPaths } from './paths.js';
+import type { ConfigSourceKind, PodLayout } from '@kubevirt-ts/converter';
 
-export * from './paths.js';
 export { makeIsoFromDir, makeIsoFromFiles } from './iso.js';
 export { run, which } from './exec.js';
 
@@ -191,17 +191,48 @@ async function cloudInitData(
 }
 
 /**
+ * Refuses, naming the field, a name the layout cannot use as a file name ('', '.', '..', '/' or NUL
+ * in it): checked before anything is created, so nothing is half-done and no path leaves its dir.
+ */
+function checkNames(
+  paths: PodLayout,
+  volumes: readonly { name: string }[],
+  cloudInit?: { name: string; namespace: string },
+): void {
+  const check = (field: string, f: () => unknown) => {
+    try {
+      f();
+    } catch (e) {
+      throw new PrepareError(field, (e as Error).message);
+    }
+  };
+  volumes.forEach((v, i) => check(`spec.volumes[${i}].name`, () => paths.emptyDiskImage(v.name)));
+  if (cloudInit) {
+    check('metadata.namespace', () => paths.cloudInitIso('noCloud', cloudInit.namespace, 'x'));
+    check('metadata.name', () => paths.cloudInitIso('noCloud', 'x', cloudInit.name));
+  }
+}
+
+/**
  * Prepares every volume of the VMI that needs a file before the domain starts. Idempotent: existing overlays,
  * empty disks and host disks are kept (a restarted launcher keeps the guest's writes); ISOs are rebuilt.
  */
 export async function prepareVolumes(
   vmi: Pick<VirtualMachineInstance, 'metadata' | 'spec'>,
-  paths: PodPaths,
+  paths: PodLayout,
   opts: PrepareOptions = {},
 ): Promise<PreparedVolume[]> {
   const name = vmi.metadata?.name ?? '';
   const namespace = vmi.metadata?.namespace ?? 'default';
   const uid = vmi.metadata?.uid ?? '';
+  const volumes = vmi.spec.volumes ?? [];
+  checkNames(
+    paths,
+    volumes,
+    vmi.spec.volumes?.some((v) => v.cloudInitNoCloud || v.cloudInitConfigDrive)
+      ? { name, namespace }
+      : undefined,
+  );
   const out: PreparedVolume[] = [];
   const done = async (r: PreparedVolume, root?: string) => {
     out.push(r);
@@ -212,7 +243,6 @@ export async function prepareVolumes(
       path: r.path,
     });
   };
-  const volumes = vmi.spec.volumes ?? [];
   for (let i = 0; i < volumes.length; i++) {
     const vol = volumes[i]!;
     const field = `spec.volumes[${i}]`;
@@ -328,7 +358,7 @@ export async function prepareVolumes(
       });
       await done({ volume: vol.name, kind: 'cloudInitConfigDrive ISO', path: iso, action: 'created' });
     } else if (vol.configMap || vol.secret || vol.serviceAccount || vol.downwardAPI) {
-      const kind: ConfigKind = vol.configMap
+      const kind: Exclude<ConfigSourceKind, 'sysprep'> = vol.configMap
         ? 'configMap'
         : vol.secret
           ? 'secret'
@@ -398,11 +428,12 @@ async function containerDiskFile(local: string): Promise<string> {
 export async function stageLocalImages(
   vmi: Pick<VirtualMachineInstance, 'metadata' | 'spec'>,
   images: ImageMap,
-  paths: PodPaths,
+  paths: PodLayout,
   opts: PrepareOptions = {},
 ): Promise<Record<string, ImageInfo>> {
   const found: Record<string, ImageInfo> = {};
   const volumes = vmi.spec.volumes ?? [];
+  checkNames(paths, volumes);
   const missing: string[] = [];
   const lookup = (ref: string | undefined, field: string): string | undefined => {
     if (!ref) {
@@ -477,23 +508,4 @@ export async function stageLocalImages(
       missing.map((m) => m.slice(m.indexOf(':') + 2)).join('; '),
     );
   return found;
-}
-
-/**
- * The VirtualMachineOptions standalone mode sends with SyncVirtualMachine, as virt-handler would:
- * the default SMBIOS of a KubeVirt cluster config and the disksInfo of the staged container disks.
- */
-export function standaloneVmOptions(found: Record<string, ImageInfo>): {
-  VirtualMachineSMBios: { manufacturer: string; product: string; family: string };
-  DisksInfo: Record<string, { format: string; virtualSize: number; backingFile: string }>;
-} {
-  return {
-    VirtualMachineSMBios: { manufacturer: 'KubeVirt', product: 'None', family: 'KubeVirt' },
-    DisksInfo: Object.fromEntries(
-      Object.entries(found).map(([vol, i]) => [
-        vol,
-        { format: i.format, virtualSize: i.virtualSize, backingFile: i.backingFile ?? '' },
-      ]),
-    ),
-  };
 }
