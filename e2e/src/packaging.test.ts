@@ -185,12 +185,22 @@ describe('tarball contents', () => {
   test('node-libvirt carries binding.gyp, the native sources and its build script, not a prebuilt addon', () => {
     const files = packed.get('node-libvirt')!.files.map((f) => f.path);
     expect(files).toEqual(
-      expect.arrayContaining(['binding.gyp', 'native/binding.cc', 'scripts/build-native.mjs']),
+      expect.arrayContaining([
+        'binding.gyp',
+        'native/binding.cc',
+        'scripts/build-native.mjs',
+        'native/monitor.c',
+        'scripts/build-monitor.mjs',
+      ]),
     );
     expect(files.filter((f) => f.startsWith('build/'))).toEqual([]);
     // ... and the install built it in the consumer folder
     expect(
       existsSync(path.join(app, 'node_modules/@kubevirt-ts/node-libvirt/build/Release/kvts_libvirt.node')),
+    ).toBe(true);
+    // ... and the native monitor
+    expect(
+      existsSync(path.join(app, 'node_modules/@kubevirt-ts/node-libvirt/build/virt-launcher-monitor')),
     ).toBe(true);
   });
 });

@@ -10,12 +10,6 @@ export {
 } from './flags.js';
 export { findPidFiles, ownedLeftovers, procInfo, type Leftovers, type ProcInfo } from './procs.js';
 export {
-  NATIVE_MONITOR,
-  nativeMonitorArgs,
-  execNativeMonitor,
-  type NativeMonitorOptions,
-} from './native-monitor.js';
-export {
   startStandalone,
   runStandalone,
   runStandaloneMonitor,

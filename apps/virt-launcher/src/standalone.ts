@@ -21,7 +21,7 @@ import { ExitCode, LauncherError } from './errors.js';
 import type { StandaloneFlags } from './flags.js';
 import { Launcher, type LauncherResult } from './launcher.js';
 import { createLogger } from '@kubevirt-ts/log';
-import { execNativeMonitor } from './native-monitor.js';
+import { execNativeMonitor } from '@kubevirt-ts/node-libvirt';
 import { PrepareError, stageLocalImages, type ImageInfo } from '@kubevirt-ts/disks';
 
 /**

@@ -33,3 +33,9 @@ export {
   type SessionLogger,
 } from './session.js';
 export { qemuCapsDir, seedQemuCaps, saveQemuCaps } from './qemu-caps.js';
+export {
+  NATIVE_MONITOR,
+  nativeMonitorArgs,
+  execNativeMonitor,
+  type NativeMonitorOptions,
+} from './native-monitor.js';

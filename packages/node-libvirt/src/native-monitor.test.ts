@@ -1,4 +1,4 @@
-// The native monitor (dist/virt-launcher-monitor) with real processes: bash and sleep play the launcher,
+// The native monitor (build/virt-launcher-monitor) with real processes: bash and sleep play the launcher,
 // QEMU (argv[0] qemu-system-x86_64 through bash's exec -a) and the daemons.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { jest } from '@jest/globals';
