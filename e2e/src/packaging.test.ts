@@ -9,6 +9,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { cleanToolingEnv } from './tooling-env.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SHARED = process.env.KVTS_SHARED_DIR ?? path.join(ROOT, '..', 'shared');
@@ -32,17 +33,7 @@ type Runtime = (typeof RUNTIMES)[number];
 const nodeDirs = new Map<Runtime, string>();
 
 function cleanEnv(): NodeJS.ProcessEnv {
-  // the npm that runs jest (workspace, prefix, ...) must not leak into the nested npm calls
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (
-      k.startsWith('npm_') &&
-      !['npm_config_cache', 'npm_config_registry', 'npm_config_userconfig'].includes(k)
-    )
-      continue;
-    if (k === 'NODE_OPTIONS' || k.startsWith('JEST') || k.startsWith('NX_')) continue;
-    env[k] = v;
-  }
+  const env = cleanToolingEnv(['npm_config_cache', 'npm_config_registry', 'npm_config_userconfig']);
   // node-gyp builds the addon against the headers of the node running this (an N-API addon: one
   // build loads in every runtime below)
   const prefix = path.resolve(process.execPath, '../..');

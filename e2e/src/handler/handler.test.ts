@@ -11,20 +11,18 @@ import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client
 import { parseManifests, type VirtualMachineInstance } from '@kubevirt-ts/api';
 import { CmdClient } from '@kubevirt-ts/cmd-protocol';
 import { serverSideApply, startTestEnv, type KubeObject, type TestEnv } from '@kubevirt-ts/testenv';
-import { stageLocalImages } from '@kubevirt-ts/disks';
-import { createLayout } from '@kubevirt-ts/virt-launcher';
 import { readFileSync, readdirSync } from 'node:fs';
 import { spawn, type ChildProcess } from 'node:child_process';
 import {
-  GUEST_DIR,
-  GUEST_IMAGE,
-  READY,
-  REPO,
-  processesMentioning,
+  killMentioning,
+  launcherPodFlags,
   qemuPid,
   readText,
+  READY,
+  REPO,
   requireGuest,
   shortTmp,
+  stageTestGuest,
   startLauncher,
   tinyVmi,
   waitFor,
@@ -199,10 +197,7 @@ async function startPod(
   await mkdir(path.join(podDir, EMPTY, 'sockets'), { recursive: true, mode: 0o700 });
   await symlink('../sockets', path.join(publicDir, 'sockets'));
   const root = await shortTmp();
-  const layout = createLayout(root);
-  await stageLocalImages(vmi, new Map([[GUEST_IMAGE, GUEST_DIR]]), layout, {
-    owner: { uid: 107, gid: 107 },
-  });
+  const layout = await stageTestGuest(vmi, root);
   const pod: Pod = {
     name,
     podUid,
@@ -218,13 +213,7 @@ async function startPod(
         pod.proc.child.kill('SIGKILL');
         await pod.proc.exited;
       }
-      for (const p of await processesMentioning(root)) {
-        try {
-          process.kill(p.pid, 'SIGKILL');
-        } catch {
-          /* gone */
-        }
-      }
+      await killMentioning(root);
       await removeFinalizer(name).catch(() => undefined);
       await custom.deleteNamespacedCustomObject({ ...vmis(), name }).catch(() => undefined);
       await rm(root, { recursive: true, force: true });
@@ -235,25 +224,7 @@ async function startPod(
   if (!opts.noLauncher) {
     const wrap = opts.net ? launcherInNetns(opts.net, root) : [];
     pod.proc = startLauncher(
-      [
-        '--name',
-        name,
-        '--namespace',
-        NS,
-        '--uid',
-        vmi.metadata.uid!,
-        '--root',
-        root,
-        '--kubevirt-share-dir',
-        publicDir,
-        '--allow-emulation',
-        '--grace-period-seconds',
-        '20',
-        '--qemu-timeout',
-        '120s',
-        '--log-level',
-        'info',
-      ],
+      launcherPodFlags(vmi, root, publicDir, { grace: 20, logLevel: 'info' }),
       {},
       false,
       wrap,

@@ -8,12 +8,14 @@ import {
   type KubeConfig,
 } from '@kubernetes/client-node';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
+import { VMIS } from '@kubevirt-ts/controller-runtime';
 import type { KubeWriter } from './controller.js';
 import type { EventToRecord } from './status.js';
 
-export const GROUP = 'kubevirt.io';
-export const VERSION = 'v1';
-export const VMI_PLURAL = 'virtualmachineinstances';
+/** the VMI resource's group, version and plural (controller-runtime's VMIS) */
+export const GROUP = VMIS.group;
+export const VERSION = VMIS.version;
+export const VMI_PLURAL = VMIS.plural;
 /** upstream's label: the node a VMI runs on (the handler watches only its own) */
 export const NODE_NAME_LABEL = 'kubevirt.io/nodeName';
 export const SCHEDULABLE_LABEL = 'kubevirt.io/schedulable';
