@@ -7,19 +7,29 @@ import { parseDomainXml, toDomain, toDomainXml, type ConverterContext } from '@k
 import { ConnectionHolder, type ConnectionSource } from './connection.js';
 import { domainNameOf, newDomain, type DomainSpec, type KubevirtDomain } from './domain.js';
 import { deviceXml } from './device-xml.js';
-import { buildGuestInfo, type GuestAgentInfo } from './guest-info.js';
+import {
+  agentAnswers,
+  agentPing,
+  guestExec,
+  guestFilesystems,
+  guestInfo,
+  guestUsers,
+} from './guest-agent.js';
+import type { GuestAgentInfo } from './guest-info.js';
 import {
   isInvalidOperation,
   isNotFound,
   Vir,
   type LibvirtConnection,
   type LibvirtDomain,
-  type MigrateParams,
 } from './libvirt.js';
 import { createLogger, type Logger } from '@kubevirt-ts/log';
-import { parseQuantity, type VirtualMachineInstance } from '@kubevirt-ts/api';
+import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import {
   checkMigrationTarget,
+  migrateCall,
+  migrationDataGB,
+  monitorMigration,
   parseMigrationOptions,
   type MigrationOptions,
   type MigrationState,
@@ -124,21 +134,6 @@ const SYSTEM_PAUSE_REASONS = new Set([
   'Dump',
   'Snapshot',
 ]);
-
-/**
- * What upstream's getVMIMigrationDataSize counts: the guest memory (spec.domain.memory.guest, else
- * resources.requests.memory) in GB (10^9 bytes), rounded up; block migration is not supported here.
- */
-function migrationDataGB(vmi: VirtualMachineInstance): number {
-  const domain = vmi.spec.domain;
-  const q = domain.memory?.guest ?? domain.resources?.requests?.memory;
-  if (!q) return 0;
-  try {
-    return Math.ceil(parseQuantity(String(q)) / 1e9);
-  } catch {
-    return 0;
-  }
-}
 
 /**
  * Events: 'migration' (domainName, MigrationState) when an outgoing migration starts, ends or is
@@ -321,7 +316,7 @@ export class DomainManager extends EventEmitter {
   async softRebootVMI(vmi: VirtualMachineInstance): Promise<void> {
     const name = domainNameOf(vmi);
     const dom = await this.mustLookup(name);
-    if (await this.agentAnswers(dom, 1)) {
+    if (await agentAnswers(dom, 1)) {
       await dom.reboot(Vir.DOMAIN_REBOOT_GUEST_AGENT);
       this.vmiLog(vmi).info('Guest reboot requested through the guest agent.');
       return;
@@ -441,21 +436,7 @@ export class DomainManager extends EventEmitter {
     if (life !== 'Running' && life !== 'Paused' && life !== 'Blocked') {
       throw new Error(`cannot migrate domain ${name}: it is ${life} (${convReason(st.state, st.reason)})`);
     }
-    const sourceXml = await dom.getXMLDesc(Vir.DOMAIN_XML_MIGRATABLE);
-    const destXml =
-      typeof mo.destinationXML === 'function'
-        ? mo.destinationXML(sourceXml)
-        : (mo.destinationXML ?? sourceXml);
-    const params: MigrateParams = { destXml, persistXml: destXml };
-    if (mo.migrationURI) params.uri = mo.migrationURI;
-    if (mo.listenAddress) params.listenAddress = mo.listenAddress;
-    if (mo.bandwidthMiB) params.bandwidth = mo.bandwidthMiB;
-    if (mo.parallelMigrationThreads) params.parallelConnections = mo.parallelMigrationThreads;
-    let flags = Vir.MIGRATE_LIVE | Vir.MIGRATE_PEER2PEER | Vir.MIGRATE_PERSIST_DEST;
-    if (mo.unsafe) flags |= Vir.MIGRATE_UNSAFE;
-    if (mo.allowAutoConverge) flags |= Vir.MIGRATE_AUTO_CONVERGE;
-    if (mo.allowPostCopy) flags |= Vir.MIGRATE_POSTCOPY;
-    if (mo.parallelMigrationThreads) flags |= Vir.MIGRATE_PARALLEL;
+    const { params, flags } = migrateCall(mo, await dom.getXMLDesc(Vir.DOMAIN_XML_MIGRATABLE));
 
     const state: MigrationState = {
       uid: vmi.metadata?.uid,
@@ -469,7 +450,10 @@ export class DomainManager extends EventEmitter {
     log.info('Starting live migration.', { targetURI: mo.targetURI, migrationURI: mo.migrationURI, flags });
     const started = Date.now();
     const call = dom.migrateToURI3(mo.targetURI, params, flags);
-    const monitor = this.monitorMigration(dom, state, mo, started, migrationDataGB(vmi));
+    const monitor = monitorMigration(dom, state, mo, started, migrationDataGB(vmi), (reason, why) => {
+      this.log.warn(`${why}; aborting the migration.`, { name: dom.name, reason });
+      this.emitMigration(dom.name, state);
+    });
     const done = call.then(
       () => {
         monitor.stop();
@@ -501,64 +485,6 @@ export class DomainManager extends EventEmitter {
 
   private emitMigration(name: string, state: MigrationState): void {
     this.emit('migration', name, { ...state });
-  }
-
-  /**
-   * Upstream's migration monitor, simplified: aborts when the migration takes longer than the
-   * completion timeout, or when the data still to send has not shrunk for the progress timeout.
-   */
-  private monitorMigration(
-    dom: LibvirtDomain,
-    state: MigrationState,
-    mo: MigrationOptions,
-    started: number,
-    dataGB: number,
-  ): { stop(): void } {
-    const { progressTimeoutMs } = mo;
-    // upstream: CompletionTimeoutPerGiB x the guest memory in GB, rounded up (resource.Giga)
-    const completionTimeoutMs = mo.completionTimeoutPerGiB ? mo.completionTimeoutPerGiB * dataGB * 1000 : 0;
-    if (!completionTimeoutMs && !progressTimeoutMs) return { stop: () => undefined };
-    let lowest = Infinity;
-    let lastProgress = started;
-    let polling = false;
-    const abort = (reason: string, why: string) => {
-      state.abortStatus = 'Aborting';
-      state.failureReason = why;
-      this.log.warn(`${why}; aborting the migration.`, { name: dom.name, reason });
-      this.emitMigration(dom.name, state);
-      void dom.abortJob().catch(() => undefined);
-    };
-    const t = setInterval(() => {
-      if (state.completed || state.abortStatus || polling) return;
-      const now = Date.now();
-      if (completionTimeoutMs && now - started > completionTimeoutMs) {
-        abort('MigrationTimeout', `migration did not complete within ${completionTimeoutMs / 1000} s`);
-        return;
-      }
-      if (!progressTimeoutMs) return;
-      polling = true;
-      dom
-        .getJobInfo()
-        .then((info) => {
-          const remaining = Number((info as { params?: Record<string, unknown> })?.params?.data_remaining);
-          if (Number.isFinite(remaining) && remaining < lowest) {
-            lowest = remaining;
-            lastProgress = Date.now();
-          } else if (
-            Date.now() - lastProgress > progressTimeoutMs &&
-            !state.completed &&
-            !state.abortStatus
-          ) {
-            abort('MigrationProgressTimeout', `migration made no progress for ${progressTimeoutMs / 1000} s`);
-          }
-        })
-        .catch(() => undefined)
-        .finally(() => {
-          polling = false;
-        });
-    }, 500);
-    t.unref();
-    return { stop: () => clearInterval(t) };
   }
 
   /** The latest migration's state for the domain (undefined when it never migrated from here). */
@@ -646,41 +572,25 @@ export class DomainManager extends EventEmitter {
 
   /** guest-ping through the guest agent; rejects when the agent does not answer. */
   async guestPing(domainName: string, timeoutSeconds = 5): Promise<void> {
-    const dom = await this.mustLookup(domainName);
-    await dom.qemuAgentCommand(JSON.stringify({ execute: 'guest-ping' }), timeoutSeconds);
+    await agentPing(await this.mustLookup(domainName), timeoutSeconds);
   }
 
   /** upstream's GuestAgentInfo (agent version, OS, hostname, timezone, users, filesystems). */
   async getGuestInfo(domainName?: string): Promise<GuestAgentInfo> {
     const dom = domainName ? await this.mustLookup(domainName) : await this.firstDomain();
-    const run = (execute: string) => agentReturn(dom, execute);
-    const info = await run('guest-info'); // throws when no agent: nothing else to ask then
-    const optional = async (execute: string) => run(execute).catch(() => undefined);
-    return buildGuestInfo({
-      info,
-      osinfo: await optional('guest-get-osinfo'),
-      hostname: await optional('guest-get-host-name'),
-      timezone: await optional('guest-get-timezone'),
-      users: await optional('guest-get-users'),
-      fsinfo: await optional('guest-get-fsinfo'),
-      fsFrozen: this.frozen.has(dom.name),
-    });
+    return guestInfo(dom, this.frozen.has(dom.name));
   }
 
   /** upstream's VirtualMachineInstanceGuestOSUserList: users logged in to the guest (guest agent). */
   async getUsers(domainName?: string): Promise<{ items: NonNullable<GuestAgentInfo['userList']> }> {
-    const dom = domainName ? await this.mustLookup(domainName) : await this.firstDomain();
-    const users = await agentReturn(dom, 'guest-get-users');
-    return { items: buildGuestInfo({ info: {}, users }).userList ?? [] };
+    return guestUsers(domainName ? await this.mustLookup(domainName) : await this.firstDomain());
   }
 
   /** upstream's VirtualMachineInstanceFileSystemList: the guest's filesystems (guest agent). */
   async getFilesystems(
     domainName?: string,
   ): Promise<{ items: NonNullable<GuestAgentInfo['fsInfo']>['disks'] }> {
-    const dom = domainName ? await this.mustLookup(domainName) : await this.firstDomain();
-    const fsinfo = await agentReturn(dom, 'guest-get-fsinfo');
-    return { items: buildGuestInfo({ info: {}, fsinfo }).fsInfo?.disks ?? [] };
+    return guestFilesystems(domainName ? await this.mustLookup(domainName) : await this.firstDomain());
   }
 
   /**
@@ -693,33 +603,7 @@ export class DomainManager extends EventEmitter {
     args: string[],
     timeoutSeconds: number,
   ): Promise<{ exitCode: number; stdout: string }> {
-    const dom = await this.mustLookup(domainName);
-    const timeout = timeoutSeconds > 0 ? timeoutSeconds : 10;
-    const started = (await agentReturn(
-      dom,
-      'guest-exec',
-      { path: command, arg: args, 'capture-output': true },
-      timeout,
-    )) as { pid?: number };
-    if (typeof started?.pid !== 'number')
-      throw new Error(`guest-exec of ${command}: the agent returned no pid`);
-    const deadline = Date.now() + timeout * 1000;
-    for (;;) {
-      const st = (await agentReturn(dom, 'guest-exec-status', { pid: started.pid }, timeout)) as {
-        exited?: boolean;
-        exitcode?: number;
-        'out-data'?: string;
-      };
-      if (st?.exited) {
-        return {
-          exitCode: st.exitcode ?? -1,
-          stdout: Buffer.from(st['out-data'] ?? '', 'base64').toString('utf8'),
-        };
-      }
-      if (Date.now() > deadline)
-        throw new Error(`guest-exec of ${command}: did not finish within ${timeout} s`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    return guestExec(await this.mustLookup(domainName), command, args, timeoutSeconds);
   }
 
   /** QEMU's version as "major.minor.micro" (libvirt's hypervisor version). */
@@ -800,15 +684,6 @@ export class DomainManager extends EventEmitter {
     }
   }
 
-  private async agentAnswers(dom: LibvirtDomain, timeoutSeconds: number): Promise<boolean> {
-    try {
-      await dom.qemuAgentCommand(JSON.stringify({ execute: 'guest-ping' }), timeoutSeconds);
-      return true;
-    } catch {
-      return false;
-    }
-  }
-
   private forget(name: string): void {
     this.pausedByUser.delete(name);
     this.frozen.delete(name);
@@ -837,20 +712,6 @@ export class DomainManager extends EventEmitter {
       debug: (msg: string, extra?: object) => l.debug(msg, { ...meta, ...extra }),
     } as Logger;
   }
-}
-
-/** Runs one guest agent command and returns its `return` value. */
-async function agentReturn(
-  dom: LibvirtDomain,
-  execute: string,
-  args?: object,
-  timeoutSeconds = 5,
-): Promise<unknown> {
-  const out = await dom.qemuAgentCommand(
-    JSON.stringify(args ? { execute, arguments: args } : { execute }),
-    timeoutSeconds,
-  );
-  return (JSON.parse(out) as { return?: unknown }).return;
 }
 
 function recordName(r: unknown): string | undefined {
