@@ -59,7 +59,12 @@ export const LEASES: Resource = {
   namespaced: true,
 };
 /** kubevirt.io/v1 VirtualMachines */
-export const VMS: Resource = { group: 'kubevirt.io', version: 'v1', plural: 'virtualmachines', namespaced: true };
+export const VMS: Resource = {
+  group: 'kubevirt.io',
+  version: 'v1',
+  plural: 'virtualmachines',
+  namespaced: true,
+};
 /** kubevirt.io/v1 VirtualMachineInstances */
 export const VMIS: Resource = {
   group: 'kubevirt.io',
