@@ -11,6 +11,7 @@
 //      the VMI and its status, by whom; goal <= 4), and the conflicts (409) seen on the way.
 // Usage: node tools/bench-cluster.mjs [--runs N]   (deploy/ is applied, with useEmulation: this host's /dev/kvm
 // is root-only, so guests run under TCG as in the e2e)
+import { setTimeout as sleep } from 'node:timers/promises';
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -35,7 +36,6 @@ const NS = 'default';
 const runsArg = process.argv.indexOf('--runs');
 const RUNS = runsArg > 0 ? Number(process.argv[runsArg + 1]) : 3;
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const median = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
 const kubectl = (...args) =>
   execFileSync(KUBECTL, ['--kubeconfig', KUBECONFIG, ...args], { encoding: 'utf8' });

@@ -12,15 +12,17 @@
 //   --quick: only the launcher runs (no cold-probe run, no virsh runs): for comparing memory settings;
 //   --node-flags: run the launcher with these Node/V8 flags instead of those of its shebang.
 // (needs the test guest: bash tools/guest/build.sh)
+import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn } from 'node:child_process';
 import { chmod, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setVirtualMachineInstanceDefaults } from '@kubevirt-ts/api';
-import { toDomain, toDomainXml } from '@kubevirt-ts/converter';
+import { LAUNCHER_GID, LAUNCHER_UID, toDomain, toDomainXml } from '@kubevirt-ts/converter';
 import { startSessionLibvirtd } from '@kubevirt-ts/node-libvirt';
-import { createLayout, prepare } from '@kubevirt-ts/virt-launcher';
+import { stageLocalImages } from '@kubevirt-ts/disks';
+import { createLayout } from '@kubevirt-ts/virt-launcher';
 
 const repo = path.resolve(fileURLToPath(new URL('..', import.meta.url)));
 const main = path.join(repo, 'apps/virt-launcher/dist/main.js');
@@ -35,9 +37,8 @@ const RUNS = runsArg > 0 ? Number(process.argv[runsArg + 1]) : 3;
 const QUICK = process.argv.includes('--quick');
 const flagsArg = process.argv.indexOf('--node-flags');
 const NODE_FLAGS = flagsArg > 0 ? process.argv[flagsArg + 1].split(/\s+/).filter(Boolean) : undefined;
-const QEMU = { uid: 107, gid: 107 };
+const QEMU = { uid: LAUNCHER_UID, gid: LAUNCHER_GID };
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const median = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
 
 function vmi(name, poweroff) {
@@ -209,10 +210,9 @@ async function virshSetup() {
       const v = vmi(`v${i}`, false);
       const root = path.join(dir, `r${i}`);
       const layout = createLayout(root);
-      const paths = prepare.fromPodLayout(layout);
       await mkdir(layout.vmiPrivateDir(v.metadata.uid), { recursive: true });
       await chmod(path.join(root), 0o755);
-      await prepare.stageLocalImages(v, new Map([[IMAGE, guest]]), paths, { owner: QEMU });
+      await stageLocalImages(v, new Map([[IMAGE, guest]]), layout, { owner: QEMU });
       const { chown } = await import('node:fs/promises');
       await chown(layout.vmiPrivateDir(v.metadata.uid), QEMU.uid, QEMU.gid);
       const xml = toDomainXml(

@@ -9,6 +9,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { cleanToolingEnv } from './tooling-env.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SHARED = process.env.KVTS_SHARED_DIR ?? path.join(ROOT, '..', 'shared');
@@ -18,6 +19,7 @@ const PACKAGES = [
   'api',
   'log',
   'converter',
+  'disks',
   'renderer',
   'cmd-protocol',
   'node-libvirt',
@@ -31,17 +33,7 @@ type Runtime = (typeof RUNTIMES)[number];
 const nodeDirs = new Map<Runtime, string>();
 
 function cleanEnv(): NodeJS.ProcessEnv {
-  // the npm that runs jest (workspace, prefix, ...) must not leak into the nested npm calls
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (
-      k.startsWith('npm_') &&
-      !['npm_config_cache', 'npm_config_registry', 'npm_config_userconfig'].includes(k)
-    )
-      continue;
-    if (k === 'NODE_OPTIONS' || k.startsWith('JEST') || k.startsWith('NX_')) continue;
-    env[k] = v;
-  }
+  const env = cleanToolingEnv(['npm_config_cache', 'npm_config_registry', 'npm_config_userconfig']);
   // node-gyp builds the addon against the headers of the node running this (an N-API addon: one
   // build loads in every runtime below)
   const prefix = path.resolve(process.execPath, '../..');
@@ -184,12 +176,22 @@ describe('tarball contents', () => {
   test('node-libvirt carries binding.gyp, the native sources and its build script, not a prebuilt addon', () => {
     const files = packed.get('node-libvirt')!.files.map((f) => f.path);
     expect(files).toEqual(
-      expect.arrayContaining(['binding.gyp', 'native/binding.cc', 'scripts/build-native.mjs']),
+      expect.arrayContaining([
+        'binding.gyp',
+        'native/binding.cc',
+        'scripts/build-native.mjs',
+        'native/monitor.c',
+        'scripts/build-monitor.mjs',
+      ]),
     );
     expect(files.filter((f) => f.startsWith('build/'))).toEqual([]);
     // ... and the install built it in the consumer folder
     expect(
       existsSync(path.join(app, 'node_modules/@kubevirt-ts/node-libvirt/build/Release/kvts_libvirt.node')),
+    ).toBe(true);
+    // ... and the native monitor
+    expect(
+      existsSync(path.join(app, 'node_modules/@kubevirt-ts/node-libvirt/build/virt-launcher-monitor')),
     ).toBe(true);
   });
 });

@@ -21,6 +21,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { cleanToolingEnv } from './tooling-env.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SHARED = process.env.KVTS_SHARED_DIR ?? path.join(ROOT, '..', 'shared');
@@ -45,14 +46,7 @@ function releasedPackages(root: string): Map<string, { dir: string; version: str
 }
 
 function cleanEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
-  // the npm/nx/jest that run this must not leak into the nested npm and nx calls
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (k.startsWith('npm_') && k !== 'npm_config_cache') continue;
-    if (k === 'NODE_OPTIONS' || k.startsWith('JEST') || k.startsWith('NX_')) continue;
-    env[k] = v;
-  }
-  return { ...env, NX_DAEMON: 'false', NX_NO_CLOUD: 'true', NX_TUI: 'false', ...extra };
+  return { ...cleanToolingEnv(), NX_DAEMON: 'false', NX_NO_CLOUD: 'true', NX_TUI: 'false', ...extra };
 }
 
 function run(cmd: string, args: string[], opts: SpawnSyncOptions = {}) {

@@ -1,6 +1,7 @@
 // virt-controller as processes against a real kube-apiserver (tools/testenv) with deploy/'s namespace,
 // CRDs and config object: two replicas with --leader-elect, one leads; it turns a VMI into a launcher
 // Pod; on SIGTERM it exits 0 and releases the Lease, and the other replica takes over.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import { createServer } from 'node:net';
@@ -20,7 +21,6 @@ let env: TestEnv;
 let api: KubeClient;
 const procs: ChildProcess[] = [];
 let finished = false;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 async function until<T>(fn: () => Promise<T | undefined | false>): Promise<T> {
   while (!finished) {
     const v = await fn().catch(() => undefined);

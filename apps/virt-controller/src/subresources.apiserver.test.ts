@@ -6,7 +6,7 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { KubeClient, type Resource } from '@kubevirt-ts/controller-runtime';
+import { KubeClient, VMS } from '@kubevirt-ts/controller-runtime';
 import {
   applySubresourceDeploy,
   controllerServiceAccountKubeConfig,
@@ -16,7 +16,6 @@ import {
 import { startTestEnv, type TestEnv } from '@kubevirt-ts/testenv';
 
 const main = fileURLToPath(new URL('./main.js', import.meta.url));
-const VMS: Resource = { group: 'kubevirt.io', version: 'v1', plural: 'virtualmachines', namespaced: true };
 let env: TestEnv;
 let proc: ChildProcess | undefined;
 let admin: KubeClient;

@@ -1,5 +1,6 @@
 // virt-handler's command line: flags -> HandlerOptions (minus the KubeConfig). Errors name the flag.
 import { parseArgs } from 'node:util';
+import { LAUNCHER_UID } from '@kubevirt-ts/handler';
 
 export const USAGE = `usage: virt-handler --node-name NODE [--kubeconfig FILE] [--pods-dir /var/lib/kubelet/pods]
                     [--kubevirt-share-dir /var/run/kubevirt] [--launcher-uid 107] [--launcher-gid 107]
@@ -80,7 +81,7 @@ export function parseHandlerFlags(argv: string[], env: NodeJS.ProcessEnv = proce
   }
   const nodeName = values['node-name'] ?? env.NODE_NAME;
   if (!nodeName) throw new FlagError('--node-name: required (or $NODE_NAME)');
-  const uid = int('launcher-uid', values['launcher-uid'], 107);
+  const uid = int('launcher-uid', values['launcher-uid'], LAUNCHER_UID);
   const tls = ['subresource-cert-file', 'subresource-key-file', 'subresource-client-ca-file'].map(
     (k) => values[k],
   );

@@ -10,13 +10,6 @@ export {
 } from './flags.js';
 export { findPidFiles, ownedLeftovers, procInfo, type Leftovers, type ProcInfo } from './procs.js';
 export {
-  NATIVE_MONITOR,
-  nativeMonitorArgs,
-  execNativeMonitor,
-  LAUNCHER_ENV_DEFAULTS,
-  type NativeMonitorOptions,
-} from './native-monitor.js';
-export {
   startStandalone,
   runStandalone,
   runStandaloneMonitor,
@@ -27,10 +20,10 @@ export {
   loadVmi,
   tailFile,
   QEMU_USER,
+  standaloneVmOptions,
   type StandaloneHandle,
   type StandaloneIO,
 } from './standalone.js';
 export { podConfig } from './pod-config.js';
 export { rotateIfLarge, capLogFile, SERIAL_LOG_MAX_BYTES } from './serial-log.js';
-export * as prepare from './prepare/index.js';
 export { kvmAvailable, createLayout } from './wiring.js';

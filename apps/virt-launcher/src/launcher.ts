@@ -11,11 +11,12 @@ import path from 'node:path';
 import type { Logger } from '@kubevirt-ts/log';
 import { CmdServer, NotifyClient, notifySocketPath, type CmdBackend } from '@kubevirt-ts/cmd-protocol';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
+import type { PodLayout } from '@kubevirt-ts/converter';
 import { podNetworkConfigFile, startGuestDhcp, type DhcpServer } from '@kubevirt-ts/network';
 import { ExitCode, LauncherError } from './errors.js';
 import { ownStart, ownedLeftovers } from './procs.js';
 import { capLogFile } from './serial-log.js';
-import { disksInfoOf, fromPodLayout, prepareVolumes, type PodPaths } from './prepare/index.js';
+import { disksInfoOf, prepareVolumes } from '@kubevirt-ts/disks';
 import {
   createLayout,
   openDomainLayer,
@@ -66,13 +67,11 @@ export interface LauncherResult {
   message: string;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 /**
  * Events: 'stage' (stage, msg), 'domain' (DomainEventLike), 'synced' (vmi), 'ended' (LauncherResult).
  */
 export class Launcher extends EventEmitter {
-  readonly paths: PodPaths;
+  readonly paths: PodLayout;
   private readonly log: Logger;
   /** the guest's DHCP server (masquerade/bridge pod interface, in-Pod mode); null: none needed */
   private dhcp: DhcpServer | null | undefined;
@@ -98,7 +97,7 @@ export class Launcher extends EventEmitter {
   constructor(readonly config: LauncherConfig) {
     super();
     this.log = config.logger;
-    this.paths = fromPodLayout(createLayout(config.root));
+    this.paths = createLayout(config.root);
   }
 
   private stage(stage: Stage, msg: string, fields: Record<string, unknown> = {}): void {
@@ -238,7 +237,7 @@ export class Launcher extends EventEmitter {
         self.vmi = vmi;
         if (!self.prepared) {
           const t0 = Date.now();
-          const prepared = await prepareVolumes(vmi as never, self.paths, {
+          const prepared = await prepareVolumes(vmi, self.paths, {
             owner: self.config.libvirtUser,
             onStep: (msg, f) => self.log.info(msg, { stage: 'prepare', volume: f.volume, path: f.path }),
           });
@@ -257,7 +256,7 @@ export class Launcher extends EventEmitter {
         }
         if (!self.started && !self.qemuTimer) self.armQemuTimeout();
         try {
-          const dom = await dm().syncVMI!(vmi as never, options as never);
+          const dom = await dm().syncVMI!(vmi, options);
           // a guest NIC without spec'd macAddress got one from libvirt: answer only that from now on
           // (the Pod interface is a port of the bridge binding's bridge: other guests' requests arrive too)
           const mac = dom?.spec?.devices?.interfaces?.find((i) => i.target?.dev === self.dhcp?.tap)?.mac;
@@ -299,11 +298,11 @@ export class Launcher extends EventEmitter {
       async prepareMigrationTarget(vmi, options) {
         checkVmi(vmi);
         if (!self.prepared) {
-          const prepared = await prepareVolumes(vmi as never, self.paths, { owner: self.config.libvirtUser });
+          const prepared = await prepareVolumes(vmi, self.paths, { owner: self.config.libvirtUser });
           self.disksInfo = disksInfoOf(prepared);
           self.prepared = true;
         }
-        await dm().prepareMigrationTarget!(vmi as never, options as never);
+        await dm().prepareMigrationTarget!(vmi, options);
         if (self.config.shareDir) {
           // upstream: the incoming QEMU listens on the migration stream socket under the share dir's
           // migrationproxy/ (same path as the source's), owned by the user QEMU runs as
@@ -425,7 +424,7 @@ export class Launcher extends EventEmitter {
           reason: 'ShuttingDown',
           gracePeriodSeconds: grace,
         });
-        result = await this.layer.manager.shutdownVMI(this.vmi as never, {
+        result = await this.layer.manager.shutdownVMI(this.vmi, {
           gracePeriodSeconds: grace,
           wait: true,
         });
@@ -434,7 +433,7 @@ export class Launcher extends EventEmitter {
           reason: 'ShutdownFailed',
         });
         await this.layer.manager
-          .killVMI(this.vmi as never)
+          .killVMI(this.vmi)
           .catch((e2: Error) => this.log.error(`destroy failed: ${e2.message}`));
       }
       await this.waitDown(10_000);
@@ -536,8 +535,6 @@ export class Launcher extends EventEmitter {
     return this.cmd?.socketPath;
   }
 }
-
-export { sleep };
 
 /** Removes a work dir (standalone) */
 export async function removeDir(dir: string): Promise<void> {

@@ -4,7 +4,7 @@
 // virt-launcher entry point:
 //   virt-launcher [in-Pod flags]                the launcher in a Pod, driven by virt-handler
 //   virt-launcher monitor [in-Pod flags]        the wrapper (virt-launcher-monitor) around the above: the native
-//                                               monitor (dist/virt-launcher-monitor) replaces this process
+//                                               monitor (node-libvirt's build/virt-launcher-monitor) replaces this process
 //   virt-launcher standalone --vmi FILE ...     one VMI on this host, no cluster
 import { realpathSync } from 'node:fs';
 import path from 'node:path';
@@ -13,7 +13,7 @@ import { ExitCode, LauncherError } from './errors.js';
 import { parseLauncherFlags, parseStandaloneFlags } from './flags.js';
 import { Launcher } from './launcher.js';
 import { createLogger } from '@kubevirt-ts/log';
-import { execNativeMonitor } from './native-monitor.js';
+import { execNativeMonitor } from '@kubevirt-ts/node-libvirt';
 import {
   STANDALONE_CHILD_ENV,
   runStandalone,
@@ -80,10 +80,14 @@ async function runStandaloneCmd(argv: string[]): Promise<number> {
 /** `monitor`: checks the flags, then becomes the native monitor running the launcher with them. */
 function runMonitorCmd(argv: string[]): never {
   const flags = parseLauncherFlags(argv);
-  return execNativeMonitor({
-    command: [...selfCommand(), ...argv],
-    gracePeriodSeconds: flags.gracePeriodSeconds,
-  });
+  try {
+    return execNativeMonitor({
+      command: [...selfCommand(), ...argv],
+      gracePeriodSeconds: flags.gracePeriodSeconds,
+    });
+  } catch (e) {
+    throw new LauncherError((e as Error).message);
+  }
 }
 
 /**

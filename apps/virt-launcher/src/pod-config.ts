@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { LAUNCHER_GID, LAUNCHER_UID } from '@kubevirt-ts/converter';
 import { ExitCode, LauncherError } from './errors.js';
 import type { LauncherFlags } from './flags.js';
 import { createLayout } from './wiring.js';
@@ -39,7 +40,7 @@ export function podConfig(f: LauncherFlags) {
       f.libvirtUid !== undefined
         ? { uid: f.libvirtUid, gid: f.libvirtGid ?? f.libvirtUid }
         : isRoot
-          ? { uid: 107, gid: 107 }
+          ? { uid: LAUNCHER_UID, gid: LAUNCHER_GID }
           : undefined,
     keepAfterFailure: f.keepAfterFailure,
     // a node-wide cache dir can be mounted into Pods; off unless set

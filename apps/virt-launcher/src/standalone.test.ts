@@ -8,6 +8,7 @@ import {
   STANDALONE_VMI_ENV,
   loadVmi,
   standaloneChildEnv,
+  standaloneVmOptions,
   takeStandaloneVmi,
 } from './standalone.js';
 
@@ -190,5 +191,14 @@ describe('the VMI handed from the standalone monitor process to its launcher', (
     const env = standaloneChildEnv(vmi, true);
     expect(env[STANDALONE_CHILD_ENV]).toBe('owned');
     expect(env[STANDALONE_VMI_ENV]).toBeUndefined();
+  });
+});
+
+describe('standaloneVmOptions', () => {
+  it('sends what virt-handler would: the default SMBIOS of a KubeVirt cluster and the staged disks', () => {
+    expect(standaloneVmOptions({ root: { format: 'raw', virtualSize: 4096 } })).toEqual({
+      VirtualMachineSMBios: { manufacturer: 'KubeVirt', product: 'None', family: 'KubeVirt' },
+      DisksInfo: { root: { format: 'raw', virtualSize: 4096, backingFile: '' } },
+    });
   });
 });

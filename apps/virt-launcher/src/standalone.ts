@@ -15,13 +15,14 @@ import {
   vmiFromManifest,
   type VirtualMachineInstance,
 } from '@kubevirt-ts/api';
+import { LAUNCHER_GID, LAUNCHER_UID } from '@kubevirt-ts/converter';
 import { CmdClient, NotifyServer, launcherSocketPath, notifySocketPath } from '@kubevirt-ts/cmd-protocol';
 import { ExitCode, LauncherError } from './errors.js';
 import type { StandaloneFlags } from './flags.js';
 import { Launcher, type LauncherResult } from './launcher.js';
 import { createLogger } from '@kubevirt-ts/log';
-import { execNativeMonitor } from './native-monitor.js';
-import { PrepareError, stageLocalImages, standaloneVmOptions, type ImageInfo } from './prepare/index.js';
+import { execNativeMonitor } from '@kubevirt-ts/node-libvirt';
+import { PrepareError, stageLocalImages, type ImageInfo } from '@kubevirt-ts/disks';
 
 /**
  * Set in the environment of the launcher a standalone monitor runs: 'owned' (the monitor made the
@@ -48,7 +49,7 @@ export interface StandaloneIO {
 }
 
 /** The uid:gid the private libvirtd runs as when the launcher is root (upstream: qemu, 107). */
-export const QEMU_USER = { uid: 107, gid: 107 };
+export const QEMU_USER = { uid: LAUNCHER_UID, gid: LAUNCHER_GID };
 
 /** Reads, defaults and validates the VMI of a file; throws a LauncherError listing every field error. */
 export async function loadVmi(
@@ -270,7 +271,7 @@ export async function startStandalone(
   // images first: a missing image fails before any daemon starts
   let staged: Record<string, ImageInfo> = {};
   try {
-    staged = await stageLocalImages(vmi as never, flags.images, launcher.paths, {
+    staged = await stageLocalImages(vmi, flags.images, launcher.paths, {
       owner: libvirtUser,
       onStep: (msg) => io.progress(msg),
     });
@@ -350,7 +351,7 @@ export async function startStandalone(
     timeoutMs: flags.qemuTimeoutMs + 30_000,
   });
   try {
-    await client.syncVMI(vmi as never, standaloneVmOptions(staged));
+    await client.syncVMI(vmi, standaloneVmOptions(staged));
     io.progress('sync: domain defined and started');
   } catch (e) {
     io.progress(`sync failed: ${(e as Error).message}`);
@@ -449,4 +450,23 @@ export async function runStandaloneMonitor(
     process.stderr.write(`virt-launcher standalone: ${err.message}\n`);
     return err.exitCode;
   }
+}
+
+/**
+ * The VirtualMachineOptions standalone mode sends with SyncVirtualMachine, as virt-handler would:
+ * the default SMBIOS of a KubeVirt cluster config and the disksInfo of the staged container disks.
+ */
+export function standaloneVmOptions(found: Record<string, ImageInfo>): {
+  VirtualMachineSMBios: { manufacturer: string; product: string; family: string };
+  DisksInfo: Record<string, { format: string; virtualSize: number; backingFile: string }>;
+} {
+  return {
+    VirtualMachineSMBios: { manufacturer: 'KubeVirt', product: 'None', family: 'KubeVirt' },
+    DisksInfo: Object.fromEntries(
+      Object.entries(found).map(([vol, i]) => [
+        vol,
+        { format: i.format, virtualSize: i.virtualSize, backingFile: i.backingFile ?? '' },
+      ]),
+    ),
+  };
 }

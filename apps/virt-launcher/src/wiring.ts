@@ -1,8 +1,7 @@
 // Glue between the launcher and the packages below it: node-libvirt's private session libvirtd and
 // connection, libvirt-manager's DomainManager + DomainWatcher, the converter's pod layout and context.
 import { accessSync, constants } from 'node:fs';
-import { chown, copyFile, mkdir, readdir, rename } from 'node:fs/promises';
-import path from 'node:path';
+import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import type { Logger } from '@kubevirt-ts/log';
 import { createPodLayout, type ConverterContext, type PodLayout } from '@kubevirt-ts/converter';
 import {
@@ -69,64 +68,10 @@ function versionString(v: number): string {
   return `${Math.floor(v / 1_000_000)}.${Math.floor(v / 1000) % 1000}.${v % 1000}`;
 }
 
-/** Where a session libvirtd with this base dir keeps QEMU's probed capabilities. */
-function capsDir(baseDir: string): string {
-  return path.join(baseDir, 'cache', 'libvirt', 'qemu', 'cache', 'capabilities');
-}
-
-/**
- * A fresh libvirtd probes the QEMU binary (1-2 s) before its first domain. Seeding its cache with an
- * earlier probe skips that; libvirt itself checks the entry is still valid (QEMU binary, libvirt
- * version, kernel, microcode) and re-probes when not, so a stale entry costs nothing but the probe.
- */
-async function seedCaps(
-  baseDir: string,
-  cacheDir: string,
-  user?: { uid: number; gid: number },
-): Promise<void> {
-  let files: string[];
-  try {
-    files = (await readdir(cacheDir)).filter((f) => f.endsWith('.xml'));
-  } catch {
-    return;
-  }
-  if (files.length === 0) return;
-  const dst = capsDir(baseDir);
-  await mkdir(dst, { recursive: true });
-  for (const f of files) await copyFile(path.join(cacheDir, f), path.join(dst, f));
-  if (user && process.getuid?.() === 0) {
-    for (let d = dst; d !== baseDir && d.startsWith(baseDir); d = path.dirname(d))
-      await chown(d, user.uid, user.gid);
-    for (const f of files) await chown(path.join(dst, f), user.uid, user.gid);
-  }
-}
-
-/** Keeps what this libvirtd probed for the next launcher (best effort). */
+/** Keeps what this libvirtd probed for the next launcher (best effort; node-libvirt's QEMU capability cache). */
 export async function saveCaps(baseDir: string, cacheDir: string): Promise<void> {
-  try {
-    const files = (await readdir(capsDir(baseDir))).filter((f) => f.endsWith('.xml'));
-    if (files.length === 0) return;
-    await mkdir(cacheDir, { recursive: true });
-    for (const f of files) {
-      const tmp = path.join(cacheDir, `.${f}.${process.pid}`);
-      await copyFile(path.join(capsDir(baseDir), f), tmp);
-      await rename(tmp, path.join(cacheDir, f));
-    }
-  } catch {
-    /* only a cache */
-  }
-}
-
-/** The parts of a VMI that decide per-VMI launcher options (upstream's launcher reads the same). */
-export interface VmiFacts {
-  metadata?: { annotations?: Record<string, string> };
-  spec?: {
-    domain?: {
-      cpu?: { dedicatedCpuPlacement?: boolean; realtime?: unknown };
-      memory?: { hugepages?: unknown };
-      devices?: { autoattachMemBalloon?: boolean; logSerialConsole?: boolean };
-    };
-  };
+  const { saveQemuCaps } = await nodeLibvirt();
+  await saveQemuCaps(baseDir, cacheDir);
 }
 
 /**
@@ -139,12 +84,12 @@ export interface VmiFacts {
  */
 export function launcherContext(
   base: ConverterContext,
-  vmi: VmiFacts | undefined,
+  vmi: Pick<VirtualMachineInstance, 'metadata' | 'spec'> | undefined,
   options: SyncOptions | undefined,
   found?: ConverterContext['disksInfo'],
 ): ConverterContext {
   const cluster = options?.clusterConfig;
-  const dom = vmi?.spec?.domain;
+  const dom = vmi?.spec.domain;
   const highPerformance =
     dom?.cpu?.dedicatedCpuPlacement === true || dom?.cpu?.realtime != null || dom?.memory?.hugepages != null;
   const freePageReporting = !(
@@ -173,11 +118,12 @@ export const openDomainLayer = {
     baseDir: string;
     user?: { uid: number; gid: number };
     logger: Logger;
-    /** host-wide cache of QEMU capability probes (see seedCaps) */
+    /** host-wide cache of QEMU capability probes (node-libvirt's seedQemuCaps) */
     capsCacheDir?: string;
   }): Promise<SessionDaemon> {
-    const { startSessionLibvirtd } = await nodeLibvirt();
-    if (opts.capsCacheDir) await seedCaps(opts.baseDir, opts.capsCacheDir, opts.user).catch(() => undefined);
+    const { startSessionLibvirtd, seedQemuCaps } = await nodeLibvirt();
+    if (opts.capsCacheDir)
+      await seedQemuCaps(opts.baseDir, opts.capsCacheDir, opts.user).catch(() => undefined);
     const s = await startSessionLibvirtd({
       baseDir: opts.baseDir,
       uid: opts.user?.uid,
@@ -206,7 +152,7 @@ export const openDomainLayer = {
     },
   ): Promise<DomainLayer> {
     const { Connection } = await nodeLibvirt();
-    const holder = new ConnectionHolder(() => Connection.open(daemon.uri) as never);
+    const holder = new ConnectionHolder(() => Connection.open(daemon.uri));
     const conn = await holder.get();
     const base: ConverterContext = {
       allowEmulation: opts.allowEmulation,
@@ -218,8 +164,8 @@ export const openDomainLayer = {
     // applied as libvirt-manager does; upstream logs the serial console to a file unless the cluster
     // config disables it. What this launcher found on disk wins over the handler's disksInfo: it is
     // the file QEMU will open.
-    const context = (vmi: unknown, options: SyncOptions | undefined): ConverterContext =>
-      launcherContext(base, vmi as VmiFacts, options, opts.disksInfo?.());
+    const context = (vmi: VirtualMachineInstance, options: SyncOptions | undefined): ConverterContext =>
+      launcherContext(base, vmi, options, opts.disksInfo?.());
     const shareDir = opts.shareDir;
     const manager = new DomainManager({
       connection: holder,

@@ -3,6 +3,7 @@
 // virt-controller (creates the VMI, labels it for the node, sets status Scheduled + activePods) and
 // kubelet (the Pod's emptyDirs under the pods dir, the sockets emptyDir also mounted at
 // /var/run/kubevirt/sockets, here a symlink).
+import { setTimeout as sleep } from 'node:timers/promises';
 import { appendFileSync, existsSync } from 'node:fs';
 import { mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -10,20 +11,18 @@ import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client
 import { parseManifests, type VirtualMachineInstance } from '@kubevirt-ts/api';
 import { CmdClient } from '@kubevirt-ts/cmd-protocol';
 import { serverSideApply, startTestEnv, type KubeObject, type TestEnv } from '@kubevirt-ts/testenv';
-import { createLayout, prepare } from '@kubevirt-ts/virt-launcher';
 import { readFileSync, readdirSync } from 'node:fs';
 import { spawn, type ChildProcess } from 'node:child_process';
 import {
-  GUEST_DIR,
-  GUEST_IMAGE,
-  READY,
-  REPO,
-  processesMentioning,
+  killMentioning,
+  launcherPodFlags,
   qemuPid,
   readText,
+  READY,
+  REPO,
   requireGuest,
   shortTmp,
-  sleep,
+  stageTestGuest,
   startLauncher,
   tinyVmi,
   waitFor,
@@ -198,15 +197,7 @@ async function startPod(
   await mkdir(path.join(podDir, EMPTY, 'sockets'), { recursive: true, mode: 0o700 });
   await symlink('../sockets', path.join(publicDir, 'sockets'));
   const root = await shortTmp();
-  const layout = createLayout(root);
-  await prepare.stageLocalImages(
-    vmi as never,
-    new Map([[GUEST_IMAGE, GUEST_DIR]]),
-    prepare.fromPodLayout(layout),
-    {
-      owner: { uid: 107, gid: 107 },
-    },
-  );
+  const layout = await stageTestGuest(vmi, root);
   const pod: Pod = {
     name,
     podUid,
@@ -222,13 +213,7 @@ async function startPod(
         pod.proc.child.kill('SIGKILL');
         await pod.proc.exited;
       }
-      for (const p of await processesMentioning(root)) {
-        try {
-          process.kill(p.pid, 'SIGKILL');
-        } catch {
-          /* gone */
-        }
-      }
+      await killMentioning(root);
       await removeFinalizer(name).catch(() => undefined);
       await custom.deleteNamespacedCustomObject({ ...vmis(), name }).catch(() => undefined);
       await rm(root, { recursive: true, force: true });
@@ -239,25 +224,7 @@ async function startPod(
   if (!opts.noLauncher) {
     const wrap = opts.net ? launcherInNetns(opts.net, root) : [];
     pod.proc = startLauncher(
-      [
-        '--name',
-        name,
-        '--namespace',
-        NS,
-        '--uid',
-        vmi.metadata.uid!,
-        '--root',
-        root,
-        '--kubevirt-share-dir',
-        publicDir,
-        '--allow-emulation',
-        '--grace-period-seconds',
-        '20',
-        '--qemu-timeout',
-        '120s',
-        '--log-level',
-        'info',
-      ],
+      launcherPodFlags(vmi, root, publicDir, { grace: 20, logLevel: 'info' }),
       {},
       false,
       wrap,

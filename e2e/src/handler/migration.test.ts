@@ -9,23 +9,23 @@
 // domain's files (serial log, kernel) keep their paths on the target. The test plays both handlers'
 // migration roles over the cmd sockets: target prepares (SyncMigrationTarget) and opens the TCP listeners,
 // source opens the unix listeners and calls MigrateVirtualMachine with upstream's MigrationOptions JSON.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readlink, rm, rmdir } from 'node:fs/promises';
 import path from 'node:path';
-import { CmdClient, launcherSocketPath } from '@kubevirt-ts/cmd-protocol';
+import { CmdClient } from '@kubevirt-ts/cmd-protocol';
 import { MigrationProxyManager } from '@kubevirt-ts/handler';
-import { createLayout, prepare } from '@kubevirt-ts/virt-launcher';
 import {
-  GUEST_DIR,
-  GUEST_IMAGE,
+  connectLauncher,
   LAUNCHER_MAIN,
-  READY,
   launcherNodeFlags,
+  launcherPodFlags,
   readText,
+  READY,
   requireGuest,
   shortTmp,
-  sleep,
+  stageTestGuest,
   tinyVmi,
   waitFor,
 } from '../launcher/helpers.js';
@@ -113,15 +113,7 @@ async function findFile(dir: string, name: string): Promise<string | undefined> 
 /** A launcher "Pod" in its own mount namespace with its root at POD_ROOT. */
 async function startPod(name: string, vmi: ReturnType<typeof tinyVmi>): Promise<MigrPod> {
   const hostRoot = await shortTmp();
-  const layout = createLayout(hostRoot);
-  await prepare.stageLocalImages(
-    vmi as never,
-    new Map([[GUEST_IMAGE, GUEST_DIR]]),
-    prepare.fromPodLayout(layout),
-    {
-      owner: { uid: 107, gid: 107 },
-    },
-  );
+  const layout = await stageTestGuest(vmi, hostRoot);
   const share = path.join(hostRoot, 'share');
   await mkdir(share, { recursive: true, mode: 0o755 });
   // the namespace holder: a private mount namespace with the Pod root bound at POD_ROOT
@@ -146,23 +138,7 @@ async function startPod(name: string, vmi: ReturnType<typeof tinyVmi>): Promise<
       process.execPath,
       ...launcherNodeFlags(),
       LAUNCHER_MAIN,
-      '--name',
-      vmi.metadata!.name!,
-      '--namespace',
-      vmi.metadata!.namespace!,
-      '--uid',
-      vmi.metadata!.uid!,
-      '--root',
-      POD_ROOT,
-      '--kubevirt-share-dir',
-      SHARE,
-      '--allow-emulation',
-      '--grace-period-seconds',
-      '10',
-      '--qemu-timeout',
-      '120s',
-      '--log-level',
-      'info',
+      ...launcherPodFlags(vmi, POD_ROOT, SHARE, { grace: 10, logLevel: 'info' }),
     ],
     { stdio: ['ignore', 'ignore', 'pipe'] },
   );
@@ -195,10 +171,7 @@ async function startPod(name: string, vmi: ReturnType<typeof tinyVmi>): Promise<
     },
   };
   pods.add(pod);
-  const sock = launcherSocketPath(path.join(share, 'sockets'));
-  await waitFor('launcher-sock', () => existsSync(sock) || launcher.exitCode !== null, 90_000);
-  if (launcher.exitCode !== null) throw new Error(`launcher ${name} exited ${launcher.exitCode}: ${err}`);
-  pod.client = await CmdClient.connect(sock, { timeoutMs: 120_000 });
+  pod.client = await connectLauncher(share, { exitCode: () => launcher.exitCode, stderr: () => err }, 90_000);
   pod.libvirtSocket = (await findFile(path.join(hostRoot, 'lv'), 'libvirt-sock')) ?? '';
   if (!pod.libvirtSocket) throw new Error(`no libvirt-sock under ${hostRoot}/lv`);
   return pod;

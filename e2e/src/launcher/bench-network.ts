@@ -4,18 +4,18 @@
 // launcher's DHCP server acknowledges the guest's lease (guest boot under TCG included), and the
 // total. The DHCP server's own memory is measured by `npm run bench:network` (it runs in the
 // launcher's process here, so its share cannot be told apart from the launcher's RSS).
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import { CmdClient, NotifyServer, launcherSocketPath, notifySocketPath } from '@kubevirt-ts/cmd-protocol';
+import { CmdClient, NotifyServer, notifySocketPath } from '@kubevirt-ts/cmd-protocol';
 import { planPodNetwork, setupPodNetwork, writePodNetworkConfig } from '@kubevirt-ts/network';
-import { createLayout, prepare } from '@kubevirt-ts/virt-launcher';
 import {
-  GUEST_DIR,
-  GUEST_IMAGE,
-  processesMentioning,
+  connectLauncher,
+  killMentioning,
+  launcherPodFlags,
   requireGuest,
   shortTmp,
+  stageTestGuest,
   startLauncher,
   tinyVmi,
   waitFor,
@@ -47,39 +47,22 @@ for (let i = 0; i < runs; i++) {
     vmi.spec.domain.firmware!.kernelBoot!.kernelArgs += ' kvts.net';
     vmi.spec.domain.devices!.interfaces = [{ name: 'default', masquerade: {} }];
     vmi.spec.networks = [{ name: 'default', pod: {} }];
-    await prepare.stageLocalImages(
-      vmi as never,
-      new Map([[GUEST_IMAGE, GUEST_DIR]]),
-      prepare.fromPodLayout(createLayout(root)),
-      { owner: { uid: 107, gid: 107 } },
-    );
+    await stageTestGuest(vmi, root);
     await notify.start();
     const t0 = process.hrtime.bigint();
     const config = await setupPodNetwork(planPodNetwork(vmi)!, { netns: net.podPath });
     mkdirSync(share, { recursive: true });
     writePodNetworkConfig(share, 'default', config);
     const t1 = process.hrtime.bigint();
-    proc = startLauncher(
-      [
-        ...[
-          '--name',
-          vmi.metadata!.name!,
-          '--namespace',
-          vmi.metadata!.namespace!,
-          '--uid',
-          vmi.metadata!.uid!,
-        ],
-        ...['--root', root, '--kubevirt-share-dir', share, '--allow-emulation', '--qemu-timeout', '300s'],
-      ],
+    const p = startLauncher(
+      launcherPodFlags(vmi, root, share, { qemuTimeout: '300s' }),
       {},
       false,
       launcherInNetns(net, root),
     );
-    const sock = launcherSocketPath(path.join(share, 'sockets'));
-    await waitFor('launcher-sock', () => existsSync(sock) || proc!.child.exitCode !== null, 120_000);
-    if (proc.child.exitCode !== null) throw new Error(`launcher exited: ${proc.stderr()}`);
+    proc = p;
+    client = await connectLauncher(share, { exitCode: () => p.child.exitCode, stderr: p.stderr }, 120_000);
     const t2 = process.hrtime.bigint();
-    client = await CmdClient.connect(sock, { timeoutMs: 120_000 });
     await client.syncVMI(vmi);
     await waitFor('the DHCP lease', () => proc!.stderr().includes('"msg":"DHCP lease"'), 300_000, 20);
     const t3 = process.hrtime.bigint();
@@ -90,13 +73,7 @@ for (let i = 0; i < runs; i++) {
       proc.child.kill('SIGKILL');
       await proc.exited;
     }
-    for (const p of await processesMentioning(root)) {
-      try {
-        process.kill(p.pid, 'SIGKILL');
-      } catch {
-        /* gone */
-      }
-    }
+    await killMentioning(root);
     await notify.stop(500);
     await rm(root, { recursive: true, force: true });
     net.destroy();

@@ -1,10 +1,15 @@
 // Helpers of the launcher e2e suites: the test guest, launcher processes, serial console logs.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { chmod, mkdtemp, readFile, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setVirtualMachineInstanceDefaults, type VirtualMachineInstance } from '@kubevirt-ts/api';
+import { CmdClient, launcherSocketPath } from '@kubevirt-ts/cmd-protocol';
+import { LAUNCHER_GID, LAUNCHER_UID, type PodLayout } from '@kubevirt-ts/converter';
+import { stageLocalImages } from '@kubevirt-ts/disks';
+import { createLayout } from '@kubevirt-ts/virt-launcher';
 
 export const REPO = path.resolve(fileURLToPath(new URL('../../..', import.meta.url)));
 export const LAUNCHER_MAIN = path.join(REPO, 'apps/virt-launcher/dist/main.js');
@@ -110,8 +115,6 @@ export function startLauncher(
   return { child, stdout: () => out, stderr: () => err, exited };
 }
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 export async function waitFor<T>(
   what: string,
   fn: () => T | undefined | false | Promise<T | undefined | false>,
@@ -137,6 +140,61 @@ export async function readText(file: string): Promise<string> {
 
 export function heartbeats(text: string): number {
   return (text.match(/KUBEVIRT-TS-GUEST-HEARTBEAT/g) ?? []).length;
+}
+
+/**
+ * A launcher "Pod" root as kubelet would leave it: the test guest's kernel boot files (and container
+ * disks) of `vmi` staged under `root`, owned by the launcher's user. Returns the root's layout.
+ */
+export async function stageTestGuest(vmi: VirtualMachineInstance, root: string): Promise<PodLayout> {
+  const layout = createLayout(root);
+  await stageLocalImages(vmi, new Map([[GUEST_IMAGE, GUEST_DIR]]), layout, {
+    owner: { uid: LAUNCHER_UID, gid: LAUNCHER_GID },
+  });
+  return layout;
+}
+
+/** The in-Pod launcher's flags for `vmi` with its Pod root and kubevirt share dir. */
+export function launcherPodFlags(
+  vmi: VirtualMachineInstance,
+  root: string,
+  share: string,
+  opts: { grace?: number; qemuTimeout?: string; logLevel?: string } = {},
+): string[] {
+  return [
+    ...['--name', vmi.metadata.name!, '--namespace', vmi.metadata.namespace!, '--uid', vmi.metadata.uid!],
+    ...['--root', root, '--kubevirt-share-dir', share, '--allow-emulation'],
+    ...(opts.grace !== undefined ? ['--grace-period-seconds', String(opts.grace)] : []),
+    ...['--qemu-timeout', opts.qemuTimeout ?? '120s'],
+    ...(opts.logLevel ? ['--log-level', opts.logLevel] : []),
+  ];
+}
+
+/**
+ * Waits until the launcher's cmd socket under `share` is there (it is ready) or the launcher exited
+ * (then throws with its stderr), and connects to it.
+ */
+export async function connectLauncher(
+  share: string,
+  launcher: { exitCode: () => number | null; stderr: () => string },
+  timeoutMs = 60_000,
+): Promise<CmdClient> {
+  const sock = launcherSocketPath(path.join(share, 'sockets'));
+  await waitFor('launcher-sock', () => existsSync(sock) || launcher.exitCode() !== null, timeoutMs);
+  if (launcher.exitCode() !== null)
+    throw new Error(`launcher exited ${launcher.exitCode()}: ${launcher.stderr()}`);
+  return CmdClient.connect(sock, { timeoutMs: 120_000 });
+}
+
+/** SIGKILLs what a test run left: every process whose command line mentions `needle` (its root dir). */
+export async function killMentioning(needle: string): Promise<void> {
+  for (const p of await processesMentioning(needle)) {
+    try {
+      process.kill(p.pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }
 }
 
 /** pids of live processes whose command line mentions `needle` (e.g. a test's root dir). */

@@ -1,28 +1,23 @@
 // The in-Pod launcher driven like virt-handler drives it: a real launcher process under a temp root,
 // a CmdClient on its launcher-sock, a NotifyServer receiving its domain events, QEMU under TCG.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { existsSync, readlinkSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
+import { CmdClient, NotifyServer, notifySocketPath, type DomainEvent } from '@kubevirt-ts/cmd-protocol';
 import {
-  CmdClient,
-  NotifyServer,
-  launcherSocketPath,
-  notifySocketPath,
-  type DomainEvent,
-} from '@kubevirt-ts/cmd-protocol';
-import { createLayout, prepare } from '@kubevirt-ts/virt-launcher';
-import {
-  GUEST_DIR,
-  GUEST_IMAGE,
-  READY,
+  connectLauncher,
   heartbeats,
+  killMentioning,
+  launcherPodFlags,
   processesMentioning,
   qemuPid,
   readText,
+  READY,
   requireGuest,
   shortTmp,
-  sleep,
+  stageTestGuest,
   startLauncher,
   tinyVmi,
   waitFor,
@@ -58,11 +53,7 @@ async function startPod(
   const root = await shortTmp();
   const share = path.join(root, 'handler');
   const vmi = opts.vmi ?? tinyVmi(name);
-  const layout = createLayout(root);
-  const paths = prepare.fromPodLayout(layout);
-  await prepare.stageLocalImages(vmi as never, new Map([[GUEST_IMAGE, GUEST_DIR]]), paths, {
-    owner: { uid: 107, gid: 107 },
-  });
+  const layout = await stageTestGuest(vmi, root);
   const events: DomainEvent[] = [];
   const notify = new NotifyServer({
     socketPath: notifySocketPath(share),
@@ -72,30 +63,10 @@ async function startPod(
   await notify.start();
   const proc = startLauncher([
     ...(opts.monitor ? ['monitor'] : []),
-    '--name',
-    vmi.metadata!.name!,
-    '--namespace',
-    vmi.metadata!.namespace!,
-    '--uid',
-    vmi.metadata!.uid!,
-    '--root',
-    root,
-    '--kubevirt-share-dir',
-    share,
-    '--allow-emulation',
-    '--grace-period-seconds',
-    String(opts.grace ?? 60),
-    '--qemu-timeout',
-    '120s',
-    '--log-level',
-    'info',
+    ...launcherPodFlags(vmi, root, share, { grace: opts.grace ?? 60, logLevel: 'info' }),
     ...(opts.extraArgs ?? []),
   ]);
-  const sock = launcherSocketPath(path.join(share, 'sockets'));
-  await waitFor('launcher-sock', () => existsSync(sock) || proc.child.exitCode !== null, 60_000);
-  if (proc.child.exitCode !== null)
-    throw new Error(`launcher exited ${proc.child.exitCode}: ${proc.stderr()}`);
-  const client = await CmdClient.connect(sock, { timeoutMs: 120_000 });
+  const client = await connectLauncher(share, { exitCode: () => proc.child.exitCode, stderr: proc.stderr });
   const pod: Pod = {
     root,
     share,
@@ -113,13 +84,7 @@ async function startPod(
         proc.child.kill('SIGKILL');
         await proc.exited;
       }
-      for (const p of await processesMentioning(root)) {
-        try {
-          process.kill(p.pid, 'SIGKILL');
-        } catch {
-          /* gone */
-        }
-      }
+      await killMentioning(root);
       await notify.stop(500);
       await rm(root, { recursive: true, force: true });
     },

@@ -3,11 +3,11 @@
 // a real in-Pod launcher started inside the Pod netns and driven over its cmd socket; its DHCP server
 // (phase 2) gives the guest its lease; TCP both ways between the node netns and the guest.
 import { spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
-import { CmdClient, NotifyServer, launcherSocketPath, notifySocketPath } from '@kubevirt-ts/cmd-protocol';
+import { CmdClient, NotifyServer, notifySocketPath } from '@kubevirt-ts/cmd-protocol';
 import {
   planPodNetwork,
   setupPodNetwork,
@@ -15,14 +15,15 @@ import {
   writePodNetworkConfig,
   type PodNetworkConfig,
 } from '@kubevirt-ts/network';
-import { createLayout, prepare } from '@kubevirt-ts/virt-launcher';
 import {
-  GUEST_DIR,
-  GUEST_IMAGE,
+  connectLauncher,
+  killMentioning,
+  launcherPodFlags,
   processesMentioning,
   readText,
   requireGuest,
   shortTmp,
+  stageTestGuest,
   startLauncher,
   tinyVmi,
   waitFor,
@@ -72,11 +73,7 @@ interface Pod {
 async function startPod(net: Net, vmi: VirtualMachineInstance, config?: PodNetworkConfig): Promise<Pod> {
   const root = await shortTmp();
   const share = path.join(root, 'handler');
-  const layout = createLayout(root);
-  const paths = prepare.fromPodLayout(layout);
-  await prepare.stageLocalImages(vmi as never, new Map([[GUEST_IMAGE, GUEST_DIR]]), paths, {
-    owner: { uid: 107, gid: 107 },
-  });
+  const layout = await stageTestGuest(vmi, root);
   // what virt-handler does after phase 1: the config in the launcher's share dir
   if (config) {
     mkdirSync(share, { recursive: true });
@@ -89,32 +86,12 @@ async function startPod(net: Net, vmi: VirtualMachineInstance, config?: PodNetwo
   });
   await notify.start();
   const proc = startLauncher(
-    [
-      '--name',
-      vmi.metadata!.name!,
-      '--namespace',
-      vmi.metadata!.namespace!,
-      '--uid',
-      vmi.metadata!.uid!,
-      '--root',
-      root,
-      '--kubevirt-share-dir',
-      share,
-      '--allow-emulation',
-      '--grace-period-seconds',
-      '5',
-      '--qemu-timeout',
-      '120s',
-    ],
+    launcherPodFlags(vmi, root, share, { grace: 5 }),
     {},
     false,
     launcherInNetns(net, root),
   );
-  const sock = launcherSocketPath(path.join(share, 'sockets'));
-  await waitFor('launcher-sock', () => existsSync(sock) || proc.child.exitCode !== null, 60_000);
-  if (proc.child.exitCode !== null)
-    throw new Error(`launcher exited ${proc.child.exitCode}: ${proc.stderr()}`);
-  const client = await CmdClient.connect(sock, { timeoutMs: 120_000 });
+  const client = await connectLauncher(share, { exitCode: () => proc.child.exitCode, stderr: proc.stderr });
   return {
     root,
     vmi,
@@ -133,13 +110,7 @@ async function startPod(net: Net, vmi: VirtualMachineInstance, config?: PodNetwo
         proc.child.kill('SIGKILL');
         await proc.exited;
       }
-      for (const p of await processesMentioning(root)) {
-        try {
-          process.kill(p.pid, 'SIGKILL');
-        } catch {
-          /* gone */
-        }
-      }
+      await killMentioning(root);
       await notify.stop(500);
       await rm(root, { recursive: true, force: true });
     },

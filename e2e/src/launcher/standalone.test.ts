@@ -1,4 +1,5 @@
 // virt-launcher standalone as a user runs it: a real process, real session libvirtd, QEMU under TCG.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { existsSync, readFileSync, readdirSync, readlinkSync, statSync } from 'node:fs';
 import { chmod, mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -14,7 +15,6 @@ import {
   processesMentioning,
   requireGuest,
   shortTmp,
-  sleep,
   startLauncher,
   tinyVmi,
   standaloneLauncher,

@@ -1,4 +1,5 @@
 // CmdServer <-> CmdClient over real unix sockets (temp dirs).
+import { setTimeout as sleep } from 'node:timers/promises';
 import * as grpc from '@grpc/grpc-js';
 import { createConnection, createServer, type Server as NetServer } from 'node:net';
 import { stat } from 'node:fs/promises';
@@ -15,7 +16,7 @@ import {
 } from './errors.js';
 import { CmdClient as GenCmdClient } from './gen/kubevirt/cmd/v1/cmd.js';
 import { launcherInitSocketPath, launcherSocketPath, unixTarget } from './sockets.js';
-import { quietLogger, sampleVmi, sleep, tempDir, waitFor } from './test-util.js';
+import { quietLogger, sampleVmi, tempDir, waitFor } from './test-util.js';
 import type { DomainModel } from './upstream/domain-json.js';
 
 const TEST_DOMAIN: DomainModel = {

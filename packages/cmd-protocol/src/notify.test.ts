@@ -1,4 +1,5 @@
 // NotifyClient (launcher side) -> NotifyServer (handler side) over real unix sockets.
+import { setTimeout as sleep } from 'node:timers/promises';
 import * as grpc from '@grpc/grpc-js';
 import { createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
@@ -6,7 +7,7 @@ import { NotifyClient, type NotifyClientOptions } from './notify-client.js';
 import { NotifyServer, type DomainEvent } from './notify-server.js';
 import { NotifyClient as GenNotifyClient } from './gen/kubevirt/notify/v1/notify.js';
 import { ensureSocketDir, notifySocketPath, unixTarget } from './sockets.js';
-import { quietLogger, sleep, tempDir, waitFor } from './test-util.js';
+import { quietLogger, tempDir, waitFor } from './test-util.js';
 import type { DomainModel } from './upstream/domain-json.js';
 import type { K8sEventModel } from './upstream/k8s-event.js';
 

@@ -10,6 +10,7 @@
  */
 import { lstat, mkdir, stat, unlink } from 'node:fs/promises';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { MAX_SOCKET_PATH_BYTES } from '@kubevirt-ts/converter';
 
 export const LAUNCHER_SOCKET_NAME = 'launcher-sock';
 export const LAUNCHER_INIT_SOCKET_NAME = 'launcher-init-sock';
@@ -19,8 +20,8 @@ export const NOTIFY_SOCKET_NAME = 'domain-notify-pipe.sock';
 export const SOCKET_DIR_MODE = 0o700;
 /** Mode of the socket files. */
 export const SOCKET_FILE_MODE = 0o600;
-/** sun_path is 108 bytes on Linux, including the terminating NUL. */
-export const MAX_SOCKET_PATH_BYTES = 107;
+/** sun_path is 108 bytes on Linux, including the terminating NUL (the converter's Pod layout owns the number). */
+export { MAX_SOCKET_PATH_BYTES };
 
 /** The launcher's cmd socket once the launcher is ready. */
 export function launcherSocketPath(dir: string): string {

@@ -1,4 +1,5 @@
 // Helpers for this package's tests (not part of the published package: dist/test-* is excluded).
+import { setTimeout as sleep } from 'node:timers/promises';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,10 +17,6 @@ export const quietLogger: Logger = {
 export async function tempDir(prefix = 'kvts-cmd-'): Promise<{ dir: string; cleanup: () => Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), prefix));
   return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) };
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }
 
 /** Polls `cond` until it is true or timeoutMs passes (then throws with `what`). */

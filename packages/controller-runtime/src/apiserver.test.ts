@@ -1,4 +1,5 @@
 // Informer, client, updateIfChanged and leader election against a real kube-apiserver (tools/testenv).
+import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeClient, LEASES, resourcePath, type KubeObject, type Resource } from './client.js';
 import { Informer } from './informer.js';
 import { LeaderElector, type Lease } from './leader.js';
@@ -9,7 +10,6 @@ const CM: Resource = { group: '', version: 'v1', plural: 'configmaps', namespace
 const NS_R: Resource = { group: '', version: 'v1', plural: 'namespaces', namespaced: false };
 type ConfigMap = KubeObject & { data?: Record<string, string> };
 const NS = 'cr-test';
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let finished = false;
 async function until<T>(fn: () => Promise<T | undefined | false> | T | undefined | false): Promise<T> {
   while (!finished) {

@@ -58,6 +58,27 @@ export const LEASES: Resource = {
   plural: 'leases',
   namespaced: true,
 };
+/** kubevirt.io/v1 VirtualMachines */
+export const VMS: Resource = {
+  group: 'kubevirt.io',
+  version: 'v1',
+  plural: 'virtualmachines',
+  namespaced: true,
+};
+/** kubevirt.io/v1 VirtualMachineInstances */
+export const VMIS: Resource = {
+  group: 'kubevirt.io',
+  version: 'v1',
+  plural: 'virtualmachineinstances',
+  namespaced: true,
+};
+/** kubevirt.io/v1 VirtualMachineInstanceMigrations */
+export const VMIMS: Resource = {
+  group: 'kubevirt.io',
+  version: 'v1',
+  plural: 'virtualmachineinstancemigrations',
+  namespaced: true,
+};
 
 /** `/api/v1/namespaces/ns/pods/name/status` and friends (namespace omitted: across all namespaces). */
 export function resourcePath(r: Resource, namespace?: string, name?: string, subresource?: string): string {

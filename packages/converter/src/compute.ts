@@ -12,14 +12,14 @@ import type {
 } from './model.js';
 import type { ResolvedContext } from './context.js';
 import { HYPERV_KEYS } from './model.js';
-import type { VmiDomainSpec, VmiLike, Quantity } from './vmi.js';
+import type { VmiDomainSpec, ConvertedVmi, Quantity } from './vmi.js';
 import { ConversionError, notImplemented } from './errors.js';
 import { quantity, quantityValue } from './quantity.js';
 
 const D = 'spec.domain';
 
 /** Guest memory in bytes: spec.domain.memory.guest, else requests.memory, else limits.memory. */
-export function guestMemoryBytes(vmi: VmiLike): number {
+export function guestMemoryBytes(vmi: ConvertedVmi): number {
   const d = vmi.spec.domain;
   let q: Quantity | undefined;
   let path = '';
@@ -40,7 +40,7 @@ export function guestMemoryBytes(vmi: VmiLike): number {
 
 /** vCPU topology as upstream's GetCPUTopology: explicit sockets/cores/threads (missing ones 1);
  * none given: sockets = CPU limit, else CPU request (rounded up), else 1. */
-export function cpuTopology(vmi: VmiLike): { sockets: number; cores: number; threads: number } {
+export function cpuTopology(vmi: ConvertedVmi): { sockets: number; cores: number; threads: number } {
   const cpu = vmi.spec.domain.cpu;
   let sockets = cpu?.sockets || 1;
   const cores = cpu?.cores || 1;
@@ -55,7 +55,7 @@ export function cpuTopology(vmi: VmiLike): { sockets: number; cores: number; thr
   return { sockets, cores, threads };
 }
 
-export function convertCPU(vmi: VmiLike, topology: CPU['topology']): CPU {
+export function convertCPU(vmi: ConvertedVmi, topology: CPU['topology']): CPU {
   const spec = vmi.spec.domain.cpu;
   if (spec?.numa?.guestMappingPassthrough)
     notImplemented(`${D}.cpu.numa.guestMappingPassthrough`, 'guest NUMA topology passthrough');
@@ -88,7 +88,7 @@ function onOff(v: boolean | undefined, dflt: boolean): 'on' | 'off' {
   return (v ?? dflt) ? 'on' : 'off';
 }
 
-export function convertOS(vmi: VmiLike, ctx: ResolvedContext, domainName: string): DomainOS {
+export function convertOS(vmi: ConvertedVmi, ctx: ResolvedContext, domainName: string): DomainOS {
   const d = vmi.spec.domain;
   const machine = d.machine?.type || 'q35';
   if (!/^[a-zA-Z0-9_.-]+$/.test(machine))
@@ -139,7 +139,7 @@ function entries(pairs: [string, string | undefined][]): SysInfoEntry[] | undefi
   return out.length ? out : undefined;
 }
 
-export function convertSysInfo(vmi: VmiLike, ctx: ResolvedContext): SysInfo {
+export function convertSysInfo(vmi: ConvertedVmi, ctx: ResolvedContext): SysInfo {
   const fw = vmi.spec.domain.firmware;
   const s: SysInfo = { type: 'smbios' };
   const system = entries([
@@ -180,7 +180,7 @@ const HV: [keyof NonNullable<NonNullable<VmiDomainSpec['features']>['hyperv']>, 
   ['evmcs', 'evmcs'],
 ];
 
-export function convertFeatures(vmi: VmiLike): Features {
+export function convertFeatures(vmi: ConvertedVmi): Features {
   const f = vmi.spec.domain.features;
   const out: Features = {};
   if (f?.acpi?.enabled ?? true) out.acpi = true;
@@ -235,7 +235,7 @@ export function convertFeatures(vmi: VmiLike): Features {
   return out;
 }
 
-export function convertClock(vmi: VmiLike): Clock | undefined {
+export function convertClock(vmi: ConvertedVmi): Clock | undefined {
   const c = vmi.spec.domain.clock;
   if (!c) return undefined;
   const P = `${D}.clock`;
@@ -297,7 +297,7 @@ export function convertClock(vmi: VmiLike): Clock | undefined {
 /** Dedicated CPUs: each vCPU pinned to one host CPU of the Pod's cpuset (context.cpuSet), the emulator
  * and IO threads on an extra CPU with isolateEmulatorThread, else on all of them. A simplified form of
  * upstream's pinning: no host-topology-aware thread sibling placement, no guest NUMA passthrough. */
-export function convertCPUTune(vmi: VmiLike, ctx: ResolvedContext, domain: Domain): void {
+export function convertCPUTune(vmi: ConvertedVmi, ctx: ResolvedContext, domain: Domain): void {
   const cpu = vmi.spec.domain.cpu;
   if (!cpu?.dedicatedCpuPlacement) return;
   const vcpus = domain.vcpu.count;
@@ -323,7 +323,7 @@ export function convertCPUTune(vmi: VmiLike, ctx: ResolvedContext, domain: Domai
 }
 
 /** memoryBacking and the NUMA cell memfd needs (upstream: hugepages imply a memfd backend). */
-export function convertMemoryBacking(vmi: VmiLike, domain: Domain): void {
+export function convertMemoryBacking(vmi: ConvertedVmi, domain: Domain): void {
   const hp = vmi.spec.domain.memory?.hugepages;
   if (!hp) return;
   domain.memoryBacking = { hugepages: {} };
@@ -345,7 +345,7 @@ export function convertMemoryBacking(vmi: VmiLike, domain: Domain): void {
 
 /** iothreads as upstream v1.1.0: a pool whenever there are disks; disks get explicit threads
  * only with an ioThreadsPolicy or a dedicatedIOThread disk. */
-export function ioThreadPlan(vmi: VmiLike): { count: number; auto: number; use: boolean } {
+export function ioThreadPlan(vmi: ConvertedVmi): { count: number; auto: number; use: boolean } {
   const d = vmi.spec.domain;
   const disks = d.devices?.disks ?? [];
   let limit = 1;

@@ -3,7 +3,7 @@ import type { Domain } from './model.js';
 import type { ConverterContext, ResolvedContext } from './context.js';
 import { DEFAULT_EFI } from './context.js';
 import { podLayout } from './layout.js';
-import type { VmiLike } from './vmi.js';
+import type { ConvertedVmi } from './vmi.js';
 import { ConversionError } from './errors.js';
 import { assertXmlSafe } from './xml.js';
 import {
@@ -28,7 +28,7 @@ import { convertDevices } from './devices.js';
  * architecture (`spec.architecture`, else `context.architecture`) is not amd64, or when KVM is not
  * available and emulation is not allowed (upstream's useEmulation).
  */
-export function resolveContext(vmi: VmiLike, c: ConverterContext = {}): ResolvedContext {
+export function resolveContext(vmi: ConvertedVmi, c: ConverterContext = {}): ResolvedContext {
   const arch = vmi.spec.architecture || c.architecture || 'amd64';
   if (arch !== 'amd64')
     throw new ConversionError(
@@ -66,7 +66,7 @@ export function domainName(namespace: string, name: string): string {
 }
 
 /** Strings the user wrote that end up in the XML: each must be representable in XML. */
-function checkUserStrings(vmi: VmiLike): void {
+function checkUserStrings(vmi: ConvertedVmi): void {
   const d = vmi.spec.domain;
   const check = (path: string, v: unknown) => {
     if (typeof v === 'string') assertXmlSafe(path, v);
@@ -98,7 +98,7 @@ function checkUserStrings(vmi: VmiLike): void {
  * differences). Throws ConversionError naming the field for input it cannot convert, including
  * features kubevirt-ts does not implement.
  */
-export function toDomain(vmi: VmiLike, context: ConverterContext = {}): Domain {
+export function toDomain(vmi: ConvertedVmi, context: ConverterContext = {}): Domain {
   if (!vmi || typeof vmi !== 'object' || !vmi.spec || typeof vmi.spec !== 'object')
     throw new ConversionError('spec', 'required');
   if (!vmi.spec.domain || typeof vmi.spec.domain !== 'object')
@@ -155,7 +155,7 @@ export function toDomain(vmi: VmiLike, context: ConverterContext = {}): Domain {
   return d;
 }
 
-function checkBootOrder(vmi: VmiLike): void {
+function checkBootOrder(vmi: ConvertedVmi): void {
   const seen = new Map<number, string>();
   const note = (order: number | undefined, path: string) => {
     if (order === undefined) return;

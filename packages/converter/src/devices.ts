@@ -2,13 +2,13 @@
 // video, inputs, memory balloon, rng, watchdog, sound, tpm.
 import type { Controller, Devices, Disk, Input } from './model.js';
 import type { ResolvedContext } from './context.js';
-import type { VmiLike } from './vmi.js';
+import type { ConvertedVmi } from './vmi.js';
 import { ConversionError, notImplemented } from './errors.js';
 import { virtioModel } from './storage.js';
 
 const DEV = 'spec.domain.devices';
 
-function usbNeeded(vmi: VmiLike, disks: Disk[]): boolean {
+function usbNeeded(vmi: ConvertedVmi, disks: Disk[]): boolean {
   const dev = vmi.spec.domain.devices;
   if (dev?.clientPassthrough) return true;
   if ((dev?.inputs ?? []).some((i) => (i.bus || 'usb') === 'usb')) return true;
@@ -16,7 +16,7 @@ function usbNeeded(vmi: VmiLike, disks: Disk[]): boolean {
 }
 
 export function convertDevices(
-  vmi: VmiLike,
+  vmi: ConvertedVmi,
   ctx: ResolvedContext,
   devices: Devices,
   vcpus: number,

@@ -24,6 +24,11 @@ describe('pod layout', () => {
     expect(L.configIso('serviceAccount', 'x')).toBe(
       '/var/run/kubevirt-private/service-account-disk/service-account.iso',
     );
+    expect(L.configSourceDir('configMap', 'c')).toBe('/var/run/kubevirt-private/config-map/c');
+    expect(L.configSourceDir('secret', 's')).toBe('/var/run/kubevirt-private/secret/s');
+    expect(L.configSourceDir('downwardAPI', 'd')).toBe('/var/run/kubevirt-private/downwardapi/d');
+    expect(L.configSourceDir('sysprep', 'p')).toBe('/var/run/kubevirt-private/sysprep/p');
+    expect(L.configSourceDir('serviceAccount', 'x')).toBe('/var/run/secrets/kubernetes.io/serviceaccount');
     expect(L.filesystemVolumeImage('pvc')).toBe('/var/run/kubevirt-private/vmi-disks/pvc/disk.img');
     expect(L.blockVolumeDevice('pvc')).toBe('/dev/pvc');
     expect(L.hostDiskImage('h', '/data/x.img')).toBe('/var/run/kubevirt-private/vmi-disks/h/x.img');
@@ -38,11 +43,15 @@ describe('pod layout', () => {
     expect(L.serialSocket('u')).toBe('/tmp/pod/var/run/kubevirt-private/u/virt-serial0');
     expect(L.blockVolumeDevice('v')).toBe('/tmp/pod/dev/v');
     expect(L.nvramFile('vm')).toBe('/tmp/pod/var/lib/libvirt/qemu/nvram/vm_VARS.fd');
+    expect(L.configSourceDir('serviceAccount', 'x')).toBe(
+      '/tmp/pod/var/run/secrets/kubernetes.io/serviceaccount',
+    );
   });
   test('names that would leave their directory are refused', () => {
     expect(() => podLayout.emptyDiskImage('../x')).toThrow(/cannot be used as a file name/);
     expect(() => podLayout.ephemeralOverlay('..')).toThrow();
     expect(() => podLayout.cloudInitIso('noCloud', 'a/b', 'vm')).toThrow();
     expect(() => podLayout.kernelBootFile('/')).toThrow();
+    expect(() => podLayout.configSourceDir('secret', '../etc')).toThrow(/cannot be used as a file name/);
   });
 });

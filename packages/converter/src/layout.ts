@@ -4,6 +4,17 @@
 // (tests and non-Pod launchers run with a temporary root).
 import path from 'node:path';
 
+/** uid QEMU, libvirtd and the launcher run as in the Pod (upstream's `qemu` user, its NonRootUID). */
+export const LAUNCHER_UID = 107;
+/** gid QEMU, libvirtd and the launcher run as in the Pod (upstream's `qemu` group). */
+export const LAUNCHER_GID = 107;
+
+/** Longest unix socket path Linux binds or dials: sun_path is 108 bytes, including the terminating NUL. */
+export const MAX_SOCKET_PATH_BYTES = 107;
+
+/** Config volumes kubelet mounts into the Pod for the launcher to read (the ISO is built from there). */
+export type ConfigSourceKind = 'configMap' | 'secret' | 'downwardAPI' | 'serviceAccount' | 'sysprep';
+
 /** Where each file the domain refers to lives inside the launcher Pod (upstream KubeVirt's paths).
  * Methods that take a name (volume, VMI name/namespace/uid) throw when it is not a single path
  * component ('', '.', '..', or containing '/' or NUL; an empty uid is accepted, as upstream). */
@@ -36,6 +47,9 @@ export interface PodLayout {
   cloudInitIso(kind: 'noCloud' | 'configDrive', namespace: string, name: string): string;
   /** ISO built from a configMap / secret / downwardAPI / serviceAccount volume */
   configIso(kind: 'configMap' | 'secret' | 'downwardAPI' | 'serviceAccount', volumeName: string): string;
+  /** where kubelet mounts the source of a config volume: /var/run/kubevirt-private/{config-map,secret,
+   * downwardapi,sysprep}/<volume>, and the Pod's service account token dir for serviceAccount */
+  configSourceDir(kind: ConfigSourceKind, volumeName: string): string;
   /** disk.img on a filesystem-mode PVC / DataVolume */
   filesystemVolumeImage(volumeName: string): string;
   /** block-mode PVC / DataVolume device node */
@@ -99,6 +113,20 @@ export function createPodLayout(root = ''): PodLayout {
           return `${privateDir}/downwardapi-disks/${component('volume', v)}.iso`;
         case 'serviceAccount':
           return `${privateDir}/service-account-disk/service-account.iso`;
+      }
+    },
+    configSourceDir: (kind, v) => {
+      switch (kind) {
+        case 'configMap':
+          return `${privateDir}/config-map/${component('volume', v)}`;
+        case 'secret':
+          return `${privateDir}/secret/${component('volume', v)}`;
+        case 'downwardAPI':
+          return `${privateDir}/downwardapi/${component('volume', v)}`;
+        case 'sysprep':
+          return `${privateDir}/sysprep/${component('volume', v)}`;
+        case 'serviceAccount':
+          return `${r}/var/run/secrets/kubernetes.io/serviceaccount`;
       }
     },
     filesystemVolumeImage: (v) => `${privateDir}/vmi-disks/${component('volume', v)}/disk.img`,

@@ -1,7 +1,7 @@
 // Network: spec.domain.devices.interfaces + spec.networks -> <interface> elements.
 import type { Interface } from './model.js';
 import type { ResolvedContext } from './context.js';
-import type { VmiLike } from './vmi.js';
+import type { ConvertedVmi } from './vmi.js';
 import { ConversionError, notImplemented } from './errors.js';
 import { pciAddress, virtioModel } from './storage.js';
 
@@ -9,7 +9,7 @@ const IFACES = 'spec.domain.devices.interfaces';
 const MODELS = new Set(['virtio', 'e1000', 'e1000e', 'igb', 'ne2k_pci', 'pcnet', 'rtl8139']);
 const MAC_RE = /^[0-9a-fA-F]{2}([:-][0-9a-fA-F]{2}){5}$/;
 
-export function convertInterfaces(vmi: VmiLike, ctx: ResolvedContext, vcpus: number): Interface[] {
+export function convertInterfaces(vmi: ConvertedVmi, ctx: ResolvedContext, vcpus: number): Interface[] {
   const ifaces = vmi.spec.domain.devices?.interfaces ?? [];
   const networks = new Map((vmi.spec.networks ?? []).map((n) => [n.name, n]));
   const multiQueue = vmi.spec.domain.devices?.networkInterfaceMultiqueue === true;

@@ -1,7 +1,7 @@
 // Storage: spec.domain.devices.disks + spec.volumes -> <disk> elements.
 import type { Disk } from './model.js';
 import type { ResolvedContext } from './context.js';
-import type { VmiDisk, VmiLike, VmiVolume } from './vmi.js';
+import type { VmiDisk, ConvertedVmi, VmiVolume } from './vmi.js';
 import { ConversionError, notImplemented } from './errors.js';
 
 const DISKS = 'spec.domain.devices.disks';
@@ -28,7 +28,7 @@ export function formatDeviceName(prefix: string, index: number): string {
   return prefix + name;
 }
 
-export function virtioModel(vmi: VmiLike): 'virtio-transitional' | 'virtio-non-transitional' {
+export function virtioModel(vmi: ConvertedVmi): 'virtio-transitional' | 'virtio-non-transitional' {
   return vmi.spec.domain.devices?.useVirtioTransitional ? 'virtio-transitional' : 'virtio-non-transitional';
 }
 
@@ -62,7 +62,7 @@ export function pciAddress(s: string, path: string): NonNullable<Disk['address']
 }
 
 /** Converts every disk; `vcpus` sizes blockMultiQueue; iothreads are assigned by `assignIOThreads`. */
-export function convertDisks(vmi: VmiLike, ctx: ResolvedContext, vcpus: number): Disk[] {
+export function convertDisks(vmi: ConvertedVmi, ctx: ResolvedContext, vcpus: number): Disk[] {
   const disks = vmi.spec.domain.devices?.disks ?? [];
   const volumes = new Map<string, { v: VmiVolume; index: number }>();
   (vmi.spec.volumes ?? []).forEach((v, index) => volumes.set(v.name, { v, index }));
@@ -193,7 +193,13 @@ export function convertDisks(vmi: VmiLike, ctx: ResolvedContext, vcpus: number):
   return out;
 }
 
-function convertVolume(v: VmiVolume, index: number, disk: Disk, ctx: ResolvedContext, vmi: VmiLike): void {
+function convertVolume(
+  v: VmiVolume,
+  index: number,
+  disk: Disk,
+  ctx: ResolvedContext,
+  vmi: ConvertedVmi,
+): void {
   const L = ctx.layout;
   const vp = `spec.volumes[${index}]`;
   const discardAlways = () => {
@@ -276,7 +282,11 @@ function convertVolume(v: VmiVolume, index: number, disk: Disk, ctx: ResolvedCon
 }
 
 /** Applies upstream's iothread assignment to converted disks (virtio disks only). */
-export function assignIOThreads(vmi: VmiLike, disks: Disk[], plan: { auto: number; use: boolean }): number {
+export function assignIOThreads(
+  vmi: ConvertedVmi,
+  disks: Disk[],
+  plan: { auto: number; use: boolean },
+): number {
   let currentAuto = 1;
   if (!plan.use) return currentAuto;
   let currentDedicated = plan.auto + 1;

@@ -5,6 +5,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { LAUNCHER_GID, LAUNCHER_UID } from './layout.js';
 
 export interface SessionDaemon {
   uri: string;
@@ -20,7 +21,7 @@ export interface SessionDaemon {
 }
 
 function ids(): { uid?: number; gid?: number } {
-  return process.getuid?.() === 0 ? { uid: 107, gid: 107 } : {};
+  return process.getuid?.() === 0 ? { uid: LAUNCHER_UID, gid: LAUNCHER_GID } : {};
 }
 
 export async function startSessionDaemon(): Promise<SessionDaemon> {

@@ -2,6 +2,7 @@
 // process, no libvirt): a handler process (bench-child) against a real kube-apiserver (testenv).
 // Prints VMIs synced per second, status writes per VMI up to Running, and the handler's RSS.
 //   npm run bench:handler [-- VMIS]      (default 50)
+import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -24,7 +25,6 @@ const NODE = 'bench-node';
 const NS = 'bench';
 const repo = fileURLToPath(new URL('../../../', import.meta.url));
 const quiet = createLogger({ component: 'bench', level: 'error' });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const env = await startTestEnv();
 const base = await mkdtemp(path.join(tmpdir(), 'kvhb-'));

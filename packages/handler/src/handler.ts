@@ -8,6 +8,7 @@ import path from 'node:path';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import { NotifyServer, notifySocketPath, type CmdClient } from '@kubevirt-ts/cmd-protocol';
 import { createLogger, type Logger } from '@kubevirt-ts/log';
+import { LAUNCHER_UID } from '@kubevirt-ts/network';
 import { VmiController, type NetworkSetup } from './controller.js';
 import { KubeApiWriter, VMIS, HEARTBEAT_ANNOTATION, NODE_NAME_LABEL, SCHEDULABLE_LABEL } from './kube.js';
 import { DevicePlugin, KUBEVIRT_DEVICES } from './device-plugin.js';
@@ -82,7 +83,7 @@ export class Handler {
         podsDir: opts.podsDir,
         handlerDir: opts.handlerDir,
         notifySocket,
-        launcherUid: opts.launcherUid ?? 107,
+        launcherUid: opts.launcherUid ?? LAUNCHER_UID,
         launcherGid: opts.launcherGid,
         launcherReadyTimeoutMs: opts.launcherReadyTimeoutMs,
         vmOptions: opts.vmOptions,
@@ -109,7 +110,7 @@ export class Handler {
       // VMI that is gone (whose domain would be killed)
       (key) => (this.synced ? this.queue.add(key) : this.early.add(key)),
     );
-    const uid = opts.launcherUid ?? 107;
+    const uid = opts.launcherUid ?? LAUNCHER_UID;
     this.notify = new NotifyServer({
       socketPath: notifySocket,
       socketOwner: uid === 0 ? undefined : { uid, gid: opts.launcherGid ?? uid },
@@ -129,7 +130,7 @@ export class Handler {
   async start(): Promise<void> {
     const o = this.opts;
     await this.notify.start();
-    const found = await discoverLaunchers(o.podsDir, o.launcherUid ?? 107, this.log, this.warned);
+    const found = await discoverLaunchers(o.podsDir, o.launcherUid ?? LAUNCHER_UID, this.log, this.warned);
     await this.controller.resync(found);
     const selector = `${NODE_NAME_LABEL}=${o.nodeName}`;
     // list (it rejects when the list fails: without it the handler knows no VMI and would take every domain for an
@@ -190,7 +191,12 @@ export class Handler {
   /** Looks for new launcher sockets (logging unusable paths) and re-checks every VMI of this node. */
   private async periodic(): Promise<void> {
     try {
-      await discoverLaunchers(this.opts.podsDir, this.opts.launcherUid ?? 107, this.log, this.warned);
+      await discoverLaunchers(
+        this.opts.podsDir,
+        this.opts.launcherUid ?? LAUNCHER_UID,
+        this.log,
+        this.warned,
+      );
       for (const v of this.informer?.list() ?? [])
         this.queue.add(`${v.metadata?.namespace}/${v.metadata?.name}`);
       for (const k of this.controller.knownKeys()) this.queue.add(k);

@@ -13,6 +13,8 @@ export {
   type NetworkSetup,
 } from './controller.js';
 export { Handler, defaultDirs, type HandlerOptions } from './handler.js';
+/** uid launchers run as (the default of HandlerOptions.launcherUid; the converter's Pod layout owns it) */
+export { LAUNCHER_UID } from '@kubevirt-ts/network';
 export * from './device-plugin.js';
 export {
   MigrationProxyManager,

@@ -5,6 +5,7 @@
 import {
   EVENTS,
   KubeClient,
+  VMIS,
   type ClusterAccess,
   type KubeObject,
   type Resource,
@@ -13,14 +14,15 @@ import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import type { KubeWriter } from './controller.js';
 import type { EventToRecord } from './status.js';
 
-export const GROUP = 'kubevirt.io';
-export const VERSION = 'v1';
-export const VMI_PLURAL = 'virtualmachineinstances';
+/** the VMI resource's group, version and plural (controller-runtime's VMIS, re-exported here) */
+export { VMIS };
+export const GROUP = VMIS.group;
+export const VERSION = VMIS.version;
+export const VMI_PLURAL = VMIS.plural;
 /** upstream's label: the node a VMI runs on (the handler watches only its own) */
 export const NODE_NAME_LABEL = 'kubevirt.io/nodeName';
 export const SCHEDULABLE_LABEL = 'kubevirt.io/schedulable';
 export const HEARTBEAT_ANNOTATION = 'kubevirt.io/heartbeat';
-export const VMIS: Resource = { group: GROUP, version: VERSION, plural: VMI_PLURAL, namespaced: true };
 const NODES: Resource = { group: '', version: 'v1', plural: 'nodes', namespaced: false };
 
 /** a core/v1 Event as the wire has it */

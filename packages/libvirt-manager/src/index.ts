@@ -1,11 +1,5 @@
 export { DomainManager, contextWithOptions } from './manager.js';
-export type {
-  DomainManagerOptions,
-  ManagedVMI,
-  SyncOptions,
-  ShutdownOptions,
-  ShutdownResult,
-} from './manager.js';
+export type { DomainManagerOptions, SyncOptions, ShutdownOptions, ShutdownResult } from './manager.js';
 export { DomainWatcher } from './watcher.js';
 export type { DomainWatcherOptions, DomainWatchEvent, WatchEventType, MigrationSource } from './watcher.js';
 export { ConnectionHolder } from './connection.js';

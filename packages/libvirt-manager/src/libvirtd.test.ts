@@ -1,5 +1,6 @@
 // DomainManager and DomainWatcher against a real session libvirtd (uid 107, own XDG dirs) booting
 // the tiny test guest under QEMU TCG emulation, checked on the guest's serial console log.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { chown, mkdir, truncate, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ConnectionHolder } from './connection.js';
@@ -13,7 +14,6 @@ import {
   QEMU_UID,
   READY,
   readLog,
-  sleep,
   startPod,
   waitFor,
   waitForLog,

@@ -1,13 +1,14 @@
 import { createPodLayout } from '@kubevirt-ts/converter';
-import { DomainManager, type DomainManagerOptions, type ManagedVMI } from './manager.js';
+import type { VirtualMachineInstance } from '@kubevirt-ts/api';
+import { DomainManager, type DomainManagerOptions } from './manager.js';
 import { FakeConnection, quietLogger, until } from './test-fake-libvirt.js';
 
 let n = 0;
 function vmi(
   name = 'vm1',
-  extra: Partial<ManagedVMI['spec']> = {},
-  status?: ManagedVMI['status'],
-): ManagedVMI {
+  extra: Partial<VirtualMachineInstance['spec']> = {},
+  status?: VirtualMachineInstance['status'],
+): VirtualMachineInstance {
   return {
     apiVersion: 'kubevirt.io/v1',
     kind: 'VirtualMachineInstance',
@@ -131,9 +132,8 @@ describe('DomainManager.syncVMI', () => {
 
   test('bad VMI input names the field', async () => {
     const { mgr } = setup();
-    await expect(mgr.syncVMI({ metadata: { namespace: 'x' }, spec: { domain: {} } })).rejects.toThrow(
-      /^metadata\.name/,
-    );
+    const noName = { ...vmi(), metadata: { namespace: 'x' } };
+    await expect(mgr.syncVMI(noName)).rejects.toThrow(/^metadata\.name/);
   });
 });
 

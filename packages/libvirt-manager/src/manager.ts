@@ -7,19 +7,29 @@ import { parseDomainXml, toDomain, toDomainXml, type ConverterContext } from '@k
 import { ConnectionHolder, type ConnectionSource } from './connection.js';
 import { domainNameOf, newDomain, type DomainSpec, type KubevirtDomain } from './domain.js';
 import { deviceXml } from './device-xml.js';
-import { buildGuestInfo, type GuestAgentInfo } from './guest-info.js';
+import {
+  agentAnswers,
+  agentPing,
+  guestExec,
+  guestFilesystems,
+  guestInfo,
+  guestUsers,
+} from './guest-agent.js';
+import type { GuestAgentInfo } from './guest-info.js';
 import {
   isInvalidOperation,
   isNotFound,
   Vir,
   type LibvirtConnection,
   type LibvirtDomain,
-  type MigrateParams,
 } from './libvirt.js';
 import { createLogger, type Logger } from '@kubevirt-ts/log';
-import { parseQuantity } from '@kubevirt-ts/api';
+import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import {
   checkMigrationTarget,
+  migrateCall,
+  migrationDataGB,
+  monitorMigration,
   parseMigrationOptions,
   type MigrationOptions,
   type MigrationState,
@@ -27,20 +37,6 @@ import {
 } from './migration.js';
 import { convertDomainStats, type DomainStats } from './stats.js';
 import { convReason, convState, isDomainDown, statusFromLibvirt, type DomainStatus } from './status.js';
-
-/** The parts of a VirtualMachineInstance the manager reads (an @kubevirt-ts/api VMI fits). */
-export interface ManagedVMI {
-  apiVersion?: string;
-  kind?: string;
-  metadata?: { name?: string; namespace?: string; uid?: string; annotations?: Record<string, string> };
-  spec: {
-    domain: unknown;
-    startStrategy?: string;
-    terminationGracePeriodSeconds?: number;
-    [key: string]: unknown;
-  };
-  status?: { phase?: string; [key: string]: unknown };
-}
 
 /** cmd-protocol's VirtualMachineOptions, as far as the manager uses them. */
 export interface SyncOptions {
@@ -93,12 +89,17 @@ export interface DomainManagerOptions {
    * converter context for a VMI (paths, arch, emulation, ...): a fixed object (the options of each
    * call are applied to it with contextWithOptions) or a function deciding per call
    */
-  context: ConverterContext | ((vmi: ManagedVMI, options: SyncOptions | undefined) => ConverterContext);
+  context:
+    ConverterContext | ((vmi: VirtualMachineInstance, options: SyncOptions | undefined) => ConverterContext);
   /**
    * Called after conversion, before a new domain is defined: create what the domain refers to
    * (cloud-init ISOs, overlays, directories). Also called by prepareMigrationTarget.
    */
-  prepare?: (vmi: ManagedVMI, domain: DomainSpec, options: SyncOptions | undefined) => Promise<void>;
+  prepare?: (
+    vmi: VirtualMachineInstance,
+    domain: DomainSpec,
+    options: SyncOptions | undefined,
+  ) => Promise<void>;
   /** grace period when neither shutdownVMI's argument nor the VMI's spec gives one (default 30) */
   defaultGracePeriodSeconds?: number;
   /** how often to poll the domain state while waiting (default 200 ms) */
@@ -107,7 +108,7 @@ export interface DomainManagerOptions {
    * Where migrateVMI sends a VMI when its caller gives no target: upstream's launcher derives it
    * from its share dir and the VMI uid (upstreamMigrationTarget), never from the request.
    */
-  migrationTarget?: (vmi: ManagedVMI) => MigrationTarget;
+  migrationTarget?: (vmi: VirtualMachineInstance) => MigrationTarget;
   logger?: Logger;
 }
 
@@ -135,22 +136,6 @@ const SYSTEM_PAUSE_REASONS = new Set([
 ]);
 
 /**
- * What upstream's getVMIMigrationDataSize counts: the guest memory (spec.domain.memory.guest, else
- * resources.requests.memory) in GB (10^9 bytes), rounded up; block migration is not supported here.
- */
-function migrationDataGB(vmi: ManagedVMI): number {
-  const spec = (vmi as { spec?: { domain?: Record<string, unknown> } }).spec?.domain as
-    { memory?: { guest?: string }; resources?: { requests?: Record<string, string> } } | undefined;
-  const q = spec?.memory?.guest ?? spec?.resources?.requests?.memory;
-  if (!q) return 0;
-  try {
-    return Math.ceil(parseQuantity(String(q)) / 1e9);
-  } catch {
-    return 0;
-  }
-}
-
-/**
  * Events: 'migration' (domainName, MigrationState) when an outgoing migration starts, ends or is
  * being aborted; a DomainWatcher given this manager as `migrations` re-reports the domain then.
  */
@@ -175,12 +160,12 @@ export class DomainManager extends EventEmitter {
   }
 
   /** Converts a VMI to the domain the manager would define for it (no libvirt involved). */
-  convert(vmi: ManagedVMI, options?: SyncOptions): DomainSpec {
+  convert(vmi: VirtualMachineInstance, options?: SyncOptions): DomainSpec {
     const ctx =
       typeof this.opts.context === 'function'
         ? this.opts.context(vmi, options)
         : contextWithOptions(this.opts.context, options);
-    return toDomain(vmi as Parameters<typeof toDomain>[0], ctx);
+    return toDomain(vmi, ctx);
   }
 
   /**
@@ -189,7 +174,7 @@ export class DomainManager extends EventEmitter {
    * VMI already ran, resumes a domain paused by the system, and applies what can change live
    * (disk hot-plug / unplug). Idempotent: a second call on a running domain changes nothing.
    */
-  async syncVMI(vmi: ManagedVMI, options?: SyncOptions): Promise<KubevirtDomain> {
+  async syncVMI(vmi: VirtualMachineInstance, options?: SyncOptions): Promise<KubevirtDomain> {
     const name = domainNameOf(vmi);
     const log = this.vmiLog(vmi);
     const spec = this.convert(vmi, options);
@@ -262,7 +247,7 @@ export class DomainManager extends EventEmitter {
     }
   }
 
-  async pauseVMI(vmi: ManagedVMI): Promise<void> {
+  async pauseVMI(vmi: VirtualMachineInstance): Promise<void> {
     const name = domainNameOf(vmi);
     const dom = await this.mustLookup(name);
     const st = await dom.getState();
@@ -277,7 +262,7 @@ export class DomainManager extends EventEmitter {
     this.pausedByUser.add(name);
   }
 
-  async unpauseVMI(vmi: ManagedVMI): Promise<void> {
+  async unpauseVMI(vmi: VirtualMachineInstance): Promise<void> {
     const name = domainNameOf(vmi);
     const dom = await this.mustLookup(name);
     const st = await dom.getState();
@@ -299,7 +284,7 @@ export class DomainManager extends EventEmitter {
   }
 
   /** Freezes the guest's filesystems (guest agent); thaws them after unfreezeTimeoutSeconds (0: never). */
-  async freezeVMI(vmi: ManagedVMI, unfreezeTimeoutSeconds = 0): Promise<void> {
+  async freezeVMI(vmi: VirtualMachineInstance, unfreezeTimeoutSeconds = 0): Promise<void> {
     const name = domainNameOf(vmi);
     const dom = await this.mustLookup(name);
     await dom.fsFreeze();
@@ -318,7 +303,7 @@ export class DomainManager extends EventEmitter {
     this.vmiLog(vmi).info('Guest filesystems frozen.', { unfreezeTimeoutSeconds });
   }
 
-  async unfreezeVMI(vmi: ManagedVMI): Promise<void> {
+  async unfreezeVMI(vmi: VirtualMachineInstance): Promise<void> {
     const name = domainNameOf(vmi);
     this.clearTimer(this.unfreezeTimers, name);
     const dom = await this.mustLookup(name);
@@ -328,10 +313,10 @@ export class DomainManager extends EventEmitter {
   }
 
   /** Reboots the guest: through the guest agent when it answers, else by ACPI when the domain has ACPI. */
-  async softRebootVMI(vmi: ManagedVMI): Promise<void> {
+  async softRebootVMI(vmi: VirtualMachineInstance): Promise<void> {
     const name = domainNameOf(vmi);
     const dom = await this.mustLookup(name);
-    if (await this.agentAnswers(dom, 1)) {
+    if (await agentAnswers(dom, 1)) {
       await dom.reboot(Vir.DOMAIN_REBOOT_GUEST_AGENT);
       this.vmiLog(vmi).info('Guest reboot requested through the guest agent.');
       return;
@@ -349,7 +334,7 @@ export class DomainManager extends EventEmitter {
    * after the grace period (the argument, else spec.terminationGracePeriodSeconds, else the
    * manager's default). Resolves once the request was sent, or with `wait` once the domain is down.
    */
-  async shutdownVMI(vmi: ManagedVMI, opts: ShutdownOptions = {}): Promise<ShutdownResult> {
+  async shutdownVMI(vmi: VirtualMachineInstance, opts: ShutdownOptions = {}): Promise<ShutdownResult> {
     const name = domainNameOf(vmi);
     const log = this.vmiLog(vmi);
     const dom = await this.lookup(await this.conn(), name);
@@ -394,7 +379,7 @@ export class DomainManager extends EventEmitter {
   }
 
   /** Destroys (powers off) the domain; a missing or stopped domain is fine. */
-  async killVMI(vmi: ManagedVMI): Promise<void> {
+  async killVMI(vmi: VirtualMachineInstance): Promise<void> {
     const name = domainNameOf(vmi);
     const dom = await this.lookup(await this.conn(), name);
     if (!dom) return;
@@ -412,7 +397,7 @@ export class DomainManager extends EventEmitter {
   }
 
   /** Removes the domain: destroys it when running, then undefines it (with its NVRAM). */
-  async deleteVMI(vmi: ManagedVMI): Promise<void> {
+  async deleteVMI(vmi: VirtualMachineInstance): Promise<void> {
     const name = domainNameOf(vmi);
     this.forget(name);
     const dom = await this.lookup(await this.conn(), name);
@@ -433,7 +418,11 @@ export class DomainManager extends EventEmitter {
    * waitForMigration. `options` is MigrationRequest.options: upstream's MigrationOptions JSON.
    * The target is `target` when given (in-process callers), else DomainManagerOptions.migrationTarget.
    */
-  async migrateVMI(vmi: ManagedVMI, options: unknown, target?: MigrationTarget): Promise<MigrationState> {
+  async migrateVMI(
+    vmi: VirtualMachineInstance,
+    options: unknown,
+    target?: MigrationTarget,
+  ): Promise<MigrationState> {
     const name = domainNameOf(vmi);
     const log = this.vmiLog(vmi);
     const parsed = parseMigrationOptions(options);
@@ -447,21 +436,7 @@ export class DomainManager extends EventEmitter {
     if (life !== 'Running' && life !== 'Paused' && life !== 'Blocked') {
       throw new Error(`cannot migrate domain ${name}: it is ${life} (${convReason(st.state, st.reason)})`);
     }
-    const sourceXml = await dom.getXMLDesc(Vir.DOMAIN_XML_MIGRATABLE);
-    const destXml =
-      typeof mo.destinationXML === 'function'
-        ? mo.destinationXML(sourceXml)
-        : (mo.destinationXML ?? sourceXml);
-    const params: MigrateParams = { destXml, persistXml: destXml };
-    if (mo.migrationURI) params.uri = mo.migrationURI;
-    if (mo.listenAddress) params.listenAddress = mo.listenAddress;
-    if (mo.bandwidthMiB) params.bandwidth = mo.bandwidthMiB;
-    if (mo.parallelMigrationThreads) params.parallelConnections = mo.parallelMigrationThreads;
-    let flags = Vir.MIGRATE_LIVE | Vir.MIGRATE_PEER2PEER | Vir.MIGRATE_PERSIST_DEST;
-    if (mo.unsafe) flags |= Vir.MIGRATE_UNSAFE;
-    if (mo.allowAutoConverge) flags |= Vir.MIGRATE_AUTO_CONVERGE;
-    if (mo.allowPostCopy) flags |= Vir.MIGRATE_POSTCOPY;
-    if (mo.parallelMigrationThreads) flags |= Vir.MIGRATE_PARALLEL;
+    const { params, flags } = migrateCall(mo, await dom.getXMLDesc(Vir.DOMAIN_XML_MIGRATABLE));
 
     const state: MigrationState = {
       uid: vmi.metadata?.uid,
@@ -475,7 +450,10 @@ export class DomainManager extends EventEmitter {
     log.info('Starting live migration.', { targetURI: mo.targetURI, migrationURI: mo.migrationURI, flags });
     const started = Date.now();
     const call = dom.migrateToURI3(mo.targetURI, params, flags);
-    const monitor = this.monitorMigration(dom, state, mo, started, migrationDataGB(vmi));
+    const monitor = monitorMigration(dom, state, mo, started, migrationDataGB(vmi), (reason, why) => {
+      this.log.warn(`${why}; aborting the migration.`, { name: dom.name, reason });
+      this.emitMigration(dom.name, state);
+    });
     const done = call.then(
       () => {
         monitor.stop();
@@ -509,64 +487,6 @@ export class DomainManager extends EventEmitter {
     this.emit('migration', name, { ...state });
   }
 
-  /**
-   * Upstream's migration monitor, simplified: aborts when the migration takes longer than the
-   * completion timeout, or when the data still to send has not shrunk for the progress timeout.
-   */
-  private monitorMigration(
-    dom: LibvirtDomain,
-    state: MigrationState,
-    mo: MigrationOptions,
-    started: number,
-    dataGB: number,
-  ): { stop(): void } {
-    const { progressTimeoutMs } = mo;
-    // upstream: CompletionTimeoutPerGiB x the guest memory in GB, rounded up (resource.Giga)
-    const completionTimeoutMs = mo.completionTimeoutPerGiB ? mo.completionTimeoutPerGiB * dataGB * 1000 : 0;
-    if (!completionTimeoutMs && !progressTimeoutMs) return { stop: () => undefined };
-    let lowest = Infinity;
-    let lastProgress = started;
-    let polling = false;
-    const abort = (reason: string, why: string) => {
-      state.abortStatus = 'Aborting';
-      state.failureReason = why;
-      this.log.warn(`${why}; aborting the migration.`, { name: dom.name, reason });
-      this.emitMigration(dom.name, state);
-      void dom.abortJob().catch(() => undefined);
-    };
-    const t = setInterval(() => {
-      if (state.completed || state.abortStatus || polling) return;
-      const now = Date.now();
-      if (completionTimeoutMs && now - started > completionTimeoutMs) {
-        abort('MigrationTimeout', `migration did not complete within ${completionTimeoutMs / 1000} s`);
-        return;
-      }
-      if (!progressTimeoutMs) return;
-      polling = true;
-      dom
-        .getJobInfo()
-        .then((info) => {
-          const remaining = Number((info as { params?: Record<string, unknown> })?.params?.data_remaining);
-          if (Number.isFinite(remaining) && remaining < lowest) {
-            lowest = remaining;
-            lastProgress = Date.now();
-          } else if (
-            Date.now() - lastProgress > progressTimeoutMs &&
-            !state.completed &&
-            !state.abortStatus
-          ) {
-            abort('MigrationProgressTimeout', `migration made no progress for ${progressTimeoutMs / 1000} s`);
-          }
-        })
-        .catch(() => undefined)
-        .finally(() => {
-          polling = false;
-        });
-    }, 500);
-    t.unref();
-    return { stop: () => clearInterval(t) };
-  }
-
   /** The latest migration's state for the domain (undefined when it never migrated from here). */
   getMigrationState(domainName?: string): MigrationState | undefined {
     const m = domainName ? this.migrations.get(domainName) : [...this.migrations.values()].at(-1);
@@ -574,7 +494,7 @@ export class DomainManager extends EventEmitter {
   }
 
   /** Resolves when the domain's current migration ended (successfully or not). */
-  async waitForMigration(vmiOrName: ManagedVMI | string): Promise<MigrationState> {
+  async waitForMigration(vmiOrName: VirtualMachineInstance | string): Promise<MigrationState> {
     const name = typeof vmiOrName === 'string' ? vmiOrName : domainNameOf(vmiOrName);
     const m = this.migrations.get(name);
     if (!m) throw new Error(`domain ${name} has no migration`);
@@ -582,7 +502,7 @@ export class DomainManager extends EventEmitter {
   }
 
   /** Aborts the running outgoing migration. */
-  async cancelMigration(vmi: ManagedVMI): Promise<void> {
+  async cancelMigration(vmi: VirtualMachineInstance): Promise<void> {
     const name = domainNameOf(vmi);
     const m = this.migrations.get(name);
     if (!m || m.state.completed) throw new Error(`cannot cancel migration of ${name}: it is not migrating`);
@@ -597,7 +517,7 @@ export class DomainManager extends EventEmitter {
    * Target side, before the migration: prepares what the incoming domain refers to (the
    * prepare hook) and remembers that the domain will arrive by migration.
    */
-  async prepareMigrationTarget(vmi: ManagedVMI, options?: SyncOptions): Promise<void> {
+  async prepareMigrationTarget(vmi: VirtualMachineInstance, options?: SyncOptions): Promise<void> {
     const name = domainNameOf(vmi);
     const spec = this.convert(vmi, options);
     if (this.opts.prepare) await this.opts.prepare(vmi, spec, options);
@@ -606,7 +526,7 @@ export class DomainManager extends EventEmitter {
   }
 
   /** Target side, after the migration: the domain must be here and running; fixes the guest clock. */
-  async finalizeMigration(vmi: ManagedVMI): Promise<void> {
+  async finalizeMigration(vmi: VirtualMachineInstance): Promise<void> {
     const name = domainNameOf(vmi);
     const dom = await this.mustLookup(name);
     const st = await dom.getState();
@@ -652,41 +572,25 @@ export class DomainManager extends EventEmitter {
 
   /** guest-ping through the guest agent; rejects when the agent does not answer. */
   async guestPing(domainName: string, timeoutSeconds = 5): Promise<void> {
-    const dom = await this.mustLookup(domainName);
-    await dom.qemuAgentCommand(JSON.stringify({ execute: 'guest-ping' }), timeoutSeconds);
+    await agentPing(await this.mustLookup(domainName), timeoutSeconds);
   }
 
   /** upstream's GuestAgentInfo (agent version, OS, hostname, timezone, users, filesystems). */
   async getGuestInfo(domainName?: string): Promise<GuestAgentInfo> {
     const dom = domainName ? await this.mustLookup(domainName) : await this.firstDomain();
-    const run = (execute: string) => agentReturn(dom, execute);
-    const info = await run('guest-info'); // throws when no agent: nothing else to ask then
-    const optional = async (execute: string) => run(execute).catch(() => undefined);
-    return buildGuestInfo({
-      info,
-      osinfo: await optional('guest-get-osinfo'),
-      hostname: await optional('guest-get-host-name'),
-      timezone: await optional('guest-get-timezone'),
-      users: await optional('guest-get-users'),
-      fsinfo: await optional('guest-get-fsinfo'),
-      fsFrozen: this.frozen.has(dom.name),
-    });
+    return guestInfo(dom, this.frozen.has(dom.name));
   }
 
   /** upstream's VirtualMachineInstanceGuestOSUserList: users logged in to the guest (guest agent). */
   async getUsers(domainName?: string): Promise<{ items: NonNullable<GuestAgentInfo['userList']> }> {
-    const dom = domainName ? await this.mustLookup(domainName) : await this.firstDomain();
-    const users = await agentReturn(dom, 'guest-get-users');
-    return { items: buildGuestInfo({ info: {}, users }).userList ?? [] };
+    return guestUsers(domainName ? await this.mustLookup(domainName) : await this.firstDomain());
   }
 
   /** upstream's VirtualMachineInstanceFileSystemList: the guest's filesystems (guest agent). */
   async getFilesystems(
     domainName?: string,
   ): Promise<{ items: NonNullable<GuestAgentInfo['fsInfo']>['disks'] }> {
-    const dom = domainName ? await this.mustLookup(domainName) : await this.firstDomain();
-    const fsinfo = await agentReturn(dom, 'guest-get-fsinfo');
-    return { items: buildGuestInfo({ info: {}, fsinfo }).fsInfo?.disks ?? [] };
+    return guestFilesystems(domainName ? await this.mustLookup(domainName) : await this.firstDomain());
   }
 
   /**
@@ -699,33 +603,7 @@ export class DomainManager extends EventEmitter {
     args: string[],
     timeoutSeconds: number,
   ): Promise<{ exitCode: number; stdout: string }> {
-    const dom = await this.mustLookup(domainName);
-    const timeout = timeoutSeconds > 0 ? timeoutSeconds : 10;
-    const started = (await agentReturn(
-      dom,
-      'guest-exec',
-      { path: command, arg: args, 'capture-output': true },
-      timeout,
-    )) as { pid?: number };
-    if (typeof started?.pid !== 'number')
-      throw new Error(`guest-exec of ${command}: the agent returned no pid`);
-    const deadline = Date.now() + timeout * 1000;
-    for (;;) {
-      const st = (await agentReturn(dom, 'guest-exec-status', { pid: started.pid }, timeout)) as {
-        exited?: boolean;
-        exitcode?: number;
-        'out-data'?: string;
-      };
-      if (st?.exited) {
-        return {
-          exitCode: st.exitcode ?? -1,
-          stdout: Buffer.from(st['out-data'] ?? '', 'base64').toString('utf8'),
-        };
-      }
-      if (Date.now() > deadline)
-        throw new Error(`guest-exec of ${command}: did not finish within ${timeout} s`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    return guestExec(await this.mustLookup(domainName), command, args, timeoutSeconds);
   }
 
   /** QEMU's version as "major.minor.micro" (libvirt's hypervisor version). */
@@ -806,15 +684,6 @@ export class DomainManager extends EventEmitter {
     }
   }
 
-  private async agentAnswers(dom: LibvirtDomain, timeoutSeconds: number): Promise<boolean> {
-    try {
-      await dom.qemuAgentCommand(JSON.stringify({ execute: 'guest-ping' }), timeoutSeconds);
-      return true;
-    } catch {
-      return false;
-    }
-  }
-
   private forget(name: string): void {
     this.pausedByUser.delete(name);
     this.frozen.delete(name);
@@ -828,7 +697,7 @@ export class DomainManager extends EventEmitter {
     map.delete(name);
   }
 
-  private vmiLog(vmi: ManagedVMI): Logger {
+  private vmiLog(vmi: VirtualMachineInstance): Logger {
     const meta = {
       kind: 'VirtualMachineInstance',
       namespace: vmi.metadata?.namespace ?? 'default',
@@ -843,20 +712,6 @@ export class DomainManager extends EventEmitter {
       debug: (msg: string, extra?: object) => l.debug(msg, { ...meta, ...extra }),
     } as Logger;
   }
-}
-
-/** Runs one guest agent command and returns its `return` value. */
-async function agentReturn(
-  dom: LibvirtDomain,
-  execute: string,
-  args?: object,
-  timeoutSeconds = 5,
-): Promise<unknown> {
-  const out = await dom.qemuAgentCommand(
-    JSON.stringify(args ? { execute, arguments: args } : { execute }),
-    timeoutSeconds,
-  );
-  return (JSON.parse(out) as { return?: unknown }).return;
 }
 
 function recordName(r: unknown): string | undefined {

@@ -1,7 +1,8 @@
-// Migration options (MigrationRequest.options), where a migration goes, and the state of an
-// outgoing migration.
+// Migration options (MigrationRequest.options), where a migration goes, the state of an outgoing
+// migration, the libvirt call that starts it and the monitor that aborts it when it stalls.
 
-import { parseQuantity } from '@kubevirt-ts/api';
+import { parseQuantity, type VirtualMachineInstance } from '@kubevirt-ts/api';
+import { Vir, type LibvirtDomain, type MigrateParams } from './libvirt.js';
 
 /** The keys of upstream's MigrationOptions JSON (UpstreamMigrationOptions in @kubevirt-ts/cmd-protocol). */
 export const UPSTREAM_MIGRATION_OPTION_FIELDS = [
@@ -141,4 +142,94 @@ function bandwidthFromQuantity(q: string): number {
   }
   // bytes per second -> MiB/s, at least 1 when non-zero
   return bytes === 0 ? 0 : Math.max(1, Math.round(bytes / 1024 ** 2));
+}
+
+/**
+ * What upstream's getVMIMigrationDataSize counts: the guest memory (spec.domain.memory.guest, else
+ * resources.requests.memory) in GB (10^9 bytes), rounded up; block migration is not supported here.
+ */
+export function migrationDataGB(vmi: VirtualMachineInstance): number {
+  const domain = vmi.spec.domain;
+  const q = domain.memory?.guest ?? domain.resources?.requests?.memory;
+  if (!q) return 0;
+  try {
+    return Math.ceil(parseQuantity(String(q)) / 1e9);
+  } catch {
+    return 0;
+  }
+}
+
+/** virDomainMigrateToURI3's typed parameters and flags for these options (live, peer-to-peer, persistent). */
+export function migrateCall(
+  mo: MigrationOptions,
+  sourceXml: string,
+): { params: MigrateParams; flags: number } {
+  const destXml =
+    typeof mo.destinationXML === 'function' ? mo.destinationXML(sourceXml) : (mo.destinationXML ?? sourceXml);
+  const params: MigrateParams = { destXml, persistXml: destXml };
+  if (mo.migrationURI) params.uri = mo.migrationURI;
+  if (mo.listenAddress) params.listenAddress = mo.listenAddress;
+  if (mo.bandwidthMiB) params.bandwidth = mo.bandwidthMiB;
+  if (mo.parallelMigrationThreads) params.parallelConnections = mo.parallelMigrationThreads;
+  let flags = Vir.MIGRATE_LIVE | Vir.MIGRATE_PEER2PEER | Vir.MIGRATE_PERSIST_DEST;
+  if (mo.unsafe) flags |= Vir.MIGRATE_UNSAFE;
+  if (mo.allowAutoConverge) flags |= Vir.MIGRATE_AUTO_CONVERGE;
+  if (mo.allowPostCopy) flags |= Vir.MIGRATE_POSTCOPY;
+  if (mo.parallelMigrationThreads) flags |= Vir.MIGRATE_PARALLEL;
+  return { params, flags };
+}
+
+/**
+ * Upstream's migration monitor, simplified: aborts when the migration takes longer than the
+ * completion timeout, or when the data still to send has not shrunk for the progress timeout.
+ * `onAbort(reason, why)` is called once the abort is decided (state.abortStatus and failureReason set).
+ */
+export function monitorMigration(
+  dom: LibvirtDomain,
+  state: MigrationState,
+  mo: MigrationOptions,
+  started: number,
+  dataGB: number,
+  onAbort: (reason: string, why: string) => void,
+): { stop(): void } {
+  const { progressTimeoutMs } = mo;
+  // upstream: CompletionTimeoutPerGiB x the guest memory in GB, rounded up (resource.Giga)
+  const completionTimeoutMs = mo.completionTimeoutPerGiB ? mo.completionTimeoutPerGiB * dataGB * 1000 : 0;
+  if (!completionTimeoutMs && !progressTimeoutMs) return { stop: () => undefined };
+  let lowest = Infinity;
+  let lastProgress = started;
+  let polling = false;
+  const abort = (reason: string, why: string) => {
+    state.abortStatus = 'Aborting';
+    state.failureReason = why;
+    onAbort(reason, why);
+    void dom.abortJob().catch(() => undefined);
+  };
+  const t = setInterval(() => {
+    if (state.completed || state.abortStatus || polling) return;
+    const now = Date.now();
+    if (completionTimeoutMs && now - started > completionTimeoutMs) {
+      abort('MigrationTimeout', `migration did not complete within ${completionTimeoutMs / 1000} s`);
+      return;
+    }
+    if (!progressTimeoutMs) return;
+    polling = true;
+    dom
+      .getJobInfo()
+      .then((info) => {
+        const remaining = Number((info as { params?: Record<string, unknown> })?.params?.data_remaining);
+        if (Number.isFinite(remaining) && remaining < lowest) {
+          lowest = remaining;
+          lastProgress = Date.now();
+        } else if (Date.now() - lastProgress > progressTimeoutMs && !state.completed && !state.abortStatus) {
+          abort('MigrationProgressTimeout', `migration made no progress for ${progressTimeoutMs / 1000} s`);
+        }
+      })
+      .catch(() => undefined)
+      .finally(() => {
+        polling = false;
+      });
+  }, 500);
+  t.unref();
+  return { stop: () => clearInterval(t) };
 }

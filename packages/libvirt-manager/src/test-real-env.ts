@@ -2,18 +2,25 @@
 // startSessionLibvirtd) plus a Pod root directory the converter's layout points into, with the test
 // guest (tools/guest/build.sh) as a kernelBoot VMI. Not part of the published package (dist/test-*).
 
+import { setTimeout as sleep } from 'node:timers/promises';
 import { existsSync } from 'node:fs';
 import { chown, copyFile, mkdir, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { createPodLayout, type ConverterContext, type PodLayout } from '@kubevirt-ts/converter';
+import {
+  LAUNCHER_GID,
+  LAUNCHER_UID,
+  createPodLayout,
+  type ConverterContext,
+  type PodLayout,
+} from '@kubevirt-ts/converter';
 import { Connection, startSessionLibvirtd, type SessionLibvirtd } from '@kubevirt-ts/node-libvirt';
 import type { DomainSpec } from './domain.js';
-import type { ManagedVMI } from './manager.js';
+import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 
-export const QEMU_UID = 107;
-export const QEMU_GID = 107;
+export const QEMU_UID = LAUNCHER_UID;
+export const QEMU_GID = LAUNCHER_GID;
 export const READY = 'KUBEVIRT-TS-GUEST-READY';
 export const HEARTBEAT = 'KUBEVIRT-TS-GUEST-HEARTBEAT';
 
@@ -29,7 +36,7 @@ export function guestVMI(
   name: string,
   uid: string,
   opts: { memory?: string; kernelArgs?: string } = {},
-): ManagedVMI {
+): VirtualMachineInstance {
   return {
     apiVersion: 'kubevirt.io/v1',
     kind: 'VirtualMachineInstance',
@@ -62,7 +69,7 @@ export interface PodEnv {
   daemon: SessionLibvirtd;
   context: ConverterContext;
   /** DomainManager prepare hook: kernel/initrd and the per-VMI private dir, owned by uid 107 */
-  prepare(vmi: ManagedVMI, spec: DomainSpec): Promise<void>;
+  prepare(vmi: VirtualMachineInstance, spec: DomainSpec): Promise<void>;
   /** opens a new connection (for a ConnectionHolder that reconnects) */
   open(): Promise<Connection>;
   serialLog(uid: string): string;
@@ -141,8 +148,6 @@ function alive(pid: number): boolean {
     return false;
   }
 }
-
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function readLog(file: string): Promise<string> {
   try {

@@ -1,7 +1,7 @@
 // What a VMI asks of the Pod network: which interface sits on the pod network, with which binding,
 // which ports are forwarded. Pure: no system access.
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
-import { podLayout } from '@kubevirt-ts/converter';
+import { LAUNCHER_UID, podLayout } from '@kubevirt-ts/converter';
 
 export class NetworkConfigError extends Error {
   constructor(
@@ -26,8 +26,8 @@ export interface ForwardedPort {
 export const DEFAULT_VM_CIDR = '10.0.2.0/24';
 /** Link-local address on the bridge of the bridge binding (the guest holds the Pod IP). */
 export const BRIDGE_FAKE_IP = '169.254.75.10';
-/** The launcher's user: the tap belongs to it so its unprivileged QEMU can open it. */
-export const LAUNCHER_UID = 107;
+/** The launcher's user: the tap belongs to it so its unprivileged QEMU can open it (the converter's Pod layout owns it). */
+export { LAUNCHER_UID };
 
 export interface PodNetworkPlan {
   binding: Binding;

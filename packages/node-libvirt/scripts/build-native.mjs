@@ -16,7 +16,10 @@ function upToDate() {
   const outTime = statSync(out).mtimeMs;
   const sources = [
     path.join(root, 'binding.gyp'),
-    ...readdirSync(path.join(root, 'native')).map((f) => path.join(root, 'native', f)),
+    // native/monitor.c is the monitor's (scripts/build-monitor.mjs), not the addon's
+    ...readdirSync(path.join(root, 'native'))
+      .filter((f) => f !== 'monitor.c')
+      .map((f) => path.join(root, 'native', f)),
   ];
   return sources.every((s) => statSync(s).mtimeMs <= outTime);
 }

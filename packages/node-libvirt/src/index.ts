@@ -32,3 +32,11 @@ export {
   type SessionLibvirtdOptions,
   type SessionLogger,
 } from './session.js';
+export { qemuCapsDir, seedQemuCaps, saveQemuCaps } from './qemu-caps.js';
+export {
+  NATIVE_MONITOR,
+  nativeMonitorArgs,
+  execNativeMonitor,
+  LAUNCHER_ENV_DEFAULTS,
+  type NativeMonitorOptions,
+} from './native-monitor.js';

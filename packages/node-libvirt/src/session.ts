@@ -1,10 +1,12 @@
 // A private libvirtd in session mode (what virt-launcher runs inside its Pod): its own XDG dirs under
 // baseDir, no TCP listener, optionally as another uid/gid and with its own virtlogd.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { once } from 'node:events';
 import { chown, mkdir, writeFile, stat, chmod, rm, symlink } from 'node:fs/promises';
 import path from 'node:path';
+import { MAX_SOCKET_PATH_BYTES } from '@kubevirt-ts/converter';
 import { Connection } from './connection.js';
 
 export interface SessionLogger {
@@ -86,8 +88,6 @@ export function confText(settings: Record<string, ConfValue>): string {
   }
   return out;
 }
-
-const SOCKET_PATH_MAX = 107;
 
 /**
  * Memory defaults for a per-VM daemon (measured with the test guest running; see README): few idle
@@ -183,8 +183,6 @@ function spawnDaemon(
   return spawn(SETPRIV, ['--pdeathsig', 'TERM', '--', file, ...args], options);
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 /**
  * Starts /usr/sbin/libvirtd in session mode with XDG_CONFIG_HOME, XDG_RUNTIME_DIR, XDG_CACHE_HOME and
  * HOME under baseDir, and waits until its socket answers a libvirt call.
@@ -198,8 +196,10 @@ export async function startSessionLibvirtd(opts: SessionLibvirtdOptions): Promis
     home: path.join(base, 'home'),
   };
   const socketPath = path.join(dirs.runtime, 'libvirt', 'libvirt-sock');
-  if (Buffer.byteLength(socketPath) > SOCKET_PATH_MAX)
-    throw new Error(`baseDir ${base}: socket path ${socketPath} is longer than ${SOCKET_PATH_MAX} bytes`);
+  if (Buffer.byteLength(socketPath) > MAX_SOCKET_PATH_BYTES)
+    throw new Error(
+      `baseDir ${base}: socket path ${socketPath} is longer than ${MAX_SOCKET_PATH_BYTES} bytes`,
+    );
   const asUser = opts.uid !== undefined || opts.gid !== undefined;
   if (asUser && process.getuid?.() !== 0) throw new Error('startSessionLibvirtd: uid/gid need root');
   if (asUser && opts.uid === 0)

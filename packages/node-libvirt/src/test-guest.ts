@@ -4,10 +4,11 @@ import { chown, copyFile, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { LAUNCHER_GID, LAUNCHER_UID } from '@kubevirt-ts/converter';
 import { startSessionLibvirtd, type SessionLibvirtd, type SessionLibvirtdOptions } from './session.js';
 
-export const QEMU_UID = 107;
-export const QEMU_GID = 107;
+export const QEMU_UID = LAUNCHER_UID;
+export const QEMU_GID = LAUNCHER_GID;
 export const READY_LINE = 'KUBEVIRT-TS-GUEST-READY';
 
 export function kvtsCache(): string {

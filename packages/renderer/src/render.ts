@@ -12,7 +12,7 @@ import type {
   V1VolumeDevice,
 } from '@kubernetes/client-node';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
-import { podLayout } from '@kubevirt-ts/converter';
+import { LAUNCHER_UID, podLayout } from '@kubevirt-ts/converter';
 import {
   RenderError,
   gateEnabled,
@@ -22,8 +22,8 @@ import {
 } from './config.js';
 import { computeResources, hasTapPodInterface, isDedicatedCpu, wantsGuaranteedQos } from './resources.js';
 
-/** uid/gid QEMU, libvirtd and the launcher run as (upstream's "qemu" user). */
-export const LAUNCHER_UID = 107;
+/** uid/gid QEMU, libvirtd and the launcher run as (upstream's "qemu" user; the converter's Pod layout owns it). */
+export { LAUNCHER_UID };
 export const COMPUTE_CONTAINER = 'compute';
 export const LABEL_APP = 'kubevirt.io';
 export const LABEL_CREATED_BY = 'kubevirt.io/created-by';
@@ -54,10 +54,7 @@ export function configSourceDir(
   kind: 'configMap' | 'secret' | 'downwardAPI' | 'sysprep',
   volumeName: string,
 ): string {
-  const sub = { configMap: 'config-map', secret: 'secret', downwardAPI: 'downwardapi', sysprep: 'sysprep' }[
-    kind
-  ];
-  return `${podLayout.privateDir}/${sub}/${volumeName}`;
+  return podLayout.configSourceDir(kind, volumeName);
 }
 
 /** The Pod's own volumes; a VMI volume with one of these names is rejected. */

@@ -6,19 +6,13 @@ import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import { CmdClient, CmdServer, launcherSocketPath } from '@kubevirt-ts/cmd-protocol';
-import { KubeApiError, KubeClient, type Resource } from '@kubevirt-ts/controller-runtime';
+import { KubeApiError, KubeClient, VMIS } from '@kubevirt-ts/controller-runtime';
 import { startHandlerEndpoint, type HandlerEndpoint } from '@kubevirt-ts/handler';
 import { createLogger } from '@kubevirt-ts/log';
 import { startTestEnv, type TestEnv } from '@kubevirt-ts/testenv';
 import { HANDLER_TLS_NAME, handlerConnector } from './handler-connector.js';
 import { issue, makeCA, startAggregatedTestApi, type AggregatedTestApi } from './testing.js';
 
-const VMIS: Resource = {
-  group: 'kubevirt.io',
-  version: 'v1',
-  plural: 'virtualmachineinstances',
-  namespaced: true,
-};
 const NS = 'default';
 const SUB = `/apis/subresources.kubevirt.io/v1/namespaces/${NS}/virtualmachineinstances`;
 const log = createLogger({ component: 'test', silent: true });

@@ -7,6 +7,10 @@ import {
   KubeClient,
   isNotFound,
   resourcePath,
+  PODS,
+  VMIMS,
+  VMIS,
+  VMS,
   type Resource,
 } from '@kubevirt-ts/controller-runtime';
 import type { Duplex } from 'node:stream';
@@ -72,26 +76,8 @@ function missing(vmi: VirtualMachineInstance, verb: VmiVerb | StreamKind): Statu
   );
 }
 
-/** the API resources the verbs read and write */
-export const VMS: Resource = {
-  group: 'kubevirt.io',
-  version: 'v1',
-  plural: 'virtualmachines',
-  namespaced: true,
-};
-export const VMIS: Resource = {
-  group: 'kubevirt.io',
-  version: 'v1',
-  plural: 'virtualmachineinstances',
-  namespaced: true,
-};
-export const VMIMS: Resource = {
-  group: 'kubevirt.io',
-  version: 'v1',
-  plural: 'virtualmachineinstancemigrations',
-  namespaced: true,
-};
-export const PODS: Resource = { group: '', version: 'v1', plural: 'pods', namespaced: true };
+/** the API resources the verbs read and write (controller-runtime's) */
+export { VMS, VMIS, VMIMS, PODS };
 
 const VM = 'virtualmachine';
 const VMI = 'virtualmachineinstance';

@@ -2,6 +2,7 @@
 // process) over the bench's objects; once its caches hold them and its queues are idle it prints its
 // memory (after a GC: run with --expose-gc) as JSON on stdout and exits.
 //   node --expose-gc dist/bench-child.js KUBECONFIG N
+import { setTimeout as sleep } from 'node:timers/promises';
 import { LiteKubeConfig } from '@kubevirt-ts/controller-runtime';
 import { createLogger } from '@kubevirt-ts/log';
 import { VirtController } from './manager.js';
@@ -15,7 +16,6 @@ const c = new VirtController({
   log: createLogger({ component: 'virt-controller', level: 'error' }),
 });
 await c.start();
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 while (c.ctx.vmis.list('bench').length < N || c.ctx.pods.list('bench').length < N) await sleep(100);
 while (c.ctx.vmiQueue.len() + c.ctx.vmiQueue.inFlight() + c.ctx.vmQueue.len() > 0) await sleep(100);
 await sleep(1000);

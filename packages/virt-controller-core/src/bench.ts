@@ -8,6 +8,7 @@
 //   their own client); memory of this process (controller + bench driver) at the end, after a GC when
 //   run with --expose-gc (npm run bench does); then the memory of the controller alone (bench-child.js, a
 //   fresh controller process over the same objects).
+import { setTimeout as sleep } from 'node:timers/promises';
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -26,7 +27,6 @@ const N = Number(process.argv[2] ?? 1000);
 const CONCURRENCY = 10;
 const RENDERER = { launcherImage: 'localhost/kubevirt-ts/virt-launcher:bench', useEmulation: true };
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function pool<T>(items: T[], n: number, fn: (x: T) => Promise<unknown>): Promise<void> {
   let i = 0;

@@ -1,25 +1,8 @@
 // Names, resources and small helpers shared by the VM and VMI controllers.
-import type { Resource } from '@kubevirt-ts/controller-runtime';
 import type { Condition, VirtualMachine, VirtualMachineInstance } from '@kubevirt-ts/api';
 
-export const VMS: Resource = {
-  group: 'kubevirt.io',
-  version: 'v1',
-  plural: 'virtualmachines',
-  namespaced: true,
-};
-export const VMIS: Resource = {
-  group: 'kubevirt.io',
-  version: 'v1',
-  plural: 'virtualmachineinstances',
-  namespaced: true,
-};
-export const VMIMS: Resource = {
-  group: 'kubevirt.io',
-  version: 'v1',
-  plural: 'virtualmachineinstancemigrations',
-  namespaced: true,
-};
+/** the kubevirt.io resources (controller-runtime's) */
+export { VMS, VMIS, VMIMS } from '@kubevirt-ts/controller-runtime';
 
 /** on VMs and on the VMIs they own: the VM controller sees the VMI before it goes */
 export const VM_CONTROLLER_FINALIZER = 'kubevirt.io/virtualMachineControllerFinalize';

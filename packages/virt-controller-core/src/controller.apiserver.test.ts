@@ -1,20 +1,12 @@
 // The VM and VMI controllers against a real kube-apiserver + etcd (tools/testenv) with the CRDs from
 // deploy/crds. There is no scheduler, kubelet or virt-handler: the test plays them, binding and
 // running launcher Pods (kubelet), and moving VMIs to Running / Succeeded / Failed (virt-handler).
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { parseManifests } from '@kubevirt-ts/api';
-import { KubeClient, PODS, isNotFound, type KubeObject } from '@kubevirt-ts/controller-runtime';
+import { KubeClient, PODS, isNotFound } from '@kubevirt-ts/controller-runtime';
 import { createLogger } from '@kubevirt-ts/log';
 import { LABEL_CREATED_BY } from '@kubevirt-ts/renderer';
-import {
-  serverSideApply,
-  startTestEnv,
-  type KubeObject as TestObject,
-  type TestEnv,
-} from '@kubevirt-ts/testenv';
+import type { TestEnv } from '@kubevirt-ts/testenv';
 import {
   VMIS,
   VMS,
@@ -26,8 +18,8 @@ import {
 } from './common.js';
 import type { Pod } from './context.js';
 import { VirtController } from './manager.js';
+import { kubeletRuns, podsOf as podsOfVmi, poller, startApiserver } from './test-apiserver.js';
 
-const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 const NS = 'ctrl-test';
 const RENDERER = { launcherImage: 'localhost/kubevirt-ts/virt-launcher:test', useEmulation: true };
 
@@ -37,29 +29,11 @@ let api: KubeClient;
 let controller: VirtController | undefined;
 const log = createLogger({ component: 'virt-controller', level: process.env.KVTS_LOG_LEVEL ?? 'warn' });
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-let finished = false;
-/** poll until `fn` returns a value (no deadline of its own: jest's test timeout bounds it) */
-async function until<T>(what: string, fn: () => Promise<T | undefined | false>): Promise<T> {
-  let last: unknown;
-  while (!finished) {
-    try {
-      const v = await fn();
-      if (v !== undefined && v !== false) return v;
-    } catch (e) {
-      last = e;
-    }
-    await sleep(50);
-  }
-  throw new Error(`gave up waiting for ${what} (suite finished)${last ? `: ${String(last)}` : ''}`);
-}
+const { until, finish } = poller();
 
 const getVm = (name: string) => api.getOrUndefined<Vm>(VMS, NS, name);
 const getVmi = (name: string) => api.getOrUndefined<Vmi>(VMIS, NS, name);
-async function podsOf(vmi: Vmi): Promise<Pod[]> {
-  const l = await api.list<Pod>(PODS, NS, { labelSelector: `${LABEL_CREATED_BY}=${vmi.metadata.uid}` });
-  return l.items;
-}
+const podsOf = (vmi: Vmi) => podsOfVmi(api, vmi);
 
 function vmiSpec(extra: Record<string, unknown> = {}) {
   return {
@@ -85,28 +59,7 @@ const createVm = (
 /** kubelet: bind the VMI's Pod to a node and run its compute container */
 async function runPod(vmi: Vmi, node = 'node01'): Promise<Pod> {
   const pod = await until('pod', async () => (await podsOf(vmi))[0]);
-  const name = pod.metadata!.name!;
-  if (!pod.spec?.nodeName)
-    await api.request('POST', `/api/v1/namespaces/${NS}/pods/${name}/binding`, {
-      apiVersion: 'v1',
-      kind: 'Binding',
-      metadata: { name },
-      target: { apiVersion: 'v1', kind: 'Node', name: node },
-    });
-  return setPodStatus(name, {
-    phase: 'Running',
-    conditions: [{ type: 'Ready', status: 'True' }],
-    containerStatuses: [
-      {
-        name: 'compute',
-        ready: true,
-        restartCount: 0,
-        image: RENDERER.launcherImage,
-        imageID: '',
-        state: { running: { startedAt: nowTimestamp() } },
-      },
-    ],
-  });
+  return kubeletRuns(api, pod, node, RENDERER.launcherImage);
 }
 async function setPodStatus(name: string, status: Record<string, unknown>): Promise<Pod> {
   return api.patch<Pod>(PODS, NS, name, { status }, 'merge', 'status');
@@ -180,25 +133,13 @@ async function vmiGoesAway(vmi: Vmi) {
 }
 
 beforeAll(async () => {
-  env = await startTestEnv();
-  kc = env.kubeConfig();
-  api = new KubeClient(kc);
-  const crdDir = join(repoRoot, 'deploy', 'crds');
-  const crds = readdirSync(crdDir)
-    .filter((f) => f.endsWith('.yaml'))
-    .flatMap((f) => parseManifests(readFileSync(join(crdDir, f), 'utf8')) as TestObject[]);
-  await serverSideApply(kc, crds, { fieldManager: 'controller-test' });
-  await api.create({ group: '', version: 'v1', plural: 'namespaces', namespaced: false }, undefined, {
-    apiVersion: 'v1',
-    kind: 'Namespace',
-    metadata: { name: NS },
-  } as KubeObject);
+  ({ env, kc, api } = await startApiserver(NS, 'controller-test'));
   controller = new VirtController({ kubeConfig: kc, log, rendererConfig: RENDERER });
   await controller.start();
 }, 180000);
 
 afterAll(async () => {
-  finished = true;
+  finish();
   await controller?.stop();
   api?.close();
   await env?.stop();

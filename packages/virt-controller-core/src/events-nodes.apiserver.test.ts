@@ -1,25 +1,23 @@
 // Events, status.activePods and the node-heartbeat timeout against a real kube-apiserver (tools/testenv).
 // The test plays kubelet (binds and runs Pods), virt-handler (VMI Running, the node's heartbeat) and
 // makes the Node objects (no kubelet registers them here).
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { parseManifests } from '@kubevirt-ts/api';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { EVENTS, KubeClient, PODS, type KubeObject } from '@kubevirt-ts/controller-runtime';
 import { createLogger } from '@kubevirt-ts/log';
-import { LABEL_CREATED_BY } from '@kubevirt-ts/renderer';
-import {
-  serverSideApply,
-  startTestEnv,
-  type KubeObject as TestObject,
-  type TestEnv,
-} from '@kubevirt-ts/testenv';
+import type { TestEnv } from '@kubevirt-ts/testenv';
 import { VMIS, VMS, nowTimestamp, type Vm, type Vmi } from './common.js';
 import type { Pod } from './context.js';
 import { VirtController } from './manager.js';
 import { HEARTBEAT_ANNOTATION, NODES, REASON_NODE_UNRESPONSIVE, SCHEDULABLE_LABEL } from './node.js';
+import {
+  bindPod,
+  kubeletRuns,
+  podsOf as podsOfVmi,
+  poller,
+  runningPodStatus,
+  startApiserver,
+} from './test-apiserver.js';
 
-const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 const NS = 'events-test';
 const RENDERER = { launcherImage: 'localhost/kubevirt-ts/virt-launcher:test', useEmulation: true };
 const HEARTBEAT_TIMEOUT_MS = 3000;
@@ -36,24 +34,9 @@ interface Event extends KubeObject {
 let env: TestEnv;
 let api: KubeClient;
 let controller: VirtController;
-let finished = false;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-async function until<T>(what: string, fn: () => Promise<T | undefined | false>): Promise<T> {
-  let last: unknown;
-  while (!finished) {
-    try {
-      const v = await fn();
-      if (v !== undefined && v !== false) return v;
-    } catch (e) {
-      last = e;
-    }
-    await sleep(100);
-  }
-  throw new Error(`gave up waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-}
+const { until, finish } = poller(100);
 const getVmi = (name: string) => api.getOrUndefined<Vmi>(VMIS, NS, name);
-const podsOf = async (vmi: Vmi) =>
-  (await api.list<Pod>(PODS, NS, { labelSelector: `${LABEL_CREATED_BY}=${vmi.metadata.uid}` })).items;
+const podsOf = (vmi: Vmi) => podsOfVmi(api, vmi);
 const vmiSpec = (extra: Record<string, unknown> = {}) => ({
   domain: { devices: {}, resources: { requests: { memory: '64Mi' } } },
   terminationGracePeriodSeconds: 0,
@@ -85,36 +68,14 @@ async function eventWith(uid: string | undefined, reason: string, message: RegEx
     ),
   );
 }
-async function bind(pod: Pod, node: string) {
-  await api.request('POST', `/api/v1/namespaces/${NS}/pods/${pod.metadata!.name}/binding`, {
-    apiVersion: 'v1',
-    kind: 'Binding',
-    metadata: { name: pod.metadata!.name },
-    target: { apiVersion: 'v1', kind: 'Node', name: node },
-  });
-}
+const bind = (pod: Pod, node: string) => bindPod(api, pod, node);
 const setPodStatus = (pod: Pod, status: Record<string, unknown>) =>
   api.patch<Pod>(PODS, NS, pod.metadata!.name!, { status }, 'merge', 'status');
-const running = {
-  phase: 'Running',
-  conditions: [{ type: 'Ready', status: 'True' }],
-  containerStatuses: [
-    {
-      name: 'compute',
-      ready: true,
-      restartCount: 0,
-      image: RENDERER.launcherImage,
-      imageID: '',
-      state: { running: { startedAt: nowTimestamp() } },
-    },
-  ],
-};
 /** the VMI Scheduled on `node`, then Running (as virt-handler writes it) */
 async function runOn(name: string, node: string): Promise<{ vmi: Vmi; pod: Pod }> {
   const vmi = await createVmi(name);
   const pod = await until('pod', async () => (await podsOf(vmi))[0]);
-  await bind(pod, node);
-  await setPodStatus(pod, running);
+  await kubeletRuns(api, pod, node, RENDERER.launcherImage);
   const sched = await until('node label', async () => {
     const v = await vmiPhase(name, 'Scheduled');
     return v.metadata.labels?.['kubevirt.io/nodeName'] ? v : undefined;
@@ -145,21 +106,7 @@ const heartbeat = (node: string) =>
   });
 
 beforeAll(async () => {
-  env = await startTestEnv();
-  api = new KubeClient(env.kubeConfig());
-  const crdDir = join(repoRoot, 'deploy', 'crds');
-  await serverSideApply(
-    env.kubeConfig(),
-    readdirSync(crdDir)
-      .filter((f) => f.endsWith('.yaml'))
-      .flatMap((f) => parseManifests(readFileSync(join(crdDir, f), 'utf8')) as TestObject[]),
-    { fieldManager: 'events-test' },
-  );
-  await api.create({ group: '', version: 'v1', plural: 'namespaces', namespaced: false }, undefined, {
-    apiVersion: 'v1',
-    kind: 'Namespace',
-    metadata: { name: NS },
-  } as KubeObject);
+  ({ env, api } = await startApiserver(NS, 'events-test'));
   controller = new VirtController({
     kubeConfig: env.kubeConfig(),
     log: createLogger({ component: 'virt-controller', level: process.env.KVTS_LOG_LEVEL ?? 'warn' }),
@@ -172,7 +119,7 @@ beforeAll(async () => {
 }, 180000);
 
 afterAll(async () => {
-  finished = true;
+  finish();
   await controller?.stop();
   api?.close();
   await env?.stop();
@@ -270,7 +217,7 @@ describe('status.activePods', () => {
     expect(bound.status?.phase).toBe('Scheduling');
     expect(bound.status?.activePods).toEqual({ [uid]: '' });
     expect(bound.metadata.resourceVersion).toBe(before.metadata.resourceVersion);
-    await setPodStatus(pod, running);
+    await setPodStatus(pod, runningPodStatus(RENDERER.launcherImage));
     const v = await until('activePods with the node', async () => {
       const cur = await getVmi('active');
       return cur?.status?.activePods?.[uid] === 'node-ap' ? cur : undefined;

@@ -1,20 +1,13 @@
 // The migration controller against a real kube-apiserver + etcd (tools/testenv) with the CRDs from
 // deploy/crds. No scheduler, kubelet or virt-handler: the test plays them (binding and running Pods,
 // writing what the handlers write into the VMI's status.migrationState). One test per transition.
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { parseManifests, type MigrationState } from '@kubevirt-ts/api';
-import { KubeClient, PODS, type KubeObject } from '@kubevirt-ts/controller-runtime';
+import type { MigrationState } from '@kubevirt-ts/api';
+import { KubeClient, PODS } from '@kubevirt-ts/controller-runtime';
 import { createLogger } from '@kubevirt-ts/log';
 import { LABEL_CREATED_BY } from '@kubevirt-ts/renderer';
-import {
-  serverSideApply,
-  startTestEnv,
-  type KubeObject as TestObject,
-  type TestEnv,
-} from '@kubevirt-ts/testenv';
+import type { TestEnv } from '@kubevirt-ts/testenv';
 import { VMIMS, VMIS, nowTimestamp, type Vmi } from './common.js';
 import type { Pod } from './context.js';
 import { VirtController } from './manager.js';
@@ -26,8 +19,8 @@ import {
   MIGRATION_FINALIZER,
   type Vmim,
 } from './migration.js';
+import { kubeletRuns, podsOf as podsOfVmi, poller, startApiserver } from './test-apiserver.js';
 
-const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 const NS = 'migr-test';
 // small limits so the limit tests need few VMIs: 2 migrations in the cluster, 1 outbound per node
 const RENDERER = {
@@ -43,68 +36,18 @@ let api: KubeClient;
 let controller: VirtController | undefined;
 const log = createLogger({ component: 'virt-controller', level: process.env.KVTS_LOG_LEVEL ?? 'warn' });
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-let finished = false;
-/** poll until `fn` returns a value (no deadline of its own: jest's test timeout bounds it) */
-async function until<T>(what: string, fn: () => Promise<T | undefined | false>): Promise<T> {
-  let last: unknown;
-  while (!finished) {
-    try {
-      const v = await fn();
-      if (v !== undefined && v !== false) return v;
-    } catch (e) {
-      last = e;
-    }
-    await sleep(50);
-  }
-  throw new Error(`gave up waiting for ${what} (suite finished)${last ? `: ${String(last)}` : ''}`);
-}
+const { until, finish } = poller();
 
 const getVmi = (name: string) => api.getOrUndefined<Vmi>(VMIS, NS, name);
 const getVmim = (name: string) => api.getOrUndefined<Vmim>(VMIMS, NS, name);
-async function podsOf(vmi: Vmi): Promise<Pod[]> {
-  const l = await api.list<Pod>(PODS, NS, { labelSelector: `${LABEL_CREATED_BY}=${vmi.metadata.uid}` });
-  return l.items;
-}
+const podsOf = (vmi: Vmi) => podsOfVmi(api, vmi);
 async function targetPodOf(m: Vmim): Promise<Pod | undefined> {
   const l = await api.list<Pod>(PODS, NS, { labelSelector: `${LABEL_MIGRATION_JOB_UID}=${m.metadata.uid}` });
   return l.items[0];
 }
 
 /** kubelet: bind a Pod to a node and run its compute container */
-async function runPod(pod: Pod, node: string): Promise<Pod> {
-  const name = pod.metadata!.name!;
-  if (!pod.spec?.nodeName)
-    await api.request('POST', `/api/v1/namespaces/${NS}/pods/${name}/binding`, {
-      apiVersion: 'v1',
-      kind: 'Binding',
-      metadata: { name },
-      target: { apiVersion: 'v1', kind: 'Node', name: node },
-    });
-  return api.patch<Pod>(
-    PODS,
-    NS,
-    name,
-    {
-      status: {
-        phase: 'Running',
-        conditions: [{ type: 'Ready', status: 'True' }],
-        containerStatuses: [
-          {
-            name: 'compute',
-            ready: true,
-            restartCount: 0,
-            image: RENDERER.launcherImage,
-            imageID: '',
-            state: { running: { startedAt: nowTimestamp() } },
-          },
-        ],
-      },
-    },
-    'merge',
-    'status',
-  );
-}
+const runPod = (pod: Pod, node: string) => kubeletRuns(api, pod, node, RENDERER.launcherImage);
 
 /** a VMI the controller scheduled, the kubelet runs on `node` and the handler reports Running */
 async function runningVmi(name: string, node: string): Promise<Vmi> {
@@ -182,25 +125,13 @@ async function goneVmim(name: string) {
 }
 
 beforeAll(async () => {
-  env = await startTestEnv();
-  kc = env.kubeConfig();
-  api = new KubeClient(kc);
-  const crdDir = join(repoRoot, 'deploy', 'crds');
-  const crds = readdirSync(crdDir)
-    .filter((f) => f.endsWith('.yaml'))
-    .flatMap((f) => parseManifests(readFileSync(join(crdDir, f), 'utf8')) as TestObject[]);
-  await serverSideApply(kc, crds, { fieldManager: 'migration-test' });
-  await api.create({ group: '', version: 'v1', plural: 'namespaces', namespaced: false }, undefined, {
-    apiVersion: 'v1',
-    kind: 'Namespace',
-    metadata: { name: NS },
-  } as KubeObject);
+  ({ env, kc, api } = await startApiserver(NS, 'migration-test'));
   controller = new VirtController({ kubeConfig: kc, log, rendererConfig: RENDERER });
   await controller.start();
 }, 180000);
 
 afterAll(async () => {
-  finished = true;
+  finish();
   await controller?.stop();
   api?.close();
   await env?.stop();

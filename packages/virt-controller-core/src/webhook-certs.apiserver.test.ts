@@ -7,26 +7,20 @@
 // `clientConfig.service` replaced by `clientConfig.url: https://127.0.0.1:PORT<same path>` (everything else as
 // in the file: rules, failurePolicy Fail, ...), and the controller adds 127.0.0.1 to the certificate's names
 // (--webhook-extra-sans=127.0.0.1). The caBundle is set by the controller, as in a cluster.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { execFile, spawnSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from 'node:tls';
-import { fileURLToPath } from 'node:url';
 import {
   parseManifests,
   setVirtualMachineInstanceDefaults,
   type VirtualMachineInstance,
 } from '@kubevirt-ts/api';
 import { KubeClient, type KubeObject } from '@kubevirt-ts/controller-runtime';
-import {
-  freePort,
-  serverSideApply,
-  startTestEnv,
-  type KubeObject as TestObject,
-  type TestEnv,
-} from '@kubevirt-ts/testenv';
+import { freePort, serverSideApply, type KubeObject as TestObject, type TestEnv } from '@kubevirt-ts/testenv';
 import { splitPem } from './certs.js';
 import { VMIS, VMI_FINALIZER, type Vmi } from './common.js';
 import {
@@ -40,8 +34,8 @@ import {
   startManagedWebhooks,
   type ManagedWebhooksOptions,
 } from './webhook-certs.js';
+import { deployObjects, repoRoot, startApiserver } from './test-apiserver.js';
 
-const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 const NS = 'certs-test';
 const CTRL_NS = 'kubevirt-ts';
 const SECRET = 'kubevirt-ts-webhook-certs';
@@ -65,7 +59,6 @@ let port: number;
 /** the replica currently serving on `port` */
 let serving: { close(): Promise<void> } | undefined;
 const closers: (() => Promise<void>)[] = [];
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const unb64 = (s: string | undefined) => Buffer.from(s ?? '', 'base64').toString('utf8');
 
 async function until<T>(what: string, fn: () => Promise<T | undefined | false>, ms = 120000): Promise<T> {
@@ -128,21 +121,11 @@ const vmi = (name: string) =>
   }) as unknown as VirtualMachineInstance;
 
 beforeAll(async () => {
-  env = await startTestEnv();
-  api = new KubeClient(env.kubeConfig());
+  ({ env, api } = await startApiserver(NS, 'certs-test', deployObjects('00-namespace.yaml')));
   dir = mkdtempSync(join(tmpdir(), 'kvts-ctrl-certs-'));
   port = await freePort();
-  const read = (f: string) =>
-    parseManifests(readFileSync(join(repoRoot, 'deploy', f), 'utf8')) as TestObject[];
-  const crdDir = join(repoRoot, 'deploy', 'crds');
-  const crds = readdirSync(crdDir)
-    .filter((f) => f.endsWith('.yaml'))
-    .flatMap((f) => parseManifests(readFileSync(join(crdDir, f), 'utf8')) as TestObject[]);
-  await serverSideApply(env.kubeConfig(), [...read('00-namespace.yaml'), ...crds], {
-    fieldManager: 'certs-test',
-  });
   // deploy/'s webhook configurations, reaching this process by URL instead of the Service (see the top)
-  const hooks = read('50-webhooks.yaml').map((o) => {
+  const hooks = deployObjects('50-webhooks.yaml').map((o) => {
     const c = structuredClone(o) as unknown as HookConfig;
     for (const w of c.webhooks) {
       const svc = w.clientConfig.service as { path: string };
@@ -155,11 +138,6 @@ beforeAll(async () => {
     'ValidatingWebhookConfiguration',
   ]);
   await serverSideApply(env.kubeConfig(), hooks, { fieldManager: 'certs-test' });
-  await api.create({ group: '', version: 'v1', plural: 'namespaces', namespaced: false }, undefined, {
-    apiVersion: 'v1',
-    kind: 'Namespace',
-    metadata: { name: NS },
-  });
 }, 120000);
 
 afterAll(async () => {

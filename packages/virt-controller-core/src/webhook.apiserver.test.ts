@@ -2,28 +2,21 @@
 // webhook server over TLS on loopback (a CA and serving certificate made by openssl for the test),
 // registered with failurePolicy Fail, as deploy/ will register it.
 import { execFile, spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import {
-  parseManifests,
   setVirtualMachineInstanceDefaults,
   validateObject,
   type VirtualMachineInstance,
 } from '@kubevirt-ts/api';
 import { KubeClient, type KubeObject, type Resource } from '@kubevirt-ts/controller-runtime';
-import {
-  serverSideApply,
-  startTestEnv,
-  type KubeObject as TestObject,
-  type TestEnv,
-} from '@kubevirt-ts/testenv';
+import type { TestEnv } from '@kubevirt-ts/testenv';
 import { formatFieldError } from './admission.js';
 import { VMIS, VMS, VMI_FINALIZER, type Vm, type Vmi } from './common.js';
+import { startApiserver } from './test-apiserver.js';
 import { MUTATE_PATH, VALIDATE_PATH, startWebhookServer, type WebhookServer } from './webhook.js';
 
-const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 const NS = 'hook-test';
 const MWC: Resource = {
   group: 'admissionregistration.k8s.io',
@@ -143,19 +136,8 @@ function webhookConfig(kind: 'Mutating' | 'Validating', port: number, ca: string
 }
 
 beforeAll(async () => {
-  env = await startTestEnv();
-  api = new KubeClient(env.kubeConfig());
+  ({ env, api } = await startApiserver(NS, 'webhook-test'));
   certDir = mkdtempSync(join(tmpdir(), 'kvts-webhook-'));
-  const crdDir = join(repoRoot, 'deploy', 'crds');
-  const crds = readdirSync(crdDir)
-    .filter((f) => f.endsWith('.yaml'))
-    .flatMap((f) => parseManifests(readFileSync(join(crdDir, f), 'utf8')) as TestObject[]);
-  await serverSideApply(env.kubeConfig(), crds, { fieldManager: 'webhook-test' });
-  await api.create({ group: '', version: 'v1', plural: 'namespaces', namespaced: false }, undefined, {
-    apiVersion: 'v1',
-    kind: 'Namespace',
-    metadata: { name: NS },
-  });
   const { ca, cert, key } = makeCerts();
   hook = await startWebhookServer({ cert, key, host: '127.0.0.1' });
   await api.create(MWC, undefined, webhookConfig('Mutating', hook.port, ca));

@@ -17,31 +17,11 @@ import {
   type KubeObject,
   type TestEnv,
 } from './index.js';
+import * as gen from './gen-deploy.js';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 const deployDir = join(repoRoot, 'deploy');
 const genDeployUrl = new URL('../../gen-deploy.mjs', import.meta.url).href;
-
-interface GenDeploy {
-  generateDeploy(
-    root: string,
-    opts?: object,
-  ): { files: Record<string, string>; links: Record<string, string> };
-  checkDeploy(
-    root: string,
-    generated: { files: Record<string, string>; links: Record<string, string> },
-  ): string[];
-  NAMESPACE: string;
-  CONTROLLER: string;
-  HANDLER: string;
-  CONFIG_NAME: string;
-  LEASE_NAME: string;
-  WEBHOOK_SECRET: string;
-  WEBHOOK_SERVICE: string;
-  MUTATING_WEBHOOK: string;
-  VALIDATING_WEBHOOK: string;
-}
-const gen = (await import(genDeployUrl)) as GenDeploy;
 
 const deployFiles = readdirSync(deployDir)
   .filter((f) => f.endsWith('.yaml'))

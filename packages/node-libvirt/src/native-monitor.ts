@@ -1,13 +1,13 @@
-// The native monitor (native/monitor.c, built to dist/virt-launcher-monitor): the small wrapper around the
-// launcher that forwards signals, gives QEMU its grace period, reaps (it is a child subreaper, or PID 1),
-// and as root in standalone runs the launcher's tree in a PID namespace of its own. The Node process that
+// The native monitor (native/monitor.c, built to build/virt-launcher-monitor by scripts/build-monitor.mjs,
+// at build and at install like the addon): the small wrapper around a launcher and the session daemons
+// and QEMU it starts, which forwards signals, gives QEMU its grace period, reaps (it is a child subreaper,
+// or PID 1), and as root can run the launcher's tree in a PID namespace of its own. The Node process that
 // decides its arguments replaces itself with it (process.execve): same pid, same stdio, no Node left.
 import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { LauncherError } from './errors.js';
+import path from 'node:path';
 
-/** dist/virt-launcher-monitor, beside this module once built */
-export const NATIVE_MONITOR = fileURLToPath(new URL('./virt-launcher-monitor', import.meta.url));
+/** build/virt-launcher-monitor of this package */
+export const NATIVE_MONITOR = path.resolve(import.meta.dirname, '..', 'build', 'virt-launcher-monitor');
 
 export interface NativeMonitorOptions {
   /** the launcher command: [file, ...args] */
@@ -26,8 +26,8 @@ export interface NativeMonitorOptions {
 /** The monitor's argv (without argv[0]). */
 export function nativeMonitorArgs(o: NativeMonitorOptions): string[] {
   if (!Number.isInteger(o.gracePeriodSeconds) || o.gracePeriodSeconds < 0)
-    throw new LauncherError(`--grace-period-seconds: must be a whole number of seconds >= 0`);
-  if (o.command.length === 0) throw new LauncherError('monitor: no launcher command');
+    throw new Error(`--grace-period-seconds: must be a whole number of seconds >= 0`);
+  if (o.command.length === 0) throw new Error('monitor: no launcher command');
   return [
     '--grace-period-seconds',
     String(o.gracePeriodSeconds),
@@ -50,8 +50,10 @@ export const LAUNCHER_ENV_DEFAULTS: Readonly<Record<string, string>> = { MALLOC_
 /** Replaces this process with the native monitor (never returns); the launcher gets LAUNCHER_ENV_DEFAULTS. */
 export function execNativeMonitor(o: NativeMonitorOptions, env: NodeJS.ProcessEnv = process.env): never {
   if (!existsSync(NATIVE_MONITOR))
-    throw new LauncherError(`the native monitor is missing: ${NATIVE_MONITOR} (build apps/virt-launcher)`);
-  if (!process.execve) throw new LauncherError('this Node.js has no process.execve (Node >= 22.15 needed)');
+    throw new Error(
+      `the native monitor is missing: ${NATIVE_MONITOR} (npm rebuild @kubevirt-ts/node-libvirt)`,
+    );
+  if (!process.execve) throw new Error('this Node.js has no process.execve (Node >= 22.15 needed)');
   return process.execve(NATIVE_MONITOR, [NATIVE_MONITOR, ...nativeMonitorArgs(o)], {
     ...LAUNCHER_ENV_DEFAULTS,
     ...env,

@@ -1,3 +1,5 @@
+import type { VirtualMachineInstance } from '@kubevirt-ts/api';
+import { createPodLayout } from '@kubevirt-ts/converter';
 import { mkdtemp, mkdir, readFile, rm, stat, writeFile, readlink } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -5,14 +7,13 @@ import {
   PrepareError,
   disksInfoOf,
   imageFormat,
-  podPaths,
   prepareVolumes,
   quantityToBytes,
   run,
   stageLocalImages,
-  standaloneVmOptions,
-  type VmiLike,
 } from './index.js';
+
+type TestVmi = Pick<VirtualMachineInstance, 'metadata' | 'spec'>;
 
 let root: string;
 beforeEach(async () => {
@@ -42,14 +43,15 @@ async function isoFile(iso: string, file: string): Promise<string> {
 
 describe('prepareVolumes (real qemu-img / genisoimage)', () => {
   it('creates a qcow2 overlay over a raw container disk, an empty disk, a DiskOrCreate host disk', async () => {
-    const paths = podPaths(root);
+    const paths = createPodLayout(root);
     await mkdir(path.dirname(paths.containerDiskImage(1)), { recursive: true });
     await writeFile(paths.containerDiskImage(1), Buffer.alloc(1024 * 1024));
     const hostFile = path.join(root, 'host', 'data', 'disk.img');
     await mkdir(path.dirname(paths.hostDiskImage('hd', hostFile)), { recursive: true });
-    const vmi: VmiLike = {
+    const vmi: TestVmi = {
       metadata: { name: 'v', namespace: 'n' },
       spec: {
+        domain: {},
         volumes: [
           { name: 'pvc', persistentVolumeClaim: { claimName: 'x' } },
           { name: 'root', containerDisk: { image: 'img' } },
@@ -83,10 +85,13 @@ describe('prepareVolumes (real qemu-img / genisoimage)', () => {
   });
 
   it('overlays a qcow2 base with -F qcow2', async () => {
-    const paths = podPaths(root);
+    const paths = createPodLayout(root);
     await mkdir(path.dirname(paths.containerDiskImage(0)), { recursive: true });
     await run('qemu-img', ['create', '-f', 'qcow2', paths.containerDiskImage(0), '1M']);
-    await prepareVolumes({ spec: { volumes: [{ name: 'r', containerDisk: { image: 'i' } }] } }, paths);
+    await prepareVolumes(
+      { metadata: {}, spec: { domain: {}, volumes: [{ name: 'r', containerDisk: { image: 'i' } }] } },
+      paths,
+    );
     const info = JSON.parse(
       (await run('qemu-img', ['info', '--output=json', paths.ephemeralOverlay('r')])).stdout,
     );
@@ -95,12 +100,14 @@ describe('prepareVolumes (real qemu-img / genisoimage)', () => {
   });
 
   it('reports what it found in container disk images: format and virtual size reach disksInfo', async () => {
-    const paths = podPaths(root);
+    const paths = createPodLayout(root);
     await mkdir(path.dirname(paths.containerDiskImage(0)), { recursive: true });
     await writeFile(paths.containerDiskImage(0), Buffer.alloc(2 * 1024 * 1024));
     await run('qemu-img', ['create', '-f', 'qcow2', paths.containerDiskImage(1), '3M']);
-    const vmi: VmiLike = {
+    const vmi: TestVmi = {
+      metadata: {},
       spec: {
+        domain: {},
         volumes: [
           { name: 'rawdisk', containerDisk: { image: 'a' } },
           { name: 'qdisk', containerDisk: { image: 'b' } },
@@ -120,12 +127,15 @@ describe('prepareVolumes (real qemu-img / genisoimage)', () => {
   });
 
   it('refuses a container disk image with a backing file (a real qcow2 chain), naming the field', async () => {
-    const paths = podPaths(root);
+    const paths = createPodLayout(root);
     const secret = path.join(root, 'secret.raw');
     await writeFile(secret, Buffer.alloc(1024 * 1024, 0x41));
     await mkdir(path.dirname(paths.containerDiskImage(0)), { recursive: true });
     await run('qemu-img', ['create', '-f', 'qcow2', '-b', secret, '-F', 'raw', paths.containerDiskImage(0)]);
-    const vmi: VmiLike = { spec: { volumes: [{ name: 'r', containerDisk: { image: 'i' } }] } };
+    const vmi: TestVmi = {
+      metadata: {},
+      spec: { domain: {}, volumes: [{ name: 'r', containerDisk: { image: 'i' } }] },
+    };
     const err = await prepareVolumes(vmi, paths).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(PrepareError);
     expect((err as PrepareError).path).toBe('spec.volumes[0].containerDisk');
@@ -136,11 +146,11 @@ describe('prepareVolumes (real qemu-img / genisoimage)', () => {
   });
 
   it('refuses a container disk image whose format is neither raw nor qcow2', async () => {
-    const paths = podPaths(root);
+    const paths = createPodLayout(root);
     await mkdir(path.dirname(paths.containerDiskImage(0)), { recursive: true });
     await run('qemu-img', ['create', '-f', 'vmdk', paths.containerDiskImage(0), '1M']);
     const err = await prepareVolumes(
-      { spec: { volumes: [{ name: 'r', containerDisk: { image: 'i' } }] } },
+      { metadata: {}, spec: { domain: {}, volumes: [{ name: 'r', containerDisk: { image: 'i' } }] } },
       paths,
     ).catch((e: unknown) => e);
     expect((err as Error).message).toBe(
@@ -149,11 +159,12 @@ describe('prepareVolumes (real qemu-img / genisoimage)', () => {
   });
 
   it('builds NoCloud and ConfigDrive ISOs with the upstream labels and files', async () => {
-    const paths = podPaths(root);
+    const paths = createPodLayout(root);
     await prepareVolumes(
       {
         metadata: { name: 'web', namespace: 'prod', uid: 'abc' },
         spec: {
+          domain: {},
           volumes: [
             {
               name: 'ci',
@@ -173,14 +184,14 @@ describe('prepareVolumes (real qemu-img / genisoimage)', () => {
     expect(await isoFile(paths.cloudInitIso('noCloud', 'prod', 'web'), '/user-data')).toBe(
       '#cloud-config\npassword: x\n',
     );
-    expect(await isoFile(paths.cloudInitIso('noCloud', 'prod', 'web'), '/meta-data')).toContain(
-      'instance-id: web.prod',
+    expect(await isoFile(paths.cloudInitIso('noCloud', 'prod', 'web'), '/meta-data')).toBe(
+      'instance-id: web.prod\nlocal-hostname: web\n',
     );
 
     await prepareVolumes(
       {
         metadata: { name: 'web', namespace: 'prod', uid: 'abc' },
-        spec: { volumes: [{ name: 'cd', cloudInitConfigDrive: { userData: 'hello <&>' } }] },
+        spec: { domain: {}, volumes: [{ name: 'cd', cloudInitConfigDrive: { userData: 'hello <&>' } }] },
       },
       paths,
     );
@@ -195,13 +206,15 @@ describe('prepareVolumes (real qemu-img / genisoimage)', () => {
   });
 
   it('builds configMap / secret / serviceAccount ISOs from mounted dirs, errors name the volume field', async () => {
-    const paths = podPaths(root);
+    const paths = createPodLayout(root);
     await mkdir(paths.configSourceDir('configMap', 'cm'), { recursive: true });
     await writeFile(path.join(paths.configSourceDir('configMap', 'cm'), 'app.conf'), 'k=v\n');
     await mkdir(paths.configSourceDir('serviceAccount', 'sa'), { recursive: true });
     await writeFile(path.join(paths.configSourceDir('serviceAccount', 'sa'), 'token'), 'tok');
-    const vmi: VmiLike = {
+    const vmi: TestVmi = {
+      metadata: {},
       spec: {
+        domain: {},
         volumes: [
           { name: 'cm', configMap: { name: 'c' } },
           { name: 'sa', serviceAccount: { serviceAccountName: 'default' } },
@@ -216,7 +229,10 @@ describe('prepareVolumes (real qemu-img / genisoimage)', () => {
     expect((await isoInfo(paths.configIso('serviceAccount', 'sa'))).files).toEqual(['/token']);
 
     const err = await prepareVolumes(
-      { spec: { volumes: [vmi.spec!.volumes![0]!, { name: 's', secret: { secretName: 'x' } }] } },
+      {
+        metadata: {},
+        spec: { domain: {}, volumes: [vmi.spec!.volumes![0]!, { name: 's', secret: { secretName: 'x' } }] },
+      },
       paths,
     ).catch((e) => e);
     expect(err).toBeInstanceOf(PrepareError);
@@ -225,26 +241,33 @@ describe('prepareVolumes (real qemu-img / genisoimage)', () => {
   });
 
   it('fails clearly on a missing container disk, a missing Disk-type host disk, bad capacity, missing kernel', async () => {
-    const paths = podPaths(root);
+    const paths = createPodLayout(root);
     const e1 = await prepareVolumes(
-      { spec: { volumes: [{ name: 'r', containerDisk: { image: 'i' } }] } },
+      { metadata: {}, spec: { domain: {}, volumes: [{ name: 'r', containerDisk: { image: 'i' } }] } },
       paths,
     ).catch((e) => e);
     expect(e1.message).toMatch(
       /^spec\.volumes\[0\]\.containerDisk: container disk image for volume "r" not found/,
     );
     const e2 = await prepareVolumes(
-      { spec: { volumes: [{ name: 'h', hostDisk: { path: '/nonexistent/x.img', type: 'Disk' } }] } },
+      {
+        metadata: {},
+        spec: {
+          domain: {},
+          volumes: [{ name: 'h', hostDisk: { path: '/nonexistent/x.img', type: 'Disk' } }],
+        },
+      },
       paths,
     ).catch((e) => e);
     expect(e2.message).toMatch(/^spec\.volumes\[0\]\.hostDisk\.path: \/nonexistent\/x\.img does not exist/);
     const e3 = await prepareVolumes(
-      { spec: { volumes: [{ name: 'e', emptyDisk: { capacity: 'lots' } }] } },
+      { metadata: {}, spec: { domain: {}, volumes: [{ name: 'e', emptyDisk: { capacity: 'lots' } }] } },
       paths,
     ).catch((e) => e);
     expect(e3.message).toMatch(/^spec\.volumes\[0\]\.emptyDisk\.capacity: invalid quantity/);
     const e4 = await prepareVolumes(
       {
+        metadata: {},
         spec: {
           domain: { firmware: { kernelBoot: { container: { image: 'k', kernelPath: '/boot/vmlinuz' } } } },
         },
@@ -254,6 +277,36 @@ describe('prepareVolumes (real qemu-img / genisoimage)', () => {
     expect(e4.message).toMatch(
       /^spec\.domain\.firmware\.kernelBoot\.container\.kernelPath: kernel boot file/,
     );
+  });
+
+  it('refuses names the Pod layout cannot use as file names, naming the field, before creating anything', async () => {
+    const paths = createPodLayout(root);
+    const err = await prepareVolumes(
+      {
+        metadata: { name: 'web', namespace: 'prod' },
+        spec: {
+          domain: {},
+          volumes: [
+            { name: 'scratch', emptyDisk: { capacity: '1Mi' } },
+            { name: '..', emptyDisk: { capacity: '1Mi' } },
+          ],
+        },
+      },
+      paths,
+    ).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(PrepareError);
+    expect((err as PrepareError).path).toBe('spec.volumes[1].name');
+    expect((err as Error).message).toMatch(/cannot be used as a file name/);
+    await expect(stat(paths.emptyDiskImage('scratch'))).rejects.toThrow();
+
+    const ns = await prepareVolumes(
+      {
+        metadata: { name: 'web', namespace: '../etc' },
+        spec: { domain: {}, volumes: [{ name: 'ci', cloudInitNoCloud: { userData: 'x' } }] },
+      },
+      paths,
+    ).catch((e: unknown) => e);
+    expect((ns as PrepareError).path).toBe('metadata.namespace');
   });
 
   it('quantities', () => {
@@ -266,13 +319,16 @@ describe('prepareVolumes (real qemu-img / genisoimage)', () => {
 
 describe('stageLocalImages (standalone)', () => {
   it('refuses a container disk image with a backing file before anything is staged', async () => {
-    const paths = podPaths(path.join(root, 'pod'));
+    const paths = createPodLayout(path.join(root, 'pod'));
     const base = path.join(root, 'base.qcow2');
     await run('qemu-img', ['create', '-f', 'qcow2', base, '1M']);
     const top = path.join(root, 'top.qcow2');
     await run('qemu-img', ['create', '-f', 'qcow2', '-b', base, '-F', 'qcow2', top]);
     const err = await stageLocalImages(
-      { spec: { volumes: [{ name: 'root', containerDisk: { image: 'reg/cd:1' } }] } },
+      {
+        metadata: {},
+        spec: { domain: {}, volumes: [{ name: 'root', containerDisk: { image: 'reg/cd:1' } }] },
+      },
       new Map([['reg/cd:1', top]]),
       paths,
     ).catch((e: unknown) => e);
@@ -284,14 +340,15 @@ describe('stageLocalImages (standalone)', () => {
   });
 
   it('maps container disk and kernel boot image references to local files', async () => {
-    const paths = podPaths(path.join(root, 'pod'));
+    const paths = createPodLayout(path.join(root, 'pod'));
     const img = path.join(root, 'images');
     await mkdir(path.join(img, 'cd', 'disk'), { recursive: true });
     await writeFile(path.join(img, 'cd', 'disk', 'root.img'), Buffer.alloc(4096));
     await mkdir(path.join(img, 'kernel', 'boot'), { recursive: true });
     await writeFile(path.join(img, 'kernel', 'boot', 'vmlinuz'), 'K');
     await writeFile(path.join(img, 'kernel', 'boot', 'initrd.gz'), 'I');
-    const vmi: VmiLike = {
+    const vmi: TestVmi = {
+      metadata: { name: 'vm', namespace: 'default' },
       spec: {
         domain: {
           firmware: {
@@ -315,11 +372,6 @@ describe('stageLocalImages (standalone)', () => {
       paths,
     );
     expect(staged).toEqual({ root: { format: 'raw', virtualSize: 4096 } });
-    // what standalone sends with SyncVirtualMachine, as virt-handler would
-    expect(standaloneVmOptions(staged)).toEqual({
-      VirtualMachineSMBios: { manufacturer: 'KubeVirt', product: 'None', family: 'KubeVirt' },
-      DisksInfo: { root: { format: 'raw', virtualSize: 4096, backingFile: '' } },
-    });
     expect(await readlink(paths.containerDiskImage(1))).toBe(path.join(img, 'cd', 'disk', 'root.img'));
     expect(await readFile(paths.kernelBootFile('/boot/vmlinuz'), 'utf8')).toBe('K');
     expect(await readFile(paths.kernelBootFile('/boot/initrd.gz'), 'utf8')).toBe('I');

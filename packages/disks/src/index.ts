@@ -1,30 +1,18 @@
 // Disk preparation before the domain is defined: qcow2 overlays over container disks, empty disks,
 // hostDisk DiskOrCreate, cloud-init NoCloud / ConfigDrive ISOs, configMap / secret / serviceAccount /
 // downwardAPI ISOs from mounted dirs, kernel boot files. Self-contained (no launcher state): it only
-// needs a VMI, the pod paths and qemu-img + genisoimage/xorriso, so it can move to a package.
+// needs a VMI, the converter's Pod layout (its paths and their name checks) and qemu-img +
+// genisoimage/xorriso.
 import { chown, copyFile, mkdir, open, readFile, readdir, rm, stat, symlink } from 'node:fs/promises';
 import path from 'node:path';
-import { parseQuantity } from '@kubevirt-ts/api';
+import { parseQuantity, type VirtualMachineInstance } from '@kubevirt-ts/api';
+import { stringify as stringifyYaml } from 'yaml';
 import { run, which } from './exec.js';
 import { makeIsoFromDir, makeIsoFromFiles } from './iso.js';
-import type { ConfigKind, PodPaths } from './paths.js';
+import type { ConfigSourceKind, PodLayout } from '@kubevirt-ts/converter';
 
-export * from './paths.js';
 export { makeIsoFromDir, makeIsoFromFiles } from './iso.js';
 export { run, which } from './exec.js';
-
-/** The parts of a VirtualMachineInstance this module reads (upstream kubevirt.io/v1 field names). */
-export interface VmiLike {
-  metadata?: { name?: string; namespace?: string; uid?: string };
-  spec?: {
-    domain?: {
-      firmware?: {
-        kernelBoot?: { container?: { image?: string; kernelPath?: string; initrdPath?: string } };
-      };
-    };
-    volumes?: Array<Record<string, unknown> & { name: string }>;
-  };
-}
 
 export interface PrepareOptions {
   /** chown created files and dirs to this uid:gid (the user libvirtd/QEMU runs as) */
@@ -203,17 +191,48 @@ async function cloudInitData(
 }
 
 /**
+ * Refuses, naming the field, a name the layout cannot use as a file name ('', '.', '..', '/' or NUL
+ * in it): checked before anything is created, so nothing is half-done and no path leaves its dir.
+ */
+function checkNames(
+  paths: PodLayout,
+  volumes: readonly { name: string }[],
+  cloudInit?: { name: string; namespace: string },
+): void {
+  const check = (field: string, f: () => unknown) => {
+    try {
+      f();
+    } catch (e) {
+      throw new PrepareError(field, (e as Error).message);
+    }
+  };
+  volumes.forEach((v, i) => check(`spec.volumes[${i}].name`, () => paths.emptyDiskImage(v.name)));
+  if (cloudInit) {
+    check('metadata.namespace', () => paths.cloudInitIso('noCloud', cloudInit.namespace, 'x'));
+    check('metadata.name', () => paths.cloudInitIso('noCloud', 'x', cloudInit.name));
+  }
+}
+
+/**
  * Prepares every volume of the VMI that needs a file before the domain starts. Idempotent: existing overlays,
  * empty disks and host disks are kept (a restarted launcher keeps the guest's writes); ISOs are rebuilt.
  */
 export async function prepareVolumes(
-  vmi: VmiLike,
-  paths: PodPaths,
+  vmi: Pick<VirtualMachineInstance, 'metadata' | 'spec'>,
+  paths: PodLayout,
   opts: PrepareOptions = {},
 ): Promise<PreparedVolume[]> {
   const name = vmi.metadata?.name ?? '';
   const namespace = vmi.metadata?.namespace ?? 'default';
   const uid = vmi.metadata?.uid ?? '';
+  const volumes = vmi.spec.volumes ?? [];
+  checkNames(
+    paths,
+    volumes,
+    vmi.spec.volumes?.some((v) => v.cloudInitNoCloud || v.cloudInitConfigDrive)
+      ? { name, namespace }
+      : undefined,
+  );
   const out: PreparedVolume[] = [];
   const done = async (r: PreparedVolume, root?: string) => {
     out.push(r);
@@ -224,7 +243,6 @@ export async function prepareVolumes(
       path: r.path,
     });
   };
-  const volumes = vmi.spec?.volumes ?? [];
   for (let i = 0; i < volumes.length; i++) {
     const vol = volumes[i]!;
     const field = `spec.volumes[${i}]`;
@@ -263,10 +281,7 @@ export async function prepareVolumes(
         image,
       });
     } else if (vol.emptyDisk) {
-      const cap = quantityToBytes(
-        (vol.emptyDisk as { capacity?: unknown }).capacity,
-        `${field}.emptyDisk.capacity`,
-      );
+      const cap = quantityToBytes(vol.emptyDisk.capacity, `${field}.emptyDisk.capacity`);
       const file = paths.emptyDiskImage(vol.name);
       if (await exists(file)) {
         await done({ volume: vol.name, kind: 'emptyDisk', path: file, action: 'exists' });
@@ -278,7 +293,7 @@ export async function prepareVolumes(
       });
       await done({ volume: vol.name, kind: 'emptyDisk', path: file, action: 'created' });
     } else if (vol.hostDisk) {
-      const hd = vol.hostDisk as { path?: string; type?: string; capacity?: unknown };
+      const hd = vol.hostDisk;
       if (!hd.path || !path.isAbsolute(hd.path))
         throw new PrepareError(`${field}.hostDisk.path`, 'must be an absolute path');
       // the host dir is mounted into the Pod; the image is seen under the private dir
@@ -305,14 +320,14 @@ export async function prepareVolumes(
       await done({ volume: vol.name, kind: 'hostDisk', path: file, action: 'created' }, file);
     } else if (vol.cloudInitNoCloud) {
       const data = await cloudInitData(
-        vol.cloudInitNoCloud as CloudInitSource,
+        vol.cloudInitNoCloud,
         `${field}.cloudInitNoCloud`,
         paths.configSourceDir('secret', vol.name),
       );
       const iso = paths.cloudInitIso('noCloud', namespace, name);
       const files: Record<string, string> = {
         'user-data': data.userData,
-        'meta-data': `instance-id: ${name}.${namespace}\nlocal-hostname: ${name}\n`,
+        'meta-data': stringifyYaml({ 'instance-id': `${name}.${namespace}`, 'local-hostname': name }),
       };
       if (data.networkData !== undefined) files['network-config'] = data.networkData;
       await makeIsoFromFiles(iso, 'cidata', files).catch((e: Error) => {
@@ -321,7 +336,7 @@ export async function prepareVolumes(
       await done({ volume: vol.name, kind: 'cloudInitNoCloud ISO', path: iso, action: 'created' });
     } else if (vol.cloudInitConfigDrive) {
       const data = await cloudInitData(
-        vol.cloudInitConfigDrive as CloudInitSource,
+        vol.cloudInitConfigDrive,
         `${field}.cloudInitConfigDrive`,
         paths.configSourceDir('secret', vol.name),
       );
@@ -343,7 +358,7 @@ export async function prepareVolumes(
       });
       await done({ volume: vol.name, kind: 'cloudInitConfigDrive ISO', path: iso, action: 'created' });
     } else if (vol.configMap || vol.secret || vol.serviceAccount || vol.downwardAPI) {
-      const kind: ConfigKind = vol.configMap
+      const kind: Exclude<ConfigSourceKind, 'sysprep'> = vol.configMap
         ? 'configMap'
         : vol.secret
           ? 'secret'
@@ -368,7 +383,7 @@ export async function prepareVolumes(
     }
     // persistentVolumeClaim / dataVolume / ephemeral: mounted by kubelet, nothing to prepare here.
   }
-  const kb = vmi.spec?.domain?.firmware?.kernelBoot?.container;
+  const kb = vmi.spec.domain.firmware?.kernelBoot?.container;
   if (kb) {
     const field = 'spec.domain.firmware.kernelBoot.container';
     for (const key of ['kernelPath', 'initrdPath'] as const) {
@@ -411,13 +426,14 @@ async function containerDiskFile(local: string): Promise<string> {
  * unprivileged libvirtd can read them.
  */
 export async function stageLocalImages(
-  vmi: VmiLike,
+  vmi: Pick<VirtualMachineInstance, 'metadata' | 'spec'>,
   images: ImageMap,
-  paths: PodPaths,
+  paths: PodLayout,
   opts: PrepareOptions = {},
 ): Promise<Record<string, ImageInfo>> {
   const found: Record<string, ImageInfo> = {};
-  const volumes = vmi.spec?.volumes ?? [];
+  const volumes = vmi.spec.volumes ?? [];
+  checkNames(paths, volumes);
   const missing: string[] = [];
   const lookup = (ref: string | undefined, field: string): string | undefined => {
     if (!ref) {
@@ -433,7 +449,7 @@ export async function stageLocalImages(
     const vol = volumes[i]!;
     if (vol.hostDisk) {
       // kubelet would mount the host dir into the Pod; link it instead
-      const hd = vol.hostDisk as { path?: string; type?: string };
+      const hd = vol.hostDisk;
       if (!hd.path || !path.isAbsolute(hd.path))
         throw new PrepareError(`spec.volumes[${i}].hostDisk.path`, 'must be an absolute path');
       const podDir = path.dirname(paths.hostDiskImage(vol.name, hd.path));
@@ -445,7 +461,7 @@ export async function stageLocalImages(
     }
     if (!vol.containerDisk) continue;
     const field = `spec.volumes[${i}].containerDisk.image`;
-    const local = lookup((vol.containerDisk as { image?: string }).image, field);
+    const local = lookup(vol.containerDisk.image, field);
     if (!local) continue;
     let file: string;
     try {
@@ -461,7 +477,7 @@ export async function stageLocalImages(
     await symlink(file, base);
     opts.onStep?.(`image ${field} -> ${file}`, { volume: vol.name, path: file });
   }
-  const kb = vmi.spec?.domain?.firmware?.kernelBoot?.container;
+  const kb = vmi.spec.domain.firmware?.kernelBoot?.container;
   if (kb) {
     const field = 'spec.domain.firmware.kernelBoot.container';
     const local = lookup(kb.image, `${field}.image`);
@@ -492,23 +508,4 @@ export async function stageLocalImages(
       missing.map((m) => m.slice(m.indexOf(':') + 2)).join('; '),
     );
   return found;
-}
-
-/**
- * The VirtualMachineOptions standalone mode sends with SyncVirtualMachine, as virt-handler would:
- * the default SMBIOS of a KubeVirt cluster config and the disksInfo of the staged container disks.
- */
-export function standaloneVmOptions(found: Record<string, ImageInfo>): {
-  VirtualMachineSMBios: { manufacturer: string; product: string; family: string };
-  DisksInfo: Record<string, { format: string; virtualSize: number; backingFile: string }>;
-} {
-  return {
-    VirtualMachineSMBios: { manufacturer: 'KubeVirt', product: 'None', family: 'KubeVirt' },
-    DisksInfo: Object.fromEntries(
-      Object.entries(found).map(([vol, i]) => [
-        vol,
-        { format: i.format, virtualSize: i.virtualSize, backingFile: i.backingFile ?? '' },
-      ]),
-    ),
-  };
 }

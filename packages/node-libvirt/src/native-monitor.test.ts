@@ -1,5 +1,6 @@
-// The native monitor (dist/virt-launcher-monitor) with real processes: bash and sleep play the launcher,
+// The native monitor (build/virt-launcher-monitor) with real processes: bash and sleep play the launcher,
 // QEMU (argv[0] qemu-system-x86_64 through bash's exec -a) and the daemons.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { jest } from '@jest/globals';
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
@@ -54,7 +55,6 @@ function run(args: string[]) {
   return { child, exited, stderr: () => err };
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 async function waitFor(what: string, fn: () => boolean, ms = 30_000) {
   const deadline = Date.now() + ms;
   while (!fn()) {

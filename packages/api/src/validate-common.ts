@@ -1,0 +1,192 @@
+// Validation helpers shared by the areas: the FieldError list, value readers, name and path checks,
+// metadata (names, labels, annotations) and unique names in a list.
+import { sub } from './paths.js';
+import { isQuantity, parseQuantity } from './quantity.js';
+
+/** One problem found by validation: the field's path and the reason (`${path}: ${reason}` is the
+ * message the CLI and the admission webhook print). */
+export interface FieldError {
+  /** Field path, e.g. `spec.domain.devices.disks[2].name` ('' for the whole document). */
+  path: string;
+  /** Plain-language reason. */
+  reason: string;
+}
+
+/** The kinds {@link validateObject} accepts (all of apiVersion kubevirt.io/v1). */
+export const KINDS = ['VirtualMachine', 'VirtualMachineInstance', 'VirtualMachineInstanceMigration'] as const;
+
+// ------------------------------------------------------------------ helpers
+
+export type Obj = Record<string, unknown>;
+export const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+export const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+export const obj = (v: unknown): Obj => (isObj(v) ? v : {});
+export const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+export const num = (v: unknown): number | undefined =>
+  typeof v === 'number' && Number.isFinite(v) ? v : undefined;
+
+/** Quantity value or undefined when absent or invalid (invalid ones are reported by the schema check). */
+export function qty(v: unknown): number | undefined {
+  if (!isQuantity(v)) return undefined;
+  try {
+    return parseQuantity(v);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Deep copy (of JSON-like data: plain objects, arrays, primitives) without null-valued object fields:
+ * the API server treats `field: null` as absent. */
+export function dropNulls<T>(v: T): T {
+  if (typeof v !== 'object' || v === null) return v;
+  if (Array.isArray(v)) {
+    const arr: unknown[] = new Array(v.length);
+    for (let i = 0; i < v.length; i++) arr[i] = dropNulls(v[i] as unknown);
+    return arr as T;
+  }
+  const src = v as Obj;
+  const out: Obj = {};
+  for (const k in src) {
+    if (!Object.hasOwn(src, k)) continue;
+    const x = src[k];
+    if (x === null || x === undefined) continue;
+    // a JSON key "__proto__" stays a plain field of the copy (assignment would set its prototype)
+    if (k === '__proto__')
+      Object.defineProperty(out, k, {
+        value: dropNulls(x),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    else out[k] = dropNulls(x);
+  }
+  return out as T;
+}
+
+export const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+export const MAC_RE = /^[0-9A-Fa-f]{2}([:-])[0-9A-Fa-f]{2}(\1[0-9A-Fa-f]{2}){4}$/;
+export const PCI_RE = /^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$/;
+export const SERIAL_RE = /^[A-Za-z0-9_.+-]+$/;
+export const UUID_RE = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+
+/** upstream validatePath: absolute, no relative components, not "/". */
+export function checkAbsolutePath(p: string | undefined): string | undefined {
+  if (p === undefined || p === '') return undefined;
+  if (p === '/') return 'must not point to the root directory';
+  const parts = p.split('/');
+  if (
+    !p.startsWith('/') ||
+    parts.some((x, i) => x === '.' || x === '..' || (x === '' && i > 0 && i < parts.length - 1))
+  ) {
+    return `${JSON.stringify(p)} must be an absolute path to a file without relative components`;
+  }
+  return undefined;
+}
+
+/** Checks a Kubernetes DNS-1123 label (at most 63 characters of a-z, 0-9 and '-', starting and ending
+ * with a letter or digit). Returns the reason it is invalid, or undefined when it is valid. */
+export function checkDns1123Label(v: string): string | undefined {
+  if (v.length > 63) return `must be no more than 63 characters (is ${v.length})`;
+  if (!DNS1123_LABEL.test(v))
+    return `"${v}" is not a valid DNS-1123 label: lower case letters, digits and '-', starting and ending with a letter or digit`;
+  return undefined;
+}
+
+/** Checks a Kubernetes DNS-1123 subdomain (at most 253 characters of a-z, 0-9, '-' and '.', starting and
+ * ending with a letter or digit), e.g. an object name. Returns the reason it is invalid, or undefined. */
+export function checkDns1123Subdomain(v: string): string | undefined {
+  if (v.length > 253) return `must be no more than 253 characters (is ${v.length})`;
+  if (!DNS1123_SUBDOMAIN.test(v))
+    return `"${v}" is not a valid DNS-1123 subdomain: lower case letters, digits, '-' and '.', starting and ending with a letter or digit`;
+  return undefined;
+}
+
+// ------------------------------------------------------------------ semantic checks
+
+export class Errs {
+  list: FieldError[] = [];
+  add(path: string, reason: string) {
+    this.list.push({ path, reason });
+  }
+}
+
+export function validateMetadata(
+  meta: unknown,
+  base: string,
+  e: Errs,
+  opts: { nameRequired: boolean; label?: boolean },
+) {
+  const m = obj(meta);
+  const name = str(m['name']);
+  if (name === undefined || name === '') {
+    if (opts.nameRequired && !str(m['generateName']))
+      e.add(sub(base, 'name'), 'required: a name (or generateName) must be given');
+  } else {
+    const bad = opts.label ? checkDns1123Label(name) : checkDns1123Subdomain(name);
+    if (bad) e.add(sub(base, 'name'), bad);
+  }
+  const ns = str(m['namespace']);
+  if (ns !== undefined && ns !== '') {
+    const bad = checkDns1123Label(ns);
+    if (bad) e.add(sub(base, 'namespace'), bad);
+  }
+  validateAnnotations(m, base, e);
+  if (isObj(m['labels'])) {
+    for (const [k, v] of Object.entries(m['labels'])) {
+      const p = sub(sub(base, 'labels'), k);
+      const badKey = checkQualifiedName(k);
+      if (badKey) e.add(p, `label key ${badKey}`);
+      if (typeof v === 'string' && v !== '' && (v.length > 63 || !LABEL_VALUE_RE.test(v))) {
+        e.add(
+          p,
+          `label value ${JSON.stringify(v)} must be at most 63 characters of [A-Za-z0-9-_.], starting and ending with a letter or digit`,
+        );
+      }
+    }
+  }
+}
+
+function validateAnnotations(m: Obj, base: string, e: Errs) {
+  if (!isObj(m['annotations'])) return;
+  for (const k of Object.keys(m['annotations'])) {
+    const bad = checkQualifiedName(k);
+    if (bad) e.add(sub(sub(base, 'annotations'), k), `annotation key ${bad}`);
+  }
+}
+
+const LABEL_VALUE_RE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
+
+/** Kubernetes qualified name (label and annotation keys): [prefix/]name. */
+export function checkQualifiedName(k: string): string | undefined {
+  const parts = k.split('/');
+  if (parts.length > 2) return `${JSON.stringify(k)} has more than one '/'`;
+  const name = parts[parts.length - 1]!;
+  if (parts.length === 2) {
+    const bad = checkDns1123Subdomain(parts[0]!);
+    if (parts[0] === '' || bad)
+      return `${JSON.stringify(k)} has an invalid prefix: must be a DNS-1123 subdomain`;
+  }
+  if (name === '' || name.length > 63 || !LABEL_VALUE_RE.test(name)) {
+    return `${JSON.stringify(k)}: the name part must be 1-63 characters of [A-Za-z0-9-_.], starting and ending with a letter or digit`;
+  }
+  return undefined;
+}
+
+/** Unique non-empty names in a list; reports duplicates at `<list>[i].name`. Returns the names. */
+export function uniqueNames(list: unknown[], base: string, e: Errs, what: string): Map<string, number> {
+  const names = new Map<string, number>();
+  list.forEach((item, i) => {
+    const n = str(obj(item)['name']);
+    if (n === undefined) return;
+    if (n === '') {
+      e.add(sub(sub(base, i), 'name'), `${what} name must not be empty`);
+      return;
+    }
+    const first = names.get(n);
+    if (first !== undefined)
+      e.add(sub(sub(base, i), 'name'), `duplicate ${what} name "${n}" (also ${sub(base, first)})`);
+    else names.set(n, i);
+  });
+  return names;
+}

@@ -1,0 +1,138 @@
+// Test support of the apiserver suites (not published: dist/test-*): a real kube-apiserver + etcd
+// (tools/testenv) with deploy/'s CRDs and the suite's namespace, a poll that ends with the suite, and
+// what kubelet does to a launcher Pod (the suites play kubelet and virt-handler themselves).
+import { setTimeout as sleep } from 'node:timers/promises';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { parseManifests } from '@kubevirt-ts/api';
+import { KubeClient, PODS, type KubeObject } from '@kubevirt-ts/controller-runtime';
+import { LABEL_CREATED_BY } from '@kubevirt-ts/renderer';
+import {
+  serverSideApply,
+  startTestEnv,
+  type KubeObject as TestObject,
+  type TestEnv,
+} from '@kubevirt-ts/testenv';
+import { nowTimestamp, type Vmi } from './common.js';
+import type { Pod } from './context.js';
+
+export const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
+
+/** The objects of deploy/ file `name` (e.g. 00-namespace.yaml). */
+export function deployObjects(name: string): TestObject[] {
+  return parseManifests(readFileSync(join(repoRoot, 'deploy', name), 'utf8')) as TestObject[];
+}
+
+/** The CRDs of deploy/crds. */
+export function deployCrds(): TestObject[] {
+  const dir = join(repoRoot, 'deploy', 'crds');
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.yaml'))
+    .flatMap((f) => parseManifests(readFileSync(join(dir, f), 'utf8')) as TestObject[]);
+}
+
+export interface Apiserver {
+  env: TestEnv;
+  kc: KubeConfig;
+  api: KubeClient;
+}
+
+/**
+ * Starts kube-apiserver + etcd, applies `before` (e.g. deploy/'s namespace) and the CRDs with server-side
+ * apply as `fieldManager`, then creates the namespace `ns` the suite works in.
+ */
+export async function startApiserver(
+  ns: string,
+  fieldManager: string,
+  before: TestObject[] = [],
+): Promise<Apiserver> {
+  const env = await startTestEnv();
+  const kc = env.kubeConfig();
+  const api = new KubeClient(kc);
+  await serverSideApply(kc, [...before, ...deployCrds()], { fieldManager });
+  await api.create({ group: '', version: 'v1', plural: 'namespaces', namespaced: false }, undefined, {
+    apiVersion: 'v1',
+    kind: 'Namespace',
+    metadata: { name: ns },
+  } as KubeObject);
+  return { env, kc, api };
+}
+
+/**
+ * `until(what, fn)` polls every `everyMs` until `fn` returns a value (not undefined or false); it has no
+ * deadline of its own (jest's test timeout bounds it) and gives up once `finish()` is called (afterAll).
+ */
+export function poller(everyMs = 50): {
+  until<T>(what: string, fn: () => Promise<T | undefined | false>): Promise<T>;
+  finish(): void;
+} {
+  let finished = false;
+  return {
+    async until<T>(what: string, fn: () => Promise<T | undefined | false>): Promise<T> {
+      let last: unknown;
+      while (!finished) {
+        try {
+          const v = await fn();
+          if (v !== undefined && v !== false) return v;
+        } catch (e) {
+          last = e;
+        }
+        await sleep(everyMs);
+      }
+      throw new Error(`gave up waiting for ${what} (suite finished)${last ? `: ${String(last)}` : ''}`);
+    },
+    finish() {
+      finished = true;
+    },
+  };
+}
+
+/** The launcher Pods of a VMI (by the renderer's created-by label). */
+export async function podsOf(api: KubeClient, vmi: Vmi): Promise<Pod[]> {
+  const ns = vmi.metadata.namespace;
+  return (await api.list<Pod>(PODS, ns, { labelSelector: `${LABEL_CREATED_BY}=${vmi.metadata.uid}` })).items;
+}
+
+/** The Pod status kubelet writes once the compute container of `image` runs. */
+export function runningPodStatus(image: string): Record<string, unknown> {
+  return {
+    phase: 'Running',
+    conditions: [{ type: 'Ready', status: 'True' }],
+    containerStatuses: [
+      {
+        name: 'compute',
+        ready: true,
+        restartCount: 0,
+        image,
+        imageID: '',
+        state: { running: { startedAt: nowTimestamp() } },
+      },
+    ],
+  };
+}
+
+/** The scheduler: binds the Pod to `node`. */
+export async function bindPod(api: KubeClient, pod: Pod, node: string): Promise<void> {
+  const name = pod.metadata!.name!;
+  await api.request('POST', `/api/v1/namespaces/${pod.metadata!.namespace}/pods/${name}/binding`, {
+    apiVersion: 'v1',
+    kind: 'Binding',
+    metadata: { name },
+    target: { apiVersion: 'v1', kind: 'Node', name: node },
+  });
+}
+
+/** kubelet: binds the Pod to `node` (unless bound) and runs its compute container of `image`. */
+export async function kubeletRuns(api: KubeClient, pod: Pod, node: string, image: string): Promise<Pod> {
+  if (!pod.spec?.nodeName) await bindPod(api, pod, node);
+  return api.patch<Pod>(
+    PODS,
+    pod.metadata!.namespace,
+    pod.metadata!.name!,
+    { status: runningPodStatus(image) },
+    'merge',
+    'status',
+  );
+}
