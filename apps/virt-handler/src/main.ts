@@ -21,7 +21,22 @@ async function main(): Promise<number> {
   const kc = new KubeConfig();
   if (flags.kubeconfig) kc.loadFromFile(flags.kubeconfig);
   else kc.loadFromCluster();
-  const handler = new Handler({ kubeConfig: kc, logger: log, ...flags });
+  const { migrationFlags: mf, ...rest } = flags;
+  const handler = new Handler({
+    kubeConfig: kc,
+    logger: log,
+    ...rest,
+    migration: {
+      address: mf.address,
+      bindAddress: mf.bindAddress,
+      launcherLibvirtSocket: mf.launcherLibvirtSocket,
+      tls: mf.tls && {
+        cert: readFileSync(mf.tls.certFile),
+        key: readFileSync(mf.tls.keyFile),
+        ca: readFileSync(mf.tls.caFile),
+      },
+    },
+  });
   let endpoint: HandlerEndpoint | undefined;
   let stopping: Promise<void> | undefined;
   const stop = (signal: string) => {

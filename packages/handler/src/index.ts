@@ -11,14 +11,24 @@ export {
   type ControllerOptions,
   type KubeWriter,
   type NetworkSetup,
+  type MigrationRoleOptions,
+  DEFAULT_LAUNCHER_LIBVIRT_SOCKET,
 } from './controller.js';
-export { Handler, defaultDirs, type HandlerOptions } from './handler.js';
+export {
+  Handler,
+  defaultDirs,
+  defaultMigrationAddress,
+  type HandlerOptions,
+  type HandlerMigrationOptions,
+} from './handler.js';
+export * from './migration-roles.js';
 export * from './device-plugin.js';
 export {
   MigrationProxyManager,
   MIGRATION_PORTS,
   type MigrationProxyOptions,
   type MigrationProxyStats,
+  type MigrationTls,
 } from './migration-proxy.js';
 export * from './pod-network.js';
 export * from './subresource-endpoint.js';

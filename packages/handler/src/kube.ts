@@ -10,12 +10,13 @@ import {
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import type { KubeWriter } from './controller.js';
 import type { EventToRecord } from './status.js';
+import { LABEL_NODE_NAME } from './migration-roles.js';
 
 export const GROUP = 'kubevirt.io';
 export const VERSION = 'v1';
 export const VMI_PLURAL = 'virtualmachineinstances';
 /** upstream's label: the node a VMI runs on (the handler watches only its own) */
-export const NODE_NAME_LABEL = 'kubevirt.io/nodeName';
+export const NODE_NAME_LABEL = LABEL_NODE_NAME;
 export const SCHEDULABLE_LABEL = 'kubevirt.io/schedulable';
 export const HEARTBEAT_ANNOTATION = 'kubevirt.io/heartbeat';
 
@@ -74,6 +75,20 @@ export class ClientNodeWriter implements KubeWriter {
       name: vmi.metadata.name!,
       body: { ...vmi, status },
     });
+  }
+
+  async patchLabels(vmi: VirtualMachineInstance, labels: Record<string, string | null>): Promise<void> {
+    await this.custom.patchNamespacedCustomObject(
+      {
+        group: GROUP,
+        version: VERSION,
+        namespace: vmi.metadata.namespace!,
+        plural: VMI_PLURAL,
+        name: vmi.metadata.name!,
+        body: { metadata: { labels } },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
   }
 
   async recordEvent(vmi: Pick<VirtualMachineInstance, 'metadata'>, e: EventToRecord): Promise<void> {

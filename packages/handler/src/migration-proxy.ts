@@ -12,9 +12,13 @@
 // entry at upstream's path `<shareDir>/migrationproxy/<uid>[-<port>]-source.sock`, where the source
 // launcher's libvirtd and QEMU connect (cmd-protocol's upstreamMigrationTarget), each connection piped
 // to `targetAddress:<tcpPort>`. Bytes are copied both ways; when one side closes, the other is closed.
-// Plain TCP: upstream wraps it in TLS unless `migrations.disableTLS` (not done here).
+// The TCP leg is mutual TLS with `tls` (as upstream's unless `migrations.disableTLS`): the target
+// listener requires a client certificate signed by `tls.ca`, the source verifies the target's chain
+// against the same CA (no host name check: nodes are dialled by address, upstream's client config too).
+// The unix legs stay plain (they are inside the node, in 0700 dirs).
 import { chown, mkdir, rm } from 'node:fs/promises';
 import net from 'node:net';
+import tls from 'node:tls';
 import path from 'node:path';
 import {
   LIBVIRT_DIRECT_MIGRATION_PORT,
@@ -32,6 +36,20 @@ export interface MigrationProxyOptions {
   bindAddress?: string;
   /** owner of the source unix sockets and their dir: the launcher's QEMU/libvirtd user (default: unchanged) */
   socketOwner?: { uid: number; gid: number };
+  /** mutual TLS on the TCP leg: this handler's certificate and key (server and client) and the CA both trust */
+  tls?: MigrationTls;
+}
+
+/** PEM contents (not paths). */
+export interface MigrationTls {
+  /** this handler's certificate (extended key usage serverAuth, and clientAuth unless clientCert is given) */
+  cert: string | Buffer;
+  key: string | Buffer;
+  /** the CA the other handlers' certificates are signed by */
+  ca: string | Buffer;
+  /** a separate client certificate for the source's outbound leg (upstream has one per role) */
+  clientCert?: string | Buffer;
+  clientKey?: string | Buffer;
 }
 
 interface Proxy {
@@ -102,9 +120,30 @@ export class MigrationProxyManager {
     try {
       for (const file of targetUnixFiles) {
         const conns = new Set<net.Socket>();
-        const server = net.createServer({ allowHalfOpen: true }, (inbound) =>
-          this.forward(key, inbound, { path: file }, conns),
-        );
+        const onConn = (inbound: net.Socket) => this.forward(key, inbound, { path: file }, conns);
+        const t = this.opts.tls;
+        const server = t
+          ? tls.createServer(
+              {
+                cert: t.cert,
+                key: t.key,
+                ca: t.ca,
+                requestCert: true,
+                rejectUnauthorized: true,
+                allowHalfOpen: true,
+                minVersion: 'TLSv1.2',
+              },
+              onConn,
+            )
+          : net.createServer({ allowHalfOpen: true }, onConn);
+        if (t)
+          server.on('tlsClientError', (err: Error, sock: tls.TLSSocket) => {
+            this.opts.logger.warn('migration proxy: a TLS client was refused', {
+              uid: key,
+              peer: `${sock.remoteAddress ?? ''}:${sock.remotePort ?? ''}`,
+              reason: err.message,
+            });
+          });
         await listen(server, { port: 0, host: this.opts.bindAddress ?? '0.0.0.0' });
         const port = (server.address() as net.AddressInfo).port;
         list.push({ server, path: file, tcp: String(port), conns });
@@ -210,7 +249,21 @@ export class MigrationProxyManager {
 
   private forward(key: string, inbound: net.Socket, to: net.NetConnectOpts, conns: Set<net.Socket>): void {
     // half-open: one direction may end (FIN passed on) while the other still carries data
-    const outbound = net.connect({ ...to, allowHalfOpen: true });
+    const t = this.opts.tls;
+    const outbound =
+      t && !('path' in to)
+        ? tls.connect({
+            host: (to as net.TcpNetConnectOpts).host,
+            port: (to as net.TcpNetConnectOpts).port,
+            cert: t.clientCert ?? t.cert,
+            key: t.clientKey ?? t.key,
+            ca: t.ca,
+            // the chain is checked against the CA; nodes are dialled by address (upstream's client config)
+            checkServerIdentity: () => undefined,
+            minVersion: 'TLSv1.2',
+            allowHalfOpen: true,
+          })
+        : net.connect({ ...to, allowHalfOpen: true });
     conns.add(inbound).add(outbound);
     let inBytes = 0;
     let outBytes = 0;
@@ -218,7 +271,7 @@ export class MigrationProxyManager {
     if (!st) this.stats.set(key, (st = { connections: 0, bytesIn: 0, bytesOut: 0 }));
     const stats = st;
     stats.connections++;
-    outbound.once('connect', () => {
+    outbound.once(t && !('path' in to) ? 'secureConnect' : 'connect', () => {
       splice(inbound, outbound, (n) => {
         inBytes += n;
         stats.bytesIn += n;
