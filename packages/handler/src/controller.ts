@@ -585,7 +585,7 @@ export class VmiController {
     const m = this.o.migration!;
     const root = m.podRoot
       ? await m.podRoot(ref)
-      : `/proc/${(await findLauncherProcess(ref.socketPath, this.o.launcherUid)).pid}/root`;
+      : `/proc/${(await findLauncherProcess(ref.socketPath, this.o.launcherUid, '/proc', { allowNodeNetwork: true })).pid}/root`;
     return path.join(root, m.launcherLibvirtSocket ?? DEFAULT_LAUNCHER_LIBVIRT_SOCKET);
   }
 

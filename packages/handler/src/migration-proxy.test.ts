@@ -221,7 +221,8 @@ test('mutual TLS on the TCP leg: data intact through two handlers with certifica
     warn: (_m: string, meta: { reason: string }) => void refused.push(meta.reason),
   };
   const libvirtSock = path.join(dir, 'target-libvirt-sock');
-  const qemuSock = path.join(dir, 'qemu.sock');
+  const qemuSock = path.join(dir, 'tq', 'migrationproxy', `${UID}-49152-source.sock`);
+  await import('node:fs/promises').then((f) => f.mkdir(path.dirname(qemuSock), { recursive: true }));
   const got: string[] = [];
   await hashServer(libvirtSock, got);
   await hashServer(qemuSock, []);
@@ -231,7 +232,7 @@ test('mutual TLS on the TCP leg: data intact through two handlers with certifica
     tls: { ...nodeB, ca: ca.ca },
   });
   const source = new MigrationProxyManager({ logger: quiet as never, tls: { ...nodeA, ca: ca.ca } });
-  await target.startTargetListener(UID, [libvirtSock, path.join(dir, 'qemu.sock')]);
+  await target.startTargetListener(UID, [libvirtSock, qemuSock]);
   const ports = target.targetListenerPorts(UID);
   await source.startSourceListener(UID, '127.0.0.1', ports, path.join(dir, 'src'));
   const libvirtPath = upstreamMigrationTarget(path.join(dir, 'src'), UID).targetURI.replace(

@@ -261,7 +261,8 @@ export class MigrationProxyManager {
             // the chain is checked against the CA; nodes are dialled by address (upstream's client config)
             checkServerIdentity: () => undefined,
             minVersion: 'TLSv1.2',
-            allowHalfOpen: true,
+            // passed on to the TLSSocket (not in the typings): one direction may end while the other carries data
+            ...({ allowHalfOpen: true } as object),
           })
         : net.connect({ ...to, allowHalfOpen: true });
     conns.add(inbound).add(outbound);
