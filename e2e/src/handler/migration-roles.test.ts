@@ -10,9 +10,16 @@
 // is killed fails and the guest stays; then an aborted one (the VMIM deleted) is cancelled.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, existsSync, readdirSync, readFileSync } from 'node:fs';
-import { mkdir, readdir, readFile, readlink, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, readlink, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  PatchStrategy,
+  setHeaderOptions,
+  type KubeConfig,
+  type V1Pod,
+} from '@kubernetes/client-node';
 import { parseManifests, type VirtualMachineInstance } from '@kubevirt-ts/api';
 import { createLogger } from '@kubevirt-ts/log';
 import { serverSideApply, startTestEnv, type KubeObject, type TestEnv } from '@kubevirt-ts/testenv';
@@ -51,6 +58,8 @@ let base: string;
 let controller: VirtController | undefined;
 let kubeletTimer: NodeJS.Timeout | undefined;
 let stopping = false;
+/** each node's pods dir: short (a launcher socket path under it must fit in 107 bytes with a Pod uid) */
+const podsDirs = new Map<string, string>();
 const handlers = new Map<string, { child: ChildProcess; stderr(): string; exited: Promise<unknown> }>();
 
 interface LauncherPod {
@@ -176,13 +185,14 @@ async function handlerCerts(dir: string): Promise<Record<string, { cert: string;
 
 async function startHandler(node: string, tls: { cert: string; key: string; ca: string }) {
   const dir = path.join(base, node);
-  await mkdir(path.join(dir, 'pods'), { recursive: true });
+  const podsDir = await mkdtemp('/tmp/p');
+  podsDirs.set(node, podsDir);
   const child = spawn(
     process.execPath,
     [
       HANDLER_MAIN,
       ...['--node-name', node, '--kubeconfig', env.kubeconfigPath],
-      ...['--pods-dir', path.join(dir, 'pods'), '--kubevirt-share-dir', path.join(dir, 'handler')],
+      ...['--pods-dir', podsDir, '--kubevirt-share-dir', path.join(dir, 'handler')],
       ...['--launcher-uid', '0', '--launcher-ready-timeout-seconds', '300'],
       ...['--heartbeat-interval-seconds', '2', '--resync-interval-seconds', '1', '--port', '0'],
       ...['--device-plugin-dir', '', '--container-disk-helper', ''],
@@ -214,7 +224,7 @@ async function startLauncherPod(pod: V1Pod, node: string, vmi: VirtualMachineIns
     { owner: { uid: 107, gid: 107 } },
   );
   await mkdir(path.join(hostRoot, 'share', 'sockets'), { recursive: true, mode: 0o700 });
-  const empty = path.join(base, node, 'pods', podUid, EMPTY);
+  const empty = path.join(podsDirs.get(node)!, podUid, EMPTY);
   await mkdir(empty, { recursive: true });
   await symlink(path.join(hostRoot, 'share'), path.join(empty, 'public'));
   await symlink(path.join(hostRoot, 'share', 'sockets'), path.join(empty, 'sockets'));
@@ -273,22 +283,10 @@ const podStatus = (phase: string, ready: boolean) => ({
   },
 });
 async function patchPodStatus(name: string, body: object) {
-  await fetchApi(
-    'PATCH',
-    `/api/v1/namespaces/${NS}/pods/${name}/status`,
-    body,
-    'application/merge-patch+json',
+  await core.patchNamespacedPodStatus(
+    { name, namespace: NS, body },
+    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
   );
-}
-async function fetchApi(method: string, p: string, body: object, type = 'application/json') {
-  const opts = await kc.applyToFetchOptions({});
-  const res = await fetch(`${env.server}${p}`, {
-    ...(opts as object),
-    method,
-    headers: { ...(opts.headers as Record<string, string>), 'content-type': type },
-    body: JSON.stringify(body),
-  } as RequestInit);
-  if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${await res.text()}`);
 }
 
 /** scheduler + kubelet, one pass */
@@ -326,11 +324,14 @@ async function kubeletTick(): Promise<void> {
       // a migration target goes to the node the VMI is not on (the anti-affinity); the first Pod to node-a
       const target = !!pod.metadata?.labels?.['kubevirt.io/migrationJobUID'];
       node = target ? NODES.find((n) => n !== vmi.status?.nodeName)! : 'node-a';
-      await fetchApi('POST', `/api/v1/namespaces/${NS}/pods/${pod.metadata!.name}/binding`, {
-        apiVersion: 'v1',
-        kind: 'Binding',
-        metadata: { name: pod.metadata!.name },
-        target: { apiVersion: 'v1', kind: 'Node', name: node },
+      await core.createNamespacedBinding({
+        namespace: NS,
+        body: {
+          apiVersion: 'v1',
+          kind: 'Binding',
+          metadata: { name: pod.metadata!.name },
+          target: { apiVersion: 'v1', kind: 'Node', name: node },
+        },
       });
     }
     await startLauncherPod(pod, node, vmi);
@@ -422,6 +423,7 @@ d(
       }
       await env?.stop();
       if (base) await rm(base, { recursive: true, force: true });
+      for (const d of podsDirs.values()) await rm(d, { recursive: true, force: true });
       await rm(POD_ROOT, { recursive: true, force: true }).catch(() => undefined);
     }, 180_000);
 
