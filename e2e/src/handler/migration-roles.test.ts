@@ -10,7 +10,7 @@
 // is killed fails and the guest stays; then an aborted one (the VMIM deleted) is cancelled.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, existsSync, readdirSync, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, readlink, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, readlink, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import {
   CoreV1Api,
@@ -58,7 +58,7 @@ let base: string;
 let controller: VirtController | undefined;
 let kubeletTimer: NodeJS.Timeout | undefined;
 let stopping = false;
-/** each node's pods dir: short (a launcher socket path under it must fit in 107 bytes with a Pod uid) */
+/** each node's pods dir: as short as deploy/'s /pods (the notify pipe's path under it, with a Pod uid, must fit in 107 bytes) */
 const podsDirs = new Map<string, string>();
 const handlers = new Map<string, { child: ChildProcess; stderr(): string; exited: Promise<unknown> }>();
 
@@ -185,7 +185,9 @@ async function handlerCerts(dir: string): Promise<Record<string, { cert: string;
 
 async function startHandler(node: string, tls: { cert: string; key: string; ca: string }) {
   const dir = path.join(base, node);
-  const podsDir = await mkdtemp('/tmp/p');
+  const podsDir = `/kvm${node.slice(-1).toUpperCase()}`;
+  await rm(podsDir, { recursive: true, force: true });
+  await mkdir(podsDir, { mode: 0o755 });
   podsDirs.set(node, podsDir);
   const child = spawn(
     process.execPath,
