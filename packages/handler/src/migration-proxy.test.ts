@@ -294,3 +294,38 @@ test('mutual TLS on the TCP leg: data intact through two handlers with certifica
   await source.close();
   await target.close();
 });
+
+test('socket paths longer than sun_path (a Pod share dir under the pods dir) are bound and dialled through their directory', async () => {
+  const deep = path.join(dir, 'volumes', 'kubernetes.io~empty-dir', 'public', 'x'.repeat(40));
+  const targetSock = path.join(deep, 'target', 'migrationproxy', `${UID}-49152-source.sock`);
+  await import('node:fs/promises').then((f) => f.mkdir(path.dirname(targetSock), { recursive: true }));
+  expect(Buffer.byteLength(targetSock)).toBeGreaterThan(107);
+  const got: string[] = [];
+  // the launcher side binds its own short path; the handler sees it under the long one (a link to the dir)
+  const shortDir = await mkdtemp(path.join(os.tmpdir(), 'l-'));
+  await hashServer(path.join(shortDir, 's.sock'), got);
+  await import('node:fs/promises').then((f) => f.rename(path.join(shortDir, 's.sock'), targetSock));
+  const libvirt = path.join(dir, 'lv.sock');
+  await hashServer(libvirt, []);
+  const target = new MigrationProxyManager({ logger: quiet as never, bindAddress: '127.0.0.1' });
+  const source = new MigrationProxyManager({ logger: quiet as never });
+  await target.startTargetListener(UID, [libvirt, targetSock]);
+  const srcShare = path.join(deep, 'source');
+  await source.startSourceListener(UID, '127.0.0.1', target.targetListenerPorts(UID), srcShare);
+  const files = source.sourceListenerFiles(UID);
+  for (const f of files) {
+    expect(Buffer.byteLength(f)).toBeGreaterThan(107);
+    expect((await stat(f)).isSocket()).toBe(true);
+  }
+  const qemuFile = files.find((f) => f.includes('-49152-'))!;
+  // a client reaches the long-named source socket through a short link to its dir (as the launcher's own path)
+  const link = path.join(shortDir, 'mp');
+  await import('node:fs/promises').then((f) => f.symlink(path.dirname(qemuFile), link));
+  const data = randomBytes(256 * 1024);
+  const back = await roundTrip(path.join(link, path.basename(qemuFile)), data);
+  expect(back).toBe(createHash('sha256').update(data).digest('hex'));
+  expect(got).toEqual([back]);
+  await source.close();
+  await target.close();
+  await rm(shortDir, { recursive: true, force: true });
+});

@@ -16,12 +16,13 @@
 // listener requires a client certificate signed by `tls.ca`, the source verifies the target's chain
 // against the same CA (no host name check: nodes are dialled by address, upstream's client config too).
 // The unix legs stay plain (they are inside the node, in 0700 dirs).
-import { chown, mkdir, rm } from 'node:fs/promises';
+import { chown, mkdir, open, rm } from 'node:fs/promises';
 import net from 'node:net';
 import tls from 'node:tls';
 import path from 'node:path';
 import {
   LIBVIRT_DIRECT_MIGRATION_PORT,
+  MAX_SOCKET_PATH_BYTES,
   migrationProxyKey,
   migrationProxySocketPath,
 } from '@kubevirt-ts/cmd-protocol';
@@ -208,7 +209,12 @@ export class MigrationProxyManager {
         const server = net.createServer({ allowHalfOpen: true }, (inbound) =>
           this.forward(key, inbound, { host: targetAddress, port }, conns),
         );
-        await listen(server, { path: file });
+        const short = await shortUnixPath(file);
+        try {
+          await listen(server, { path: short.path });
+        } finally {
+          short.release();
+        }
         if (owner) await chown(file, owner.uid, owner.gid);
         list.push({ server, path: file, tcp: `${targetAddress}:${tcpPort}`, conns });
         this.opts.logger.info('migration proxy listening on the source', {
@@ -247,8 +253,32 @@ export class MigrationProxyManager {
     for (const k of [...this.sources.keys()]) await this.stopSourceListener(k);
   }
 
-  private forward(key: string, inbound: net.Socket, to: net.NetConnectOpts, conns: Set<net.Socket>): void {
+  private forward(
+    key: string,
+    inbound: net.Socket,
+    to: net.NetConnectOpts,
+    conns: Set<net.Socket>,
+    onDialled: () => void = () => undefined,
+  ): void {
     // half-open: one direction may end (FIN passed on) while the other still carries data
+    if ('path' in to && Buffer.byteLength(to.path) > MAX_SOCKET_PATH_BYTES) {
+      // a long launcher socket path (the target Pod's share dir): dial through its directory's descriptor
+      void shortUnixPath(to.path).then(
+        (short) => {
+          // the inbound socket buffers meanwhile: nothing reads it before the outbound leg is spliced on
+          this.forward(key, inbound, { path: short.path }, conns, short.release);
+        },
+        (e: Error) => {
+          this.opts.logger.warn('migration proxy: the outbound leg failed', {
+            uid: key,
+            outbound: to.path,
+            reason: e.message,
+          });
+          inbound.destroy();
+        },
+      );
+      return;
+    }
     const t = this.opts.tls;
     const outbound =
       t && !('path' in to)
@@ -266,6 +296,7 @@ export class MigrationProxyManager {
           })
         : net.connect({ ...to, allowHalfOpen: true });
     conns.add(inbound).add(outbound);
+    outbound.once('connect', onDialled).once('error', onDialled).once('close', onDialled);
     let inBytes = 0;
     let outBytes = 0;
     let st = this.stats.get(key);
@@ -296,6 +327,26 @@ export class MigrationProxyManager {
       this.opts.logger.info('migration proxy connection closed', { uid: key, inBytes, outBytes });
     });
   }
+}
+
+/**
+ * A unix socket path short enough to bind or dial. The Pod's share dir as the handler sees it
+ * (`<pods dir>/<pod uid>/volumes/kubernetes.io~empty-dir/public/migrationproxy/<vmi uid>-49152-source.sock`)
+ * is longer than the 107 bytes of sun_path; the launcher sees a short one. A long path goes through an
+ * open descriptor of its directory: `/proc/self/fd/<fd>/<name>`, closed by `release()` once bound or connected.
+ */
+async function shortUnixPath(file: string): Promise<{ path: string; release(): void }> {
+  if (Buffer.byteLength(file) <= MAX_SOCKET_PATH_BYTES) return { path: file, release: () => undefined };
+  const dir = await open(path.dirname(file), 'r');
+  const p = `/proc/self/fd/${dir.fd}/${path.basename(file)}`;
+  if (Buffer.byteLength(p) > MAX_SOCKET_PATH_BYTES)
+    throw new Error(`${file}: the socket name alone is too long for a unix socket`);
+  let open_ = true;
+  const release = () => {
+    if (open_) void dir.close().catch(() => undefined);
+    open_ = false;
+  };
+  return { path: p, release };
 }
 
 function listen(server: net.Server, opts: net.ListenOptions): Promise<void> {
