@@ -225,7 +225,9 @@ async function startLauncherPod(pod: V1Pod, node: string, vmi: VirtualMachineIns
     prepare.fromPodLayout(createLayout(hostRoot)),
     { owner: { uid: 107, gid: 107 } },
   );
-  await mkdir(path.join(hostRoot, 'share', 'sockets'), { recursive: true, mode: 0o700 });
+  // the Pod's /var/run/kubevirt: traversable by the QEMU user (its migrationproxy/ sockets are there)
+  await mkdir(path.join(hostRoot, 'share'), { mode: 0o755 });
+  await mkdir(path.join(hostRoot, 'share', 'sockets'), { mode: 0o700 });
   const empty = path.join(podsDirs.get(node)!, podUid, EMPTY);
   await mkdir(empty, { recursive: true });
   await symlink(path.join(hostRoot, 'share'), path.join(empty, 'public'));
