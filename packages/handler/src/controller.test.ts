@@ -309,8 +309,14 @@ describe('migration roles', () => {
     await c.reconcile('ns/vm');
     expect(vmis.get('ns/vm')!.status!.migrationState).toMatchObject({ targetNodeDomainDetected: true });
     expect(vmis.get('ns/vm')!.status!.migrationState!.targetNodeDomainReadyTimestamp).toBeUndefined();
+    // the source saw its side complete first (completed before the hand-off, as upstream's): the listeners go,
+    // and the target still reports its running domain
+    const done = structuredClone(vmis.get('ns/vm')!);
+    Object.assign(done.status!.migrationState!, { completed: true, endTimestamp: '2025-01-01T00:00:09Z' });
+    vmis.set('ns/vm', done);
     c.domains.apply('MODIFIED', dom('Running', 'Migrated'));
     await c.reconcile('ns/vm');
+    expect(m.proxy.openListenerCount()).toBe(0);
     expect(dst.calls).toEqual(['prepare u1', 'finalize u1']);
     expect(vmis.get('ns/vm')!.status!.migrationState!.targetNodeDomainReadyTimestamp).toBe(
       new Date(now).toISOString().replace(/\.\d+Z$/, 'Z'),

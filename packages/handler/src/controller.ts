@@ -35,7 +35,6 @@ import {
   applyMigrationProgress,
   domainIsActiveOnTarget,
   domainMigrated,
-  isMigrating,
   isMigrationSource,
   isPreMigrationTarget,
   migrationOptions,
@@ -648,7 +647,10 @@ export class VmiController {
     }
     this.readyUids.add(uid);
     const prepared = `${uid}/${ms.migrationUid}`;
-    if (!isMigrating(ms) && !this.preparedTargets.has(prepared)) {
+    // before the source starts: prepare once, then publish where to connect (after the start, or once the
+    // migration is over and its listeners closed, there is nothing left to prepare or publish)
+    const beforeStart = !ms.startTimestamp && !migrationOver(ms);
+    if (beforeStart && !this.preparedTargets.has(prepared)) {
       await this.ghosts.put({
         name: vmi.metadata.name!,
         namespace: vmi.metadata.namespace!,
@@ -699,7 +701,7 @@ export class VmiController {
       await l.client.finalizeMigration(vmi);
       out.targetNodeDomainReadyTimestamp = this.nowIso();
     }
-    if (!isMigrating(ms)) {
+    if (beforeStart) {
       const ports = mig.proxy.targetListenerPorts(uid);
       if (Object.keys(ports).length === 0)
         throw new Error('target migration listener is not up for this vmi');
