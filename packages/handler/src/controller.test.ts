@@ -326,8 +326,13 @@ describe('migration roles', () => {
     const handed = structuredClone(vmis.get('ns/vm')!);
     handed.status!.nodeName = 'n2';
     handed.status!.migrationState!.completed = true;
-    handed.metadata.labels!['kubevirt.io/nodeName'] = 'n2';
+    // the status first, the node label still the source's (the hand-off's two writes): the domain stays
     vmis.set('ns/vm', handed);
+    await c.reconcile('ns/vm');
+    expect(dst.calls).toEqual(['prepare u1', 'finalize u1']);
+    expect(vmis.get('ns/vm')!.status).toMatchObject({ phase: 'Running', nodeName: 'n2' });
+    handed.metadata.labels!['kubevirt.io/nodeName'] = 'n2';
+    vmis.set('ns/vm', { ...handed, status: vmis.get('ns/vm')!.status });
     await c.reconcile('ns/vm');
     expect(dst.calls).toEqual(['prepare u1', 'finalize u1']);
     expect(vmis.get('ns/vm')!.status).toMatchObject({ phase: 'Running', nodeName: 'n2' });

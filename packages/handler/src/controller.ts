@@ -419,8 +419,9 @@ export class VmiController {
         await this.finishHandOff(vmi, owner);
         return;
       }
-      // the VMI lives on another node now (upstream's isOrphanedMigrationSource): this node's domain goes
-      if (nodeLabel && nodeLabel !== me) {
+      // the VMI lives on another node now (upstream's isOrphanedMigrationSource): this node's domain goes.
+      // Not while the status names this node: the hand-off writes the status first, the label after it
+      if (nodeLabel && nodeLabel !== me && owner !== me) {
         await this.killOrphans(key, undefined);
         return;
       }
@@ -603,7 +604,14 @@ export class VmiController {
     const log = { namespace: vmi.metadata.namespace, name: vmi.metadata.name, uid };
     const podUid = Object.entries(vmi.status?.activePods ?? {}).find(([, n]) => n === me)?.[0];
     const socketPath = podUid ? podSocketPath(this.o.podsDir, podUid) : undefined;
-    const l = socketPath && podUid ? await this.launcher(socketPath, podUid) : undefined;
+    // a migration that is over (or a VMI going away) only uses a launcher already known, never connects anew
+    const winding = !!ms?.failed || !!vmi.metadata.deletionTimestamp || isFinal(vmi.status?.phase);
+    const l =
+      socketPath && podUid
+        ? winding
+          ? this.launchers.get(socketPath)
+          : await this.launcher(socketPath, podUid)
+        : undefined;
     const alive = await this.alive(l);
     const last = this.domains.last(key, uid);
     const domain = last && !last.deleted ? last.domain : undefined;
