@@ -288,7 +288,10 @@ describe('migration roles', () => {
     const { c, vmis, writes, events } = setup({ nodeName: 'n2', migration: m });
     await c.ghosts.load(log);
     const dst = await fakeLauncher(path.join(dir, 'pods'), 'pod-dst');
-    vmis.set('ns/vm', migratingVmi());
+    // this node ran the VMI before (migrated away and now back): its old Pod, launcher gone, is listed first
+    const first = migratingVmi();
+    first.status!.activePods = { 'pod-src': 'n1', 'pod-old': 'n2', 'pod-dst': 'n2' };
+    vmis.set('ns/vm', first);
     await c.reconcile('ns/vm');
     expect(dst.calls).toEqual(['prepare u1']);
     const ms = vmis.get('ns/vm')!.status!.migrationState!;

@@ -390,7 +390,19 @@ export class VmiController {
   /** The Pod of this VMI on this node (status.activePods: pod uid -> node name). */
   private podOf(vmi: VirtualMachineInstance): string | undefined {
     const pods = Object.entries(vmi.status?.activePods ?? {});
-    return (pods.find(([, node]) => node === this.o.nodeName) ?? pods[0])?.[0];
+    return this.podOnNode(vmi) ?? pods[0]?.[0];
+  }
+
+  /**
+   * The VMI's Pod on this node. After a migration away and back a node has two (the old source's, whose
+   * launcher ended, and the new target's): the one whose launcher socket is there, else the last listed.
+   */
+  private podOnNode(vmi: VirtualMachineInstance): string | undefined {
+    const here = Object.entries(vmi.status?.activePods ?? {})
+      .filter(([, node]) => node === this.o.nodeName)
+      .map(([uid]) => uid);
+    if (here.length <= 1) return here[0];
+    return here.find((uid) => existsSync(podSocketPath(this.o.podsDir, uid))) ?? here[here.length - 1];
   }
 
   async reconcile(key: string): Promise<void> {
@@ -602,7 +614,7 @@ export class VmiController {
     const uid = vmi.metadata.uid!;
     const ms = vmi.status?.migrationState;
     const log = { namespace: vmi.metadata.namespace, name: vmi.metadata.name, uid };
-    const podUid = Object.entries(vmi.status?.activePods ?? {}).find(([, n]) => n === me)?.[0];
+    const podUid = this.podOnNode(vmi);
     const socketPath = podUid ? podSocketPath(this.o.podsDir, podUid) : undefined;
     // a migration that is over (or a VMI going away) only uses a launcher already known, never connects anew
     const winding = !!ms?.failed || !!vmi.metadata.deletionTimestamp || isFinal(vmi.status?.phase);
