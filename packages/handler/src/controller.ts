@@ -170,6 +170,9 @@ export class VmiController {
   private synced = new Set<string>();
   private syncErrors = new Map<string, string>();
   private firstSeen = new Map<string, number>();
+  /** Pods whose launcher was let go of (ended): never picked again for their VMI */
+  private droppedPods = new Set<string>();
+  private stopping = false;
   /** `<vmi uid>/<migration uid>` of migrations prepared on this node as the target */
   private preparedTargets = new Set<string>();
   /** `<vmi uid>/<migration uid>` of migrations this node started as the source */
@@ -290,6 +293,7 @@ export class VmiController {
   }
 
   private async dropLauncher(socketPath: string, podUid: string): Promise<void> {
+    if (!this.stopping) this.droppedPods.add(podUid);
     const l = this.launchers.get(socketPath);
     this.launchers.delete(socketPath);
     l?.client.close();
@@ -330,6 +334,7 @@ export class VmiController {
   }
 
   async stop(): Promise<void> {
+    this.stopping = true;
     for (const l of [...this.launchers.values()]) await this.dropLauncher(l.socketPath, l.podUid);
     for (const p of this.pendingPipes.values()) await p.stop();
     this.pendingPipes.clear();
@@ -402,7 +407,10 @@ export class VmiController {
       .filter(([, node]) => node === this.o.nodeName)
       .map(([uid]) => uid);
     if (here.length <= 1) return here[0];
-    return here.find((uid) => existsSync(podSocketPath(this.o.podsDir, uid))) ?? here[here.length - 1];
+    // Pods whose launcher this handler let go of are out (a killed launcher leaves its socket file behind)
+    const live = here.filter((uid) => !this.droppedPods.has(uid));
+    const pick = live.length > 0 ? live : here;
+    return pick.find((uid) => existsSync(podSocketPath(this.o.podsDir, uid))) ?? pick[pick.length - 1];
   }
 
   async reconcile(key: string): Promise<void> {
