@@ -47,6 +47,8 @@ const POD_ROOT = '/run/kvts-migr-roles-root';
 const SHARE = `${POD_ROOT}/share`;
 const EMPTY = 'volumes/kubernetes.io~empty-dir';
 const isRoot = process.getuid?.() === 0;
+/** the launcher process ended (exit code, or killed by a signal) */
+const ended = (c: ChildProcess) => c.exitCode !== null || c.signalCode !== null;
 const lastBeat = (t: string) =>
   Math.max(0, ...[...t.matchAll(/KUBEVIRT-TS-GUEST-HEARTBEAT (\d+)/g)].map((m) => Number(m[1])));
 
@@ -303,13 +305,13 @@ async function kubeletTick(): Promise<void> {
     const uid = pod.metadata!.uid!;
     const lp = launcherPods.get(uid);
     if (lp) {
-      if (pod.metadata?.deletionTimestamp && lp.launcher.exitCode === null) lp.launcher.kill('SIGTERM');
-      if (lp.launcher.exitCode !== null && !['Succeeded', 'Failed'].includes(pod.status?.phase ?? ''))
+      if (pod.metadata?.deletionTimestamp && !ended(lp.launcher)) lp.launcher.kill('SIGTERM');
+      if (ended(lp.launcher) && !['Succeeded', 'Failed'].includes(pod.status?.phase ?? ''))
         await patchPodStatus(
           lp.podName,
           podStatus(lp.launcher.exitCode === 0 ? 'Succeeded' : 'Failed', false),
         );
-      if (pod.metadata?.deletionTimestamp && lp.launcher.exitCode !== null)
+      if (pod.metadata?.deletionTimestamp && ended(lp.launcher))
         await core
           .deleteNamespacedPod({ name: lp.podName, namespace: NS, gracePeriodSeconds: 0 })
           .catch(() => undefined);
@@ -344,7 +346,7 @@ async function kubeletTick(): Promise<void> {
 }
 
 function podOfNode(vmi: VirtualMachineInstance, node: string): LauncherPod {
-  const p = [...launcherPods.values()].filter((x) => x.node === node && x.launcher.exitCode === null);
+  const p = [...launcherPods.values()].filter((x) => x.node === node && !ended(x.launcher));
   if (p.length !== 1) throw new Error(`${p.length} live launcher pods of ${vmi.metadata.name} on ${node}`);
   return p[0]!;
 }
@@ -551,7 +553,7 @@ d(
         async () => lastBeat(await readText(src.serialLog)) >= b + 2,
         120_000,
       );
-      expect(src.launcher.exitCode).toBeNull();
+      expect(ended(src.launcher)).toBe(false);
     }, 900_000);
 
     test('abort: deleting the VMIM of a running migration cancels it on the source (abortStatus Succeeded); the guest stays', async () => {
