@@ -163,8 +163,8 @@ export const HANDLER_CLUSTER_RULES = [
   {
     apiGroups: ['kubevirt.io'],
     resources: ['virtualmachineinstances'],
-    verbs: ['get', 'list', 'watch'],
-    why: 'get/list/watch: the VMIs scheduled to its node (informer with a nodeName label selector)',
+    verbs: ['get', 'list', 'watch', 'patch'],
+    why: 'get/list/watch: the VMIs scheduled to its node and those migrating to it (informers with the nodeName and migrationTargetNodeName label selectors); patch: the migration hand-off moves the kubevirt.io/nodeName label to the target node (a merge patch of labels only)',
   },
   {
     apiGroups: ['kubevirt.io'],

@@ -232,7 +232,8 @@ const NEEDS: Record<'controller' | 'handler', Need[]> = {
     },
   ],
   handler: [
-    { group: 'kubevirt.io', resource: 'virtualmachineinstances', verbs: ['get', 'list', 'watch'] },
+    // patch: the migration hand-off moves the VMI's kubevirt.io/nodeName label to the target node
+    { group: 'kubevirt.io', resource: 'virtualmachineinstances', verbs: ['get', 'list', 'watch', 'patch'] },
     {
       group: 'kubevirt.io',
       resource: 'virtualmachineinstances',
