@@ -653,6 +653,11 @@ export function deployObjects({ registry = DEFAULT_REGISTRY, tag = DEFAULT_TAG }
                       name: 'NODE_NAME',
                       valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'spec.nodeName' } },
                     },
+                    // the address a migration target publishes to the source handler (upstream's MY_POD_IP)
+                    {
+                      name: 'MY_POD_IP',
+                      valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'status.podIP' } },
+                    },
                   ],
                   // the Pods' dirs as mounted here, and as the host names them (container disks are mounted there)
                   args: ['--pods-dir=/pods', '--host-pods-dir=/var/lib/kubelet/pods'],
