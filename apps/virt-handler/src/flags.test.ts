@@ -42,6 +42,39 @@ describe('virt-handler flags', () => {
       parseHandlerFlags(['--node-name', 'x', '--device-plugin-dir', ''], {}).devicePluginDir,
     ).toBeUndefined();
   });
+  it('migration: address from $MY_POD_IP, TLS files together, an absolute libvirt socket path', () => {
+    expect(parseHandlerFlags(['--node-name', 'x'], { MY_POD_IP: '10.0.0.7' }).migrationFlags).toEqual({
+      address: '10.0.0.7',
+      bindAddress: undefined,
+      tls: undefined,
+      launcherLibvirtSocket: undefined,
+    });
+    const f = parseHandlerFlags(
+      [
+        '--node-name',
+        'x',
+        '--migration-address=10.0.0.9',
+        '--migration-bind-address=10.0.0.9',
+        '--migration-cert-file=c',
+        '--migration-key-file=k',
+        '--migration-ca-file=ca',
+        '--launcher-libvirt-socket=/run/lv/libvirt-sock',
+      ],
+      { MY_POD_IP: '10.0.0.7' },
+    );
+    expect(f.migrationFlags).toEqual({
+      address: '10.0.0.9',
+      bindAddress: '10.0.0.9',
+      tls: { certFile: 'c', keyFile: 'k', caFile: 'ca' },
+      launcherLibvirtSocket: '/run/lv/libvirt-sock',
+    });
+    expect(() => parseHandlerFlags(['--node-name', 'x', '--migration-ca-file', 'ca'], {})).toThrow(
+      /--migration-cert-file, --migration-key-file and --migration-ca-file go together/,
+    );
+    expect(() =>
+      parseHandlerFlags(['--node-name', 'x', '--launcher-libvirt-socket', 'libvirt-sock'], {}),
+    ).toThrow(/--launcher-libvirt-socket: must be an absolute path/);
+  });
   it('names the bad flag', () => {
     expect(() => parseHandlerFlags([], {})).toThrow(/--node-name: required/);
     expect(() => parseHandlerFlags(['--node-name', 'x', '--launcher-uid', 'qemu'], {})).toThrow(

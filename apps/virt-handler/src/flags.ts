@@ -10,6 +10,9 @@ export const USAGE = `usage: virt-handler --node-name NODE [--kubeconfig FILE] [
                     [--device-plugin-dir /var/lib/kubelet/device-plugins]
                     [--subresource-cert-file F --subresource-key-file F --subresource-client-ca-file F]
                     [--subresource-port 8186] [--subresource-address 0.0.0.0]
+                    [--migration-address IP] [--migration-bind-address 0.0.0.0]
+                    [--migration-cert-file F --migration-key-file F --migration-ca-file F]
+                    [--launcher-libvirt-socket /var/run/libvirt/run/libvirt/libvirt-sock]
 
                     [--container-disk-helper /usr/bin/kvts-hostmount] [--host-pods-dir /var/lib/kubelet/pods]`;
 
@@ -34,6 +37,13 @@ export interface HandlerFlags {
   subresource?: { certFile: string; keyFile: string; clientCaFile: string; port: number; address: string };
   containerDiskHelper?: string;
   hostPodsDir: string;
+  /** the migration roles: the address published to sources, the TCP bind address, mutual TLS files (all three or none) */
+  migrationFlags: {
+    address?: string;
+    bindAddress?: string;
+    tls?: { certFile: string; keyFile: string; caFile: string };
+    launcherLibvirtSocket?: string;
+  };
 }
 
 function int(flag: string, v: string | undefined, def: number, min = 0): number {
@@ -73,6 +83,12 @@ export function parseHandlerFlags(argv: string[], env: NodeJS.ProcessEnv = proce
           'subresource-address',
           'container-disk-helper',
           'host-pods-dir',
+          'migration-address',
+          'migration-bind-address',
+          'migration-cert-file',
+          'migration-key-file',
+          'migration-ca-file',
+          'launcher-libvirt-socket',
         ].map((n) => [n, { type: 'string' as const }]),
       ),
     }) as { values: Record<string, string | undefined> });
@@ -88,6 +104,14 @@ export function parseHandlerFlags(argv: string[], env: NodeJS.ProcessEnv = proce
   if (tls.some((v) => v) && !tls.every((v) => v))
     throw new FlagError(
       '--subresource-cert-file, --subresource-key-file and --subresource-client-ca-file go together',
+    );
+  const mtls = ['migration-cert-file', 'migration-key-file', 'migration-ca-file'].map((k) => values[k]);
+  if (mtls.some((v) => v) && !mtls.every((v) => v))
+    throw new FlagError('--migration-cert-file, --migration-key-file and --migration-ca-file go together');
+  const socket = values['launcher-libvirt-socket'];
+  if (socket !== undefined && !socket.startsWith('/'))
+    throw new FlagError(
+      `--launcher-libvirt-socket: must be an absolute path in the launcher Pod, got ${JSON.stringify(socket)}`,
     );
   return {
     nodeName,
@@ -120,5 +144,11 @@ export function parseHandlerFlags(argv: string[], env: NodeJS.ProcessEnv = proce
     containerDiskHelper: (values['container-disk-helper'] ?? '/usr/bin/kvts-hostmount') || undefined,
     // kubelet's pod dir in the host's mount namespace (where container disks are mounted); default: --pods-dir
     hostPodsDir: values['host-pods-dir'] ?? values['pods-dir'] ?? '/var/lib/kubelet/pods',
+    migrationFlags: {
+      address: values['migration-address'] ?? env.MY_POD_IP,
+      bindAddress: values['migration-bind-address'],
+      tls: mtls[0] ? { certFile: mtls[0], keyFile: mtls[1]!, caFile: mtls[2]! } : undefined,
+      launcherLibvirtSocket: socket,
+    },
   };
 }

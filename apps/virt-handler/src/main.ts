@@ -20,7 +20,22 @@ async function main(): Promise<number> {
   const log = createLogger({ component: 'virt-handler', level: flags.logLevel });
   // not client-node's KubeConfig: it loads client-node's API models (~80 MiB RSS) this process never uses
   const kc = flags.kubeconfig ? LiteKubeConfig.fromFile(flags.kubeconfig) : LiteKubeConfig.fromCluster();
-  const handler = new Handler({ kubeConfig: kc, logger: log, ...flags });
+  const { migrationFlags: mf, ...rest } = flags;
+  const handler = new Handler({
+    kubeConfig: kc,
+    logger: log,
+    ...rest,
+    migration: {
+      address: mf.address,
+      bindAddress: mf.bindAddress,
+      launcherLibvirtSocket: mf.launcherLibvirtSocket,
+      tls: mf.tls && {
+        cert: readFileSync(mf.tls.certFile),
+        key: readFileSync(mf.tls.keyFile),
+        ca: readFileSync(mf.tls.caFile),
+      },
+    },
+  });
   let endpoint: HandlerEndpoint | undefined;
   let stopping: Promise<void> | undefined;
   const stop = (signal: string) => {

@@ -7,7 +7,8 @@ import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import { setVirtualMachineInstanceDefaults } from '@kubevirt-ts/api';
 import { CmdServer, type DomainModel } from '@kubevirt-ts/cmd-protocol';
 import { createLogger } from '@kubevirt-ts/log';
-import { VmiController, type KubeWriter } from './controller.js';
+import { VmiController, type ControllerOptions, type KubeWriter } from './controller.js';
+import { MigrationProxyManager } from './migration-proxy.js';
 import { GhostRecords, podPublicDir, podSocketsDir } from './launchers.js';
 import type { EventToRecord } from './status.js';
 
@@ -20,6 +21,7 @@ const controllers: VmiController[] = [];
 interface FakeLauncher {
   calls: string[];
   domain?: DomainModel;
+  migrateOptions?: unknown;
 }
 
 async function fakeLauncher(podsDir: string, podUid: string): Promise<FakeLauncher> {
@@ -46,6 +48,18 @@ async function fakeLauncher(podsDir: string, podUid: string): Promise<FakeLaunch
         if (f.domain) f.domain = { ...f.domain, status: { status: 'Shutoff', reason: 'Destroyed' } };
       },
       getDomain: async () => f.domain,
+      deleteVMI: async (vmi) => {
+        f.calls.push(`delete ${vmi.metadata.uid}`);
+        f.domain = undefined;
+      },
+      prepareMigrationTarget: async (vmi) => void f.calls.push(`prepare ${vmi.metadata.uid}`),
+      migrateVMI: async (vmi, options) => {
+        f.calls.push(`migrate ${vmi.metadata.uid}`);
+        f.migrateOptions = options;
+      },
+      cancelMigration: async (vmi) => void f.calls.push(`cancel ${vmi.metadata.uid}`),
+      finalizeMigration: async (vmi) => void f.calls.push(`finalize ${vmi.metadata.uid}`),
+      signalTargetPodCleanup: async (vmi) => void f.calls.push(`cleanup ${vmi.metadata.uid}`),
     },
   });
   await server.start();
@@ -73,34 +87,47 @@ function vmi(
   return v;
 }
 
-function setup() {
+function setup(o: { nodeName?: string; migration?: ControllerOptions['migration'] } = {}) {
   const vmis = new Map<string, VirtualMachineInstance>();
   const writes: Array<VirtualMachineInstance['status']> = [];
   const events: EventToRecord[] = [];
+  const labelPatches: Array<Record<string, string | null>> = [];
+  const requeues: number[] = [];
   const kube: KubeWriter = {
     updateStatus: async (v, status) => {
       writes.push(status);
       vmis.set(`${v.metadata.namespace}/${v.metadata.name}`, { ...v, status });
     },
     recordEvent: async (_v, e) => void events.push(e),
+    patchLabels: async (v, labels) => {
+      labelPatches.push(labels);
+      const k = `${v.metadata.namespace}/${v.metadata.name}`;
+      const cur = vmis.get(k)!;
+      const merged: Record<string, string> = { ...cur.metadata.labels };
+      for (const [l, val] of Object.entries(labels))
+        if (val === null) delete merged[l];
+        else merged[l] = val;
+      vmis.set(k, { ...cur, metadata: { ...cur.metadata, labels: merged } });
+    },
   };
   const c = new VmiController(
     {
-      nodeName: 'n1',
+      nodeName: o.nodeName ?? 'n1',
+      migration: o.migration,
       podsDir: path.join(dir, 'pods'),
       handlerDir: path.join(dir, 'handler'),
       notifySocket: path.join(dir, 'handler', 'notify.sock'),
       launcherUid: process.getuid?.() ?? 0,
       getVmi: (k) => vmis.get(k),
       kube,
-      requeueAfter: () => undefined,
+      requeueAfter: (_k, ms) => void requeues.push(ms),
       log,
       now: () => now,
     },
     () => undefined,
   );
   controllers.push(c);
-  return { c, vmis, writes, events };
+  return { c, vmis, writes, events, labelPatches, requeues };
 }
 
 beforeEach(async () => {
@@ -155,7 +182,8 @@ describe('VmiController.reconcile', () => {
     c.domains.apply('MODIFIED', a.domain); // u1: Shutoff/Destroyed
     await c.reconcile('ns/vm');
     expect(b.calls).toEqual(['sync u2']);
-    expect(a.calls).toEqual(['sync u1', 'kill u1']);
+    // the old domain, now down, is deleted before its launcher is let go
+    expect(a.calls).toEqual(['sync u1', 'kill u1', 'delete u1']);
     expect(c.ghosts.get('u1')).toBeUndefined();
     await c.reconcile('ns/vm');
     expect(vmis.get('ns/vm')!.status!.phase).toBe('Running');
@@ -198,7 +226,323 @@ describe('VmiController.reconcile', () => {
     expect(a.calls).toEqual(['sync u1', 'kill u1']);
     c.domains.apply('MODIFIED', a.domain);
     await c.reconcile('ns/vm');
+    expect(a.calls).toEqual(['sync u1', 'kill u1', 'delete u1']);
     expect(c.ghosts.get('u1')).toBeUndefined();
     expect(c.knownKeys()).toEqual([]);
+  });
+});
+
+const quiet = {
+  info: () => undefined,
+  warn: () => undefined,
+  error: () => undefined,
+  debug: () => undefined,
+};
+const proxies: MigrationProxyManager[] = [];
+afterEach(async () => {
+  for (const p of proxies.splice(0)) await p.close();
+});
+
+function migrationParts() {
+  const proxy = new MigrationProxyManager({ logger: quiet as never, bindAddress: '127.0.0.1' });
+  proxies.push(proxy);
+  return {
+    proxy,
+    address: '127.0.0.1',
+    // the Pod's root: the test dir (the libvirt socket need not exist to listen)
+    podRoot: async () => dir,
+    launcherLibvirtSocket: '/lv/libvirt-sock',
+  };
+}
+
+/** a VMI running on n1 whose migration m1 the controller handed to n2 (upstream's fields) */
+function migratingVmi(extra: Partial<NonNullable<VirtualMachineInstance['status']>['migrationState']> = {}) {
+  const v = vmi('vm', 'u1', 'pod-src');
+  v.metadata.labels = { 'kubevirt.io/nodeName': 'n1', 'kubevirt.io/migrationTargetNodeName': 'n2' };
+  v.status = {
+    phase: 'Running',
+    nodeName: 'n1',
+    activePods: { 'pod-src': 'n1', 'pod-dst': 'n2' },
+    migrationState: {
+      migrationUid: 'm1',
+      sourceNode: 'n1',
+      targetNode: 'n2',
+      sourcePod: 'src',
+      targetPod: 'dst',
+      ...extra,
+    },
+  };
+  return v;
+}
+
+const dom = (status: string, reason: string, migration?: DomainModel['migration']): DomainModel => ({
+  metadata: { name: 'vm', namespace: 'ns', uid: 'u1' },
+  domainName: 'ns_vm',
+  status: { status, reason },
+  ...(migration ? { migration } : {}),
+});
+
+describe('migration roles', () => {
+  it('target: SyncMigrationTarget, proxy listeners, targetNodeAddress and ports; the domain detected, then ready (Finalize); after the hand-off it is the running VMI, never synced', async () => {
+    const m = migrationParts();
+    const { c, vmis, writes, events } = setup({ nodeName: 'n2', migration: m });
+    await c.ghosts.load(log);
+    const dst = await fakeLauncher(path.join(dir, 'pods'), 'pod-dst');
+    // this node ran the VMI before (migrated away and now back): its old Pod, launcher gone, is listed first
+    const first = migratingVmi();
+    first.status!.activePods = { 'pod-src': 'n1', 'pod-old': 'n2', 'pod-dst': 'n2' };
+    vmis.set('ns/vm', first);
+    await c.reconcile('ns/vm');
+    expect(dst.calls).toEqual(['prepare u1']);
+    const ms = vmis.get('ns/vm')!.status!.migrationState!;
+    expect(ms.targetNodeAddress).toBe('127.0.0.1');
+    expect(Object.values(ms.targetDirectMigrationNodePorts!).sort()).toEqual([0, 49152]);
+    expect(ms.targetDirectMigrationNodePorts).toEqual(m.proxy.targetListenerPorts('u1'));
+    expect(m.proxy.openListenerCount()).toBe(2);
+    expect(vmis.get('ns/vm')!.status!.nodeName).toBe('n1'); // not ours yet
+    expect(events.map((e) => e.reason)).toEqual(['PreparingTarget', 'PreparingTarget']);
+    await c.reconcile('ns/vm'); // level-triggered: nothing more
+    expect(dst.calls).toEqual(['prepare u1']);
+    expect(writes).toHaveLength(1);
+
+    // the source started (its handler wrote startTimestamp); the incoming domain appears, paused
+    const started = vmis.get('ns/vm')!;
+    started.status!.migrationState!.startTimestamp = '2025-01-01T00:00:00Z';
+    c.domains.apply('ADDED', dom('Paused', 'Migration'));
+    await c.reconcile('ns/vm');
+    expect(vmis.get('ns/vm')!.status!.migrationState).toMatchObject({ targetNodeDomainDetected: true });
+    expect(vmis.get('ns/vm')!.status!.migrationState!.targetNodeDomainReadyTimestamp).toBeUndefined();
+    // the source saw its side complete first (completed before the hand-off, as upstream's): the listeners go,
+    // and the target still reports its running domain
+    const done = structuredClone(vmis.get('ns/vm')!);
+    Object.assign(done.status!.migrationState!, { completed: true, endTimestamp: '2025-01-01T00:00:09Z' });
+    vmis.set('ns/vm', done);
+    c.domains.apply('MODIFIED', dom('Running', 'Migrated'));
+    await c.reconcile('ns/vm');
+    expect(m.proxy.openListenerCount()).toBe(0);
+    expect(dst.calls).toEqual(['prepare u1', 'finalize u1']);
+    expect(vmis.get('ns/vm')!.status!.migrationState!.targetNodeDomainReadyTimestamp).toBe(
+      new Date(now).toISOString().replace(/\.\d+Z$/, 'Z'),
+    );
+
+    // the source hands off (status.nodeName + label): this node runs the VMI; no SyncVirtualMachine
+    const handed = structuredClone(vmis.get('ns/vm')!);
+    handed.status!.nodeName = 'n2';
+    handed.status!.migrationState!.completed = true;
+    // the status first, the node label still the source's (the hand-off's two writes): the domain stays
+    vmis.set('ns/vm', handed);
+    await c.reconcile('ns/vm');
+    expect(dst.calls).toEqual(['prepare u1', 'finalize u1']);
+    expect(vmis.get('ns/vm')!.status).toMatchObject({ phase: 'Running', nodeName: 'n2' });
+    handed.metadata.labels!['kubevirt.io/nodeName'] = 'n2';
+    vmis.set('ns/vm', { ...handed, status: vmis.get('ns/vm')!.status });
+    await c.reconcile('ns/vm');
+    expect(dst.calls).toEqual(['prepare u1', 'finalize u1']);
+    expect(vmis.get('ns/vm')!.status).toMatchObject({ phase: 'Running', nodeName: 'n2' });
+    expect(m.proxy.openListenerCount()).toBe(0); // completed: the listeners go
+    expect(c.ghosts.get('u1')).toMatchObject({ podUid: 'pod-dst' });
+  });
+
+  it('source: proxy sockets + MigrateVirtualMachine once, progress from the domain, the hand-off once the target reports the domain; then the old domain is deleted', async () => {
+    const m = migrationParts();
+    const { c, vmis, events, labelPatches, requeues } = setup({ nodeName: 'n1', migration: m });
+    await c.ghosts.load(log);
+    const src = await fakeLauncher(path.join(dir, 'pods'), 'pod-src');
+    // running here first
+    const running = migratingVmi();
+    delete running.status!.migrationState;
+    running.status!.phase = 'Scheduled';
+    vmis.set('ns/vm', running);
+    await c.reconcile('ns/vm');
+    c.domains.apply('ADDED', src.domain);
+    await c.reconcile('ns/vm');
+    expect(vmis.get('ns/vm')!.status!.phase).toBe('Running');
+
+    // handed off, target not listening yet: nothing
+    const v = structuredClone(vmis.get('ns/vm')!);
+    v.status!.migrationState = migratingVmi().status!.migrationState;
+    vmis.set('ns/vm', v);
+    await c.reconcile('ns/vm');
+    expect(src.calls).toEqual(['sync u1']);
+    // the target listens
+    const v2 = structuredClone(v);
+    Object.assign(v2.status!.migrationState!, {
+      targetNodeAddress: '127.0.0.1',
+      targetDirectMigrationNodePorts: { '40001': 0, '40002': 49152 },
+    });
+    vmis.set('ns/vm', v2);
+    await c.reconcile('ns/vm');
+    expect(src.calls).toEqual(['sync u1', 'migrate u1']);
+    expect(src.migrateOptions).toEqual({
+      Bandwidth: '0',
+      ProgressTimeout: 150,
+      CompletionTimeoutPerGiB: 800,
+      UnsafeMigration: false,
+      AllowAutoConverge: false,
+      AllowPostCopy: false,
+      ParallelMigrationThreads: null,
+    });
+    const share = podPublicDir(path.join(dir, 'pods'), 'pod-src');
+    expect(m.proxy.sourceListenerFiles('u1').sort()).toEqual(
+      [`${share}/migrationproxy/u1-source.sock`, `${share}/migrationproxy/u1-49152-source.sock`].sort(),
+    );
+    await c.reconcile('ns/vm');
+    expect(src.calls).toEqual(['sync u1', 'migrate u1']); // once
+
+    // the launcher reports the migration running, then done: the domain left (Shutoff/Migrated)
+    c.domains.apply(
+      'MODIFIED',
+      dom('Running', 'Booted', { uid: 'm1', startTimestamp: '2025-01-01T00:00:01Z', mode: 'PreCopy' }),
+    );
+    await c.reconcile('ns/vm');
+    expect(vmis.get('ns/vm')!.status!.migrationState).toMatchObject({
+      startTimestamp: '2025-01-01T00:00:01Z',
+      mode: 'PreCopy',
+      completed: false,
+      failed: false,
+    });
+    c.domains.apply(
+      'MODIFIED',
+      dom('Shutoff', 'Migrated', {
+        uid: 'm1',
+        startTimestamp: '2025-01-01T00:00:01Z',
+        endTimestamp: '2025-01-01T00:00:09Z',
+        completed: true,
+        mode: 'PreCopy',
+      }),
+    );
+    requeues.length = 0;
+    await c.reconcile('ns/vm');
+    let st = vmis.get('ns/vm')!.status!;
+    expect(st.phase).toBe('Running'); // not Succeeded: the guest lives on
+    expect(st.nodeName).toBe('n1'); // the target has not reported the domain yet
+    expect(st.migrationState).toMatchObject({ completed: true, endTimestamp: '2025-01-01T00:00:09Z' });
+    expect(requeues.length).toBeGreaterThan(0);
+    expect(labelPatches).toEqual([]);
+
+    // the target reports the domain running: hand-off
+    const v3 = structuredClone(vmis.get('ns/vm')!);
+    Object.assign(v3.status!.migrationState!, {
+      targetNodeDomainDetected: true,
+      targetNodeDomainReadyTimestamp: '2025-01-01T00:00:10Z',
+    });
+    vmis.set('ns/vm', v3);
+    await c.reconcile('ns/vm');
+    st = vmis.get('ns/vm')!.status!;
+    expect(st.nodeName).toBe('n2');
+    expect(st.phase).toBe('Running');
+    expect(labelPatches).toEqual([{ 'kubevirt.io/nodeName': 'n2' }]);
+    expect(events.map((e) => `${e.reason}: ${e.message}`)).toContain(
+      'Migrated: The VirtualMachineInstance migrated to node n2.',
+    );
+    // the VMI now belongs to n2 (this node's informer drops it): the old domain is deleted, the record goes
+    vmis.delete('ns/vm');
+    src.domain = dom('Shutoff', 'Migrated');
+    await c.reconcile('ns/vm');
+    expect(src.calls).toEqual(['sync u1', 'migrate u1', 'delete u1']);
+    expect(c.ghosts.get('u1')).toBeUndefined();
+  });
+
+  it('source: the target never reports the domain within 60 s of the end -> Failed (upstream)', async () => {
+    const m = migrationParts();
+    const { c, vmis } = setup({ nodeName: 'n1', migration: m });
+    await c.ghosts.load(log);
+    await fakeLauncher(path.join(dir, 'pods'), 'pod-src');
+    const v = migratingVmi({ targetNodeAddress: '127.0.0.1', targetDirectMigrationNodePorts: { '1': 0 } });
+    vmis.set('ns/vm', v);
+    const end = new Date(now).toISOString();
+    c.domains.apply('ADDED', dom('Shutoff', 'Migrated', { uid: 'm1', endTimestamp: end, completed: true }));
+    await c.reconcile('ns/vm');
+    expect(vmis.get('ns/vm')!.status!.phase).toBe('Running');
+    now += 61_000;
+    await c.reconcile('ns/vm');
+    expect(vmis.get('ns/vm')!.status).toMatchObject({
+      phase: 'Failed',
+      nodeName: 'n1',
+      migrationState: { completed: true, failed: true },
+    });
+  });
+
+  it('abort: abortRequested -> CancelVirtualMachineMigration once; the outcome (abortStatus, failed) reaches the status, the VMI keeps running here', async () => {
+    const m = migrationParts();
+    const { c, vmis, events } = setup({ nodeName: 'n1', migration: m });
+    await c.ghosts.load(log);
+    const src = await fakeLauncher(path.join(dir, 'pods'), 'pod-src');
+    const v = migratingVmi({
+      targetNodeAddress: '127.0.0.1',
+      targetDirectMigrationNodePorts: { '1': 0 },
+      startTimestamp: '2025-01-01T00:00:01Z',
+      abortRequested: true,
+    });
+    vmis.set('ns/vm', v);
+    c.ghosts.put({ name: 'vm', namespace: 'ns', uid: 'u1', socketFile: '', podUid: 'pod-src' });
+    src.domain = dom('Running', 'Booted', { uid: 'm1', startTimestamp: '2025-01-01T00:00:01Z' });
+    c.domains.apply('ADDED', src.domain);
+    await c.reconcile('ns/vm');
+    expect(src.calls).toEqual(['cancel u1']);
+    expect(events.map((e) => e.message)).toContain('VirtualMachineInstance is aborting migration.');
+    c.domains.apply(
+      'MODIFIED',
+      dom('Running', 'Booted', {
+        uid: 'm1',
+        startTimestamp: '2025-01-01T00:00:01Z',
+        abortStatus: 'Aborting',
+      }),
+    );
+    await c.reconcile('ns/vm');
+    expect(src.calls).toEqual(['cancel u1']); // once
+    expect(vmis.get('ns/vm')!.status!.migrationState!.abortStatus).toBe('Aborting');
+    c.domains.apply(
+      'MODIFIED',
+      dom('Running', 'Migrated', {
+        uid: 'm1',
+        startTimestamp: '2025-01-01T00:00:01Z',
+        endTimestamp: '2025-01-01T00:00:05Z',
+        abortStatus: 'Succeeded',
+        completed: true,
+        failed: true,
+        failureReason: 'canceled by client',
+      }),
+    );
+    await c.reconcile('ns/vm');
+    const st = vmis.get('ns/vm')!.status!;
+    expect(st).toMatchObject({
+      phase: 'Running',
+      nodeName: 'n1',
+      migrationState: {
+        abortStatus: 'Succeeded',
+        completed: true,
+        failed: true,
+        endTimestamp: '2025-01-01T00:00:05Z',
+      },
+    });
+    expect(src.calls).toEqual(['cancel u1']);
+  });
+
+  it('target of a failed migration: SignalTargetPodCleanup once, the listeners go; a VMI deleted meanwhile: the target domain goes', async () => {
+    const m = migrationParts();
+    const { c, vmis } = setup({ nodeName: 'n2', migration: m });
+    await c.ghosts.load(log);
+    const dst = await fakeLauncher(path.join(dir, 'pods'), 'pod-dst');
+    vmis.set('ns/vm', migratingVmi());
+    await c.reconcile('ns/vm');
+    expect(m.proxy.openListenerCount()).toBe(2);
+    const failed = structuredClone(vmis.get('ns/vm')!);
+    Object.assign(failed.status!.migrationState!, { failed: true, completed: true });
+    vmis.set('ns/vm', failed);
+    await c.reconcile('ns/vm');
+    await c.reconcile('ns/vm');
+    expect(dst.calls).toEqual(['prepare u1', 'cleanup u1']);
+    expect(m.proxy.openListenerCount()).toBe(0);
+
+    // another try whose VMI is deleted while the target holds an incoming domain: it is killed here
+    const again = migratingVmi({ migrationUid: 'm2' });
+    vmis.set('ns/vm', again);
+    await c.reconcile('ns/vm');
+    expect(dst.calls).toEqual(['prepare u1', 'cleanup u1', 'prepare u1']);
+    c.domains.apply('ADDED', dom('Paused', 'Migration'));
+    vmis.set('ns/vm', { ...again, metadata: { ...again.metadata, deletionTimestamp: 'x' } });
+    await c.reconcile('ns/vm');
+    expect(dst.calls.at(-1)).toBe('kill u1');
   });
 });

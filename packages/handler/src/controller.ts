@@ -4,12 +4,17 @@
  * it never matters and a restart costs nothing.
  */
 import { existsSync } from 'node:fs';
+import path from 'node:path';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import {
   CmdClient,
   LauncherUnreachableError,
   RpcFailedError,
+  migrationProxyKey,
+  migrationProxySocketPath,
+  LIBVIRT_DIRECT_MIGRATION_PORT,
   type DomainModel,
+  type UpstreamMigrationOptions,
   type VmOptionsInput,
 } from '@kubevirt-ts/cmd-protocol';
 import type { Logger } from '@kubevirt-ts/log';
@@ -23,8 +28,22 @@ import {
   podSocketPath,
   type GhostRecord,
 } from './launchers.js';
+import type { MigrationProxyManager } from './migration-proxy.js';
+import {
+  LABEL_NODE_NAME,
+  LABEL_OUTDATED_LAUNCHER_IMAGE,
+  applyMigrationProgress,
+  domainIsActiveOnTarget,
+  domainMigrated,
+  isMigrationSource,
+  isPreMigrationTarget,
+  migrationOptions,
+  migrationOver,
+  migrationStarted,
+  sourceAfterMigration,
+} from './migration-roles.js';
 import { NotifyPipe } from './notify-pipe.js';
-import { forgetPodNetwork, setUpPodNetwork, type LauncherRef } from './pod-network.js';
+import { findLauncherProcess, forgetPodNetwork, setUpPodNetwork, type LauncherRef } from './pod-network.js';
 import {
   computeStatus,
   domainActive,
@@ -39,6 +58,8 @@ export interface KubeWriter {
   /** Replaces the VMI's status (with its resourceVersion: a conflict throws and the key is retried). */
   updateStatus(vmi: VirtualMachineInstance, status: VirtualMachineInstance['status']): Promise<void>;
   recordEvent(vmi: Pick<VirtualMachineInstance, 'metadata'>, event: EventToRecord): Promise<void>;
+  /** JSON merge patch of the VMI's labels (null removes one): the migration hand-off moves `kubevirt.io/nodeName`. */
+  patchLabels(vmi: VirtualMachineInstance, labels: Record<string, string | null>): Promise<void>;
 }
 
 /**
@@ -47,6 +68,23 @@ export interface KubeWriter {
  * masquerade/bridge pod interface).
  */
 export type NetworkSetup = (vmi: VirtualMachineInstance, launcher: LauncherRef) => Promise<void>;
+
+/** The migration roles' parts (see README "Migration roles"). */
+export interface MigrationRoleOptions {
+  proxy: MigrationProxyManager;
+  /** what this node's target role publishes as `migrationState.targetNodeAddress` (upstream: the handler Pod's IP) */
+  address: string;
+  /** the launcher's libvirt socket inside its Pod (default `/var/run/libvirt/run/libvirt/libvirt-sock`) */
+  launcherLibvirtSocket?: string;
+  /** the launcher Pod's root as the handler reaches it (default `/proc/<launcher pid>/root`, the pid found by its cmd socket) */
+  podRoot?: (launcher: LauncherRef) => Promise<string>;
+  /** MigrateVirtualMachine options (default upstream's v1.1.0 defaults) */
+  options?: UpstreamMigrationOptions;
+  /** after the source's domain left, how long to wait for the target to report it (default 60 s) */
+  targetDomainTimeoutMs?: number;
+}
+
+export const DEFAULT_LAUNCHER_LIBVIRT_SOCKET = '/var/run/libvirt/run/libvirt/libvirt-sock';
 
 export interface ControllerOptions {
   nodeName: string;
@@ -77,6 +115,8 @@ export interface ControllerOptions {
   rpcTimeoutMs?: number;
   /** paths already warned about (shared with discovery: one log line per unusable path) */
   warned?: Set<string>;
+  /** the migration roles (unset: migrations touching this node are left alone) */
+  migration?: MigrationRoleOptions;
 }
 
 interface Launcher {
@@ -130,6 +170,15 @@ export class VmiController {
   private synced = new Set<string>();
   private syncErrors = new Map<string, string>();
   private firstSeen = new Map<string, number>();
+  /** Pods whose launcher was let go of (ended): never picked again for their VMI */
+  private droppedPods = new Set<string>();
+  private stopping = false;
+  /** `<vmi uid>/<migration uid>` of migrations prepared on this node as the target */
+  private preparedTargets = new Set<string>();
+  /** `<vmi uid>/<migration uid>` of migrations this node started as the source */
+  private migrateSent = new Set<string>();
+  /** `<vmi uid>/<migration uid>` of failed migrations whose target Pod was told to go */
+  private signalled = new Set<string>();
   private readonly warned: Set<string>;
   /** status writes done (bench figure) */
   statusWrites = 0;
@@ -244,6 +293,7 @@ export class VmiController {
   }
 
   private async dropLauncher(socketPath: string, podUid: string): Promise<void> {
+    if (!this.stopping) this.droppedPods.add(podUid);
     const l = this.launchers.get(socketPath);
     this.launchers.delete(socketPath);
     l?.client.close();
@@ -291,6 +341,7 @@ export class VmiController {
   }
 
   async stop(): Promise<void> {
+    this.stopping = true;
     for (const l of [...this.launchers.values()]) await this.dropLauncher(l.socketPath, l.podUid);
     for (const p of this.pendingPipes.values()) await p.stop();
     this.pendingPipes.clear();
@@ -324,6 +375,15 @@ export class VmiController {
         this.o.requeueAfter(key, 1000); // the launcher is not answering yet: try again
         continue;
       }
+      // a domain that is down but still there (e.g. the source of a finished migration): delete it, so
+      // that its launcher has nothing left to run (upstream's processVmDelete of a dead domain)
+      if (domain && l && (await this.alive(l))) {
+        await l.client
+          .deleteVMI(minimalVmi(g))
+          .catch((err: Error) =>
+            this.o.log.info(`DeleteVirtualMachine: ${err.message}`, { namespace: g.namespace, name: g.name }),
+          );
+      }
       if (g.socketFile) await this.dropLauncher(g.socketFile, g.podUid);
       await this.ghosts.delete(g.uid);
       this.domains.forget(key, g.uid);
@@ -342,16 +402,61 @@ export class VmiController {
   /** The Pod of this VMI on this node (status.activePods: pod uid -> node name). */
   private podOf(vmi: VirtualMachineInstance): string | undefined {
     const pods = Object.entries(vmi.status?.activePods ?? {});
-    return (pods.find(([, node]) => node === this.o.nodeName) ?? pods[0])?.[0];
+    return this.podOnNode(vmi) ?? pods[0]?.[0];
+  }
+
+  /**
+   * The VMI's Pod on this node. After a migration away and back a node has two (the old source's, whose
+   * launcher ended, and the new target's): the one whose launcher socket is there, else the last listed.
+   */
+  private podOnNode(vmi: VirtualMachineInstance): string | undefined {
+    const here = Object.entries(vmi.status?.activePods ?? {})
+      .filter(([, node]) => node === this.o.nodeName)
+      .map(([uid]) => uid);
+    if (here.length <= 1) return here[0];
+    // Pods whose launcher this handler let go of are out (a killed launcher leaves its socket file behind)
+    const live = here.filter((uid) => !this.droppedPods.has(uid));
+    const pick = live.length > 0 ? live : here;
+    return pick.find((uid) => existsSync(podSocketPath(this.o.podsDir, uid))) ?? pick[pick.length - 1];
   }
 
   async reconcile(key: string): Promise<void> {
     const vmi = this.o.getVmi(key);
     const uid = vmi?.metadata.uid;
+    const me = this.o.nodeName;
+    if (vmi && uid && this.o.migration) {
+      const ms = vmi.status?.migrationState;
+      if (migrationOver(ms)) await this.stopMigrationProxies(uid);
+      if (isPreMigrationTarget(vmi, me)) {
+        await this.killOrphans(key, uid);
+        return this.migrationTarget(vmi, key);
+      }
+      const nodeLabel = vmi.metadata.labels?.[LABEL_NODE_NAME];
+      const owner = vmi.status?.nodeName;
+      if (
+        owner &&
+        owner !== me &&
+        nodeLabel === me &&
+        ms?.sourceNode === me &&
+        ms.targetNode === owner &&
+        ms.completed &&
+        !ms.failed
+      ) {
+        // the hand-off's status write went out, its label did not: finish it
+        await this.finishHandOff(vmi, owner);
+        return;
+      }
+      // the VMI lives on another node now (upstream's isOrphanedMigrationSource): this node's domain goes.
+      // Not while the status names this node: the hand-off writes the status first, the label after it
+      if (nodeLabel && nodeLabel !== me && owner !== me) {
+        await this.killOrphans(key, undefined);
+        return;
+      }
+    }
     await this.killOrphans(key, uid);
     if (!vmi || !uid) return;
     const nodeOf = vmi.status?.nodeName;
-    if (nodeOf && nodeOf !== this.o.nodeName) return; // migrated away or not ours
+    if (nodeOf && nodeOf !== me) return; // migrated away or not ours
     // before virt-controller saw its Pod scheduled (Pending/Scheduling) the VMI is not the handler's yet
     if (!['Scheduled', 'Running', 'Succeeded', 'Failed'].includes(vmi.status?.phase ?? '')) return;
     const log = { namespace: vmi.metadata.namespace, name: vmi.metadata.name, uid };
@@ -386,6 +491,22 @@ export class VmiController {
       }
     }
     const deleting = !!vmi.metadata.deletionTimestamp;
+    // the domain left by migration: the source's status is the migration's (upstream: the phase is no longer ours)
+    if (this.o.migration && domainMigrated(domain) && vmi.status?.migrationState && !isFinal(phase)) {
+      await this.migrationSourceDone(vmi, key, domain!);
+      return;
+    }
+    if (
+      this.o.migration &&
+      alive &&
+      l &&
+      podUid &&
+      domainActive(domain) &&
+      !deleting &&
+      !isFinal(phase) &&
+      isMigrationSource(vmi, me)
+    )
+      await this.migrationSource(vmi, key, l, podUid, domain);
     if (alive && l && domainActive(domain) && (deleting || isFinal(phase))) {
       await this.shutdown(vmi, l, ghost, key);
     } else if (alive && l && podUid && !domain && !deleting && !isFinal(phase) && !this.synced.has(uid)) {
@@ -439,8 +560,13 @@ export class VmiController {
       launcher: obs,
       nodeName: this.o.nodeName,
       launcherImageVersion: this.o.launcherImageVersion,
-      now: new Date(this.now()).toISOString().replace(/\.\d+Z$/, 'Z'),
+      now: this.nowIso(),
     });
+    const ms = status.migrationState;
+    if (this.o.migration && ms && ms.sourceNode === me && !isFinal(phase)) {
+      const e = applyMigrationProgress(ms, domain);
+      if (e) events.push(e);
+    }
     if (!sameStatus(status, vmi.status ?? {})) {
       await this.kube.updateStatus(vmi, status);
       this.statusWrites++;
@@ -455,6 +581,260 @@ export class VmiController {
     } else if (isFinal(status.phase) && domainActive(domain) && l && alive && !deleting) {
       await this.shutdown(vmi, l, ghost, key);
     }
+  }
+
+  private nowIso(): string {
+    return new Date(this.now()).toISOString().replace(/\.\d+Z$/, 'Z');
+  }
+
+  private async stopMigrationProxies(uid: string): Promise<void> {
+    const p = this.o.migration?.proxy;
+    if (!p) return;
+    await p.stopTargetListener(uid);
+    await p.stopSourceListener(uid);
+  }
+
+  /** Writes a status when it differs, then its events. */
+  private async writeStatus(
+    vmi: VirtualMachineInstance,
+    status: NonNullable<VirtualMachineInstance['status']>,
+    events: EventToRecord[],
+  ): Promise<boolean> {
+    if (sameStatus(status, vmi.status ?? {})) return false;
+    await this.kube.updateStatus(vmi, status);
+    this.statusWrites++;
+    for (const e of events) await this.kube.recordEvent(vmi, e);
+    return true;
+  }
+
+  /** The launcher's libvirt socket as this handler reaches it (through the Pod's root). */
+  private async targetLibvirtSocket(ref: LauncherRef): Promise<string> {
+    const m = this.o.migration!;
+    const root = m.podRoot
+      ? await m.podRoot(ref)
+      : `/proc/${(await findLauncherProcess(ref.socketPath, this.o.launcherUid, '/proc', { allowNodeNetwork: true })).pid}/root`;
+    return path.join(root, m.launcherLibvirtSocket ?? DEFAULT_LAUNCHER_LIBVIRT_SOCKET);
+  }
+
+  /**
+   * The target role (upstream's migrationTargetExecute + migrationTargetUpdateVMIStatus): SyncMigrationTarget
+   * on the target Pod's launcher, the proxy's TCP listeners, then `targetNodeAddress` and
+   * `targetDirectMigrationNodePorts`; once the domain arrives `targetNodeDomainDetected`, once it runs
+   * `targetNodeDomainReadyTimestamp` (and FinalizeVirtualMachineMigration). A failed migration: the target
+   * Pod is told to go (SignalTargetPodCleanup); a VMI deleted or final: the domain here goes.
+   */
+  private async migrationTarget(vmi: VirtualMachineInstance, key: string): Promise<void> {
+    const mig = this.o.migration!;
+    const me = this.o.nodeName;
+    const uid = vmi.metadata.uid!;
+    const ms = vmi.status?.migrationState;
+    const log = { namespace: vmi.metadata.namespace, name: vmi.metadata.name, uid };
+    const podUid = this.podOnNode(vmi);
+    const socketPath = podUid ? podSocketPath(this.o.podsDir, podUid) : undefined;
+    // a migration that is over (or a VMI going away) only uses a launcher already known, never connects anew
+    const winding = !!ms?.failed || !!vmi.metadata.deletionTimestamp || isFinal(vmi.status?.phase);
+    const l =
+      socketPath && podUid
+        ? winding
+          ? this.launchers.get(socketPath)
+          : await this.launcher(socketPath, podUid)
+        : undefined;
+    const alive = await this.alive(l);
+    const last = this.domains.last(key, uid);
+    const domain = last && !last.deleted ? last.domain : undefined;
+
+    if (vmi.metadata.deletionTimestamp || isFinal(vmi.status?.phase)) {
+      // abort the preparation: no domain may stay here
+      await mig.proxy.stopTargetListener(uid);
+      if (alive && l && domain) {
+        if (domainActive(domain)) await l.client.killVMI(vmi);
+        else await l.client.deleteVMI(vmi).catch(() => undefined);
+        this.o.requeueAfter(key, 1000);
+        return;
+      }
+      if (l && socketPath && podUid && !alive) await this.dropLauncher(socketPath, podUid);
+      await this.ghosts.delete(uid);
+      this.forgetUid(uid);
+      return;
+    }
+    if (!ms?.migrationUid || ms.targetNode !== me) return; // not handed off to this node (yet)
+    if (ms.failed) {
+      await mig.proxy.stopTargetListener(uid);
+      const sig = `${uid}/${ms.migrationUid}`;
+      if (alive && l && !this.signalled.has(sig)) {
+        // the target Pod may go: its launcher ends (upstream's SignalTargetPodCleanup)
+        await l.client.signalTargetPodCleanup(vmi).catch((err: Error) => {
+          this.o.log.warn(`SignalTargetPodCleanup failed: ${err.message}`, log);
+        });
+        this.signalled.add(sig);
+        this.o.log.info('signalled the target pod of a failed migration to clean up', log);
+      }
+      if (!alive && l && socketPath && podUid) {
+        await this.dropLauncher(socketPath, podUid);
+        await this.ghosts.delete(uid);
+      }
+      return;
+    }
+    if (vmi.status?.phase !== 'Running') return;
+    if (!alive || !l || !podUid) {
+      this.o.requeueAfter(key, 1000); // the target launcher is not ready yet
+      return;
+    }
+    this.readyUids.add(uid);
+    const prepared = `${uid}/${ms.migrationUid}`;
+    // before the source starts: prepare once, then publish where to connect (after the start, or once the
+    // migration is over and its listeners closed, there is nothing left to prepare or publish)
+    const beforeStart = !ms.startTimestamp && !migrationOver(ms);
+    if (beforeStart && !this.preparedTargets.has(prepared)) {
+      await this.ghosts.put({
+        name: vmi.metadata.name!,
+        namespace: vmi.metadata.namespace!,
+        uid,
+        socketFile: l.socketPath,
+        podUid,
+      });
+      const shareDir = podPublicDir(this.o.podsDir, podUid);
+      const ref: LauncherRef = { socketPath: l.socketPath, podUid, shareDir };
+      try {
+        await this.o.containerDisks?.mount(vmi, podUid);
+        await this.networkSetup(vmi, ref);
+        await l.client.prepareMigrationTarget(vmi, this.o.vmOptions ?? syncOptions({}));
+        await mig.proxy.startTargetListener(uid, [
+          await this.targetLibvirtSocket(ref),
+          migrationProxySocketPath(shareDir, migrationProxyKey(uid, LIBVIRT_DIRECT_MIGRATION_PORT)),
+        ]);
+      } catch (err) {
+        const msg = err instanceof RpcFailedError ? err.launcherMessage : (err as Error).message;
+        this.o.log.warn(`preparing the migration target failed: ${msg}`, { ...log, reason: 'SyncFailed' });
+        await this.kube.recordEvent(vmi, {
+          type: 'Warning',
+          reason: 'SyncFailed',
+          message: `syncing migration target failed: ${msg}`,
+        });
+        this.o.requeueAfter(key, 5_000);
+        return;
+      }
+      this.preparedTargets.add(prepared);
+      this.synced.add(uid); // the domain comes by migration: never SyncVirtualMachine it
+      this.o.log.info('migration target prepared', { ...log, migration: ms.migrationUid });
+      await this.kube.recordEvent(vmi, {
+        type: 'Normal',
+        reason: 'PreparingTarget',
+        message: 'VirtualMachineInstance Migration Target Prepared.',
+      });
+    }
+
+    const status = structuredClone(vmi.status!);
+    const out = status.migrationState!;
+    const events: EventToRecord[] = [];
+    if (domain && !out.targetNodeDomainDetected) {
+      this.o.log.info('The target node received the migrated domain', log);
+      out.targetNodeDomainDetected = true;
+    }
+    if (domainIsActiveOnTarget(domain) && !out.targetNodeDomainReadyTimestamp) {
+      this.o.log.info('The target node received the running migrated domain', log);
+      await l.client.finalizeMigration(vmi);
+      out.targetNodeDomainReadyTimestamp = this.nowIso();
+    }
+    if (beforeStart) {
+      const ports = mig.proxy.targetListenerPorts(uid);
+      if (Object.keys(ports).length === 0)
+        throw new Error('target migration listener is not up for this vmi');
+      if (out.targetNodeAddress !== mig.address) {
+        out.targetNodeAddress = mig.address;
+        out.targetDirectMigrationNodePorts = ports;
+        events.push({
+          type: 'Normal',
+          reason: 'PreparingTarget',
+          message: `Migration Target is listening at ${mig.address}, on ports: ${Object.keys(ports).join(',')}`,
+        });
+      }
+    }
+    await this.writeStatus(vmi, status, events);
+  }
+
+  /**
+   * The source role before and during the migration (upstream's vmUpdateHelperMigrationSource):
+   * abortRequested -> CancelVirtualMachineMigration once; not started yet -> the proxy's unix listeners
+   * in the source Pod's share dir, then MigrateVirtualMachine (the launcher derives the proxied URIs).
+   */
+  private async migrationSource(
+    vmi: VirtualMachineInstance,
+    key: string,
+    l: Launcher,
+    podUid: string,
+    domain: DomainModel | undefined,
+  ): Promise<void> {
+    const mig = this.o.migration!;
+    const uid = vmi.metadata.uid!;
+    const ms = vmi.status!.migrationState!;
+    const log = {
+      namespace: vmi.metadata.namespace,
+      name: vmi.metadata.name,
+      uid,
+      migration: ms.migrationUid,
+    };
+    if (ms.abortRequested) {
+      const handled = (s: string | undefined) => s === 'Aborting' || s === 'Succeeded';
+      if (handled(ms.abortStatus) || handled(domain?.migration?.abortStatus)) return;
+      if (!migrationStarted(ms, domain)) return; // nothing runs yet: the controller fails the migration
+      await l.client.cancelMigration(vmi);
+      this.o.log.info('migration abort requested', log);
+      await this.kube.recordEvent(vmi, {
+        type: 'Normal',
+        reason: 'Migrating',
+        message: 'VirtualMachineInstance is aborting migration.',
+      });
+      return;
+    }
+    if (migrationStarted(ms, domain) || this.migrateSent.has(`${uid}/${ms.migrationUid}`)) return;
+    const ports = ms.targetDirectMigrationNodePorts;
+    if (!ports || Object.keys(ports).length === 0) {
+      this.o.requeueAfter(key, 1000); // the target has not published its ports yet
+      return;
+    }
+    await mig.proxy.startSourceListener(
+      uid,
+      ms.targetNodeAddress!,
+      ports,
+      podPublicDir(this.o.podsDir, podUid),
+    );
+    const options = migrationOptions(vmi, mig.options);
+    this.o.log.info(
+      `migration options matched for vmi ${vmi.metadata.name}: ${JSON.stringify(options)}`,
+      log,
+    );
+    await l.client.migrateVMI(vmi, options);
+    this.migrateSent.add(`${uid}/${ms.migrationUid}`);
+    await this.kube.recordEvent(vmi, {
+      type: 'Normal',
+      reason: 'Migrating',
+      message: 'VirtualMachineInstance is migrating.',
+    });
+  }
+
+  /** The source's domain left by migration: hand the VMI to the target once it reports the domain running. */
+  private async migrationSourceDone(vmi: VirtualMachineInstance, key: string, domain: DomainModel) {
+    const mig = this.o.migration!;
+    const r = sourceAfterMigration(vmi, domain, this.nowIso(), this.now(), mig.targetDomainTimeoutMs);
+    await this.writeStatus(vmi, r.status, r.events);
+    if (r.handOffTo) {
+      this.o.log.info(`migration completed to node ${r.handOffTo}`, {
+        namespace: vmi.metadata.namespace,
+        name: vmi.metadata.name,
+        uid: vmi.metadata.uid,
+      });
+      await this.finishHandOff(vmi, r.handOffTo);
+    }
+    if (r.requeueMs) this.o.requeueAfter(key, r.requeueMs);
+  }
+
+  /** The hand-off's labels: the VMI's node label moves to the target (its informer takes it from here). */
+  private async finishHandOff(vmi: VirtualMachineInstance, target: string): Promise<void> {
+    const labels: Record<string, string | null> = { [LABEL_NODE_NAME]: target };
+    if (vmi.metadata.labels?.[LABEL_OUTDATED_LAUNCHER_IMAGE] !== undefined)
+      labels[LABEL_OUTDATED_LAUNCHER_IMAGE] = null;
+    await this.kube.patchLabels(vmi, labels);
   }
 
   private get kube(): KubeWriter {

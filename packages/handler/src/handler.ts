@@ -4,12 +4,15 @@
  */
 import { ContainerDisks } from './container-disks.js';
 import http from 'node:http';
+import os from 'node:os';
 import path from 'node:path';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import { NotifyServer, notifySocketPath, type CmdClient } from '@kubevirt-ts/cmd-protocol';
 import { createLogger, type Logger } from '@kubevirt-ts/log';
 import { LAUNCHER_UID } from '@kubevirt-ts/network';
-import { VmiController, type NetworkSetup } from './controller.js';
+import { VmiController, type MigrationRoleOptions, type NetworkSetup } from './controller.js';
+import { MigrationProxyManager, type MigrationTls } from './migration-proxy.js';
+import { LABEL_MIGRATION_TARGET_NODE } from './migration-roles.js';
 import { KubeApiWriter, VMIS, HEARTBEAT_ANNOTATION, NODE_NAME_LABEL, SCHEDULABLE_LABEL } from './kube.js';
 import { DevicePlugin, KUBEVIRT_DEVICES } from './device-plugin.js';
 import { discoverLaunchers, podPrivateDir } from './launchers.js';
@@ -52,6 +55,29 @@ export interface HandlerOptions {
   containerDiskHelper?: string;
   /** kubelet's pod dir in the host's mount namespace (default: podsDir) */
   hostPodsDir?: string;
+  /** the migration roles; `false` turns them off (migrations touching this node are then left alone) */
+  migration?: false | HandlerMigrationOptions;
+}
+
+export interface HandlerMigrationOptions extends Partial<
+  Pick<MigrationRoleOptions, 'launcherLibvirtSocket' | 'podRoot' | 'options' | 'targetDomainTimeoutMs'>
+> {
+  /** published as targetNodeAddress (default: `$MY_POD_IP`, else the first non-internal IPv4 address) */
+  address?: string;
+  /** where the target's TCP listeners bind (default 0.0.0.0) */
+  bindAddress?: string;
+  /** mutual TLS between the handlers (unset: plain TCP, logged as a warning) */
+  tls?: MigrationTls;
+  /** owner of the source proxy sockets in the launcher Pod: the user QEMU runs as (default 107) */
+  qemuUid?: number;
+}
+
+/** The address a target handler publishes: `$MY_POD_IP`, else the first non-internal IPv4 address. */
+export function defaultMigrationAddress(): string {
+  if (process.env.MY_POD_IP) return process.env.MY_POD_IP;
+  for (const addrs of Object.values(os.networkInterfaces()))
+    for (const a of addrs ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
+  return '127.0.0.1';
 }
 
 export class Handler {
@@ -65,6 +91,10 @@ export class Handler {
   readonly kube: KubeApiWriter;
   private notify: NotifyServer;
   private informer: Informer<KubeObject> | undefined;
+  /** VMIs whose migration targets this node (label kubevirt.io/migrationTargetNodeName) */
+  private targetInformer: Informer<KubeObject> | undefined;
+  /** the migration proxy (undefined with `migration: false`) */
+  readonly migrationProxy: MigrationProxyManager | undefined;
   private timers: NodeJS.Timeout[] = [];
   private server: http.Server | undefined;
   private synced = false;
@@ -77,6 +107,20 @@ export class Handler {
     this.log = opts.logger ?? createLogger('virt-handler');
     this.kube = new KubeApiWriter(opts.kubeConfig, opts.nodeName);
     const notifySocket = notifySocketPath(opts.handlerDir);
+    const m = opts.migration === false ? undefined : (opts.migration ?? {});
+    if (m) {
+      const qemuUid = m.qemuUid ?? LAUNCHER_UID;
+      this.migrationProxy = new MigrationProxyManager({
+        logger: this.log,
+        bindAddress: m.bindAddress,
+        tls: m.tls,
+        socketOwner: process.getuid?.() === 0 ? { uid: qemuUid, gid: qemuUid } : undefined,
+      });
+      if (!m.tls)
+        this.log.warn('migration proxy without TLS: the TCP leg between handlers is plain', {
+          reason: 'MigrationTLSOff',
+        });
+    }
     this.controller = new VmiController(
       {
         nodeName: opts.nodeName,
@@ -99,12 +143,24 @@ export class Handler {
           : undefined,
         getVmi: (key) => {
           const [ns, name] = key.split('/');
-          return this.informer?.get(ns, name!) as VirtualMachineInstance | undefined;
+          return (this.informer?.get(ns, name!) ?? this.targetInformer?.get(ns, name!)) as
+            VirtualMachineInstance | undefined;
         },
         kube: this.kube,
         requeueAfter: (key, ms) => this.queue.addAfter(key, ms),
         log: this.log,
         warned: this.warned,
+        migration:
+          m && this.migrationProxy
+            ? {
+                proxy: this.migrationProxy,
+                address: m.address ?? defaultMigrationAddress(),
+                launcherLibvirtSocket: m.launcherLibvirtSocket,
+                podRoot: m.podRoot,
+                options: m.options,
+                targetDomainTimeoutMs: m.targetDomainTimeoutMs,
+              }
+            : undefined,
       },
       // nothing is reconciled before the VMI informer has listed: a VMI it has not seen yet is not a
       // VMI that is gone (whose domain would be killed)
@@ -132,23 +188,28 @@ export class Handler {
     await this.notify.start();
     const found = await discoverLaunchers(o.podsDir, o.launcherUid ?? LAUNCHER_UID, this.log, this.warned);
     await this.controller.resync(found);
-    const selector = `${NODE_NAME_LABEL}=${o.nodeName}`;
-    // list (it rejects when the list fails: without it the handler knows no VMI and would take every domain for an
-    // orphan, so it does not go on), then watch; a failed watch is restarted by the informer with a backoff
-    const informer = new Informer<KubeObject>(this.kube.client, {
-      resource: VMIS,
-      labelSelector: selector,
-      log: this.log,
-    });
     const key = (v: KubeObject) => `${v.metadata?.namespace}/${v.metadata?.name}`;
     const add = (k: string) => (this.synced ? this.queue.add(k) : this.early.add(k));
-    informer.onChange((v) => add(key(v)));
-    this.informer = informer;
-    try {
-      await informer.start();
-    } catch (e) {
-      throw new Error(`cannot list VirtualMachineInstances of node ${o.nodeName}: ${(e as Error).message}`);
-    }
+    // list (it rejects when the list fails: without it the handler knows no VMI and would take every domain for an
+    // orphan, so it does not go on), then watch; a failed watch is restarted by the informer with a backoff
+    const watchVmis = async (labelSelector: string): Promise<Informer<KubeObject>> => {
+      const informer = new Informer<KubeObject>(this.kube.client, {
+        resource: VMIS,
+        labelSelector,
+        log: this.log,
+      });
+      informer.onChange((v) => add(key(v)));
+      try {
+        await informer.start();
+      } catch (e) {
+        throw new Error(`cannot list VirtualMachineInstances (${labelSelector}): ${(e as Error).message}`);
+      }
+      return informer;
+    };
+    this.informer = await watchVmis(`${NODE_NAME_LABEL}=${o.nodeName}`);
+    // upstream's second VMI informer: migrations whose target is this node
+    if (this.migrationProxy)
+      this.targetInformer = await watchVmis(`${LABEL_MIGRATION_TARGET_NODE}=${o.nodeName}`);
     this.synced = true;
     // a failed reconcile is retried with the key's backoff; it is logged as a warning (the retry follows)
     this.workers = runWorkers(this.queue, this.opts.workers ?? 4, (k) => this.controller.reconcile(k), {
@@ -197,7 +258,7 @@ export class Handler {
         this.log,
         this.warned,
       );
-      for (const v of this.informer?.list() ?? [])
+      for (const v of [...(this.informer?.list() ?? []), ...(this.targetInformer?.list() ?? [])])
         this.queue.add(`${v.metadata?.namespace}/${v.metadata?.name}`);
       for (const k of this.controller.knownKeys()) this.queue.add(k);
     } catch (err) {
@@ -283,15 +344,12 @@ export class Handler {
     for (const t of this.timers) clearTimeout(t);
     this.queue.shutDown();
     await this.workers;
-    try {
-      this.informer?.stop();
-    } catch {
-      /* not started */
-    }
+    for (const inf of [this.informer, this.targetInformer]) await inf?.stop();
     for (const p of this.plugins) await p.stop();
     await this.heartbeat(false);
     await new Promise<void>((r) => (this.server ? this.server.close(() => r()) : r()));
     await this.controller.stop();
+    await this.migrationProxy?.close();
     await this.notify.stop(1000);
     this.log.info('virt-handler stopped');
   }

@@ -11,16 +11,26 @@ export {
   type ControllerOptions,
   type KubeWriter,
   type NetworkSetup,
+  type MigrationRoleOptions,
+  DEFAULT_LAUNCHER_LIBVIRT_SOCKET,
 } from './controller.js';
-export { Handler, defaultDirs, type HandlerOptions } from './handler.js';
+export {
+  Handler,
+  defaultDirs,
+  defaultMigrationAddress,
+  type HandlerOptions,
+  type HandlerMigrationOptions,
+} from './handler.js';
 /** uid launchers run as (the default of HandlerOptions.launcherUid; the converter's Pod layout owns it) */
 export { LAUNCHER_UID } from '@kubevirt-ts/network';
+export * from './migration-roles.js';
 export * from './device-plugin.js';
 export {
   MigrationProxyManager,
   MIGRATION_PORTS,
   type MigrationProxyOptions,
   type MigrationProxyStats,
+  type MigrationTls,
 } from './migration-proxy.js';
 export * from './pod-network.js';
 export * from './subresource-endpoint.js';

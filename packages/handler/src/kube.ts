@@ -13,6 +13,7 @@ import {
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import type { KubeWriter } from './controller.js';
 import type { EventToRecord } from './status.js';
+import { LABEL_NODE_NAME } from './migration-roles.js';
 
 /** the VMI resource's group, version and plural (controller-runtime's VMIS, re-exported here) */
 export { VMIS };
@@ -20,7 +21,7 @@ export const GROUP = VMIS.group;
 export const VERSION = VMIS.version;
 export const VMI_PLURAL = VMIS.plural;
 /** upstream's label: the node a VMI runs on (the handler watches only its own) */
-export const NODE_NAME_LABEL = 'kubevirt.io/nodeName';
+export const NODE_NAME_LABEL = LABEL_NODE_NAME;
 export const SCHEDULABLE_LABEL = 'kubevirt.io/schedulable';
 export const HEARTBEAT_ANNOTATION = 'kubevirt.io/heartbeat';
 const NODES: Resource = { group: '', version: 'v1', plural: 'nodes', namespaced: false };
@@ -88,6 +89,16 @@ export class KubeApiWriter implements KubeWriter {
   async updateStatus(vmi: VirtualMachineInstance, status: VirtualMachineInstance['status']): Promise<void> {
     // the VMI has no status subresource (upstream's CRD has none): the status is written with the object
     await this.client.update(VMIS, { ...vmi, status } as KubeObject);
+  }
+
+  async patchLabels(vmi: VirtualMachineInstance, labels: Record<string, string | null>): Promise<void> {
+    await this.client.patch(
+      VMIS,
+      vmi.metadata.namespace,
+      vmi.metadata.name!,
+      { metadata: { labels } },
+      'merge',
+    );
   }
 
   async recordEvent(vmi: Pick<VirtualMachineInstance, 'metadata'>, e: EventToRecord): Promise<void> {

@@ -149,3 +149,183 @@ test('a target that does not answer closes the source connection; new sockets re
     new MigrationProxyManager({ logger: quiet as never }).startSourceListener(UID, '127.0.0.1', {}, share),
   ).rejects.toThrow(/targetDirectMigrationNodePorts: empty/);
 });
+
+/** openssl: a CA and certificates it signs (ECDSA P-256), as PEM strings */
+async function pki(): Promise<{
+  ca: string;
+  issue(cn: string, eku: string): Promise<{ cert: string; key: string }>;
+}> {
+  const { execFile } = await import('node:child_process');
+  const { readFile, writeFile } = await import('node:fs/promises');
+  const run = (args: string[]) =>
+    new Promise<void>((resolve, reject) =>
+      execFile('openssl', args, (err, _o, e) =>
+        err ? reject(new Error(`${err.message}: ${e}`)) : resolve(),
+      ),
+    );
+  const d = await mkdtemp(path.join(dir, 'pki-'));
+  const f = (n: string) => path.join(d, n);
+  await run(['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', f('ca.key')]);
+  await run([
+    'req',
+    '-x509',
+    '-new',
+    '-key',
+    f('ca.key'),
+    '-subj',
+    '/CN=kubevirt-ca',
+    '-days',
+    '1',
+    '-out',
+    f('ca.crt'),
+  ]);
+  return {
+    ca: await readFile(f('ca.crt'), 'utf8'),
+    async issue(cn, eku) {
+      await run(['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', f(`${cn}.key`)]);
+      await run(['req', '-new', '-key', f(`${cn}.key`), '-subj', `/CN=${cn}`, '-out', f(`${cn}.csr`)]);
+      await writeFile(
+        f(`${cn}.ext`),
+        `basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=${eku}\n`,
+      );
+      await run([
+        'x509',
+        '-req',
+        '-in',
+        f(`${cn}.csr`),
+        '-CA',
+        f('ca.crt'),
+        '-CAkey',
+        f('ca.key'),
+        '-CAcreateserial',
+        '-days',
+        '1',
+        '-extfile',
+        f(`${cn}.ext`),
+        '-out',
+        f(`${cn}.crt`),
+      ]);
+      return { cert: await readFile(f(`${cn}.crt`), 'utf8'), key: await readFile(f(`${cn}.key`), 'utf8') };
+    },
+  };
+}
+
+test('mutual TLS on the TCP leg: data intact through two handlers with certificates of the same CA; a plain or foreign client is refused', async () => {
+  const ca = await pki();
+  const nodeA = await ca.issue('virt-handler-a', 'serverAuth,clientAuth');
+  const nodeB = await ca.issue('virt-handler-b', 'serverAuth,clientAuth');
+  const stranger = await (await pki()).issue('stranger', 'serverAuth,clientAuth');
+  const refused: string[] = [];
+  const targetLog = {
+    ...quiet,
+    warn: (_m: string, meta: { reason: string }) => void refused.push(meta.reason),
+  };
+  const libvirtSock = path.join(dir, 'target-libvirt-sock');
+  const qemuSock = path.join(dir, 'tq', 'migrationproxy', `${UID}-49152-source.sock`);
+  await import('node:fs/promises').then((f) => f.mkdir(path.dirname(qemuSock), { recursive: true }));
+  const got: string[] = [];
+  await hashServer(libvirtSock, got);
+  await hashServer(qemuSock, []);
+  const target = new MigrationProxyManager({
+    logger: targetLog as never,
+    bindAddress: '127.0.0.1',
+    tls: { ...nodeB, ca: ca.ca },
+  });
+  const source = new MigrationProxyManager({ logger: quiet as never, tls: { ...nodeA, ca: ca.ca } });
+  await target.startTargetListener(UID, [libvirtSock, qemuSock]);
+  const ports = target.targetListenerPorts(UID);
+  await source.startSourceListener(UID, '127.0.0.1', ports, path.join(dir, 'src'));
+  const libvirtPath = upstreamMigrationTarget(path.join(dir, 'src'), UID).targetURI.replace(
+    /^qemu\+unix:\/\/\/session\?socket=/,
+    '',
+  );
+  const big = randomBytes(4 * 1024 * 1024);
+  const back = await roundTrip(libvirtPath, big);
+  expect(back).toBe(createHash('sha256').update(big).digest('hex'));
+  expect(got).toEqual([back]);
+  expect(source.proxyStats(UID).bytesIn).toBe(big.length);
+
+  const tcpPort = Number(Object.entries(ports).find(([, v]) => v === 0)![0]);
+  // the TCP port does not speak plain TCP: a plain client gets no byte of the launcher's socket
+  const plain = await new Promise<string>((resolve) => {
+    const c = net.connect({ host: '127.0.0.1', port: tcpPort });
+    let b = '';
+    c.on('data', (d) => (b += d.toString('latin1')));
+    c.on('close', () => resolve(b));
+    c.on('error', () => undefined);
+    c.end('hello');
+  });
+  expect(plain).not.toMatch(/^[0-9a-f]{64}$/);
+  // a client certificate of another CA is refused in the handshake
+  const tls = await import('node:tls');
+  const foreign = await new Promise<string>((resolve) => {
+    const c = tls.connect({
+      host: '127.0.0.1',
+      port: tcpPort,
+      ...stranger,
+      ca: ca.ca,
+      checkServerIdentity: () => undefined,
+    });
+    c.on('secureConnect', () => c.end('x'));
+    c.on('data', () => resolve('data'));
+    c.on('error', (e) => resolve(`error: ${e.message}`));
+    c.on('close', () => resolve('closed'));
+  });
+  expect(foreign).not.toBe('data');
+  // the source refuses a target whose certificate is not of its CA
+  const sourceOtherCa = new MigrationProxyManager({
+    logger: quiet as never,
+    tls: { ...nodeA, ca: stranger.cert },
+  });
+  await sourceOtherCa.startSourceListener(UID, '127.0.0.1', ports, path.join(dir, 'src2'));
+  const libvirt2 = sourceOtherCa.sourceListenerFiles(UID).find((f) => !f.includes('-49152-'))!;
+  const closed = await new Promise<string>((resolve) => {
+    const c = net.connect(libvirt2);
+    let b = '';
+    c.on('data', (d) => (b += d));
+    c.on('close', () => resolve(b));
+    c.on('error', () => undefined);
+    c.end('x');
+  });
+  expect(closed).toBe('');
+  expect(got).toHaveLength(1); // nothing else reached the launcher's socket
+  expect(refused.length).toBeGreaterThanOrEqual(1);
+  await sourceOtherCa.close();
+  await source.close();
+  await target.close();
+});
+
+test('socket paths longer than sun_path (a Pod share dir under the pods dir) are bound and dialled through their directory', async () => {
+  const deep = path.join(dir, 'volumes', 'kubernetes.io~empty-dir', 'public', 'x'.repeat(40));
+  const targetSock = path.join(deep, 'target', 'migrationproxy', `${UID}-49152-source.sock`);
+  await import('node:fs/promises').then((f) => f.mkdir(path.dirname(targetSock), { recursive: true }));
+  expect(Buffer.byteLength(targetSock)).toBeGreaterThan(107);
+  const got: string[] = [];
+  // the launcher side binds its own short path; the handler sees it under the long one (a link to the dir)
+  const shortDir = await mkdtemp(path.join(os.tmpdir(), 'l-'));
+  await hashServer(path.join(shortDir, 's.sock'), got);
+  await import('node:fs/promises').then((f) => f.rename(path.join(shortDir, 's.sock'), targetSock));
+  const libvirt = path.join(dir, 'lv.sock');
+  await hashServer(libvirt, []);
+  const target = new MigrationProxyManager({ logger: quiet as never, bindAddress: '127.0.0.1' });
+  const source = new MigrationProxyManager({ logger: quiet as never });
+  await target.startTargetListener(UID, [libvirt, targetSock]);
+  const srcShare = path.join(deep, 'source');
+  await source.startSourceListener(UID, '127.0.0.1', target.targetListenerPorts(UID), srcShare);
+  const files = source.sourceListenerFiles(UID);
+  for (const f of files) {
+    expect(Buffer.byteLength(f)).toBeGreaterThan(107);
+    expect((await stat(f)).isSocket()).toBe(true);
+  }
+  const qemuFile = files.find((f) => f.includes('-49152-'))!;
+  // a client reaches the long-named source socket through a short link to its dir (as the launcher's own path)
+  const link = path.join(shortDir, 'mp');
+  await import('node:fs/promises').then((f) => f.symlink(path.dirname(qemuFile), link));
+  const data = randomBytes(256 * 1024);
+  const back = await roundTrip(path.join(link, path.basename(qemuFile)), data);
+  expect(back).toBe(createHash('sha256').update(data).digest('hex'));
+  expect(got).toEqual([back]);
+  await source.close();
+  await target.close();
+  await rm(shortDir, { recursive: true, force: true });
+});

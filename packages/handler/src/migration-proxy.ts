@@ -12,12 +12,17 @@
 // entry at upstream's path `<shareDir>/migrationproxy/<uid>[-<port>]-source.sock`, where the source
 // launcher's libvirtd and QEMU connect (cmd-protocol's upstreamMigrationTarget), each connection piped
 // to `targetAddress:<tcpPort>`. Bytes are copied both ways; when one side closes, the other is closed.
-// Plain TCP: upstream wraps it in TLS unless `migrations.disableTLS` (not done here).
-import { chown, mkdir, rm } from 'node:fs/promises';
+// The TCP leg is mutual TLS with `tls` (as upstream's unless `migrations.disableTLS`): the target
+// listener requires a client certificate signed by `tls.ca`, the source verifies the target's chain
+// against the same CA (no host name check: nodes are dialled by address, upstream's client config too).
+// The unix legs stay plain (they are inside the node, in 0700 dirs).
+import { chown, mkdir, open, rm } from 'node:fs/promises';
 import net from 'node:net';
+import tls from 'node:tls';
 import path from 'node:path';
 import {
   LIBVIRT_DIRECT_MIGRATION_PORT,
+  MAX_SOCKET_PATH_BYTES,
   migrationProxyKey,
   migrationProxySocketPath,
 } from '@kubevirt-ts/cmd-protocol';
@@ -32,6 +37,20 @@ export interface MigrationProxyOptions {
   bindAddress?: string;
   /** owner of the source unix sockets and their dir: the launcher's QEMU/libvirtd user (default: unchanged) */
   socketOwner?: { uid: number; gid: number };
+  /** mutual TLS on the TCP leg: this handler's certificate and key (server and client) and the CA both trust */
+  tls?: MigrationTls;
+}
+
+/** PEM contents (not paths). */
+export interface MigrationTls {
+  /** this handler's certificate (extended key usage serverAuth, and clientAuth unless clientCert is given) */
+  cert: string | Buffer;
+  key: string | Buffer;
+  /** the CA the other handlers' certificates are signed by */
+  ca: string | Buffer;
+  /** a separate client certificate for the source's outbound leg (upstream has one per role) */
+  clientCert?: string | Buffer;
+  clientKey?: string | Buffer;
 }
 
 interface Proxy {
@@ -102,9 +121,30 @@ export class MigrationProxyManager {
     try {
       for (const file of targetUnixFiles) {
         const conns = new Set<net.Socket>();
-        const server = net.createServer({ allowHalfOpen: true }, (inbound) =>
-          this.forward(key, inbound, { path: file }, conns),
-        );
+        const onConn = (inbound: net.Socket) => this.forward(key, inbound, { path: file }, conns);
+        const t = this.opts.tls;
+        const server = t
+          ? tls.createServer(
+              {
+                cert: t.cert,
+                key: t.key,
+                ca: t.ca,
+                requestCert: true,
+                rejectUnauthorized: true,
+                allowHalfOpen: true,
+                minVersion: 'TLSv1.2',
+              },
+              onConn,
+            )
+          : net.createServer({ allowHalfOpen: true }, onConn);
+        if (t)
+          server.on('tlsClientError', (err: Error, sock: tls.TLSSocket) => {
+            this.opts.logger.warn('migration proxy: a TLS client was refused', {
+              uid: key,
+              peer: `${sock.remoteAddress ?? ''}:${sock.remotePort ?? ''}`,
+              reason: err.message,
+            });
+          });
         await listen(server, { port: 0, host: this.opts.bindAddress ?? '0.0.0.0' });
         const port = (server.address() as net.AddressInfo).port;
         list.push({ server, path: file, tcp: String(port), conns });
@@ -169,7 +209,12 @@ export class MigrationProxyManager {
         const server = net.createServer({ allowHalfOpen: true }, (inbound) =>
           this.forward(key, inbound, { host: targetAddress, port }, conns),
         );
-        await listen(server, { path: file });
+        const short = await shortUnixPath(file);
+        try {
+          await listen(server, { path: short.path });
+        } finally {
+          short.release();
+        }
         if (owner) await chown(file, owner.uid, owner.gid);
         list.push({ server, path: file, tcp: `${targetAddress}:${tcpPort}`, conns });
         this.opts.logger.info('migration proxy listening on the source', {
@@ -208,17 +253,57 @@ export class MigrationProxyManager {
     for (const k of [...this.sources.keys()]) await this.stopSourceListener(k);
   }
 
-  private forward(key: string, inbound: net.Socket, to: net.NetConnectOpts, conns: Set<net.Socket>): void {
+  private forward(
+    key: string,
+    inbound: net.Socket,
+    to: net.NetConnectOpts,
+    conns: Set<net.Socket>,
+    onDialled: () => void = () => undefined,
+  ): void {
     // half-open: one direction may end (FIN passed on) while the other still carries data
-    const outbound = net.connect({ ...to, allowHalfOpen: true });
+    if ('path' in to && Buffer.byteLength(to.path) > MAX_SOCKET_PATH_BYTES) {
+      // a long launcher socket path (the target Pod's share dir): dial through its directory's descriptor
+      void shortUnixPath(to.path).then(
+        (short) => {
+          // the inbound socket buffers meanwhile: nothing reads it before the outbound leg is spliced on
+          this.forward(key, inbound, { path: short.path }, conns, short.release);
+        },
+        (e: Error) => {
+          this.opts.logger.warn('migration proxy: the outbound leg failed', {
+            uid: key,
+            outbound: to.path,
+            reason: e.message,
+          });
+          inbound.destroy();
+        },
+      );
+      return;
+    }
+    const t = this.opts.tls;
+    const outbound =
+      t && !('path' in to)
+        ? tls.connect({
+            host: (to as net.TcpNetConnectOpts).host,
+            port: (to as net.TcpNetConnectOpts).port,
+            cert: t.clientCert ?? t.cert,
+            key: t.clientKey ?? t.key,
+            ca: t.ca,
+            // the chain is checked against the CA; nodes are dialled by address (upstream's client config)
+            checkServerIdentity: () => undefined,
+            minVersion: 'TLSv1.2',
+            // passed on to the TLSSocket (not in the typings): one direction may end while the other carries data
+            ...({ allowHalfOpen: true } as object),
+          })
+        : net.connect({ ...to, allowHalfOpen: true });
     conns.add(inbound).add(outbound);
+    outbound.once('connect', onDialled).once('error', onDialled).once('close', onDialled);
     let inBytes = 0;
     let outBytes = 0;
     let st = this.stats.get(key);
     if (!st) this.stats.set(key, (st = { connections: 0, bytesIn: 0, bytesOut: 0 }));
     const stats = st;
     stats.connections++;
-    outbound.once('connect', () => {
+    outbound.once(t && !('path' in to) ? 'secureConnect' : 'connect', () => {
       splice(inbound, outbound, (n) => {
         inBytes += n;
         stats.bytesIn += n;
@@ -242,6 +327,26 @@ export class MigrationProxyManager {
       this.opts.logger.info('migration proxy connection closed', { uid: key, inBytes, outBytes });
     });
   }
+}
+
+/**
+ * A unix socket path short enough to bind or dial. The Pod's share dir as the handler sees it
+ * (`<pods dir>/<pod uid>/volumes/kubernetes.io~empty-dir/public/migrationproxy/<vmi uid>-49152-source.sock`)
+ * is longer than the 107 bytes of sun_path; the launcher sees a short one. A long path goes through an
+ * open descriptor of its directory: `/proc/self/fd/<fd>/<name>`, closed by `release()` once bound or connected.
+ */
+async function shortUnixPath(file: string): Promise<{ path: string; release(): void }> {
+  if (Buffer.byteLength(file) <= MAX_SOCKET_PATH_BYTES) return { path: file, release: () => undefined };
+  const dir = await open(path.dirname(file), 'r');
+  const p = `/proc/self/fd/${dir.fd}/${path.basename(file)}`;
+  if (Buffer.byteLength(p) > MAX_SOCKET_PATH_BYTES)
+    throw new Error(`${file}: the socket name alone is too long for a unix socket`);
+  let open_ = true;
+  const release = () => {
+    if (open_) void dir.close().catch(() => undefined);
+    open_ = false;
+  };
+  return { path: p, release };
 }
 
 function listen(server: net.Server, opts: net.ListenOptions): Promise<void> {

@@ -76,6 +76,8 @@ export async function findLauncherProcess(
   socketPath: string,
   uid: number,
   procDir = '/proc',
+  /** the caller wants the process only (e.g. its root for the migration proxy), not its network */
+  opts: { allowNodeNetwork?: boolean } = {},
 ): Promise<LauncherProcess> {
   const target = await stat(socketPath);
   const ownNetns = await stat(path.join(procDir, 'self', 'ns', 'net'));
@@ -104,7 +106,7 @@ export async function findLauncherProcess(
         if (!st || st.dev !== target.dev || st.ino !== target.ino) continue;
         const netns = path.join(procDir, pid, 'ns', 'net');
         const ns = await stat(netns);
-        if (ns.ino === ownNetns.ino && ns.dev === ownNetns.dev)
+        if (!opts.allowNodeNetwork && ns.ino === ownNetns.ino && ns.dev === ownNetns.dev)
           throw new NetworkSetupError(
             `the launcher behind ${socketPath} (pid ${pid}) runs in the node's network namespace: ` +
               `refusing to set up a Pod network there`,

@@ -500,6 +500,15 @@ test('a manager with migrationTarget derives the target itself (as a launcher do
   expect(conn.calls.some((c) => c.startsWith('migrateToURI3'))).toBe(true);
 });
 
+test("the migration metadata's uid is the migration's (status.migrationState.migrationUid), as upstream's", async () => {
+  const { mgr } = setup({ migrationTarget: (v) => ({ targetURI: `fake:///${v.metadata?.uid}` }) });
+  await mgr.syncVMI(vmi());
+  const migrating = vmi('vm1', {}, { phase: 'Running', migrationState: { migrationUid: 'vmim-uid-1' } });
+  const st = await mgr.migrateVMI(migrating, UPSTREAM_OPTIONS);
+  expect(st.uid).toBe('vmim-uid-1');
+  expect((await mgr.waitForMigration(migrating)).uid).toBe('vmim-uid-1');
+});
+
 describe('contextWithOptions', () => {
   test('applies VirtualMachineOptions from virt-handler to the launcher context', async () => {
     const { contextWithOptions } = await import('./manager.js');

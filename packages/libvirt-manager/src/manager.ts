@@ -438,8 +438,11 @@ export class DomainManager extends EventEmitter {
     }
     const { params, flags } = migrateCall(mo, await dom.getXMLDesc(Vir.DOMAIN_XML_MIGRATABLE));
 
+    // upstream's migration metadata UID is the migration's (status.migrationState.migrationUid): the
+    // handler ties the outcome to the migration by it; without a migration state (direct use) the VMI's uid
+    const migrationUid = (vmi.status?.migrationState as { migrationUid?: string } | undefined)?.migrationUid;
     const state: MigrationState = {
-      uid: vmi.metadata?.uid,
+      uid: migrationUid || vmi.metadata?.uid,
       targetURI: mo.targetURI,
       migrationURI: mo.migrationURI,
       startTimestamp: new Date().toISOString(),

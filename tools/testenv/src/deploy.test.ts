@@ -206,7 +206,8 @@ const NEEDS: Record<'controller' | 'handler', Need[]> = {
     },
   ],
   handler: [
-    // update/patch: the VMI's status (no status subresource on the VMI, as upstream)
+    // update/patch: the VMI's status (no status subresource on the VMI, as upstream); patch: the migration hand-off
+    // moves the VMI's kubevirt.io/nodeName label to the target node
     {
       group: 'kubevirt.io',
       resource: 'virtualmachineinstances',

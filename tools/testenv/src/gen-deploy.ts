@@ -231,7 +231,7 @@ export const HANDLER_CLUSTER_RULES: Rule[] = [
     apiGroups: ['kubevirt.io'],
     resources: ['virtualmachineinstances'],
     verbs: ['get', 'list', 'watch', 'update', 'patch'],
-    why: 'get/list/watch: the VMIs scheduled to its node (informer with a nodeName label selector); update/patch: their status (Running/Succeeded/Failed, interfaces, guest OS info, conditions, migration state from the launcher), written with the object: the VMI has no status subresource, as upstream',
+    why: 'get/list/watch: the VMIs scheduled to its node and those migrating to it (informers with the nodeName and migrationTargetNodeName label selectors); update/patch: the migration hand-off moves the kubevirt.io/nodeName label to the target node, and their status (Running/Succeeded/Failed, interfaces, guest OS info, conditions, migration state from the launcher), written with the object: the VMI has no status subresource, as upstream',
   },
   {
     apiGroups: ['kubevirt.io'],
@@ -727,6 +727,11 @@ export function deployObjects({
                     {
                       name: 'NODE_NAME',
                       valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'spec.nodeName' } },
+                    },
+                    // the address a migration target publishes to the source handler (upstream's MY_POD_IP)
+                    {
+                      name: 'MY_POD_IP',
+                      valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'status.podIP' } },
                     },
                   ],
                   // the Pods' dirs as mounted here, and as the host names them (container disks are mounted there)

@@ -1,0 +1,595 @@
+// Live migration driven end to end by the project's own parts: two virt-handler processes (node-a and
+// node-b, each with its own pods dir and handler dir) and virt-controller's controllers (in process)
+// against a real kube-apiserver (tools/testenv); real in-Pod launchers run the test guest under TCG.
+// The test plays only the scheduler and kubelet: it binds each launcher Pod to a node (a migration's
+// target Pod to the node the VMI is not on), starts the launcher "Pod" (a mount namespace whose root is
+// bind-mounted at the same path, as two Pods see the same paths) under that node's pods dir, reports
+// the Pod Running, and Succeeded/Failed when the launcher exits.
+// A VMIM -> the handlers' migration roles (SyncMigrationTarget, proxy over mutual TLS on loopback,
+// MigrateVirtualMachine, hand-off): the guest keeps running on node-b. Then a migration whose target
+// is killed fails and the guest stays; then an aborted one (the VMIM deleted) is cancelled.
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { appendFileSync, existsSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdir, readdir, readFile, readlink, rm, symlink, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  PatchStrategy,
+  setHeaderOptions,
+  type KubeConfig,
+  type V1Pod,
+} from '@kubernetes/client-node';
+import { parseManifests, type VirtualMachineInstance } from '@kubevirt-ts/api';
+import { createLogger } from '@kubevirt-ts/log';
+import { serverSideApply, startTestEnv, type KubeObject, type TestEnv } from '@kubevirt-ts/testenv';
+import { VirtController } from '@kubevirt-ts/virt-controller-core';
+import {
+  LAUNCHER_MAIN,
+  READY,
+  REPO,
+  launcherNodeFlags,
+  readText,
+  requireGuest,
+  shortTmp,
+  stageTestGuest,
+  tinyVmi,
+  waitFor,
+} from '../launcher/helpers.js';
+
+const HANDLER_MAIN = path.join(REPO, 'apps/virt-handler/dist/main.js');
+const NS = 'migr';
+const NODES = ['node-a', 'node-b'] as const;
+const POD_ROOT = '/run/kvts-migr-roles-root';
+const SHARE = `${POD_ROOT}/share`;
+const EMPTY = 'volumes/kubernetes.io~empty-dir';
+const isRoot = process.getuid?.() === 0;
+/** the launcher process ended (exit code, or killed by a signal) */
+const ended = (c: ChildProcess) => c.exitCode !== null || c.signalCode !== null;
+const lastBeat = (t: string) =>
+  Math.max(0, ...[...t.matchAll(/KUBEVIRT-TS-GUEST-HEARTBEAT (\d+)/g)].map((m) => Number(m[1])));
+
+let env: TestEnv;
+let kc: KubeConfig;
+let custom: CustomObjectsApi;
+let core: CoreV1Api;
+let base: string;
+let controller: VirtController | undefined;
+let kubeletTimer: NodeJS.Timeout | undefined;
+let stopping = false;
+/** each node's pods dir: as short as deploy/'s /pods (the notify pipe's path under it, with a Pod uid, must fit in 107 bytes) */
+const podsDirs = new Map<string, string>();
+const handlers = new Map<string, { child: ChildProcess; stderr(): string; exited: Promise<unknown> }>();
+
+interface LauncherPod {
+  podName: string;
+  podUid: string;
+  node: string;
+  hostRoot: string;
+  holder: ChildProcess;
+  launcher: ChildProcess;
+  exited: Promise<number | null>;
+  stderr(): string;
+  serialLog: string;
+}
+const launcherPods = new Map<string, LauncherPod>(); // pod uid -> launcher
+
+const vmiApi = { group: 'kubevirt.io', version: 'v1', namespace: NS, plural: 'virtualmachineinstances' };
+const vmimApi = { ...vmiApi, plural: 'virtualmachineinstancemigrations' };
+const getVmi = async (name: string) =>
+  (await custom.getNamespacedCustomObject({ ...vmiApi, name }).catch(() => undefined)) as
+    VirtualMachineInstance | undefined;
+const getVmim = async (name: string) =>
+  (await custom.getNamespacedCustomObject({ ...vmimApi, name }).catch(() => undefined)) as
+    | {
+        metadata: { uid: string };
+        status?: { phase?: string; conditions?: Array<{ type: string; reason?: string }> };
+      }
+    | undefined;
+
+function run(cmd: string, args: string[]): Promise<void> {
+  return new Promise((resolve, reject) =>
+    execFile(cmd, args, (err, _o, e) =>
+      err ? reject(new Error(`${cmd} ${args.join(' ')}: ${e}`)) : resolve(),
+    ),
+  );
+}
+
+/** pids of every process in the mount namespace of `pid` */
+async function processesInMountNs(pid: number): Promise<number[]> {
+  let ns: string;
+  try {
+    ns = await readlink(`/proc/${pid}/ns/mnt`);
+  } catch {
+    return [];
+  }
+  const out: number[] = [];
+  for (const e of await readdir('/proc')) {
+    if (!/^\d+$/.test(e)) continue;
+    if ((await readlink(`/proc/${e}/ns/mnt`).catch(() => '')) === ns) out.push(Number(e));
+  }
+  return out;
+}
+async function signalPod(p: LauncherPod, sig: NodeJS.Signals): Promise<void> {
+  for (const pid of await processesInMountNs(p.holder.pid!))
+    try {
+      process.kill(pid, sig);
+    } catch {
+      /* gone */
+    }
+}
+const hasQemu = async (p: LauncherPod) => {
+  for (const pid of await processesInMountNs(p.holder.pid!)) {
+    const cmd = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+    if (cmd.startsWith('/usr/bin/qemu-system')) return true;
+  }
+  return false;
+};
+
+/** openssl: a CA and one certificate per handler (serverAuth + clientAuth) */
+async function handlerCerts(dir: string): Promise<Record<string, { cert: string; key: string; ca: string }>> {
+  const f = (n: string) => path.join(dir, n);
+  await run('openssl', ['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', f('ca.key')]);
+  await run('openssl', [
+    'req',
+    '-x509',
+    '-new',
+    '-key',
+    f('ca.key'),
+    '-subj',
+    '/CN=kubevirt-ca',
+    '-days',
+    '1',
+    '-out',
+    f('ca.crt'),
+  ]);
+  const out: Record<string, { cert: string; key: string; ca: string }> = {};
+  for (const n of NODES) {
+    await run('openssl', ['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', f(`${n}.key`)]);
+    await run('openssl', [
+      'req',
+      '-new',
+      '-key',
+      f(`${n}.key`),
+      '-subj',
+      `/CN=kubevirt.io:system:node:${n}`,
+      '-out',
+      f(`${n}.csr`),
+    ]);
+    await writeFile(
+      f(`${n}.ext`),
+      'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth,clientAuth\n',
+    );
+    await run('openssl', [
+      'x509',
+      '-req',
+      '-in',
+      f(`${n}.csr`),
+      '-CA',
+      f('ca.crt'),
+      '-CAkey',
+      f('ca.key'),
+      '-CAcreateserial',
+      '-days',
+      '1',
+      '-extfile',
+      f(`${n}.ext`),
+      '-out',
+      f(`${n}.crt`),
+    ]);
+    out[n] = { cert: f(`${n}.crt`), key: f(`${n}.key`), ca: f('ca.crt') };
+  }
+  return out;
+}
+
+async function startHandler(node: string, tls: { cert: string; key: string; ca: string }) {
+  const dir = path.join(base, node);
+  const podsDir = `/kvm${node.slice(-1).toUpperCase()}`;
+  await rm(podsDir, { recursive: true, force: true });
+  await mkdir(podsDir, { mode: 0o755 });
+  podsDirs.set(node, podsDir);
+  const child = spawn(
+    process.execPath,
+    [
+      HANDLER_MAIN,
+      ...['--node-name', node, '--kubeconfig', env.kubeconfigPath],
+      ...['--pods-dir', podsDir, '--kubevirt-share-dir', path.join(dir, 'handler')],
+      ...['--launcher-uid', '0', '--launcher-ready-timeout-seconds', '300'],
+      ...['--heartbeat-interval-seconds', '2', '--resync-interval-seconds', '1', '--port', '0'],
+      ...['--device-plugin-dir', '', '--container-disk-helper', ''],
+      ...['--migration-address', '127.0.0.1', '--migration-bind-address', '127.0.0.1'],
+      ...['--migration-cert-file', tls.cert, '--migration-key-file', tls.key, '--migration-ca-file', tls.ca],
+      ...['--launcher-libvirt-socket', `${POD_ROOT}/lv/run/libvirt/libvirt-sock`],
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  let err = '';
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => {
+    err += d;
+    if (process.env.DEBUG_HANDLER_LOG) appendFileSync(`${process.env.DEBUG_HANDLER_LOG}.${node}`, d);
+  });
+  const exited = new Promise((r) => child.on('exit', r));
+  await waitFor('handler serving', () => /serving \/healthz/.test(err) || child.exitCode !== null, 120_000);
+  if (child.exitCode !== null) throw new Error(`virt-handler ${node} exited ${child.exitCode}: ${err}`);
+  handlers.set(node, { child, stderr: () => err, exited });
+}
+
+/** kubelet: the Pod's dirs under the node's pods dir and the launcher in its own mount namespace */
+async function startLauncherPod(pod: V1Pod, node: string, vmi: VirtualMachineInstance): Promise<LauncherPod> {
+  const podUid = pod.metadata!.uid!;
+  const hostRoot = await shortTmp();
+  const layout = await stageTestGuest(vmi, hostRoot);
+  // the Pod's /var/run/kubevirt: traversable by the QEMU user (its migrationproxy/ sockets are there)
+  await mkdir(path.join(hostRoot, 'share'), { mode: 0o755 });
+  await mkdir(path.join(hostRoot, 'share', 'sockets'), { mode: 0o700 });
+  const empty = path.join(podsDirs.get(node)!, podUid, EMPTY);
+  await mkdir(empty, { recursive: true });
+  await symlink(path.join(hostRoot, 'share'), path.join(empty, 'public'));
+  await symlink(path.join(hostRoot, 'share', 'sockets'), path.join(empty, 'sockets'));
+  const holder = spawn('unshare', ['--mount', '--propagation', 'private', 'sleep', 'infinity'], {
+    stdio: 'ignore',
+  });
+  await waitFor('mount namespace', async () => {
+    const a = await readlink(`/proc/${holder.pid}/ns/mnt`).catch(() => '');
+    return !!a && a !== (await readlink('/proc/self/ns/mnt'));
+  });
+  await run('nsenter', ['-t', String(holder.pid), '-m', 'mount', '--bind', hostRoot, POD_ROOT]);
+  const launcher = spawn(
+    'nsenter',
+    [
+      ...['-t', String(holder.pid), '-m', '--', process.execPath, ...launcherNodeFlags(), LAUNCHER_MAIN],
+      ...['--name', vmi.metadata.name!, '--namespace', NS, '--uid', vmi.metadata.uid!],
+      ...['--root', POD_ROOT, '--kubevirt-share-dir', SHARE, '--allow-emulation'],
+      ...['--grace-period-seconds', '10', '--qemu-timeout', '300s', '--log-level', 'info'],
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  let err = '';
+  launcher.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
+  const exited = new Promise<number | null>((r) => launcher.on('exit', (code) => r(code)));
+  const p: LauncherPod = {
+    podName: pod.metadata!.name!,
+    podUid,
+    node,
+    hostRoot,
+    holder,
+    launcher,
+    exited,
+    stderr: () => err,
+    serialLog: layout.serialLogFile(vmi.metadata.uid!),
+  };
+  launcherPods.set(podUid, p);
+  return p;
+}
+
+const podStatus = (phase: string, ready: boolean) => ({
+  status: {
+    phase,
+    conditions: [{ type: 'Ready', status: ready ? 'True' : 'False' }],
+    containerStatuses: [
+      {
+        name: 'compute',
+        ready,
+        restartCount: 0,
+        image: 'test',
+        imageID: '',
+        state: ready
+          ? { running: { startedAt: new Date().toISOString() } }
+          : { terminated: { exitCode: phase === 'Succeeded' ? 0 : 1 } },
+      },
+    ],
+  },
+});
+async function patchPodStatus(name: string, body: object) {
+  await core.patchNamespacedPodStatus(
+    { name, namespace: NS, body },
+    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+  );
+}
+
+/** scheduler + kubelet, one pass */
+async function kubeletTick(): Promise<void> {
+  const pods = (await core.listNamespacedPod({ namespace: NS })).items;
+  const vmis = (
+    (await custom.listNamespacedCustomObject({ ...vmiApi })) as { items: VirtualMachineInstance[] }
+  ).items;
+  for (const pod of pods) {
+    const uid = pod.metadata!.uid!;
+    const lp = launcherPods.get(uid);
+    if (lp) {
+      if (pod.metadata?.deletionTimestamp && !ended(lp.launcher)) lp.launcher.kill('SIGTERM');
+      if (ended(lp.launcher) && !['Succeeded', 'Failed'].includes(pod.status?.phase ?? ''))
+        await patchPodStatus(
+          lp.podName,
+          podStatus(lp.launcher.exitCode === 0 ? 'Succeeded' : 'Failed', false),
+        );
+      if (pod.metadata?.deletionTimestamp && ended(lp.launcher))
+        await core
+          .deleteNamespacedPod({ name: lp.podName, namespace: NS, gracePeriodSeconds: 0 })
+          .catch(() => undefined);
+      continue;
+    }
+    if (
+      pod.metadata?.deletionTimestamp ||
+      pod.status?.phase === 'Succeeded' ||
+      pod.status?.phase === 'Failed'
+    )
+      continue;
+    const vmi = vmis.find((v) => v.metadata.uid === pod.metadata?.labels?.['kubevirt.io/created-by']);
+    if (!vmi) continue;
+    let node = pod.spec?.nodeName;
+    if (!node) {
+      // a migration target goes to the node the VMI is not on (the anti-affinity); the first Pod to node-a
+      const target = !!pod.metadata?.labels?.['kubevirt.io/migrationJobUID'];
+      node = target ? NODES.find((n) => n !== vmi.status?.nodeName)! : 'node-a';
+      await core.createNamespacedBinding({
+        namespace: NS,
+        body: {
+          apiVersion: 'v1',
+          kind: 'Binding',
+          metadata: { name: pod.metadata!.name },
+          target: { apiVersion: 'v1', kind: 'Node', name: node },
+        },
+      });
+    }
+    await startLauncherPod(pod, node, vmi);
+    await patchPodStatus(pod.metadata!.name!, podStatus('Running', true));
+  }
+}
+
+function podOfNode(vmi: VirtualMachineInstance, node: string): LauncherPod {
+  const p = [...launcherPods.values()].filter((x) => x.node === node && !ended(x.launcher));
+  if (p.length !== 1) throw new Error(`${p.length} live launcher pods of ${vmi.metadata.name} on ${node}`);
+  return p[0]!;
+}
+
+async function createVmim(name: string, vmiName: string) {
+  await custom.createNamespacedCustomObject({
+    ...vmimApi,
+    body: {
+      apiVersion: 'kubevirt.io/v1',
+      kind: 'VirtualMachineInstanceMigration',
+      metadata: { name },
+      spec: { vmiName },
+    },
+  });
+}
+const vmimPhase = (name: string, phases: string[], ms = 400_000) =>
+  waitFor(
+    `${name} in ${phases.join('/')}`,
+    async () => {
+      const m = await getVmim(name);
+      return m && phases.includes(m.status?.phase ?? '') ? m : undefined;
+    },
+    ms,
+    250,
+  );
+async function rssMiB(pid: number): Promise<number> {
+  const m = /^VmRSS:\s+(\d+) kB/m.exec(await readFile(`/proc/${pid}/status`, 'utf8'));
+  return Math.round((Number(m?.[1] ?? 0) / 1024) * 10) / 10;
+}
+
+const d = isRoot ? describe : describe.skip;
+d(
+  `virt-handler migration roles, two handlers + virt-controller on a real kube-apiserver${isRoot ? '' : ' (skipped: needs root)'}`,
+  () => {
+    beforeAll(async () => {
+      requireGuest();
+      await mkdir(POD_ROOT, { recursive: true, mode: 0o755 });
+      env = await startTestEnv();
+      kc = env.kubeConfig();
+      custom = kc.makeApiClient(CustomObjectsApi);
+      core = kc.makeApiClient(CoreV1Api);
+      const crdDir = path.join(REPO, 'deploy', 'crds');
+      const crds = readdirSync(crdDir)
+        .filter((f) => f.endsWith('.yaml'))
+        .flatMap((f) => parseManifests(readFileSync(path.join(crdDir, f), 'utf8')) as KubeObject[]);
+      await serverSideApply(kc, crds, { fieldManager: 'migration-roles-e2e' });
+      await core.createNamespace({ body: { metadata: { name: NS } } });
+      for (const n of NODES) await core.createNode({ body: { metadata: { name: n } } });
+      base = await shortTmp();
+      const certs = await handlerCerts(base);
+      for (const n of NODES) await startHandler(n, certs[n]!);
+      controller = new VirtController({
+        kubeConfig: kc,
+        log: createLogger({ component: 'virt-controller', level: 'warn' }),
+        rendererConfig: { launcherImage: 'localhost/kubevirt-ts/virt-launcher:test', useEmulation: true },
+      });
+      await controller.start();
+      const tick = () => {
+        kubeletTimer = setTimeout(() => {
+          void kubeletTick()
+            .catch((e: Error) => !stopping && console.warn(`kubelet: ${e.message}`))
+            .finally(() => !stopping && tick());
+        }, 250);
+      };
+      tick();
+    }, 300_000);
+
+    afterAll(async () => {
+      stopping = true;
+      if (kubeletTimer) clearTimeout(kubeletTimer);
+      await controller?.stop();
+      for (const h of handlers.values()) {
+        h.child.kill('SIGTERM');
+        await h.exited;
+      }
+      for (const p of launcherPods.values()) {
+        await signalPod(p, 'SIGKILL');
+        p.holder.kill('SIGKILL');
+        await rm(p.hostRoot, { recursive: true, force: true }).catch(() => undefined);
+      }
+      await env?.stop();
+      if (base) await rm(base, { recursive: true, force: true });
+      for (const d of podsDirs.values()) await rm(d, { recursive: true, force: true });
+      await rm(POD_ROOT, { recursive: true, force: true }).catch(() => undefined);
+    }, 180_000);
+
+    test('a VMIM moves the running guest to node-b through the handlers (mutual TLS proxy); the VMI follows, the source launcher exits', async () => {
+      const spec = tinyVmi('mig', { grace: 10 });
+      delete spec.metadata.uid;
+      await custom.createNamespacedCustomObject({
+        ...vmiApi,
+        body: { ...spec, metadata: { name: 'mig', namespace: NS } },
+      });
+      const running = await waitFor(
+        'VMI Running on node-a',
+        async () => {
+          const v = await getVmi('mig');
+          return v?.status?.phase === 'Running' && v.status.nodeName === 'node-a' ? v : undefined;
+        },
+        300_000,
+        250,
+      );
+      const src = podOfNode(running, 'node-a');
+      await waitFor(
+        'guest ready on node-a',
+        async () => (await readText(src.serialLog)).includes(READY),
+        300_000,
+      );
+      await waitFor(
+        'heartbeats on node-a',
+        async () => lastBeat(await readText(src.serialLog)) >= 2,
+        120_000,
+      );
+      const rssBefore = await rssMiB(handlers.get('node-a')!.child.pid!);
+
+      await createVmim('mig-1', 'mig');
+      const m = await vmimPhase('mig-1', ['Succeeded', 'Failed']);
+      expect(m.status!.phase).toBe('Succeeded');
+      const v = (await waitFor('VMI on node-b', async () => {
+        const x = await getVmi('mig');
+        return x?.status?.nodeName === 'node-b' && x.metadata.labels?.['kubevirt.io/nodeName'] === 'node-b'
+          ? x
+          : undefined;
+      }))!;
+      const ms = v.status!.migrationState!;
+      console.log(`migration state: ${JSON.stringify(ms)}`);
+      expect(v.status!.phase).toBe('Running');
+      expect(ms).toMatchObject({
+        sourceNode: 'node-a',
+        targetNode: 'node-b',
+        targetNodeAddress: '127.0.0.1',
+        completed: true,
+        failed: false,
+        targetNodeDomainDetected: true,
+        mode: 'PreCopy',
+      });
+      expect(Object.values(ms.targetDirectMigrationNodePorts!).sort()).toEqual([0, 49152]);
+      expect(ms.startTimestamp && ms.endTimestamp && ms.targetNodeDomainReadyTimestamp).toBeTruthy();
+      console.log(
+        `migration took ${(Date.parse(ms.endTimestamp!) - Date.parse(ms.startTimestamp!)) / 1000} s`,
+      );
+
+      // the same guest (no new boot) goes on on node-b; the source launcher ended and its Pod completed
+      const dst = podOfNode(v, 'node-b');
+      const beatAtSwitch = lastBeat(await readText(src.serialLog));
+      await waitFor(
+        'heartbeats on node-b',
+        async () => lastBeat(await readText(dst.serialLog)) >= beatAtSwitch + 2,
+        120_000,
+      );
+      const dstText = await readText(dst.serialLog);
+      expect(dstText).not.toContain(READY);
+      expect(await src.exited).toBe(0);
+      await waitFor(
+        'source pod Succeeded',
+        async () =>
+          (await core.readNamespacedPod({ name: src.podName, namespace: NS })).status?.phase === 'Succeeded',
+      );
+      // node-a's handler let go of the VMI (no ghost record), node-b's holds it
+      await waitFor(
+        'ghost record moved',
+        () =>
+          !existsSync(path.join(base, 'node-a', 'handler', 'ghost-records', v.metadata.uid!)) &&
+          existsSync(path.join(base, 'node-b', 'handler', 'ghost-records', v.metadata.uid!)),
+      );
+      // a later status change still reaches the VMI from node-b (conditions from its domain)
+      expect(v.status!.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
+      const rss = await Promise.all(NODES.map((n) => rssMiB(handlers.get(n)!.child.pid!)));
+      console.log(`handler RSS: node-a ${rssBefore} MiB before, ${rss[0]} MiB after; node-b ${rss[1]} MiB`);
+    }, 900_000);
+
+    test('a migration whose target Pod is killed fails: the VMIM is Failed, the guest keeps running on its node', async () => {
+      const before = (await getVmi('mig'))!;
+      const srcNode = before.status!.nodeName!;
+      const src = podOfNode(before, srcNode);
+      const known = new Set(launcherPods.keys());
+      await createVmim('mig-2', 'mig');
+      const target = await waitFor(
+        'target launcher pod',
+        () => [...launcherPods.values()].find((p) => !known.has(p.podUid)),
+        300_000,
+      );
+      // freeze the target as soon as its incoming QEMU exists (mid-migration), then kill it
+      await waitFor('incoming QEMU on the target', () => hasQemu(target), 300_000, 20);
+      await signalPod(target, 'SIGSTOP');
+      await sleep(2000);
+      await signalPod(target, 'SIGKILL');
+      const m = await vmimPhase('mig-2', ['Succeeded', 'Failed']);
+      expect(m.status!.phase).toBe('Failed');
+      const v = await waitFor('migration failed on the VMI', async () => {
+        const x = await getVmi('mig');
+        return x?.status?.migrationState?.migrationUid === m.metadata.uid && x.status.migrationState.failed
+          ? x
+          : undefined;
+      });
+      console.log(
+        `failed migration: ${JSON.stringify(v.status!.migrationState)} VMIM ${JSON.stringify(m.status!.conditions)}`,
+      );
+      expect(v.status!.phase).toBe('Running');
+      expect(v.status!.nodeName).toBe(srcNode);
+      const b = lastBeat(await readText(src.serialLog));
+      await waitFor(
+        'heartbeats go on on the source',
+        async () => lastBeat(await readText(src.serialLog)) >= b + 2,
+        120_000,
+      );
+      expect(ended(src.launcher)).toBe(false);
+    }, 900_000);
+
+    test('abort: deleting the VMIM of a running migration cancels it on the source (abortStatus Succeeded); the guest stays', async () => {
+      const before = (await getVmi('mig'))!;
+      const srcNode = before.status!.nodeName!;
+      const src = podOfNode(before, srcNode);
+      const known = new Set(launcherPods.keys());
+      await createVmim('mig-3', 'mig');
+      const target = await waitFor(
+        'target launcher pod',
+        () => [...launcherPods.values()].find((p) => !known.has(p.podUid)),
+        300_000,
+      );
+      // a stalled migration: the target frozen once its incoming QEMU exists
+      await waitFor('incoming QEMU on the target', () => hasQemu(target), 300_000, 20);
+      await signalPod(target, 'SIGSTOP');
+      const m = await vmimPhase('mig-3', ['Running', 'Failed', 'Succeeded']);
+      expect(m.status!.phase).toBe('Running');
+      await custom.deleteNamespacedCustomObject({ ...vmimApi, name: 'mig-3' });
+      await waitFor('abort requested and under way', async () => {
+        const x = await getVmi('mig');
+        const s = x?.status?.migrationState;
+        return s?.migrationUid === m.metadata.uid && s.abortRequested && s.abortStatus ? s : undefined;
+      });
+      // the frozen target goes (its connections close), the cancelled migration ends on the source
+      await signalPod(target, 'SIGKILL');
+      const v = await waitFor('abort done', async () => {
+        const x = await getVmi('mig');
+        const s = x?.status?.migrationState;
+        return s?.migrationUid === m.metadata.uid && s.failed && s.abortStatus === 'Succeeded'
+          ? x
+          : undefined;
+      });
+      console.log(`aborted migration: ${JSON.stringify(v.status!.migrationState)}`);
+      expect(v.status!.phase).toBe('Running');
+      expect(v.status!.nodeName).toBe(srcNode);
+      await waitFor('VMIM gone', async () => !(await getVmim('mig-3')));
+      const b = lastBeat(await readText(src.serialLog));
+      await waitFor(
+        'heartbeats go on on the source',
+        async () => lastBeat(await readText(src.serialLog)) >= b + 2,
+        120_000,
+      );
+    }, 900_000);
+  },
+);
