@@ -657,7 +657,7 @@ export function deployObjects({ registry = DEFAULT_REGISTRY, tag = DEFAULT_TAG }
                   // the Pods' dirs as mounted here, and as the host names them (container disks are mounted there)
                   args: ['--pods-dir=/pods', '--host-pods-dir=/var/lib/kubelet/pods'],
                   resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '512Mi' } },
-                  // privileged: Bidirectional mount propagation and network setup inside launcher Pods require it
+                  // privileged: mount propagation and Pod network phase 1 inside launcher Pods (see the comment below)
                   securityContext: { privileged: true, runAsUser: 0 },
                   volumeMounts: HANDLER_HOST_PATHS.map((h) => ({
                     name: h.name,
@@ -776,7 +776,10 @@ function toYaml(obj) {
     for (const item of c.items) {
       if (item.key.value === 'securityContext')
         item.key.commentBefore =
-          ' privileged: Bidirectional mount propagation and network setup inside launcher Pods require it';
+          ' privileged: Bidirectional mount propagation (container disks into launcher Pods), and Pod network phase 1' +
+          " inside each launcher Pod's network namespace (entered by nsenter through /proc/<pid>/ns/net: setns needs" +
+          ' CAP_SYS_ADMIN; bridge, tap and nftables NAT: CAP_NET_ADMIN; IP forwarding sysctl) and the chown of the' +
+          " Pod's /dev/net/tun to the launcher's user (CAP_CHOWN) require it";
     }
   }
   return doc.toString({ lineWidth: 0 });

@@ -13,6 +13,7 @@ import {
   type VmOptionsInput,
 } from '@kubevirt-ts/cmd-protocol';
 import type { Logger } from '@kubevirt-ts/log';
+import { planPodNetwork, type PodNetworkConfig, type PodNetworkPlan } from '@kubevirt-ts/network';
 import type { ContainerDisks } from './container-disks.js';
 import { DomainCache } from './domain-cache.js';
 import {
@@ -24,7 +25,13 @@ import {
   type GhostRecord,
 } from './launchers.js';
 import { NotifyPipe } from './notify-pipe.js';
-import { forgetPodNetwork, setUpPodNetwork, type LauncherRef } from './pod-network.js';
+import {
+  forgetPodNetwork,
+  podInterfaceAddresses,
+  recordedPodNetwork,
+  setUpPodNetwork,
+  type LauncherRef,
+} from './pod-network.js';
 import {
   computeStatus,
   domainActive,
@@ -46,7 +53,10 @@ export interface KubeWriter {
  * the launcher Pod's network namespace, see pod-network.ts; nothing for VMIs without a
  * masquerade/bridge pod interface).
  */
-export type NetworkSetup = (vmi: VirtualMachineInstance, launcher: LauncherRef) => Promise<void>;
+export type NetworkSetup = (
+  vmi: VirtualMachineInstance,
+  launcher: LauncherRef,
+) => Promise<PodNetworkConfig | undefined | void>;
 
 export interface ControllerOptions {
   nodeName: string;
@@ -84,6 +94,16 @@ interface Launcher {
   podUid: string;
   client: CmdClient;
   pipe?: NotifyPipe;
+}
+
+/** The VMI's masquerade/bridge pod interface plan, undefined when it has none or it cannot be planned. */
+function planPodNetworkQuiet(vmi: VirtualMachineInstance): PodNetworkPlan | undefined {
+  try {
+    const plan = planPodNetwork(vmi);
+    return plan && plan.binding !== 'passt' ? plan : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** SyncVirtualMachine's options as upstream's handler sends them, from the cluster config. */
@@ -129,6 +149,8 @@ export class VmiController {
   private goneUids = new Set<string>();
   private synced = new Set<string>();
   private syncErrors = new Map<string, string>();
+  /** VMI uid -> the pod interface's name and addresses for status (from phase 1's config) */
+  private podAddresses = new Map<string, { name: string; addresses: string[] }>();
   private firstSeen = new Map<string, number>();
   private readonly warned: Set<string>;
   /** status writes done (bench figure) */
@@ -142,9 +164,8 @@ export class VmiController {
     this.o = o;
     this.networkSetup =
       o.networkSetup ??
-      (async (vmi, l) => {
-        await setUpPodNetwork(vmi, l, { launcherUid: o.launcherUid, handlerDir: o.handlerDir, log: o.log });
-      });
+      ((vmi, l) =>
+        setUpPodNetwork(vmi, l, { launcherUid: o.launcherUid, handlerDir: o.handlerDir, log: o.log }));
     this.now = o.now ?? Date.now;
     this.domains = new DomainCache(onDomainChange);
     this.ghosts = new GhostRecords(o.handlerDir);
@@ -330,6 +351,13 @@ export class VmiController {
     this.synced.delete(uid);
     this.syncErrors.delete(uid);
     this.firstSeen.delete(uid);
+    this.podAddresses.delete(uid);
+  }
+
+  private notePodAddresses(vmi: VirtualMachineInstance, uid: string, config: PodNetworkConfig | undefined) {
+    const plan = planPodNetworkQuiet(vmi);
+    if (plan && config)
+      this.podAddresses.set(uid, { name: plan.interfaceName, addresses: podInterfaceAddresses(config) });
   }
 
   /** The Pod of this VMI on this node (status.activePods: pod uid -> node name). */
@@ -391,11 +419,12 @@ export class VmiController {
       });
       try {
         await this.o.containerDisks?.mount(vmi, podUid);
-        await this.networkSetup(vmi, {
+        const net = await this.networkSetup(vmi, {
           socketPath: l.socketPath,
           podUid,
           shareDir: podPublicDir(this.o.podsDir, podUid),
         });
+        this.notePodAddresses(vmi, uid, net || undefined);
         await l.client.syncVMI(vmi, this.o.vmOptions ?? syncOptions({}));
         this.synced.add(uid);
         this.syncErrors.delete(uid);
@@ -426,10 +455,14 @@ export class VmiController {
       else this.o.requeueAfter(key, Math.min(1000, timeout - waited));
     }
 
+    // after a handler restart: phase 1's record of this Pod (written by this handler) has the addresses
+    if (domain && podUid && !this.podAddresses.has(uid) && planPodNetworkQuiet(vmi))
+      this.notePodAddresses(vmi, uid, await recordedPodNetwork(this.o.handlerDir, podUid));
     const { status, events } = computeStatus({
       vmi,
       domain,
       launcher: obs,
+      podInterface: this.podAddresses.get(uid),
       nodeName: this.o.nodeName,
       launcherImageVersion: this.o.launcherImageVersion,
       now: new Date(this.now()).toISOString().replace(/\.\d+Z$/, 'Z'),

@@ -2,10 +2,10 @@
 // in the node's network namespace (refused) and, as root, inside a network namespace this test creates
 // (found, with that namespace).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { findLauncherProcess, podNetworkRecord } from './pod-network.js';
+import { findLauncherProcess, podNetworkRecord, prepareTun } from './pod-network.js';
 
 const uid = process.getuid!();
 const isRoot = uid === 0;
@@ -75,3 +75,64 @@ test('the record of a Pod: one file per pod uid, a uid that is not a file name r
   expect(podNetworkRecord('/h', 'pod-1')).toBe('/h/pod-network/pod-1.json');
   expect(() => podNetworkRecord('/h', '../x')).toThrow('cannot be a file name');
 });
+
+/** A process in a private mount namespace with `node` bind-mounted at /dev/net/tun (a container's own node). */
+async function withOwnTun(node: string): Promise<ChildProcess> {
+  const child = spawn(
+    'unshare',
+    [
+      '--mount',
+      '--propagation',
+      'private',
+      'sh',
+      '-c',
+      'mount --bind "$0" /dev/net/tun && exec sleep 600',
+      node,
+    ],
+    { stdio: 'ignore' },
+  );
+  children.push(child);
+  for (let i = 0; i < 200; i++) {
+    const comm = (() => {
+      try {
+        return readFileSync(`/proc/${child.pid}/comm`, 'utf8').trim();
+      } catch {
+        return '';
+      }
+    })();
+    if (comm === 'sleep') return child;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error('the process with its own /dev/net/tun did not start');
+}
+
+(isRoot ? test : test.skip)(
+  isRoot
+    ? "prepareTun: the Pod's own tun node becomes the launcher's (107); the node's /dev/net/tun and a fake are never changed"
+    : 'prepareTun needs root (skipped: not root)',
+  async () => {
+    const host = statSync('/dev/net/tun');
+    const tun = path.join(dir, 'tun');
+    spawnSync('mknod', ['-m', '0600', tun, 'c', '10', '200']);
+    const pod = await withOwnTun(tun);
+    await prepareTun(pod.pid!, 107);
+    expect(statSync(tun)).toMatchObject({ uid: 107, gid: 107, mode: host.mode });
+    await prepareTun(pod.pid!, 107); // again: nothing to do
+    // a process that sees the node's own /dev/net/tun (no device plugin node of its own): refused
+    const plain = spawn('sleep', ['600'], { stdio: 'ignore' });
+    children.push(plain);
+    await expect(prepareTun(plain.pid!, 107)).rejects.toThrow("is the node's own device node");
+    // something else at /dev/net/tun: refused
+    const fake = path.join(dir, 'fake');
+    writeFileSync(fake, '');
+    const faker = await withOwnTun(fake);
+    await expect(prepareTun(faker.pid!, 107)).rejects.toThrow('is not the tun device: not touching it');
+    expect(statSync(fake).uid).toBe(0);
+    const after = statSync('/dev/net/tun');
+    expect([after.uid, after.gid, after.mode]).toEqual([host.uid, host.gid, host.mode]);
+    // no such process: a clear error
+    await expect(prepareTun(2 ** 22 + 7, 107)).rejects.toThrow(
+      'cannot open /dev/net/tun in the launcher Pod',
+    );
+  },
+);

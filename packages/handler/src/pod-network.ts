@@ -16,7 +16,8 @@
  * not set up again. The Pod's namespace dies with the Pod, and every device and rule with it: no
  * teardown.
  */
-import { mkdir, readFile, readdir, readlink, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { constants as fsc } from 'node:fs';
+import { mkdir, open, readFile, readdir, readlink, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import { LAUNCHER_SOCKET_NAME } from '@kubevirt-ts/cmd-protocol';
@@ -118,6 +119,54 @@ export async function findLauncherProcess(
   );
 }
 
+const TUN_MAJOR = 10;
+const TUN_MINOR = 200;
+
+/**
+ * Gives the launcher's user the Pod's /dev/net/tun. The device plugin (devices.kubevirt.io/tun) puts the node
+ * in the container with the host's mode and owner (root, 0600 here), so libvirt/QEMU as uid 107 could not open
+ * it to attach to the tap phase 1 made (upstream's handler chowns it too). The node is reached through the
+ * launcher process's root (/proc/<pid>/root, hostPID), opened without following a link, and changed only when
+ * it is the tun character device (10:200) and not the node's own /dev/net/tun (`hostRoot`): a container's device
+ * node is its own inode on the container's /dev, so nothing outside the Pod changes.
+ */
+export async function prepareTun(
+  pid: number,
+  uid: number,
+  gid = uid,
+  procDir = '/proc',
+  hostRoot = path.join(procDir, '1', 'root'),
+): Promise<void> {
+  const tun = path.join(procDir, String(pid), 'root', 'dev', 'net', 'tun');
+  let fh;
+  try {
+    fh = await open(tun, fsc.O_RDONLY | fsc.O_NOFOLLOW | fsc.O_NONBLOCK | fsc.O_NOCTTY);
+  } catch (e) {
+    throw new NetworkSetupError(
+      `cannot open /dev/net/tun in the launcher Pod (pid ${pid}; is devices.kubevirt.io/tun allocated?): ${
+        (e as NodeJS.ErrnoException).code ?? (e as Error).message
+      }`,
+    );
+  }
+  try {
+    const st = await fh.stat();
+    const major = Math.floor(st.rdev / 256) & 0xfff;
+    const minor = (st.rdev & 0xff) | ((st.rdev >> 12) & 0xfff00);
+    if (!st.isCharacterDevice() || major !== TUN_MAJOR || minor !== TUN_MINOR)
+      throw new NetworkSetupError(
+        `/dev/net/tun in the launcher Pod (pid ${pid}) is not the tun device: not touching it`,
+      );
+    const host = await stat(path.join(hostRoot, 'dev', 'net', 'tun')).catch(() => undefined);
+    if (host && host.dev === st.dev && host.ino === st.ino)
+      throw new NetworkSetupError(
+        `/dev/net/tun in the launcher Pod (pid ${pid}) is the node's own device node: not changing its owner`,
+      );
+    if (st.uid !== uid || st.gid !== gid) await fh.chown(uid, gid);
+  } finally {
+    await fh.close();
+  }
+}
+
 /** Whether phase 1's bridge and tap exist in `netns`. */
 async function devicesPresent(plan: PodNetworkPlan, netns: string): Promise<boolean[]> {
   const has = (dev: string) =>
@@ -141,6 +190,8 @@ export interface PodNetworkSetupOptions {
   handlerDir: string;
   log: Logger;
   procDir?: string;
+  /** the node's root as the handler sees it (default /proc/1/root: hostPID) */
+  hostRoot?: string;
 }
 
 const POD_UID_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -148,6 +199,29 @@ const POD_UID_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 export function podNetworkRecord(handlerDir: string, podUid: string): string {
   if (!POD_UID_RE.test(podUid)) throw new Error(`pod uid ${JSON.stringify(podUid)} cannot be a file name`);
   return path.join(handlerDir, 'pod-network', `${podUid}.json`);
+}
+
+/** The config phase 1 recorded for a Pod (the handler's own file), undefined when there is none. */
+export async function recordedPodNetwork(
+  handlerDir: string,
+  podUid: string,
+): Promise<PodNetworkConfig | undefined> {
+  if (!POD_UID_RE.test(podUid)) return undefined;
+  try {
+    return JSON.parse(await readFile(podNetworkRecord(handlerDir, podUid), 'utf8')) as PodNetworkConfig;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The addresses status.interfaces reports for the pod interface, as upstream does: with masquerade the Pod's
+ * (IPv4, then IPv6 when the Pod has it), the guest being behind NAT; with bridge the address the guest got
+ * (the Pod's former one).
+ */
+export function podInterfaceAddresses(config: PodNetworkConfig): string[] {
+  if (config.binding === 'bridge') return [config.guest.address];
+  return [config.podAddress, ...(config.ipv6 ? [config.ipv6.podAddress] : [])];
 }
 
 /** Forgets the record of a Pod (its namespace is gone with it). */
@@ -173,6 +247,7 @@ export async function setUpPodNetwork(
     (t) => parsePodNetworkConfig(t, plan, recordFile),
     () => undefined,
   );
+  await prepareTun(pid, o.launcherUid, o.launcherUid, o.procDir, o.hostRoot);
   const [bridge, tap] = await devicesPresent(plan, netns);
   let config: PodNetworkConfig;
   if (recorded && bridge && tap) {
