@@ -2,7 +2,7 @@
 // in the node's network namespace (refused) and, as root, inside a network namespace this test creates
 // (found, with that namespace).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chownSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { findLauncherProcess, podNetworkRecord, prepareTun } from './pod-network.js';
@@ -112,27 +112,33 @@ async function withOwnTun(node: string): Promise<ChildProcess> {
     : 'prepareTun needs root (skipped: not root)',
   async () => {
     const host = statSync('/dev/net/tun');
-    const tun = path.join(dir, 'tun');
-    spawnSync('mknod', ['-m', '0600', tun, 'c', '10', '200']);
-    const pod = await withOwnTun(tun);
-    await prepareTun(pod.pid!, 107);
-    expect(statSync(tun)).toMatchObject({ uid: 107, gid: 107, mode: host.mode });
-    await prepareTun(pod.pid!, 107); // again: nothing to do
-    // a process that sees the node's own /dev/net/tun (no device plugin node of its own): refused
-    const plain = spawn('sleep', ['600'], { stdio: 'ignore' });
-    children.push(plain);
-    await expect(prepareTun(plain.pid!, 107)).rejects.toThrow("is the node's own device node");
-    // something else at /dev/net/tun: refused
-    const fake = path.join(dir, 'fake');
-    writeFileSync(fake, '');
-    const faker = await withOwnTun(fake);
-    await expect(prepareTun(faker.pid!, 107)).rejects.toThrow('is not the tun device: not touching it');
-    expect(statSync(fake).uid).toBe(0);
-    const after = statSync('/dev/net/tun');
-    expect([after.uid, after.gid, after.mode]).toEqual([host.uid, host.gid, host.mode]);
-    // no such process: a clear error
-    await expect(prepareTun(2 ** 22 + 7, 107)).rejects.toThrow(
-      'cannot open /dev/net/tun in the launcher Pod',
-    );
+    try {
+      const tun = path.join(dir, 'tun');
+      spawnSync('mknod', ['-m', '0600', tun, 'c', '10', '200']);
+      const pod = await withOwnTun(tun);
+      await prepareTun(pod.pid!, 107);
+      expect(statSync(tun)).toMatchObject({ uid: 107, gid: 107, mode: host.mode });
+      await prepareTun(pod.pid!, 107); // again: nothing to do
+      // a process that sees the node's own /dev/net/tun (no device plugin node of its own): refused
+      const plain = spawn('sleep', ['600'], { stdio: 'ignore' });
+      children.push(plain);
+      await expect(prepareTun(plain.pid!, 107)).rejects.toThrow("is the node's own device node");
+      // something else at /dev/net/tun: refused
+      const fake = path.join(dir, 'fake');
+      writeFileSync(fake, '');
+      const faker = await withOwnTun(fake);
+      await expect(prepareTun(faker.pid!, 107)).rejects.toThrow('is not the tun device: not touching it');
+      expect(statSync(fake).uid).toBe(0);
+      const after = statSync('/dev/net/tun');
+      expect([after.uid, after.gid, after.mode]).toEqual([host.uid, host.gid, host.mode]);
+      // no such process: a clear error
+      await expect(prepareTun(2 ** 22 + 7, 107)).rejects.toThrow(
+        'cannot open /dev/net/tun in the launcher Pod',
+      );
+    } finally {
+      // never leave the machine's own node changed, even when a check fails
+      const now = statSync('/dev/net/tun');
+      if (now.uid !== host.uid || now.gid !== host.gid) chownSync('/dev/net/tun', host.uid, host.gid);
+    }
   },
 );

@@ -127,8 +127,9 @@ const TUN_MINOR = 200;
  * in the container with the host's mode and owner (root, 0600 here), so libvirt/QEMU as uid 107 could not open
  * it to attach to the tap phase 1 made (upstream's handler chowns it too). The node is reached through the
  * launcher process's root (/proc/<pid>/root, hostPID), opened without following a link, and changed only when
- * it is the tun character device (10:200) and not the node's own /dev/net/tun (`hostRoot`): a container's device
- * node is its own inode on the container's /dev, so nothing outside the Pod changes.
+ * it is the tun character device (10:200) and neither the node's own /dev/net/tun (`hostRoot`) nor the
+ * handler's: a container's device node is its own inode on the container's /dev, so nothing outside the Pod
+ * changes.
  */
 export async function prepareTun(
   pid: number,
@@ -156,11 +157,15 @@ export async function prepareTun(
       throw new NetworkSetupError(
         `/dev/net/tun in the launcher Pod (pid ${pid}) is not the tun device: not touching it`,
       );
-    const host = await stat(path.join(hostRoot, 'dev', 'net', 'tun')).catch(() => undefined);
-    if (host && host.dev === st.dev && host.ino === st.ino)
-      throw new NetworkSetupError(
-        `/dev/net/tun in the launcher Pod (pid ${pid}) is the node's own device node: not changing its owner`,
-      );
+    // the node's node (through PID 1's root: hostPID) and the handler's own; either may be unreachable, but
+    // the launcher's must be neither
+    for (const own of [path.join(hostRoot, 'dev', 'net', 'tun'), '/dev/net/tun']) {
+      const o = await stat(own).catch(() => undefined);
+      if (o && o.dev === st.dev && o.ino === st.ino)
+        throw new NetworkSetupError(
+          `/dev/net/tun in the launcher Pod (pid ${pid}) is the node's own device node: not changing its owner`,
+        );
+    }
     if (st.uid !== uid || st.gid !== gid) await fh.chown(uid, gid);
   } finally {
     await fh.close();

@@ -657,6 +657,8 @@ describe('security context', () => {
       fsGroup: 107,
       runAsNonRoot: true,
       seccompProfile: { type: 'RuntimeDefault' },
+      // the auto-attached masquerade interface: DHCP on port 67 (below)
+      sysctls: [{ name: 'net.ipv4.ip_unprivileged_port_start', value: '67' }],
     });
     for (const c of [...p.spec!.containers, ...(p.spec!.initContainers ?? [])]) {
       expect(c.securityContext).toMatchObject({
