@@ -117,6 +117,7 @@ describe(`VirtualMachines on the single-node cluster (${reason ? `skipped: ${rea
         NS,
         'tiny',
         'tiny-rerun',
+        'tiny-bad',
         '--ignore-not-found',
         '--wait=true',
         '--timeout=300s',
