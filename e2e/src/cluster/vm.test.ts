@@ -423,6 +423,70 @@ describe(`VirtualMachines on the single-node cluster (${reason ? `skipped: ${rea
   );
 
   clusterTest(
+    'why the launcher Pod uses the ip_unprivileged_port_start sysctl: a uid-107 container with NET_BIND_SERVICE added has no effective capability',
+    async () => {
+      const image = JSON.parse(
+        kubectl('get', 'configmap', '-n', 'kubevirt-ts', 'kubevirt-ts-config', '-o', 'json'),
+      ).data.launcherImage as string;
+      const name = 'kvts-capcheck';
+      kubectlIn(
+        JSON.stringify({
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name, namespace: NS },
+          spec: {
+            restartPolicy: 'Never',
+            containers: [
+              {
+                name: 'c',
+                image,
+                imagePullPolicy: 'IfNotPresent',
+                // the launcher's own binary, as the launcher runs
+                command: [
+                  '/usr/local/bin/node',
+                  '-p',
+                  "require('fs').readFileSync('/proc/self/status', 'utf8')",
+                ],
+                securityContext: {
+                  runAsUser: 107,
+                  runAsGroup: 107,
+                  runAsNonRoot: true,
+                  allowPrivilegeEscalation: false,
+                  capabilities: { drop: ['ALL'], add: ['NET_BIND_SERVICE'] },
+                },
+              },
+            ],
+          },
+        }),
+        'apply',
+        '-f',
+        '-',
+      );
+      try {
+        await waitFor(
+          'the check Pod done',
+          () => getJson('pod', '-n', NS, name)?.status?.phase === 'Succeeded',
+          SLOW,
+          500,
+        );
+        const caps = Object.fromEntries(
+          kubectl('logs', '-n', NS, name)
+            .trim()
+            .split('\n')
+            .filter((l) => l.startsWith('Cap'))
+            .map((l) => l.split(/:\s+/)),
+        );
+        expect(caps.CapBnd).toBe((1 << 10).toString(16).padStart(16, '0')); // granted to the container...
+        expect(caps.CapEff).toBe('0000000000000000'); // ...but not to its uid-107 process
+        expect(caps.CapAmb).toBe('0000000000000000');
+      } finally {
+        kubectl('delete', 'pod', '-n', NS, name, '--ignore-not-found', '--wait=false');
+      }
+    },
+    SLOW,
+  );
+
+  clusterTest(
     'an invalid VM is refused by admission (kubectl apply) with the field path; nothing is stored',
     async () => {
       // a second disk named like the first, and a masquerade port listed twice (rules the CRD schema cannot state)
