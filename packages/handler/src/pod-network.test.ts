@@ -2,10 +2,19 @@
 // in the node's network namespace (refused) and, as root, inside a network namespace this test creates
 // (found, with that namespace).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chownSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chownSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { findLauncherProcess, podNetworkRecord, prepareTun } from './pod-network.js';
+import { findLauncherProcess, podNetworkRecord, prepareTun, resolveInRoot } from './pod-network.js';
 
 const uid = process.getuid!();
 const isRoot = uid === 0;
@@ -142,3 +151,21 @@ async function withOwnTun(node: string): Promise<ChildProcess> {
     }
   },
 );
+
+test("resolveInRoot: links followed inside the process's root (Debian's /var/run -> /run), never outside it", async () => {
+  const root = path.join(dir, 'root');
+  mkdirSync(path.join(root, 'run/kubevirt/sockets'), { recursive: true });
+  mkdirSync(path.join(root, 'var'));
+  writeFileSync(path.join(root, 'run/kubevirt/sockets/launcher-sock'), '');
+  symlinkSync('/run', path.join(root, 'var/run')); // absolute: the root's /run
+  symlinkSync('../../..', path.join(root, 'run/kubevirt/up')); // relative, climbing: stops at the root
+  symlinkSync('loop', path.join(root, 'loop'));
+  const want = path.join(root, 'run/kubevirt/sockets/launcher-sock');
+  expect(await resolveInRoot(root, '/var/run/kubevirt/sockets/launcher-sock')).toBe(want);
+  expect(await resolveInRoot(root, '/run/kubevirt/up/var/run/kubevirt/sockets/launcher-sock')).toBe(want);
+  expect(await resolveInRoot(root, '/../../var/run/kubevirt/sockets/launcher-sock')).toBe(want);
+  expect(await resolveInRoot(root, '/var/nope/x')).toBeUndefined();
+  expect(await resolveInRoot(root, '/loop/x')).toBeUndefined();
+  // the last component is not followed
+  expect(await resolveInRoot(root, '/var/run')).toBe(path.join(root, 'var/run'));
+});

@@ -17,7 +17,18 @@
  * teardown.
  */
 import { constants as fsc } from 'node:fs';
-import { mkdir, open, readFile, readdir, readlink, rename, rm, stat, writeFile } from 'node:fs/promises';
+import {
+  lstat,
+  mkdir,
+  open,
+  readFile,
+  readdir,
+  readlink,
+  rename,
+  rm,
+  stat,
+  writeFile,
+} from 'node:fs/promises';
 import path from 'node:path';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import { LAUNCHER_SOCKET_NAME } from '@kubevirt-ts/cmd-protocol';
@@ -69,6 +80,43 @@ function listeningLauncherSockets(netUnix: string): Map<string, string> {
 }
 
 /**
+ * `p` (absolute) as the process whose root is `root` (/proc/<pid>/root) sees it: every symlink on the way is
+ * followed inside that root (an absolute target starts again at `root`), never in the handler's own (the
+ * launcher image's /var/run is a link to /run). The last component is not followed. Undefined when a
+ * component is missing or the links loop.
+ */
+export async function resolveInRoot(root: string, p: string): Promise<string | undefined> {
+  const todo = p.split('/').filter(Boolean);
+  const done: string[] = [];
+  let links = 0;
+  while (todo.length > 0) {
+    const c = todo.shift()!;
+    if (c === '.') continue;
+    if (c === '..') {
+      done.pop(); // never above the root
+      continue;
+    }
+    if (todo.length === 0) {
+      done.push(c);
+      break;
+    }
+    const here = path.join(root, ...done, c);
+    const target = await readlink(here).catch((e: NodeJS.ErrnoException) =>
+      e.code === 'EINVAL' ? null : undefined,
+    );
+    if (target === undefined) return undefined; // missing
+    if (target === null) {
+      done.push(c); // not a link
+      continue;
+    }
+    if (++links > 40) return undefined;
+    if (target.startsWith('/')) done.length = 0;
+    todo.unshift(...target.split('/').filter(Boolean));
+  }
+  return path.join(root, ...done);
+}
+
+/**
  * The process that listens on the launcher socket `socketPath` (as the handler sees it), running as
  * `uid`, and its network namespace. Throws a NetworkSetupError when there is none, or when it is the
  * node's own network namespace.
@@ -101,7 +149,8 @@ export async function findLauncherProcess(
       // the bound name may be launcher-init-sock, renamed to launcher-sock when ready
       const root = path.join(procDir, pid, 'root');
       for (const name of [bound, path.posix.join(path.posix.dirname(bound), LAUNCHER_SOCKET_NAME)]) {
-        const st = await stat(path.join(root, name)).catch(() => undefined);
+        const inRoot = await resolveInRoot(root, name);
+        const st = inRoot && (await lstat(inRoot).catch(() => undefined)); // the socket itself, never a link
         if (!st || st.dev !== target.dev || st.ino !== target.ino) continue;
         const netns = path.join(procDir, pid, 'ns', 'net');
         const ns = await stat(netns);
