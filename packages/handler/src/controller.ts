@@ -264,7 +264,8 @@ export class VmiController {
       : { uid: this.o.launcherUid, gid: this.o.launcherGid ?? this.o.launcherUid };
   }
 
-  private async dropLauncher(socketPath: string, podUid: string): Promise<void> {
+  /** `podGone` false (the handler stopping): the Pod lives on, so its phase-1 record stays for the next handler. */
+  private async dropLauncher(socketPath: string, podUid: string, podGone = true): Promise<void> {
     const l = this.launchers.get(socketPath);
     this.launchers.delete(socketPath);
     l?.client.close();
@@ -272,7 +273,7 @@ export class VmiController {
     const pipePath = podNotifyPipePath(this.o.podsDir, podUid);
     await this.pendingPipes.get(pipePath)?.stop();
     this.pendingPipes.delete(pipePath);
-    await forgetPodNetwork(this.o.handlerDir, podUid);
+    if (podGone) await forgetPodNetwork(this.o.handlerDir, podUid);
     // the container disks go with the launcher (kubelet cannot remove the Pod's emptyDir while they are mounted)
     await this.o.containerDisks
       ?.unmount(podUid)
@@ -305,7 +306,7 @@ export class VmiController {
   }
 
   async stop(): Promise<void> {
-    for (const l of [...this.launchers.values()]) await this.dropLauncher(l.socketPath, l.podUid);
+    for (const l of [...this.launchers.values()]) await this.dropLauncher(l.socketPath, l.podUid, false);
     for (const p of this.pendingPipes.values()) await p.stop();
     this.pendingPipes.clear();
   }
