@@ -183,7 +183,21 @@ describe(`VirtualMachines on the single-node cluster (${reason ? `skipped: ${rea
     'examples/vm-tiny.yaml: VM Ready, VMI Running on the node, the guest ready line in the serial log, container disks mounted read-only',
     async () => {
       connectSrv = await peerEcho(NODE_IP, CONNECT_PORT);
-      kubectlIn(vmManifest('tiny', 'Always'), 'apply', '-f', '-');
+      // the webhook Service may not route to a ready replica yet right after the rollout: retry only that error
+      await waitFor(
+        'the VM applied (the admission webhook answers)',
+        () => {
+          const r = spawnSync(KUBECTL, ['--kubeconfig', KUBECONFIG, 'apply', '-f', '-'], {
+            input: vmManifest('tiny', 'Always'),
+            encoding: 'utf8',
+          });
+          if (r.status === 0) return true;
+          if (!/failed calling webhook/.test(r.stderr)) throw new Error(`kubectl apply: ${r.stderr}`);
+          return false;
+        },
+        120_000,
+        2000,
+      );
       vmi = await runningVmi('tiny');
       expect(vmi.status.nodeName).toBe(NODE_NAME);
       const podUid = podUidOf(vmi);
