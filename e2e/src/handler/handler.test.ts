@@ -507,6 +507,18 @@ describe('virt-handler with real launchers and a real kube-apiserver', () => {
         );
         expect(tcpGet(net.node, POD_IP, 8080)).toBe('KUBEVIRT-TS-GUEST-TCP vm-net 10.0.2.2/24');
         expect(handler!.stderr()).toContain('"msg":"Pod network set up"');
+        // status.interfaces: the Pod IP, as upstream reports a masquerade interface
+        await waitFor(
+          'status.interfaces[0].ipAddress = the Pod IP',
+          async () => (await getVmi('vm-net'))?.status?.interfaces?.[0]?.ipAddress === POD_IP,
+          60_000,
+          250,
+        );
+        expect((await getVmi('vm-net'))!.status!.interfaces![0]).toMatchObject({
+          name: 'default',
+          ipAddress: POD_IP,
+          ipAddresses: [POD_IP],
+        });
         // another handler (e.g. restarted before its first sync) neither fails nor sets up again
         const handlerDir = path.join(base, 'handler');
         const publicDir = path.join(base, 'pods', pod.podUid, EMPTY, 'public');

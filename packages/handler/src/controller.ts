@@ -18,6 +18,7 @@ import {
   type VmOptionsInput,
 } from '@kubevirt-ts/cmd-protocol';
 import type { Logger } from '@kubevirt-ts/log';
+import { planPodNetwork, type PodNetworkConfig, type PodNetworkPlan } from '@kubevirt-ts/network';
 import type { ContainerDisks } from './container-disks.js';
 import { DomainCache } from './domain-cache.js';
 import {
@@ -43,7 +44,14 @@ import {
   sourceAfterMigration,
 } from './migration-roles.js';
 import { NotifyPipe } from './notify-pipe.js';
-import { findLauncherProcess, forgetPodNetwork, setUpPodNetwork, type LauncherRef } from './pod-network.js';
+import {
+  findLauncherProcess,
+  forgetPodNetwork,
+  podInterfaceAddresses,
+  recordedPodNetwork,
+  setUpPodNetwork,
+  type LauncherRef,
+} from './pod-network.js';
 import {
   computeStatus,
   domainActive,
@@ -67,7 +75,10 @@ export interface KubeWriter {
  * the launcher Pod's network namespace, see pod-network.ts; nothing for VMIs without a
  * masquerade/bridge pod interface).
  */
-export type NetworkSetup = (vmi: VirtualMachineInstance, launcher: LauncherRef) => Promise<void>;
+export type NetworkSetup = (
+  vmi: VirtualMachineInstance,
+  launcher: LauncherRef,
+) => Promise<PodNetworkConfig | undefined | void>;
 
 /** The migration roles' parts (see README "Migration roles"). */
 export interface MigrationRoleOptions {
@@ -126,6 +137,16 @@ interface Launcher {
   pipe?: NotifyPipe;
 }
 
+/** The VMI's masquerade/bridge pod interface plan, undefined when it has none or it cannot be planned. */
+function planPodNetworkQuiet(vmi: VirtualMachineInstance): PodNetworkPlan | undefined {
+  try {
+    const plan = planPodNetwork(vmi);
+    return plan && plan.binding !== 'passt' ? plan : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** SyncVirtualMachine's options as upstream's handler sends them, from the cluster config. */
 export function syncOptions(cfg: {
   smbios?: { manufacturer?: string; product?: string; version?: string; sku?: string; family?: string };
@@ -169,6 +190,8 @@ export class VmiController {
   private goneUids = new Set<string>();
   private synced = new Set<string>();
   private syncErrors = new Map<string, string>();
+  /** VMI uid -> the pod interface's name and addresses for status (from phase 1's config) */
+  private podAddresses = new Map<string, { name: string; addresses: string[] }>();
   private firstSeen = new Map<string, number>();
   /** Pods whose launcher was let go of (ended): never picked again for their VMI */
   private droppedPods = new Set<string>();
@@ -191,9 +214,8 @@ export class VmiController {
     this.o = o;
     this.networkSetup =
       o.networkSetup ??
-      (async (vmi, l) => {
-        await setUpPodNetwork(vmi, l, { launcherUid: o.launcherUid, handlerDir: o.handlerDir, log: o.log });
-      });
+      ((vmi, l) =>
+        setUpPodNetwork(vmi, l, { launcherUid: o.launcherUid, handlerDir: o.handlerDir, log: o.log }));
     this.now = o.now ?? Date.now;
     this.domains = new DomainCache(onDomainChange);
     this.ghosts = new GhostRecords(o.handlerDir);
@@ -292,7 +314,8 @@ export class VmiController {
       : { uid: this.o.launcherUid, gid: this.o.launcherGid ?? this.o.launcherUid };
   }
 
-  private async dropLauncher(socketPath: string, podUid: string): Promise<void> {
+  /** `podGone` false (the handler stopping): the Pod lives on, so its phase-1 record stays for the next handler. */
+  private async dropLauncher(socketPath: string, podUid: string, podGone = true): Promise<void> {
     if (!this.stopping) this.droppedPods.add(podUid);
     const l = this.launchers.get(socketPath);
     this.launchers.delete(socketPath);
@@ -301,7 +324,7 @@ export class VmiController {
     const pipePath = podNotifyPipePath(this.o.podsDir, podUid);
     await this.pendingPipes.get(pipePath)?.stop();
     this.pendingPipes.delete(pipePath);
-    await forgetPodNetwork(this.o.handlerDir, podUid);
+    if (podGone) await forgetPodNetwork(this.o.handlerDir, podUid);
     // the container disks go with the launcher (kubelet cannot remove the Pod's emptyDir while they are mounted)
     await this.o.containerDisks
       ?.unmount(podUid)
@@ -342,7 +365,7 @@ export class VmiController {
 
   async stop(): Promise<void> {
     this.stopping = true;
-    for (const l of [...this.launchers.values()]) await this.dropLauncher(l.socketPath, l.podUid);
+    for (const l of [...this.launchers.values()]) await this.dropLauncher(l.socketPath, l.podUid, false);
     for (const p of this.pendingPipes.values()) await p.stop();
     this.pendingPipes.clear();
   }
@@ -397,6 +420,13 @@ export class VmiController {
     this.synced.delete(uid);
     this.syncErrors.delete(uid);
     this.firstSeen.delete(uid);
+    this.podAddresses.delete(uid);
+  }
+
+  private notePodAddresses(vmi: VirtualMachineInstance, uid: string, config: PodNetworkConfig | undefined) {
+    const plan = planPodNetworkQuiet(vmi);
+    if (plan && config)
+      this.podAddresses.set(uid, { name: plan.interfaceName, addresses: podInterfaceAddresses(config) });
   }
 
   /** The Pod of this VMI on this node (status.activePods: pod uid -> node name). */
@@ -519,11 +549,12 @@ export class VmiController {
       });
       try {
         await this.o.containerDisks?.mount(vmi, podUid);
-        await this.networkSetup(vmi, {
+        const net = await this.networkSetup(vmi, {
           socketPath: l.socketPath,
           podUid,
           shareDir: podPublicDir(this.o.podsDir, podUid),
         });
+        this.notePodAddresses(vmi, uid, net || undefined);
         await l.client.syncVMI(vmi, this.o.vmOptions ?? syncOptions({}));
         this.synced.add(uid);
         this.syncErrors.delete(uid);
@@ -554,10 +585,14 @@ export class VmiController {
       else this.o.requeueAfter(key, Math.min(1000, timeout - waited));
     }
 
+    // after a handler restart: phase 1's record of this Pod (written by this handler) has the addresses
+    if (domain && podUid && !this.podAddresses.has(uid) && planPodNetworkQuiet(vmi))
+      this.notePodAddresses(vmi, uid, await recordedPodNetwork(this.o.handlerDir, podUid));
     const { status, events } = computeStatus({
       vmi,
       domain,
       launcher: obs,
+      podInterface: this.podAddresses.get(uid),
       nodeName: this.o.nodeName,
       launcherImageVersion: this.o.launcherImageVersion,
       now: this.nowIso(),

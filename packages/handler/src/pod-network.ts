@@ -16,7 +16,19 @@
  * not set up again. The Pod's namespace dies with the Pod, and every device and rule with it: no
  * teardown.
  */
-import { mkdir, readFile, readdir, readlink, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { constants as fsc } from 'node:fs';
+import {
+  lstat,
+  mkdir,
+  open,
+  readFile,
+  readdir,
+  readlink,
+  rename,
+  rm,
+  stat,
+  writeFile,
+} from 'node:fs/promises';
 import path from 'node:path';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import { LAUNCHER_SOCKET_NAME } from '@kubevirt-ts/cmd-protocol';
@@ -68,6 +80,43 @@ function listeningLauncherSockets(netUnix: string): Map<string, string> {
 }
 
 /**
+ * `p` (absolute) as the process whose root is `root` (/proc/<pid>/root) sees it: every symlink on the way is
+ * followed inside that root (an absolute target starts again at `root`), never in the handler's own (the
+ * launcher image's /var/run is a link to /run). The last component is not followed. Undefined when a
+ * component is missing or the links loop.
+ */
+export async function resolveInRoot(root: string, p: string): Promise<string | undefined> {
+  const todo = p.split('/').filter(Boolean);
+  const done: string[] = [];
+  let links = 0;
+  while (todo.length > 0) {
+    const c = todo.shift()!;
+    if (c === '.') continue;
+    if (c === '..') {
+      done.pop(); // never above the root
+      continue;
+    }
+    if (todo.length === 0) {
+      done.push(c);
+      break;
+    }
+    const here = path.join(root, ...done, c);
+    const target = await readlink(here).catch((e: NodeJS.ErrnoException) =>
+      e.code === 'EINVAL' ? null : undefined,
+    );
+    if (target === undefined) return undefined; // missing
+    if (target === null) {
+      done.push(c); // not a link
+      continue;
+    }
+    if (++links > 40) return undefined;
+    if (target.startsWith('/')) done.length = 0;
+    todo.unshift(...target.split('/').filter(Boolean));
+  }
+  return path.join(root, ...done);
+}
+
+/**
  * The process that listens on the launcher socket `socketPath` (as the handler sees it), running as
  * `uid`, and its network namespace. Throws a NetworkSetupError when there is none, or when it is the
  * node's own network namespace.
@@ -102,7 +151,8 @@ export async function findLauncherProcess(
       // the bound name may be launcher-init-sock, renamed to launcher-sock when ready
       const root = path.join(procDir, pid, 'root');
       for (const name of [bound, path.posix.join(path.posix.dirname(bound), LAUNCHER_SOCKET_NAME)]) {
-        const st = await stat(path.join(root, name)).catch(() => undefined);
+        const inRoot = await resolveInRoot(root, name);
+        const st = inRoot && (await lstat(inRoot).catch(() => undefined)); // the socket itself, never a link
         if (!st || st.dev !== target.dev || st.ino !== target.ino) continue;
         const netns = path.join(procDir, pid, 'ns', 'net');
         const ns = await stat(netns);
@@ -118,6 +168,59 @@ export async function findLauncherProcess(
   throw new NetworkSetupError(
     `no process of uid ${uid} listens on ${socketPath}: cannot find the Pod's network namespace`,
   );
+}
+
+const TUN_MAJOR = 10;
+const TUN_MINOR = 200;
+
+/**
+ * Gives the launcher's user the Pod's /dev/net/tun. The device plugin (devices.kubevirt.io/tun) puts the node
+ * in the container with the host's mode and owner (root, 0600 here), so libvirt/QEMU as uid 107 could not open
+ * it to attach to the tap phase 1 made (upstream's handler chowns it too). The node is reached through the
+ * launcher process's root (/proc/<pid>/root, hostPID), opened without following a link, and changed only when
+ * it is the tun character device (10:200) and neither the node's own /dev/net/tun (`hostRoot`) nor the
+ * handler's: a container's device node is its own inode on the container's /dev, so nothing outside the Pod
+ * changes.
+ */
+export async function prepareTun(
+  pid: number,
+  uid: number,
+  gid = uid,
+  procDir = '/proc',
+  hostRoot = path.join(procDir, '1', 'root'),
+): Promise<void> {
+  const tun = path.join(procDir, String(pid), 'root', 'dev', 'net', 'tun');
+  let fh;
+  try {
+    fh = await open(tun, fsc.O_RDONLY | fsc.O_NOFOLLOW | fsc.O_NONBLOCK | fsc.O_NOCTTY);
+  } catch (e) {
+    throw new NetworkSetupError(
+      `cannot open /dev/net/tun in the launcher Pod (pid ${pid}; is devices.kubevirt.io/tun allocated?): ${
+        (e as NodeJS.ErrnoException).code ?? (e as Error).message
+      }`,
+    );
+  }
+  try {
+    const st = await fh.stat();
+    const major = Math.floor(st.rdev / 256) & 0xfff;
+    const minor = (st.rdev & 0xff) | ((st.rdev >> 12) & 0xfff00);
+    if (!st.isCharacterDevice() || major !== TUN_MAJOR || minor !== TUN_MINOR)
+      throw new NetworkSetupError(
+        `/dev/net/tun in the launcher Pod (pid ${pid}) is not the tun device: not touching it`,
+      );
+    // the node's node (through PID 1's root: hostPID) and the handler's own; either may be unreachable, but
+    // the launcher's must be neither
+    for (const own of [path.join(hostRoot, 'dev', 'net', 'tun'), '/dev/net/tun']) {
+      const o = await stat(own).catch(() => undefined);
+      if (o && o.dev === st.dev && o.ino === st.ino)
+        throw new NetworkSetupError(
+          `/dev/net/tun in the launcher Pod (pid ${pid}) is the node's own device node: not changing its owner`,
+        );
+    }
+    if (st.uid !== uid || st.gid !== gid) await fh.chown(uid, gid);
+  } finally {
+    await fh.close();
+  }
 }
 
 /** Whether phase 1's bridge and tap exist in `netns`. */
@@ -143,6 +246,8 @@ export interface PodNetworkSetupOptions {
   handlerDir: string;
   log: Logger;
   procDir?: string;
+  /** the node's root as the handler sees it (default /proc/1/root: hostPID) */
+  hostRoot?: string;
 }
 
 const POD_UID_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -150,6 +255,29 @@ const POD_UID_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 export function podNetworkRecord(handlerDir: string, podUid: string): string {
   if (!POD_UID_RE.test(podUid)) throw new Error(`pod uid ${JSON.stringify(podUid)} cannot be a file name`);
   return path.join(handlerDir, 'pod-network', `${podUid}.json`);
+}
+
+/** The config phase 1 recorded for a Pod (the handler's own file), undefined when there is none. */
+export async function recordedPodNetwork(
+  handlerDir: string,
+  podUid: string,
+): Promise<PodNetworkConfig | undefined> {
+  if (!POD_UID_RE.test(podUid)) return undefined;
+  try {
+    return JSON.parse(await readFile(podNetworkRecord(handlerDir, podUid), 'utf8')) as PodNetworkConfig;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The addresses status.interfaces reports for the pod interface, as upstream does: with masquerade the Pod's
+ * (IPv4, then IPv6 when the Pod has it), the guest being behind NAT; with bridge the address the guest got
+ * (the Pod's former one).
+ */
+export function podInterfaceAddresses(config: PodNetworkConfig): string[] {
+  if (config.binding === 'bridge') return [config.guest.address];
+  return [config.podAddress, ...(config.ipv6 ? [config.ipv6.podAddress] : [])];
 }
 
 /** Forgets the record of a Pod (its namespace is gone with it). */
@@ -175,6 +303,7 @@ export async function setUpPodNetwork(
     (t) => parsePodNetworkConfig(t, plan, recordFile),
     () => undefined,
   );
+  await prepareTun(pid, o.launcherUid, o.launcherUid, o.procDir, o.hostRoot);
   const [bridge, tap] = await devicesPresent(plan, netns);
   let config: PodNetworkConfig;
   if (recorded && bridge && tap) {

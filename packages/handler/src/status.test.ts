@@ -138,6 +138,38 @@ describe('computeStatus', () => {
     expect(events).toEqual([
       { type: 'Normal', reason: 'Started', message: 'VirtualMachineInstance started.' },
     ]);
+    // with phase 1's addresses: a masquerade interface reports the Pod's (the guest's 10.0.2.2 is behind NAT)
+    const withPod = computeStatus({
+      vmi: vmi(),
+      domain: d,
+      launcher: ready,
+      podInterface: { name: 'default', addresses: ['10.244.0.7', 'fd00:10:244::7'] },
+      nodeName: 'n1',
+      now: NOW,
+    }).status;
+    expect(withPod.interfaces![0]).toMatchObject({
+      name: 'default',
+      ipAddress: '10.244.0.7',
+      ipAddresses: ['10.244.0.7', 'fd00:10:244::7'],
+    });
+    // no guest agent: still the Pod's address, from the domain alone
+    const noAgent = computeStatus({
+      vmi: vmi(),
+      domain: dom('Running', 'Booted', { interfaces: [{ name: 'default', mac: '02:00:00:00:00:01' }] }),
+      launcher: ready,
+      podInterface: { name: 'default', addresses: ['10.244.0.7'] },
+      nodeName: 'n1',
+      now: NOW,
+    }).status;
+    expect(noAgent.interfaces).toEqual([
+      {
+        name: 'default',
+        mac: '02:00:00:00:00:01',
+        ipAddress: '10.244.0.7',
+        ipAddresses: ['10.244.0.7'],
+        infoSource: 'domain',
+      },
+    ]);
     expect(status.phaseTransitionTimestamps).toEqual([{ phase: 'Running', phaseTransitionTimestamp: NOW }]);
   });
 

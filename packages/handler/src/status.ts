@@ -37,6 +37,8 @@ export interface StatusInput {
   /** the domain of this VMI (same uid), undefined when there is none */
   domain: DomainModel | undefined;
   launcher: LauncherObservation;
+  /** the pod interface (by its name in the spec) and the addresses phase 1 gave it (see podInterfaceAddresses) */
+  podInterface?: { name: string; addresses: string[] };
   nodeName: string;
   launcherImageVersion?: string;
   now: string;
@@ -281,13 +283,20 @@ export function computeStatus(input: StatusInput): StatusResult {
     const ifaces = domain.status.interfaces ?? [];
     const specIfaces = vmi.spec.domain.devices?.interfaces ?? [];
     if (specIfaces.length > 0 || ifaces.length > 0) {
+      const pod = input.podInterface;
       status.interfaces = specIfaces.map((s) => {
         const d = ifaces.find((i) => i.name === s.name);
+        // the pod interface: the Pod's addresses (masquerade: the guest's own are behind NAT, as upstream
+        // reports them), else what the guest agent says
+        const podIps = pod?.name === s.name && pod.addresses.length ? pod.addresses : undefined;
+        const masq = podIps !== undefined && s.masquerade !== undefined;
+        const ips = masq ? podIps : d?.ips?.length ? d.ips : podIps;
+        const ip = masq ? podIps[0] : (d?.ip ?? podIps?.[0]);
         return {
           name: s.name,
           ...(d?.mac || s.macAddress ? { mac: d?.mac || s.macAddress } : {}),
-          ...(d?.ip ? { ipAddress: d.ip } : {}),
-          ...(d?.ips?.length ? { ipAddresses: d.ips } : {}),
+          ...(ip ? { ipAddress: ip } : {}),
+          ...(ips?.length ? { ipAddresses: ips } : {}),
           ...(d?.interfaceName ? { interfaceName: d.interfaceName } : {}),
           infoSource: d?.ip ? 'domain, guest-agent' : 'domain',
         };

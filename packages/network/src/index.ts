@@ -1,11 +1,13 @@
-export { NetworkSetupError, run, ipJson } from './exec.js';
+export { NetworkSetupError, run, ipJson, setSysctl } from './exec.js';
 export type { NetnsOption } from './exec.js';
 export {
   planPodNetwork,
   guestAddresses,
+  guestAddresses6,
   netmask,
   NetworkConfigError,
   DEFAULT_VM_CIDR,
+  DEFAULT_VM_IPV6_CIDR,
   BRIDGE_FAKE_IP,
   LAUNCHER_UID,
 } from './plan.js';

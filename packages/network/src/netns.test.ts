@@ -16,7 +16,9 @@ import {
   tcpGet,
   CLI,
   NODE_IP,
+  NODE_IP6,
   POD_IP,
+  POD_IP6,
   POD_MTU,
   type Topology,
 } from './test-netns.js';
@@ -44,6 +46,74 @@ beforeEach(() => {
 });
 afterEach(() => {
   if (isRoot) t.destroy();
+});
+
+describe('masquerade, dual stack (the Pod has IPv4 and IPv6)', () => {
+  let t6: Topology;
+  beforeEach(() => {
+    if (isRoot) t6 = createTopology({ ipv6: true });
+  });
+  afterEach(() => {
+    if (isRoot) t6.destroy();
+  });
+  rootTest(
+    'the guest side gets fd10:0:2::1/120 on the bridge; node -> Pod IPv6:8080 reaches the guest at fd10:0:2::2, the guest reaches the node with the Pod IPv6 as source; IPv4 unchanged; teardown removes both tables',
+    async () => {
+      const plan = planPodNetwork(vmi({ masquerade: {}, ports: [{ port: 8080 }] }))!;
+      const config = await setupPodNetwork(plan, { netns: t6.podPath });
+      expect(config.ipv6).toEqual({
+        podAddress: POD_IP6,
+        guest: 'fd10:0:2::2',
+        gateway: 'fd10:0:2::1',
+        prefix: 120,
+      });
+      const bridge6 = JSON.parse(
+        t6.exec(t6.pod, ['ip', '-6', '-json', 'addr', 'show', 'dev', 'k6t-eth0', 'scope', 'global']),
+      )[0].addr_info.map((a: { local: string; prefixlen: number }) => `${a.local}/${a.prefixlen}`);
+      expect(bridge6).toEqual(['fd10:0:2::1/120']);
+      expect(t6.exec(t6.pod, ['sysctl', '-n', 'net.ipv6.conf.all.forwarding']).trim()).toBe('1');
+      const guest = t6.addGuest(plan.bridge);
+      // no DHCPv6 yet: the guest is configured as upstream documents it for IPv6 (cloud-init), statically
+      t6.exec(guest, ['ip', '-6', 'addr', 'add', 'fd10:0:2::2/120', 'dev', 'eth0', 'nodad']);
+      t6.exec(guest, ['ip', '-6', 'route', 'add', 'default', 'via', 'fd10:0:2::1']);
+      const dhcp = await startDhcpInNetns(t6, config);
+      try {
+        expect(t6.dhcp(guest)).toMatchObject({ ip: '10.0.2.2', router: '10.0.2.1' });
+        const inbound = tcpEcho(guest, '::', 8080);
+        await inbound.ready;
+        expect(tcpGet(t6.node, POD_IP6, 8080)).toBe(NODE_IP6);
+        expect(tcpGet(t6.node, POD_IP, 8080)).toMatch(
+          new RegExp(`^(::ffff:)?${NODE_IP.replace(/\./g, '\\.')}$`),
+        );
+        inbound.stop();
+        const other = tcpEcho(guest, '::', 8081);
+        await other.ready;
+        expect(() => tcpGet(t6.node, POD_IP6, 8081)).toThrow('ECONNREFUSED');
+        other.stop();
+        const outbound = tcpEcho(t6.node, NODE_IP6, 9090);
+        await outbound.ready;
+        expect(tcpGet(guest, NODE_IP6, 9090)).toBe(POD_IP6);
+        outbound.stop();
+      } finally {
+        await dhcp.stop();
+      }
+      const tables = nftTables(t6);
+      expect(tables).toContain(`table ip ${NFT_TABLE}`);
+      expect(tables).toContain(`table ip6 ${NFT_TABLE}`);
+      // a second setup is refused (the tables exist), nothing changed
+      await expect(setupPodNetwork(plan, { netns: t6.podPath })).rejects.toThrow('already exists');
+      await teardownPodNetwork(config, { netns: t6.podPath });
+      expect(nftTables(t6)).not.toContain(NFT_TABLE);
+      expect(t6.links(t6.pod)).not.toContain('k6t-eth0');
+    },
+  );
+
+  rootTest('an IPv4-only Pod gets no IPv6 side (no ip6 table, no IPv6 address on the bridge)', async () => {
+    const config = await setupPodNetwork(planPodNetwork(vmi({ masquerade: {} }))!, { netns: t.podPath });
+    expect(config.ipv6).toBeUndefined();
+    expect(nftTables(t)).not.toContain('ip6');
+    await teardownPodNetwork(config, { netns: t.podPath });
+  });
 });
 
 describe('masquerade', () => {
@@ -235,7 +305,7 @@ describe('DHCP server as the launcher user (uid 107)', () => {
         expect(setup.status).toBe(0);
         const config = JSON.parse(readFileSync(cfg, 'utf8')) as object;
         await expect(startDhcpInNetns(t, config, { caps: [] })).rejects.toThrow(
-          'cannot bind 0.0.0.0:67: permission denied (port 67 needs CAP_NET_BIND_SERVICE)',
+          'cannot bind 0.0.0.0:67: permission denied (port 67 needs net.ipv4.ip_unprivileged_port_start <= 67 in the Pod, or CAP_NET_BIND_SERVICE)',
         );
         const dhcp = await startDhcpInNetns(t, config, { caps: ['net_bind_service'], args: hostname });
         try {
@@ -257,6 +327,26 @@ describe('DHCP server as the launcher user (uid 107)', () => {
         expect(t.links(t.pod)).not.toEqual(expect.arrayContaining(['k6t-eth0']));
       } finally {
         rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
+
+  rootTest(
+    "no capability at all, the Pod netns' net.ipv4.ip_unprivileged_port_start=67 (what the launcher Pod gets): uid 107 serves a lease",
+    async () => {
+      const config = await setupPodNetwork(planPodNetwork(vmi({ masquerade: {} }))!, { netns: t.podPath });
+      t.exec(t.pod, ['sysctl', '-q', '-w', 'net.ipv4.ip_unprivileged_port_start=67']);
+      // the node's own setting is untouched: the sysctl is per network namespace
+      expect(readFileSync('/proc/sys/net/ipv4/ip_unprivileged_port_start', 'utf8').trim()).toBe('1024');
+      const dhcp = await startDhcpInNetns(t, config, { caps: [], args: hostname });
+      try {
+        const status = readFileSync(`/proc/${dhcp.pid}/status`, 'utf8');
+        expect(/^Uid:\s+(\d+)/m.exec(status)![1]).toBe('107');
+        expect(/^CapEff:\s+(\w+)/m.exec(status)![1]).toBe('0000000000000000');
+        const guest = t.addGuest('k6t-eth0');
+        expect(t.dhcp(guest)).toMatchObject({ ip: '10.0.2.2', router: '10.0.2.1', hostname: 'vm1' });
+      } finally {
+        expect(await dhcp.stop()).toBe(0);
       }
     },
   );

@@ -1,10 +1,12 @@
 // Phase 1, privileged (virt-handler, in the launcher Pod's network namespace): the bridge, the tap
 // the guest's NIC uses (owned by the launcher's user, the Pod interface's MTU), and for masquerade
 // the nftables NAT. Every step is undone in reverse order when a later one fails.
+import { isIPv6 } from 'node:net';
 import type { Logger } from '@kubevirt-ts/log';
-import { ipJson, run, NetworkSetupError, type NetnsOption } from './exec.js';
+import { ipJson, run, setSysctl, NetworkSetupError, type NetnsOption } from './exec.js';
 import {
   BRIDGE_FAKE_IP,
+  guestAddresses6,
   LAUNCHER_UID,
   guestAddresses,
   type PodBinding,
@@ -32,6 +34,11 @@ export interface PodNetworkConfig {
   guest: { address: string; prefix: number; gateway?: string; routes: Route[] };
   /** the Pod's IPv4 address (masquerade: the source of the guest's outbound traffic) */
   podAddress: string;
+  /**
+   * masquerade, when the Pod interface has a global IPv6 address: the guest's IPv6 side (upstream's
+   * fd10:0:2::2/120 behind the gateway fd10:0:2::1 on the bridge), NATed to and from the Pod's IPv6 address
+   */
+  ipv6?: { podAddress: string; guest: string; gateway: string; prefix: number };
   /** bridge binding: the Pod interface's former address and routes, restored by teardown */
   moved?: { address: string; prefix: number; routes: Route[] };
 }
@@ -69,22 +76,25 @@ async function podInterfaceInfo(name: string, o: NetnsOption) {
   const [addr] = await ipJson<IpAddr[]>(['-4', 'addr', 'show', 'dev', name], o);
   const v4 = addr?.addr_info?.find((a) => a.family === 'inet' && a.scope !== 'host');
   if (!v4) throw new NetworkSetupError(`Pod interface ${name} has no IPv4 address`);
+  const [addr6] = await ipJson<IpAddr[]>(['-6', 'addr', 'show', 'dev', name, 'scope', 'global'], o);
+  const v6 = addr6?.addr_info?.find((a) => a.family === 'inet6' && a.scope === 'global');
   const routes = (await ipJson<IpRoute[]>(['-4', 'route', 'show', 'dev', name], o))
     .filter((r) => r.protocol !== 'kernel')
     .map((r): Route => (r.gateway ? { dst: r.dst, gateway: r.gateway } : { dst: r.dst }));
-  return { mtu: link.mtu, address: v4.local, prefix: v4.prefixlen, routes };
+  return { mtu: link.mtu, address: v4.local, prefix: v4.prefixlen, routes, address6: v6?.local };
 }
 
-async function nftTableExists(o: Phase1Options): Promise<boolean> {
-  const out = JSON.parse(await run(o.nft ?? 'nft', ['-j', 'list', 'tables', 'ip'], o)) as {
+type NftFamily = 'ip' | 'ip6';
+
+async function nftTableExists(o: Phase1Options, family: NftFamily = 'ip'): Promise<boolean> {
+  const out = JSON.parse(await run(o.nft ?? 'nft', ['-j', 'list', 'tables', family], o)) as {
     nftables: { table?: { name: string } }[];
   };
   return out.nftables.some((x) => x.table?.name === NFT_TABLE);
 }
 
-/** The masquerade ruleset as nft JSON (one atomic batch). */
-export function masqueradeRuleset(plan: PodNetworkPlan, guest: string): object {
-  const family = 'ip';
+/** The masquerade ruleset as nft JSON (one atomic batch): table `ip kubevirt`, or `ip6 kubevirt` for IPv6. */
+export function masqueradeRuleset(plan: PodNetworkPlan, guest: string, family: NftFamily = 'ip'): object {
   const table = NFT_TABLE;
   const meta = (key: string, right: unknown) => ({ match: { op: '==', left: { meta: { key } }, right } });
   const rules: object[] = [];
@@ -105,7 +115,7 @@ export function masqueradeRuleset(plan: PodNetworkPlan, guest: string): object {
   }
   // outbound: the guest's traffic leaves with the Pod's address
   rule('postrouting', [
-    { match: { op: '==', left: { payload: { protocol: 'ip', field: 'saddr' } }, right: guest } },
+    { match: { op: '==', left: { payload: { protocol: family, field: 'saddr' } }, right: guest } },
     { match: { op: '!=', left: { meta: { key: 'oifname' } }, right: plan.bridge } },
     { masquerade: null },
   ]);
@@ -143,10 +153,12 @@ export async function setupPodNetwork(
   };
   try {
     const pod = await podInterfaceInfo(plan.podInterface, o);
-    if (plan.binding === 'masquerade' && (await nftTableExists(opts)))
-      throw new NetworkSetupError(
-        `nftables table ip ${NFT_TABLE} already exists: the Pod network is already set up`,
-      );
+    if (plan.binding === 'masquerade')
+      for (const family of ['ip', 'ip6'] as const)
+        if (await nftTableExists(opts, family))
+          throw new NetworkSetupError(
+            `nftables table ${family} ${NFT_TABLE} already exists: the Pod network is already set up`,
+          );
     await step(
       `bridge ${plan.bridge}`,
       () => ip('link', 'add', 'name', plan.bridge, 'type', 'bridge'),
@@ -163,13 +175,27 @@ export async function setupPodNetwork(
       const g = guestAddresses(plan.vmCidr);
       await ip('addr', 'add', `${g.gateway}/${g.prefix}`, 'dev', plan.bridge);
       await ip('link', 'set', 'dev', plan.bridge, 'up');
-      await run('sysctl', ['-q', '-w', 'net.ipv4.ip_forward=1'], o);
+      await setSysctl('net.ipv4.ip_forward', '1', o);
       const ruleset = JSON.stringify(masqueradeRuleset(plan, g.guest));
       await step(
         `nftables table ip ${NFT_TABLE}`,
         () => run(opts.nft ?? 'nft', ['-j', ruleset], o), // one argument: no shell, one atomic batch
         () => run(opts.nft ?? 'nft', ['delete', 'table', 'ip', NFT_TABLE], o),
       );
+      let ipv6: PodNetworkConfig['ipv6'];
+      if (pod.address6) {
+        // dual stack: the guest's IPv6 side, NATed like IPv4 (no DAD on the bridge: it is the only router there)
+        const g6 = guestAddresses6(plan.vmIpv6Cidr);
+        await ip('-6', 'addr', 'add', `${g6.gateway}/${g6.prefix}`, 'dev', plan.bridge, 'nodad');
+        await setSysctl('net.ipv6.conf.all.forwarding', '1', o);
+        const ruleset6 = JSON.stringify(masqueradeRuleset(plan, g6.guest, 'ip6'));
+        await step(
+          `nftables table ip6 ${NFT_TABLE}`,
+          () => run(opts.nft ?? 'nft', ['-j', ruleset6], o),
+          () => run(opts.nft ?? 'nft', ['delete', 'table', 'ip6', NFT_TABLE], o),
+        );
+        ipv6 = { podAddress: pod.address6, guest: g6.guest, gateway: g6.gateway, prefix: g6.prefix };
+      }
       config = {
         binding: 'masquerade',
         podInterface: plan.podInterface,
@@ -179,6 +205,7 @@ export async function setupPodNetwork(
         serverAddress: g.gateway,
         guest: { address: g.guest, prefix: g.prefix, gateway: g.gateway, routes: [] },
         podAddress: pod.address,
+        ...(ipv6 ? { ipv6 } : {}),
       };
     } else {
       // bridge: the Pod's address moves to the guest; the Pod interface becomes a bridge port
@@ -248,8 +275,10 @@ export async function setupPodNetwork(
 export async function teardownPodNetwork(config: PodNetworkConfig, opts: Phase1Options = {}): Promise<void> {
   const o: NetnsOption = { netns: opts.netns };
   const quiet = (p: Promise<unknown>) => p.catch(() => undefined);
-  if (config.binding === 'masquerade' && (await nftTableExists(opts)))
-    await run(opts.nft ?? 'nft', ['delete', 'table', 'ip', NFT_TABLE], o);
+  if (config.binding === 'masquerade')
+    for (const family of ['ip', 'ip6'] as const)
+      if (await nftTableExists(opts, family))
+        await run(opts.nft ?? 'nft', ['delete', 'table', family, NFT_TABLE], o);
   await quiet(run('ip', ['link', 'del', config.tap], o));
   if (config.moved) await quiet(run('ip', ['link', 'set', 'dev', config.podInterface, 'nomaster'], o));
   await quiet(run('ip', ['link', 'del', config.bridge], o));
@@ -295,6 +324,8 @@ export function parsePodNetworkConfig(
       : bad(field, 'must be an object');
   const ip = (v: unknown, field: string): string =>
     typeof v === 'string' && IPV4_RE.test(v) ? v : bad(field, `${JSON.stringify(v)} is not an IPv4 address`);
+  const ip6 = (v: unknown, field: string): string =>
+    typeof v === 'string' && isIPv6(v) ? v : bad(field, `${JSON.stringify(v)} is not an IPv6 address`);
   const int = (v: unknown, field: string, min: number, max: number): number =>
     Number.isInteger(v) && (v as number) >= min && (v as number) <= max
       ? (v as number)
@@ -333,6 +364,15 @@ export function parsePodNetworkConfig(
     },
     podAddress: ip(c.podAddress, 'podAddress'),
   };
+  if (c.ipv6 !== undefined) {
+    const v = obj(c.ipv6, 'ipv6');
+    out.ipv6 = {
+      podAddress: ip6(v.podAddress, 'ipv6.podAddress'),
+      guest: ip6(v.guest, 'ipv6.guest'),
+      gateway: ip6(v.gateway, 'ipv6.gateway'),
+      prefix: int(v.prefix, 'ipv6.prefix', 0, 128),
+    };
+  }
   if (c.moved !== undefined) {
     const m = obj(c.moved, 'moved');
     out.moved = {

@@ -110,7 +110,7 @@ export async function startDhcpServer(o: DhcpOptions): Promise<DhcpServer> {
     await closeAll();
     const why =
       e.code === 'EACCES'
-        ? 'permission denied (port 67 needs CAP_NET_BIND_SERVICE)'
+        ? 'permission denied (port 67 needs net.ipv4.ip_unprivileged_port_start <= 67 in the Pod, or CAP_NET_BIND_SERVICE)'
         : e.code === 'EADDRNOTAVAIL'
           ? `${c.serverAddress} is not an address here (the Pod network is not set up)`
           : e.code === 'EADDRINUSE'

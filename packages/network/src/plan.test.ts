@@ -1,4 +1,4 @@
-import { planPodNetwork, guestAddresses, netmask, NetworkConfigError } from './plan.js';
+import { planPodNetwork, guestAddresses, guestAddresses6, netmask, NetworkConfigError } from './plan.js';
 import { masqueradeRuleset, parsePodNetworkConfig } from './phase1.js';
 import { parseResolvConf } from './resolv.js';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
@@ -19,6 +19,7 @@ describe('planPodNetwork', () => {
       tap: 'tap0',
       bridge: 'k6t-eth0',
       vmCidr: '10.0.2.0/24',
+      vmIpv6Cidr: 'fd10:0:2::/120',
     });
     expect(p.ports).toEqual([
       { protocol: 'tcp', port: 80 },
@@ -55,12 +56,39 @@ describe('planPodNetwork', () => {
       planPodNetwork(vmi({ masquerade: {} }, { name: 'default', pod: { vmNetworkCIDR: '10.9.0.0/31' } })),
     ).toThrow('spec.networks[0].pod.vmNetworkCIDR');
   });
+  test('vmIPv6NetworkCIDR moves the guest IPv6 subnet; a bad one is refused with its path', () => {
+    const net = (c: string) => ({ name: 'default', pod: { vmIPv6NetworkCIDR: c } });
+    expect(planPodNetwork(vmi({ masquerade: {} }, net('fd20:1::/64')))!.vmIpv6Cidr).toBe('fd20:1::/64');
+    for (const bad of ['fd20::/127', '10.0.0.0/24', 'fd20::', 'zz::/64', '::ffff:1.2.3.4/120'])
+      expect(() => planPodNetwork(vmi({ masquerade: {} }, net(bad)))).toThrow(
+        `spec.networks[0].pod.vmIPv6NetworkCIDR: ${JSON.stringify(bad)} is not an IPv6 CIDR with room for two hosts`,
+      );
+    // only masquerade uses it
+    expect(planPodNetwork(vmi({ bridge: {} }, net('bad')))!.binding).toBe('bridge');
+  });
 });
 
 test('guestAddresses and netmask', () => {
   expect(guestAddresses('10.0.2.0/24')).toEqual({ gateway: '10.0.2.1', guest: '10.0.2.2', prefix: 24 });
   expect(guestAddresses('10.9.3.7/16')).toEqual({ gateway: '10.9.0.1', guest: '10.9.0.2', prefix: 16 });
   expect(netmask(24)).toBe('255.255.255.0');
+  expect(guestAddresses6('fd10:0:2::/120')).toEqual({
+    gateway: 'fd10:0:2::1',
+    guest: 'fd10:0:2::2',
+    prefix: 120,
+  });
+  // host bits cleared; RFC 5952 text (lowercase, the longest zero run compressed)
+  expect(guestAddresses6('FD20:1:0:0:abcd::7/64')).toEqual({
+    gateway: 'fd20:1::1',
+    guest: 'fd20:1::2',
+    prefix: 64,
+  });
+  expect(guestAddresses6('2001:db8:0:1:0:0:0:0/112')).toEqual({
+    gateway: '2001:db8:0:1::1',
+    guest: '2001:db8:0:1::2',
+    prefix: 112,
+  });
+  expect(guestAddresses6('::/0')).toEqual({ gateway: '::1', guest: '::2', prefix: 0 });
   expect(netmask(20)).toBe('255.255.240.0');
 });
 
@@ -83,6 +111,11 @@ test('masquerade ruleset: only listed ports are forwarded; outbound masqueraded'
   expect(rs).toContain('"masquerade":null');
   const all = JSON.stringify(masqueradeRuleset(planPodNetwork(vmi({ masquerade: {} }))!, '10.0.2.2'));
   expect(all).not.toContain('dport');
+  // IPv6: its own table in the ip6 family, the guest's IPv6 source masqueraded
+  const v6 = JSON.stringify(masqueradeRuleset(plan, 'fd10:0:2::2', 'ip6'));
+  expect(v6).toContain('{"table":{"family":"ip6","name":"kubevirt"}}');
+  expect(v6).toContain('{"payload":{"protocol":"ip6","field":"saddr"}},"right":"fd10:0:2::2"');
+  expect(v6).not.toContain('"family":"ip"');
 });
 
 test('parsePodNetworkConfig: phase 1 output accepted; untrusted fields checked against the plan, each named', () => {
@@ -110,5 +143,9 @@ test('parsePodNetworkConfig: phase 1 output accepted; untrusted fields checked a
     'f.json: guest.routes[0].dst: "x" is not an IPv4 CIDR',
   );
   bad({ guest: 'x' }, 'f.json: guest: must be an object');
+  const ipv6 = { podAddress: 'fd00::2', guest: 'fd10:0:2::2', gateway: 'fd10:0:2::1', prefix: 120 };
+  expect(parsePodNetworkConfig(JSON.stringify({ ...good, ipv6 }), plan)).toEqual({ ...good, ipv6 });
+  bad({ ipv6: { ...ipv6, guest: '10.0.2.2' } }, 'f.json: ipv6.guest: "10.0.2.2" is not an IPv6 address');
+  bad({ ipv6: { ...ipv6, prefix: 129 } }, 'f.json: ipv6.prefix: 129');
   expect(() => parsePodNetworkConfig('{', plan, 'f.json')).toThrow('f.json: not JSON');
 });

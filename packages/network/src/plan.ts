@@ -1,6 +1,7 @@
 // What a VMI asks of the Pod network: which interface sits on the pod network, with which binding,
 // which ports are forwarded. Pure: no system access.
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
+import { isIPv6 } from 'node:net';
 import { LAUNCHER_UID, podLayout } from '@kubevirt-ts/converter';
 
 export class NetworkConfigError extends Error {
@@ -24,6 +25,8 @@ export interface ForwardedPort {
 
 /** Upstream's masquerade subnet: the guest is .2, the gateway (the bridge) is .1. */
 export const DEFAULT_VM_CIDR = '10.0.2.0/24';
+/** Upstream's IPv6 masquerade subnet (when the Pod has IPv6): the guest is ::2, the gateway (the bridge) ::1. */
+export const DEFAULT_VM_IPV6_CIDR = 'fd10:0:2::/120';
 /** Link-local address on the bridge of the bridge binding (the guest holds the Pod IP). */
 export const BRIDGE_FAKE_IP = '169.254.75.10';
 /** The launcher's user: the tap belongs to it so its unprivileged QEMU can open it (the converter's Pod layout owns it). */
@@ -44,6 +47,8 @@ export interface PodNetworkPlan {
   ports: ForwardedPort[];
   /** masquerade: the guest's subnet (spec.networks[].pod.vmNetworkCIDR, else 10.0.2.0/24) */
   vmCidr: string;
+  /** masquerade, used when the Pod has IPv6: spec.networks[].pod.vmIPv6NetworkCIDR, else fd10:0:2::/120 */
+  vmIpv6Cidr: string;
 }
 
 /** The plan for the VMI's pod-network interface; undefined when it has none (or it is absent). */
@@ -87,8 +92,12 @@ export function planPodNetwork(
     return { protocol, port: pt.port };
   });
   const vmCidr = podNet.pod?.vmNetworkCIDR || DEFAULT_VM_CIDR;
-  if (binding === 'masquerade')
-    guestAddresses(vmCidr, `spec.networks[${networks.indexOf(podNet)}].pod.vmNetworkCIDR`);
+  const vmIpv6Cidr = podNet.pod?.vmIPv6NetworkCIDR || DEFAULT_VM_IPV6_CIDR;
+  if (binding === 'masquerade') {
+    const np = `spec.networks[${networks.indexOf(podNet)}].pod`;
+    guestAddresses(vmCidr, `${np}.vmNetworkCIDR`);
+    guestAddresses6(vmIpv6Cidr, `${np}.vmIPv6NetworkCIDR`);
+  }
   return {
     binding,
     interfaceIndex: index,
@@ -98,6 +107,7 @@ export function planPodNetwork(
     tap: podLayout.tapDevice(index),
     ports,
     vmCidr,
+    vmIpv6Cidr,
   };
 }
 
@@ -119,6 +129,44 @@ export function guestAddresses(
     throw new NetworkConfigError(path, `${JSON.stringify(cidr)} is not an IPv4 CIDR with room for two hosts`);
   const base = toInt(m[1]!) - (toInt(m[1]!) % 2 ** (32 - prefix));
   return { gateway: toIp(base + 1), guest: toIp(base + 2), prefix };
+}
+
+/** Gateway (first host, ::1) and guest (second host, ::2) of an IPv6 CIDR with room for both. */
+export function guestAddresses6(
+  cidr: string,
+  path = 'vmIPv6NetworkCIDR',
+): { gateway: string; guest: string; prefix: number } {
+  const m = /^([0-9A-Fa-f:.]+)\/(\d{1,3})$/.exec(cidr);
+  const prefix = m ? Number(m[2]) : NaN;
+  if (!m || !isIPv6(m[1]!) || m[1]!.includes('.') || !(prefix <= 126))
+    throw new NetworkConfigError(path, `${JSON.stringify(cidr)} is not an IPv6 CIDR with room for two hosts`);
+  const hostBits = BigInt(128 - prefix);
+  const base = (ip6ToBigInt(m[1]!) >> hostBits) << hostBits;
+  return { gateway: bigIntToIp6(base + 1n), guest: bigIntToIp6(base + 2n), prefix };
+}
+
+function ip6ToBigInt(ip: string): bigint {
+  const [head, tail] = ip.includes('::') ? ip.split('::') : [ip, undefined];
+  const h = head ? head.split(':') : [];
+  const t = tail ? tail.split(':') : [];
+  const groups = tail === undefined ? h : [...h, ...Array<string>(8 - h.length - t.length).fill('0'), ...t];
+  return groups.reduce((a, g) => (a << 16n) + BigInt(parseInt(g, 16)), 0n);
+}
+
+/** RFC 5952 text of a 128-bit number (lowercase, longest run of two or more zero groups as ::). */
+function bigIntToIp6(n: bigint): string {
+  const g = Array.from({ length: 8 }, (_, i) => Number((n >> BigInt(112 - 16 * i)) & 0xffffn));
+  let best = -1;
+  let bestLen = 1;
+  for (let i = 0; i < 8;) {
+    let j = i;
+    while (j < 8 && g[j] === 0) j++;
+    if (j - i > bestLen) [best, bestLen] = [i, j - i];
+    i = j === i ? i + 1 : j;
+  }
+  const hex = g.map((x) => x.toString(16));
+  if (best < 0) return hex.join(':');
+  return `${hex.slice(0, best).join(':')}::${hex.slice(best + bestLen).join(':')}`;
 }
 
 /** Dotted netmask of a prefix length. */

@@ -11,6 +11,9 @@ export const isRoot = process.getuid?.() === 0;
 export const NODE_IP = '192.168.77.1';
 export const POD_IP = '192.168.77.2';
 export const POD_MTU = 1400;
+/** with createTopology({ ipv6: true }): the node's and the Pod's IPv6 addresses (dual stack) */
+export const NODE_IP6 = 'fd00:77::1';
+export const POD_IP6 = 'fd00:77::2';
 let counter = 0;
 
 const sh = (argv: string[]) => execFileSync(argv[0]!, argv.slice(1), { encoding: 'utf8' });
@@ -33,7 +36,7 @@ export interface Topology {
   destroy(): void;
 }
 
-export function createTopology(): Topology {
+export function createTopology(opts: { ipv6?: boolean } = {}): Topology {
   const id = `kvts${process.pid}x${counter++}`;
   const node = `${id}n`;
   const pod = `${id}p`;
@@ -49,6 +52,12 @@ export function createTopology(): Topology {
   sh(['ip', '-n', pod, 'link', 'set', 'eth0', 'mtu', String(POD_MTU), 'up']);
   sh(['ip', '-n', pod, 'link', 'set', 'lo', 'up']);
   sh(['ip', '-n', pod, 'route', 'add', 'default', 'via', NODE_IP]);
+  if (opts.ipv6) {
+    // dual stack, as a Pod of a dual-stack cluster (nodad: usable at once)
+    sh(['ip', '-n', node, '-6', 'addr', 'add', `${NODE_IP6}/64`, 'dev', 'node0', 'nodad']);
+    sh(['ip', '-n', pod, '-6', 'addr', 'add', `${POD_IP6}/64`, 'dev', 'eth0', 'nodad']);
+    sh(['ip', '-n', pod, '-6', 'route', 'add', 'default', 'via', NODE_IP6]);
+  }
   const script = path.join(tmp, 'udhcpc.sh');
   // udhcpc's hook: apply the lease like a guest would and record every variable it got
   writeFileSync(

@@ -3,6 +3,7 @@ export {
   renderLaunchPod,
   launcherCommand,
   computeCapabilities,
+  unprivilegedPortStart,
   configSourceDir,
   POD_DIRS,
   RESERVED_VOLUME_NAMES,

@@ -657,6 +657,8 @@ describe('security context', () => {
       fsGroup: 107,
       runAsNonRoot: true,
       seccompProfile: { type: 'RuntimeDefault' },
+      // the auto-attached masquerade interface: DHCP on port 67 (below)
+      sysctls: [{ name: 'net.ipv4.ip_unprivileged_port_start', value: '67' }],
     });
     for (const c of [...p.spec!.containers, ...(p.spec!.initContainers ?? [])]) {
       expect(c.securityContext).toMatchObject({
@@ -667,22 +669,36 @@ describe('security context', () => {
       });
       expect(c.securityContext!.capabilities!.drop).toEqual(['ALL']);
     }
-    // the auto-attached masquerade interface: the launcher's DHCP server binds port 67
-    expect(compute(p).securityContext!.capabilities!.add).toEqual(['NET_BIND_SERVICE']);
+    // the auto-attached masquerade interface: the launcher's DHCP server binds port 67, by the Pod's sysctl
+    expect(compute(p).securityContext!.capabilities!.add).toBeUndefined();
+    expect(p.spec!.securityContext!.sysctls).toEqual([
+      { name: 'net.ipv4.ip_unprivileged_port_start', value: '67' },
+    ]);
     const noNet = render(vmi({ domain: { devices: { autoattachPodInterface: false } } }));
     expect(compute(noNet).securityContext!.capabilities!.add).toBeUndefined();
+    expect(noNet.spec!.securityContext!.sysctls).toBeUndefined();
     expect(p.spec!.hostNetwork ?? false).toBe(false);
   });
 
-  it('adds NET_BIND_SERVICE only for a pod interface (DHCP on port 67, or user-mode networking), SYS_NICE only for realtime vCPUs', () => {
-    const caps = (iface: object, networks: V1Networks = [{ name: 'default', pod: {} }]) =>
-      compute(render(vmi({ domain: { devices: { interfaces: [{ name: 'default', ...iface }] } }, networks })))
-        .securityContext!.capabilities!.add;
-    expect(caps({ passt: {} })).toEqual(['NET_BIND_SERVICE']);
-    expect(caps({ masquerade: {} })).toEqual(['NET_BIND_SERVICE']);
-    expect(caps({ bridge: {} })).toEqual(['NET_BIND_SERVICE']);
+  it('opens ports from 67 (DHCP) for a masquerade/bridge pod interface, from the lowest forwarded port < 1024 for passt/slirp, and adds SYS_NICE only for realtime vCPUs', () => {
+    const pod = (iface: object, networks: V1Networks = [{ name: 'default', pod: {} }]) =>
+      render(vmi({ domain: { devices: { interfaces: [{ name: 'default', ...iface }] } }, networks }));
+    const start = (iface: object, networks?: V1Networks) =>
+      pod(iface, networks).spec!.securityContext!.sysctls?.find(
+        (s) => s.name === 'net.ipv4.ip_unprivileged_port_start',
+      )?.value;
+    expect(start({ masquerade: {} })).toBe('67');
+    expect(start({ bridge: {} })).toBe('67');
+    expect(start({ masquerade: {}, ports: [{ port: 22 }, { port: 8080 }] })).toBe('67');
+    expect(start({ passt: {} })).toBeUndefined();
+    expect(start({ passt: {}, ports: [{ port: 8080 }] })).toBeUndefined();
+    expect(start({ passt: {}, ports: [{ port: 8080 }, { port: 22 }] })).toBe('22');
+    expect(start({ slirp: {}, ports: [{ port: 80 }] })).toBe('80');
     // a bridge on a Multus network is no pod interface: no DHCP server in the launcher
-    expect(caps({ bridge: {} }, [{ name: 'default', multus: { networkName: 'n1' } }])).toBeUndefined();
+    expect(start({ bridge: {} }, [{ name: 'default', multus: { networkName: 'n1' } }])).toBeUndefined();
+    // no capability for any of them: uid 107 could not use it after exec
+    for (const iface of [{ masquerade: {} }, { bridge: {} }, { passt: {}, ports: [{ port: 22 }] }])
+      expect(compute(pod(iface)).securityContext!.capabilities!.add).toBeUndefined();
     const rt = vmi({
       domain: {
         cpu: { cores: 1, dedicatedCpuPlacement: true, realtime: {} },

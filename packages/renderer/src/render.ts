@@ -107,14 +107,36 @@ function hostnameOf(vmi: VirtualMachineInstance): string {
   return vmi.metadata.name!.slice(0, 63).replace(/[.]/g, '-').replace(/-+$/, '');
 }
 
+/** DHCP's server port: the launcher's DHCP server (phase 2 of @kubevirt-ts/network) binds it. */
+const DHCP_SERVER_PORT = 67;
+
+/**
+ * The value of the Pod's `net.ipv4.ip_unprivileged_port_start` sysctl, when the launcher's processes must bind a
+ * port below 1024 in the Pod's network namespace: 67 for the DHCP server of a masquerade/bridge pod interface,
+ * the lowest forwarded port of passt/slirp (user-mode networking listens on them in the Pod). Undefined when
+ * no port below 1024 is needed.
+ *
+ * Why a sysctl and not CAP_NET_BIND_SERVICE: the launcher runs as uid 107, and a non-root process keeps no
+ * capability across `execve` unless it is ambient or a file capability of the binary; Kubernetes puts a
+ * container's added capabilities only where a non-root user's exec drops them (checked on the real node:
+ * CapEff 0 in the launcher with NET_BIND_SERVICE added). The sysctl is per network namespace (it changes only
+ * the Pod's own ports, for IPv4 and IPv6), is in kubelet's safe set (no node allow-list needed) and in what
+ * the baseline and restricted Pod Security Standards allow, and gives no process any capability.
+ */
+export function unprivilegedPortStart(vmi: VirtualMachineInstance): number | undefined {
+  const ports: number[] = [];
+  if (hasTapPodInterface(vmi)) ports.push(DHCP_SERVER_PORT);
+  for (const i of vmi.spec.domain.devices?.interfaces ?? [])
+    if (i.passt !== undefined || i.slirp !== undefined || i.binding?.name === 'passt')
+      for (const p of i.ports ?? []) ports.push(p.port);
+  const low = Math.min(...ports.filter((p) => Number.isInteger(p) && p >= 0 && p < 1024));
+  return Number.isFinite(low) ? low : undefined;
+}
+
 /** Capabilities the compute container adds to an empty set (everything else is dropped). */
 export function computeCapabilities(vmi: VirtualMachineInstance): string[] {
   const caps: string[] = [];
-  const ifaces = vmi.spec.domain.devices?.interfaces ?? [];
-  // user-mode networking (passt, slirp) listens inside the Pod on the forwarded ports, which may be < 1024;
-  // with masquerade/bridge the launcher's DHCP server listens on port 67 (upstream's only capability)
-  if (ifaces.some((i) => i.passt !== undefined || i.slirp !== undefined) || hasTapPodInterface(vmi))
-    caps.push('NET_BIND_SERVICE');
+  // no NET_BIND_SERVICE: a uid-107 process cannot use an added capability (see unprivilegedPortStart)
   // real-time vCPU scheduling (spec.domain.cpu.realtime) sets SCHED_FIFO on the vCPU threads
   if (vmi.spec.domain.cpu?.realtime !== undefined) caps.push('SYS_NICE');
   return caps;
@@ -480,6 +502,7 @@ export function renderLaunchPod(vmi: VirtualMachineInstance, rendererConfig: Ren
   if (liveness) compute.livenessProbe = liveness;
 
   const spec = vmi.spec;
+  const portStart = unprivilegedPortStart(vmi);
   const pullSecrets = [...new Set([...(config.imagePullSecrets ?? []), ...cd.pullSecrets])];
   const pod: V1Pod = {
     apiVersion: 'v1',
@@ -522,6 +545,10 @@ export function renderLaunchPod(vmi: VirtualMachineInstance, rendererConfig: Ren
         fsGroup: LAUNCHER_UID,
         runAsNonRoot: true,
         seccompProfile: { type: 'RuntimeDefault' },
+        // ports below 1024 in the Pod's own network namespace (DHCP for the guest): see unprivilegedPortStart
+        ...(portStart !== undefined
+          ? { sysctls: [{ name: 'net.ipv4.ip_unprivileged_port_start', value: String(portStart) }] }
+          : {}),
       },
       automountServiceAccountToken: user.serviceAccountName !== undefined,
       ...(user.serviceAccountName !== undefined ? { serviceAccountName: user.serviceAccountName } : {}),

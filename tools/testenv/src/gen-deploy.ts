@@ -746,7 +746,7 @@ export function deployObjects({
                   ],
                   ports: [{ name: 'subresources', containerPort: HANDLER_SUBRESOURCE_PORT, protocol: 'TCP' }],
                   resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '512Mi' } },
-                  // privileged: Bidirectional mount propagation and network setup inside launcher Pods require it
+                  // privileged: mount propagation and Pod network phase 1 inside launcher Pods (see the comment below)
                   securityContext: { privileged: true, runAsUser: 0 },
                   volumeMounts: [
                     ...HANDLER_HOST_PATHS.map((h) => ({
@@ -874,7 +874,10 @@ function toYaml(obj: DeployObject): string {
     for (const item of mapAt(['spec', 'template', 'spec', 'containers', 0]).items) {
       if (item.key.value === 'securityContext')
         item.key.commentBefore =
-          ' privileged: Bidirectional mount propagation and network setup inside launcher Pods require it';
+          ' privileged: Bidirectional mount propagation (container disks into launcher Pods), and Pod network phase 1' +
+          " inside each launcher Pod's network namespace (entered by nsenter through /proc/<pid>/ns/net: setns needs" +
+          ' CAP_SYS_ADMIN; bridge, tap and nftables NAT: CAP_NET_ADMIN; IP forwarding sysctl) and the chown of the' +
+          " Pod's /dev/net/tun to the launcher's user (CAP_CHOWN) require it";
     }
   }
   return doc.toString({ lineWidth: 0 });
