@@ -143,8 +143,7 @@ async function runningVmi(
     NS,
     name,
     { status: { phase, nodeName: 'node-a' } },
-    'merge',
-    'status',
+    'merge', // the VMI has no status subresource (as upstream): status is written with the object
   );
   vmis.set(`${NS}/${name}`, vmi);
   const uidDir = join(privateDir, vmi.metadata!.uid!);

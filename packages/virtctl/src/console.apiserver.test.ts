@@ -157,8 +157,7 @@ async function setPhase(name: string, phase: string): Promise<void> {
     NS,
     name,
     { status: { phase, nodeName: 'node-a' } },
-    'merge',
-    'status',
+    'merge', // the VMI has no status subresource (as upstream): status is written with the object
   );
   vmis.set(`${NS}/${name}`, v);
 }
