@@ -27,6 +27,7 @@ test("virt-launcher and the packages it imports: the main job's build emits tsc'
     '@kubevirt-ts/api',
     '@kubevirt-ts/cmd-protocol',
     '@kubevirt-ts/converter',
+    '@kubevirt-ts/disks',
     '@kubevirt-ts/libvirt-manager',
     '@kubevirt-ts/log',
     '@kubevirt-ts/network',
