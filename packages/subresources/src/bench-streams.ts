@@ -12,8 +12,8 @@ import { CmdClient } from '@kubevirt-ts/cmd-protocol';
 import { KubeClient } from '@kubevirt-ts/controller-runtime';
 import { startHandlerEndpoint } from '@kubevirt-ts/handler';
 import { startTestEnv } from '@kubevirt-ts/testenv';
-import { HANDLER_TLS_NAME, handlerConnector } from './handler-connector.js';
-import { issue, makeCA, startAggregatedTestApi } from './testing.js';
+import { handlerConnector } from './handler-connector.js';
+import { issueHandlerTls, startAggregatedTestApi } from './testing.js';
 import { VMIS } from './verbs.js';
 
 const n = Number(process.argv[2] ?? 50);
@@ -22,24 +22,7 @@ const dir = await mkdtemp(join(tmpdir(), 'kvts-bench-streams-'));
 const env = await startTestEnv();
 const servers: { close(): void }[] = [];
 try {
-  const handlerCA = await makeCA(dir, 'handler-ca');
-  const controllerCA = await makeCA(dir, 'controller-ca');
-  const serving = await issue(
-    dir,
-    'handler',
-    '/CN=virt-handler',
-    `basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\nsubjectAltName=DNS:${HANDLER_TLS_NAME}\n`,
-    'handler-ca.crt',
-    'handler-ca.key',
-  );
-  const clientCert = await issue(
-    dir,
-    'controller',
-    '/CN=virt-controller',
-    'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n',
-    'controller-ca.crt',
-    'controller-ca.key',
-  );
+  const { handlerCA, controllerCA, serving, clientCert } = await issueHandlerTls(dir);
   const admin = new KubeClient(env.kubeConfig());
   const privateDir = join(dir, 'private');
   const running: { vmi?: VirtualMachineInstance } = {};

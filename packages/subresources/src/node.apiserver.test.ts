@@ -10,8 +10,8 @@ import { KubeApiError, KubeClient, VMIS } from '@kubevirt-ts/controller-runtime'
 import { startHandlerEndpoint, type HandlerEndpoint } from '@kubevirt-ts/handler';
 import { createLogger } from '@kubevirt-ts/log';
 import { startTestEnv, type TestEnv } from '@kubevirt-ts/testenv';
-import { HANDLER_TLS_NAME, handlerConnector } from './handler-connector.js';
-import { issue, makeCA, startAggregatedTestApi, type AggregatedTestApi } from './testing.js';
+import { handlerConnector } from './handler-connector.js';
+import { issue, issueHandlerTls, startAggregatedTestApi, type AggregatedTestApi } from './testing.js';
 
 const NS = 'default';
 const SUB = `/apis/subresources.kubevirt.io/v1/namespaces/${NS}/virtualmachineinstances`;
@@ -47,25 +47,8 @@ beforeAll(async () => {
   cmd = new CmdClient(launcherSocketPath(join(dir, 'sockets')));
 
   // certificates: virt-handler's serving certificate (name virt-handler) and virt-controller's client certificate
-  const handlerCA = await makeCA(dir, 'handler-ca');
+  const { handlerCA, controllerCA, serving, clientCert } = await issueHandlerTls(dir);
   handlerCaPem = handlerCA;
-  const controllerCA = await makeCA(dir, 'controller-ca');
-  const serving = await issue(
-    dir,
-    'handler',
-    '/CN=virt-handler',
-    `basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\nsubjectAltName=DNS:${HANDLER_TLS_NAME}\n`,
-    'handler-ca.crt',
-    'handler-ca.key',
-  );
-  const clientCert = await issue(
-    dir,
-    'controller',
-    '/CN=virt-controller',
-    'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n',
-    'controller-ca.crt',
-    'controller-ca.key',
-  );
   env = await startTestEnv();
   admin = new KubeClient(env.kubeConfig());
   endpoint = await startHandlerEndpoint({

@@ -16,8 +16,8 @@ import { KubeClient, type Resource } from '@kubevirt-ts/controller-runtime';
 import { startHandlerEndpoint, type HandlerEndpoint } from '@kubevirt-ts/handler';
 import { createLogger } from '@kubevirt-ts/log';
 import { startTestEnv, type TestEnv } from '@kubevirt-ts/testenv';
-import { HANDLER_TLS_NAME, handlerConnector } from './handler-connector.js';
-import { issue, makeCA, startAggregatedTestApi, type AggregatedTestApi } from './testing.js';
+import { handlerConnector } from './handler-connector.js';
+import { issueHandlerTls, startAggregatedTestApi, type AggregatedTestApi } from './testing.js';
 
 const VMIS: Resource = {
   group: 'kubevirt.io',
@@ -46,24 +46,7 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'kvts-streams-'));
   privateDir = join(dir, 'pod', 'private');
   await mkdir(privateDir, { recursive: true });
-  const handlerCA = await makeCA(dir, 'handler-ca');
-  const controllerCA = await makeCA(dir, 'controller-ca');
-  const serving = await issue(
-    dir,
-    'handler',
-    '/CN=virt-handler',
-    `basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\nsubjectAltName=DNS:${HANDLER_TLS_NAME}\n`,
-    'handler-ca.crt',
-    'handler-ca.key',
-  );
-  const clientCert = await issue(
-    dir,
-    'controller',
-    '/CN=virt-controller',
-    'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n',
-    'controller-ca.crt',
-    'controller-ca.key',
-  );
+  const { handlerCA, controllerCA, serving, clientCert } = await issueHandlerTls(dir);
   env = await startTestEnv();
   admin = new KubeClient(env.kubeConfig());
   // no cmd rpc is made for streams: a client to nowhere stands in for the launcher's

@@ -13,6 +13,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { parseManifests } from '@kubevirt-ts/api';
 import { KubeClient } from '@kubevirt-ts/controller-runtime';
 import { serverSideApply, type KubeObject, type TestEnv } from '@kubevirt-ts/testenv';
+import { HANDLER_TLS_NAME } from './handler-connector.js';
 import { startSubresourceServer, type SubresourceServer } from './server.js';
 import type { NodeConnector } from './verbs.js';
 
@@ -88,6 +89,41 @@ export async function issue(
     cert: await readFile(join(dir, `${name}.crt`), 'utf8'),
     key: await readFile(join(dir, `${name}.key`), 'utf8'),
   };
+}
+
+/** The mutual TLS between virt-controller and virt-handler, as tests and benches need it. */
+export interface HandlerTls {
+  /** PEM of the CA that signs virt-handler's serving certificate */
+  handlerCA: string;
+  /** PEM of the CA that signs virt-controller's client certificate */
+  controllerCA: string;
+  /** virt-handler's serving certificate (names HANDLER_TLS_NAME) */
+  serving: { cert: string; key: string };
+  /** virt-controller's client certificate */
+  clientCert: { cert: string; key: string };
+}
+
+/** Two CAs in dir, virt-handler's serving certificate and virt-controller's client certificate. */
+export async function issueHandlerTls(dir: string): Promise<HandlerTls> {
+  const handlerCA = await makeCA(dir, 'handler-ca');
+  const controllerCA = await makeCA(dir, 'controller-ca');
+  const serving = await issue(
+    dir,
+    'handler',
+    '/CN=virt-handler',
+    `basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\nsubjectAltName=DNS:${HANDLER_TLS_NAME}\n`,
+    'handler-ca.crt',
+    'handler-ca.key',
+  );
+  const clientCert = await issue(
+    dir,
+    'controller',
+    '/CN=virt-controller',
+    'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n',
+    'controller-ca.crt',
+    'controller-ca.key',
+  );
+  return { handlerCA, controllerCA, serving, clientCert };
 }
 
 export interface AggregatedTestApi {

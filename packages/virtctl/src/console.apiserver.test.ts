@@ -14,10 +14,9 @@ import { CmdClient } from '@kubevirt-ts/cmd-protocol';
 import { KubeClient } from '@kubevirt-ts/controller-runtime';
 import { startHandlerEndpoint, type HandlerEndpoint } from '@kubevirt-ts/handler';
 import { createLogger } from '@kubevirt-ts/log';
-import { HANDLER_TLS_NAME, VMIS, handlerConnector } from '@kubevirt-ts/subresources';
+import { VMIS, handlerConnector } from '@kubevirt-ts/subresources';
 import {
-  issue,
-  makeCA,
+  issueHandlerTls,
   startAggregatedTestApi,
   type AggregatedTestApi,
 } from '@kubevirt-ts/subresources/testing';
@@ -46,24 +45,7 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'kvts-virtctl-console-'));
   privateDir = join(dir, 'pod', 'private');
   await mkdir(privateDir, { recursive: true });
-  const handlerCA = await makeCA(dir, 'handler-ca');
-  const controllerCA = await makeCA(dir, 'controller-ca');
-  const serving = await issue(
-    dir,
-    'handler',
-    '/CN=virt-handler',
-    `basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\nsubjectAltName=DNS:${HANDLER_TLS_NAME}\n`,
-    'handler-ca.crt',
-    'handler-ca.key',
-  );
-  const clientCert = await issue(
-    dir,
-    'controller',
-    '/CN=virt-controller',
-    'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n',
-    'controller-ca.crt',
-    'controller-ca.key',
-  );
+  const { handlerCA, controllerCA, serving, clientCert } = await issueHandlerTls(dir);
   env = await startTestEnv();
   admin = new KubeClient(env.kubeConfig());
   nowhere = new CmdClient(join(dir, 'no-such-socket')); // streams make no cmd rpc
