@@ -13,6 +13,7 @@ export {
   checkQualifiedName,
   dropNulls,
   HYPERV_REQUIRES,
+  type HypervFeature,
 } from './validate.js';
 export {
   type DefaultsOptions,
