@@ -17,7 +17,6 @@ import {
   applyDeployWithEmulation,
   clusterGate,
   getJson,
-  kubectl,
   kubectlIn,
   kubectlTry,
 } from './cluster.js';
