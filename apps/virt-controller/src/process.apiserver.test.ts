@@ -4,7 +4,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { createServer } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -12,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { parseManifests } from '@kubevirt-ts/api';
 import { KubeClient, LEASES, PODS, type Lease } from '@kubevirt-ts/controller-runtime';
 import { VMIS, type Pod, type Vmi } from '@kubevirt-ts/virt-controller-core';
-import { serverSideApply, startTestEnv, type KubeObject, type TestEnv } from '@kubevirt-ts/testenv';
+import { freePort, serverSideApply, startTestEnv, type KubeObject, type TestEnv } from '@kubevirt-ts/testenv';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 const main = fileURLToPath(new URL('./main.js', import.meta.url));
@@ -31,15 +30,6 @@ async function until<T>(fn: () => Promise<T | undefined | false>): Promise<T> {
 }
 const manifests = (f: string) =>
   parseManifests(readFileSync(join(repoRoot, 'deploy', f), 'utf8')) as KubeObject[];
-
-/** a free loopback port */
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
-  const port = (s.address() as { port: number }).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
 
 /** the serial of the certificate a TLS server on 127.0.0.1:p presents */
 function servedSerial(p: number): Promise<string> {

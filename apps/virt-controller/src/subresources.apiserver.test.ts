@@ -3,7 +3,6 @@
 // server changes the VM. The process runs as virt-controller's ServiceAccount (deploy/'s RBAC).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { KubeClient, VMS } from '@kubevirt-ts/controller-runtime';
@@ -13,20 +12,12 @@ import {
   issueServingCertificate,
   registerTestApiService,
 } from '@kubevirt-ts/subresources/testing';
-import { startTestEnv, type TestEnv } from '@kubevirt-ts/testenv';
+import { freePort, startTestEnv, type TestEnv } from '@kubevirt-ts/testenv';
 
 const main = fileURLToPath(new URL('./main.js', import.meta.url));
 let env: TestEnv;
 let proc: ChildProcess | undefined;
 let admin: KubeClient;
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
-  const port = (s.address() as { port: number }).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
 
 beforeAll(async () => {
   env = await startTestEnv();

@@ -31,6 +31,29 @@ export function kubectlTry(...args: string[]): { status: number | null; stdout: 
   const r = spawnSync(KUBECTL, ['--kubeconfig', KUBECONFIG, ...args], { encoding: 'utf8' });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
+/**
+ * `kubectl apply -f deploy/`, then the controllers on emulation: this machine's /dev/kvm is root-only (crw-------),
+ * so the uid-107 launcher cannot use KVM and guests run under TCG, as in every test of the project (upstream's
+ * developerConfiguration.useEmulation). The controllers read the config when they start: virt-controller is
+ * restarted so the next launcher Pod is rendered with --allow-emulation. Returns once both have rolled out.
+ */
+export function applyDeployWithEmulation(): void {
+  kubectl('apply', '-f', path.join(REPO, 'deploy'));
+  kubectl(
+    'patch',
+    'configmap',
+    '-n',
+    'kubevirt-ts',
+    'kubevirt-ts-config',
+    '--type',
+    'merge',
+    '-p',
+    '{"data":{"useEmulation":"true"}}',
+  );
+  kubectl('rollout', 'restart', '-n', 'kubevirt-ts', 'deployment/virt-controller');
+  kubectl('rollout', 'status', '-n', 'kubevirt-ts', 'deployment/virt-controller', '--timeout=600s');
+  kubectl('rollout', 'status', '-n', 'kubevirt-ts', 'daemonset/virt-handler', '--timeout=600s');
+}
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed kubectl JSON, read field by field in tests
 export function getJson<T = Record<string, any>>(...args: string[]): T | undefined {
   const r = kubectlTry('get', ...args, '-o', 'json');

@@ -11,7 +11,15 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { READY, REPO, waitFor } from '../launcher/helpers.js';
-import { KUBECONFIG, STATE_DIR, clusterGate, getJson, kubectl, kubectlIn, kubectlTry } from './cluster.js';
+import {
+  KUBECONFIG,
+  STATE_DIR,
+  applyDeployWithEmulation,
+  clusterGate,
+  getJson,
+  kubectlIn,
+  kubectlTry,
+} from './cluster.js';
 
 const { reason, clusterTest, requireCluster } = clusterGate();
 const NS = 'default';
@@ -152,21 +160,7 @@ describe(`subresources and virtctl on the single-node cluster (${reason ? `skipp
   clusterTest(
     'deploy/ applied: the APIService is Available (front proxy, caBundle from virt-controller) and virt-handler serves mutual TLS with the Secret virt-controller made',
     async () => {
-      kubectl('apply', '-f', path.join(REPO, 'deploy'));
-      kubectl(
-        'patch',
-        'configmap',
-        '-n',
-        'kubevirt-ts',
-        'kubevirt-ts-config',
-        '--type',
-        'merge',
-        '-p',
-        '{"data":{"useEmulation":"true"}}',
-      );
-      kubectl('rollout', 'restart', '-n', 'kubevirt-ts', 'deployment/virt-controller');
-      kubectl('rollout', 'status', '-n', 'kubevirt-ts', 'deployment/virt-controller', '--timeout=600s');
-      kubectl('rollout', 'status', '-n', 'kubevirt-ts', 'daemonset/virt-handler', '--timeout=600s');
+      applyDeployWithEmulation();
       expect(getJson('secret', '-n', 'kubevirt-ts', 'virt-handler-certs')?.data?.['tls.crt']).toBeTruthy();
       await waitFor(
         'APIService v1.subresources.kubevirt.io Available',

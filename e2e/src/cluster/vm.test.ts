@@ -16,6 +16,7 @@ import {
   KUBECTL,
   NODE_NAME,
   SerialLog,
+  applyDeployWithEmulation,
   clusterGate,
   getJson,
   kubectl,
@@ -133,24 +134,7 @@ describe(`VirtualMachines on the single-node cluster (${reason ? `skipped: ${rea
   clusterTest(
     'kubectl apply -f deploy/: the virt-controller Deployment and the virt-handler DaemonSet become Ready',
     async () => {
-      kubectl('apply', '-f', path.join(REPO, 'deploy'));
-      // This machine's /dev/kvm is root-only (crw-------), so the uid-107 launcher cannot use KVM: guests run under
-      // TCG, as in every test of the project (upstream's developerConfiguration.useEmulation). The controllers read
-      // the config when they start: restart them so the next launcher Pod is rendered with --allow-emulation.
-      kubectl(
-        'patch',
-        'configmap',
-        '-n',
-        'kubevirt-ts',
-        'kubevirt-ts-config',
-        '--type',
-        'merge',
-        '-p',
-        '{"data":{"useEmulation":"true"}}',
-      );
-      kubectl('rollout', 'restart', '-n', 'kubevirt-ts', 'deployment/virt-controller');
-      kubectl('rollout', 'status', '-n', 'kubevirt-ts', 'deployment/virt-controller', '--timeout=600s');
-      kubectl('rollout', 'status', '-n', 'kubevirt-ts', 'daemonset/virt-handler', '--timeout=600s');
+      applyDeployWithEmulation();
       const dep = getJson('deployment', '-n', 'kubevirt-ts', 'virt-controller')!;
       expect(dep.status.readyReplicas).toBe(2);
       const ds = getJson('daemonset', '-n', 'kubevirt-ts', 'virt-handler')!;

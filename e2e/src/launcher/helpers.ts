@@ -89,6 +89,23 @@ export function launcherNodeFlags(): string[] {
   return m ? m[1]!.trim().split(/\s+/).filter(Boolean) : [];
 }
 
+/** The standalone launcher's flags for the test guest: the VMI file, the guest's image, the console on
+ * stdout, emulation (TCG), `work` as its work dir; `extra` flags after them. */
+export function standaloneArgs(file: string, work: string, ...extra: string[]): string[] {
+  return [
+    'standalone',
+    '--vmi',
+    file,
+    '--image',
+    `${GUEST_IMAGE}=${GUEST_DIR}`,
+    '--console',
+    '--allow-emulation',
+    '--work-dir',
+    work,
+    ...extra,
+  ];
+}
+
 /**
  * `processGroup`: start it in a process group of its own, as a shell does for a foreground job.
  * `wrap`: a command that execs the launcher (e.g. `ip netns exec NAME`: the launcher in that netns).

@@ -21,6 +21,7 @@ import {
   descendants,
   waitFor,
   writeVmiFile,
+  standaloneArgs,
 } from './helpers.js';
 
 beforeAll(() => requireGuest());
@@ -39,17 +40,7 @@ describe('virt-launcher standalone', () => {
   it('boots the tiny guest to its ready line and exits 0 when it powers off (kvts.poweroff)', async () => {
     const file = await writeVmiFile(dir, tinyVmi('sa-poweroff', { poweroff: true }));
     const work = path.join(dir, 'w');
-    const p = startLauncher([
-      'standalone',
-      '--vmi',
-      file,
-      '--image',
-      imageArg,
-      '--console',
-      '--allow-emulation',
-      '--work-dir',
-      work,
-    ]);
+    const p = startLauncher(standaloneArgs(file, work));
     const res = await p.exited;
     expect(p.stdout()).toContain(READY);
     expect(p.stdout()).toContain('KUBEVIRT-TS-GUEST-POWEROFF kvts.poweroff');
@@ -82,17 +73,7 @@ describe('virt-launcher standalone', () => {
       { name: 'default', masquerade: {} }, // as upstream's defaults: the model (virtio) is the converter's
     ]);
     const work = path.join(dir, 'w');
-    const p = startLauncher([
-      'standalone',
-      '--vmi',
-      file,
-      '--image',
-      imageArg,
-      '--console',
-      '--allow-emulation',
-      '--work-dir',
-      work,
-    ]);
+    const p = startLauncher(standaloneArgs(file, work));
     const res = await p.exited;
     expect(p.stdout()).toContain(READY);
     expect(p.stderr()).not.toContain("specified dev doesn't exist");
@@ -108,23 +89,7 @@ describe('virt-launcher standalone', () => {
   it('Ctrl-C (SIGINT to the whole foreground process group) shuts the guest down through ACPI and exits 0', async () => {
     const file = await writeVmiFile(dir, tinyVmi('sa-sigterm'));
     const work = path.join(dir, 'w');
-    const p = startLauncher(
-      [
-        'standalone',
-        '--vmi',
-        file,
-        '--image',
-        imageArg,
-        '--console',
-        '--allow-emulation',
-        '--work-dir',
-        work,
-        '--grace-period-seconds',
-        '60',
-      ],
-      {},
-      true,
-    );
+    const p = startLauncher(standaloneArgs(file, work, '--grace-period-seconds', '60'), {}, true);
     await waitFor('two heartbeats', () => heartbeats(p.stdout()) >= 2, 120_000);
     // what a terminal's Ctrl-C does: every process of the job's group gets SIGINT, so the private
     // libvirtd and QEMU must not be in it (they would die before the ACPI shutdown)
@@ -147,21 +112,7 @@ describe('virt-launcher standalone', () => {
   ] as const)('%s: ACPI shutdown, exit 0, nothing left', async (_what, sig, breakPipes) => {
     const file = await writeVmiFile(dir, tinyVmi(`sa-${sig.toLowerCase()}`));
     const work = path.join(dir, 'w');
-    const p = startLauncher(
-      [
-        'standalone',
-        '--vmi',
-        file,
-        '--image',
-        imageArg,
-        '--console',
-        '--allow-emulation',
-        '--work-dir',
-        work,
-      ],
-      {},
-      true,
-    );
+    const p = startLauncher(standaloneArgs(file, work), {}, true);
     await waitFor('two heartbeats', () => heartbeats(p.stdout()) >= 2, 120_000);
     if (breakPipes) {
       // the reader goes away (as `| tee` killed by Ctrl-C): the next writes fail with EPIPE
@@ -281,21 +232,9 @@ describe('virt-launcher standalone', () => {
     await chmod(work, 0o751);
     await mkdir(sockets, { mode: 0o750 });
     await chmod(sockets, 0o750);
-    const p = startLauncher([
-      'standalone',
-      '--vmi',
-      file,
-      '--image',
-      imageArg,
-      '--console',
-      '--allow-emulation',
-      '--work-dir',
-      work,
-      '--socket-dir',
-      sockets,
-      '--grace-period-seconds',
-      '60',
-    ]);
+    const p = startLauncher(
+      standaloneArgs(file, work, '--socket-dir', sockets, '--grace-period-seconds', '60'),
+    );
     let client: CmdClient | undefined;
     try {
       await waitFor('ready line', () => p.stdout().includes(READY) || p.child.exitCode !== null, 120_000);

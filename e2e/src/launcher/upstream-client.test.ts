@@ -10,8 +10,6 @@ import path from 'node:path';
 import { launcherSocketPath } from '@kubevirt-ts/cmd-protocol';
 import {
   CACHE,
-  GUEST_DIR,
-  GUEST_IMAGE,
   READY,
   processesMentioning,
   requireGuest,
@@ -20,6 +18,7 @@ import {
   tinyVmi,
   waitFor,
   writeVmiFile,
+  standaloneArgs,
 } from './helpers.js';
 
 const CLIENT = process.env.KVTS_UPSTREAM_CMDCLIENT ?? path.join(CACHE, 'upstream-cmdclient', 'kv-cmdclient');
@@ -55,19 +54,7 @@ function run(args: string[]): Promise<{ code: number | null; out: string }> {
     const file = await writeVmiFile(dir, vmi);
     const work = path.join(dir, 'w');
     const sockets = path.join(dir, 'socks');
-    const p = startLauncher([
-      'standalone',
-      '--vmi',
-      file,
-      '--image',
-      `${GUEST_IMAGE}=${GUEST_DIR}`,
-      '--console',
-      '--allow-emulation',
-      '--work-dir',
-      work,
-      '--socket-dir',
-      sockets,
-    ]);
+    const p = startLauncher(standaloneArgs(file, work, '--socket-dir', sockets));
     try {
       await waitFor('ready line', () => p.stdout().includes(READY) || p.child.exitCode !== null, 120_000);
       expect(p.stdout()).toContain(READY);

@@ -13,6 +13,7 @@ export {
   checkQualifiedName,
   dropNulls,
   HYPERV_REQUIRES,
+  type HypervFeature,
 } from './validate.js';
 export {
   type DefaultsOptions,
@@ -28,6 +29,7 @@ export {
 } from './defaults.js';
 export { parseManifests, vmiFromManifest } from './manifests.js';
 export { pointerToPath, joinPath } from './paths.js';
+export { LAUNCHER_UID, LAUNCHER_GID, MAX_SOCKET_PATH_BYTES } from './runtime.js';
 export {
   crdFor,
   generateCrdFiles,

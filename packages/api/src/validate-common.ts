@@ -2,6 +2,8 @@
 // metadata (names, labels, annotations) and unique names in a list.
 import { sub } from './paths.js';
 import { isQuantity, parseQuantity } from './quantity.js';
+import type { ObjectMeta } from './schemas.js';
+import type { Checked } from './validate-schema.js';
 
 /** One problem found by validation: the field's path and the reason (`${path}: ${reason}` is the
  * message the CLI and the admission webhook print). */
@@ -17,13 +19,13 @@ export const KINDS = ['VirtualMachine', 'VirtualMachineInstance', 'VirtualMachin
 
 // ------------------------------------------------------------------ helpers
 
+// The schema types carry the structure; these readers are for the parts the schemas keep opaque
+// (dnsConfig, accessCredentials, dataVolumeTemplates, ...) and for the whole document before its check.
 export type Obj = Record<string, unknown>;
 export const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 export const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 export const obj = (v: unknown): Obj => (isObj(v) ? v : {});
 export const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
-export const num = (v: unknown): number | undefined =>
-  typeof v === 'number' && Number.isFinite(v) ? v : undefined;
 
 /** Quantity value or undefined when absent or invalid (invalid ones are reported by the schema check). */
 export function qty(v: unknown): number | undefined {
@@ -104,54 +106,60 @@ export function checkDns1123Subdomain(v: string): string | undefined {
 
 // ------------------------------------------------------------------ semantic checks
 
+/** The semantic errors found, and the paths the schema check already reported (where a value of the wrong
+ * type was taken out: a rule that would only repeat that error asks {@link Errs.reported}). */
 export class Errs {
   list: FieldError[] = [];
+  private readonly structural: ReadonlySet<string>;
+  constructor(structural: readonly FieldError[] = []) {
+    this.structural = new Set(structural.map((f) => f.path));
+  }
   add(path: string, reason: string) {
     this.list.push({ path, reason });
+  }
+  /** Whether the schema check reported the field at `path` itself (missing, or of the wrong type). */
+  reported(path: string): boolean {
+    return this.structural.has(path);
+  }
+  /** Whether a field was given: present, or given with a value the schema check rejected (and took out). */
+  given(value: unknown, path: string): boolean {
+    return value !== undefined || this.structural.has(path);
   }
 }
 
 export function validateMetadata(
-  meta: unknown,
+  m: Checked<ObjectMeta> | undefined,
   base: string,
   e: Errs,
   opts: { nameRequired: boolean; label?: boolean },
 ) {
-  const m = obj(meta);
-  const name = str(m['name']);
+  const name = m?.name;
   if (name === undefined || name === '') {
-    if (opts.nameRequired && !str(m['generateName']))
+    if (opts.nameRequired && !m?.generateName)
       e.add(sub(base, 'name'), 'required: a name (or generateName) must be given');
   } else {
     const bad = opts.label ? checkDns1123Label(name) : checkDns1123Subdomain(name);
     if (bad) e.add(sub(base, 'name'), bad);
   }
-  const ns = str(m['namespace']);
+  const ns = m?.namespace;
   if (ns !== undefined && ns !== '') {
     const bad = checkDns1123Label(ns);
     if (bad) e.add(sub(base, 'namespace'), bad);
   }
-  validateAnnotations(m, base, e);
-  if (isObj(m['labels'])) {
-    for (const [k, v] of Object.entries(m['labels'])) {
-      const p = sub(sub(base, 'labels'), k);
-      const badKey = checkQualifiedName(k);
-      if (badKey) e.add(p, `label key ${badKey}`);
-      if (typeof v === 'string' && v !== '' && (v.length > 63 || !LABEL_VALUE_RE.test(v))) {
-        e.add(
-          p,
-          `label value ${JSON.stringify(v)} must be at most 63 characters of [A-Za-z0-9-_.], starting and ending with a letter or digit`,
-        );
-      }
-    }
-  }
-}
-
-function validateAnnotations(m: Obj, base: string, e: Errs) {
-  if (!isObj(m['annotations'])) return;
-  for (const k of Object.keys(m['annotations'])) {
+  for (const k of Object.keys(m?.annotations ?? {})) {
     const bad = checkQualifiedName(k);
     if (bad) e.add(sub(sub(base, 'annotations'), k), `annotation key ${bad}`);
+  }
+  for (const [k, v] of Object.entries(m?.labels ?? {})) {
+    const p = sub(sub(base, 'labels'), k);
+    const badKey = checkQualifiedName(k);
+    if (badKey) e.add(p, `label key ${badKey}`);
+    if (v !== undefined && v !== '' && (v.length > 63 || !LABEL_VALUE_RE.test(v))) {
+      e.add(
+        p,
+        `label value ${JSON.stringify(v)} must be at most 63 characters of [A-Za-z0-9-_.], starting and ending with a letter or digit`,
+      );
+    }
   }
 }
 
@@ -174,10 +182,15 @@ export function checkQualifiedName(k: string): string | undefined {
 }
 
 /** Unique non-empty names in a list; reports duplicates at `<list>[i].name`. Returns the names. */
-export function uniqueNames(list: unknown[], base: string, e: Errs, what: string): Map<string, number> {
+export function uniqueNames(
+  list: readonly { name?: string }[],
+  base: string,
+  e: Errs,
+  what: string,
+): Map<string, number> {
   const names = new Map<string, number>();
   list.forEach((item, i) => {
-    const n = str(obj(item)['name']);
+    const n = item.name;
     if (n === undefined) return;
     if (n === '') {
       e.add(sub(sub(base, i), 'name'), `${what} name must not be empty`);

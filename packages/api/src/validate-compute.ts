@@ -1,24 +1,15 @@
 // Validation of spec.domain's compute parts: resources and memory, CPU, firmware, clock and features.
 import { sub } from './paths.js';
-import {
-  Errs,
-  type Obj,
-  SERIAL_RE,
-  UUID_RE,
-  arr,
-  checkAbsolutePath,
-  num,
-  obj,
-  qty,
-  str,
-} from './validate-common.js';
-import { describe } from './validate-schema.js';
+import type { DomainSpec } from './schemas.js';
+import { Errs, SERIAL_RE, UUID_RE, checkAbsolutePath, qty } from './validate-common.js';
+import { type Checked, describe } from './validate-schema.js';
 
-export function validateResourcesAndMemory(domain: Obj, base: string, e: Errs) {
-  const res = obj(domain['resources']);
-  const requests = obj(res['requests']);
-  const limits = obj(res['limits']);
-  const memory = obj(domain['memory']);
+type Domain = Checked<DomainSpec>;
+
+export function validateResourcesAndMemory(domain: Domain, base: string, e: Errs) {
+  const requests = domain.resources?.requests ?? {};
+  const limits = domain.resources?.limits ?? {};
+  const memory = domain.memory ?? {};
   const resPath = sub(base, 'resources');
 
   for (const [kind, map] of [
@@ -34,11 +25,14 @@ export function validateResourcesAndMemory(domain: Obj, base: string, e: Errs) {
 
   const reqMem = qty(requests['memory']);
   const limMem = qty(limits['memory']);
-  const guest = qty(memory['guest']);
-  const hugepages = obj(memory['hugepages']);
-  const pageSizeRaw = hugepages['pageSize'];
+  const guest = qty(memory.guest);
+  const pageSizeRaw = memory.hugepages?.pageSize;
 
-  if (requests['memory'] === undefined && limits['memory'] === undefined && memory['guest'] === undefined) {
+  if (
+    !e.given(requests['memory'], sub(sub(resPath, 'requests'), 'memory')) &&
+    !e.given(limits['memory'], sub(sub(resPath, 'limits'), 'memory')) &&
+    !e.given(memory.guest, sub(sub(base, 'memory'), 'guest'))
+  ) {
     e.add(
       sub(sub(resPath, 'requests'), 'memory'),
       `no memory requested: set ${resPath}.requests.memory, ${resPath}.limits.memory or ${base}.memory.guest`,
@@ -58,15 +52,15 @@ export function validateResourcesAndMemory(domain: Obj, base: string, e: Errs) {
   }
   if (guest !== undefined) {
     if (guest <= 0)
-      e.add(sub(sub(base, 'memory'), 'guest'), `must be positive, got ${describe(memory['guest'])}`);
+      e.add(sub(sub(base, 'memory'), 'guest'), `must be positive, got ${describe(memory.guest)}`);
     if (limMem !== undefined && guest > limMem) {
       e.add(
         sub(sub(base, 'memory'), 'guest'),
-        `guest memory ${describe(memory['guest'])} is greater than the memory limit ${describe(limits['memory'])}`,
+        `guest memory ${describe(memory.guest)} is greater than the memory limit ${describe(limits['memory'])}`,
       );
     }
   }
-  const maxGuest = qty(memory['maxGuest']);
+  const maxGuest = qty(memory.maxGuest);
   if (maxGuest !== undefined && guest !== undefined && maxGuest < guest) {
     e.add(sub(sub(base, 'memory'), 'maxGuest'), `must not be less than spec.domain.memory.guest`);
   }
@@ -82,7 +76,7 @@ export function validateResourcesAndMemory(domain: Obj, base: string, e: Errs) {
         reqMem !== undefined
           ? [reqMem, sub(sub(resPath, 'requests'), 'memory'), requests['memory']]
           : guest !== undefined
-            ? [guest, sub(sub(base, 'memory'), 'guest'), memory['guest']]
+            ? [guest, sub(sub(base, 'memory'), 'guest'), memory.guest]
             : [undefined, '', undefined];
       if (vmMem !== undefined) {
         if (page > vmMem)
@@ -109,14 +103,11 @@ export function validateResourcesAndMemory(domain: Obj, base: string, e: Errs) {
   }
 }
 
-export function validateCpu(domain: Obj, base: string, e: Errs) {
-  if (domain['cpu'] === undefined) return;
-  const cpu = obj(domain['cpu']);
+export function validateCpu(domain: Domain, base: string, e: Errs) {
+  const cpu = domain.cpu;
+  if (cpu === undefined) return;
   const path = sub(base, 'cpu');
-  const sockets = num(cpu['sockets']);
-  const cores = num(cpu['cores']);
-  const threads = num(cpu['threads']);
-  const maxSockets = num(cpu['maxSockets']);
+  const { sockets, cores, threads, maxSockets } = cpu;
   for (const [k, v] of [
     ['sockets', sockets],
     ['cores', cores],
@@ -131,10 +122,9 @@ export function validateCpu(domain: Obj, base: string, e: Errs) {
   if (maxSockets !== undefined && maxSockets > 0 && sockets !== undefined && sockets > maxSockets) {
     e.add(sub(path, 'sockets'), `${sockets} sockets is more than maxSockets ${maxSockets}`);
   }
-  const res = obj(domain['resources']);
-  const reqCpu = qty(obj(res['requests'])['cpu']);
-  const limCpu = qty(obj(res['limits'])['cpu']);
-  const dedicated = cpu['dedicatedCpuPlacement'] === true;
+  const reqCpu = qty(domain.resources?.requests?.['cpu']);
+  const limCpu = qty(domain.resources?.limits?.['cpu']);
+  const dedicated = cpu.dedicatedCpuPlacement === true;
   const dPath = sub(path, 'dedicatedCpuPlacement');
   if (dedicated) {
     // upstream validateCpuPinning
@@ -172,12 +162,11 @@ export function validateCpu(domain: Obj, base: string, e: Errs) {
     if (threads !== undefined && threads > 2)
       e.add(dPath, `at most 2 threads per core with dedicatedCpuPlacement, got ${threads}`);
     // the admission defaults derive a missing memory request from memory.guest (or the hugepage size)
-    const memory = obj(domain['memory']);
     const memReq =
-      qty(obj(res['requests'])['memory']) ??
-      qty(memory['guest']) ??
-      qty(obj(memory['hugepages'])['pageSize']);
-    const memLim = qty(obj(res['limits'])['memory']);
+      qty(domain.resources?.requests?.['memory']) ??
+      qty(domain.memory?.guest) ??
+      qty(domain.memory?.hugepages?.pageSize);
+    const memLim = qty(domain.resources?.limits?.['memory']);
     if (memReq === undefined && memLim === undefined) {
       e.add(
         sub(sub(sub(base, 'resources'), 'limits'), 'memory'),
@@ -195,47 +184,45 @@ export function validateCpu(domain: Obj, base: string, e: Errs) {
         'must equal resources.limits.memory with dedicatedCpuPlacement (guaranteed QoS)',
       );
     }
-  } else if (cpu['isolateEmulatorThread'] === true) {
+  } else if (cpu.isolateEmulatorThread === true) {
     e.add(sub(path, 'isolateEmulatorThread'), 'only allowed together with dedicatedCpuPlacement');
   }
-  const numaPassthrough = obj(cpu['numa'])['guestMappingPassthrough'] !== undefined;
+  const numaPassthrough = cpu.numa?.guestMappingPassthrough !== undefined;
   const gmpPath = sub(sub(path, 'numa'), 'guestMappingPassthrough');
   if (numaPassthrough) {
     if (!dedicated) e.add(gmpPath, 'NUMA guestMappingPassthrough needs dedicatedCpuPlacement: true');
-    if (obj(domain['memory'])['hugepages'] === undefined)
+    if (domain.memory?.hugepages === undefined)
       e.add(gmpPath, 'NUMA guestMappingPassthrough needs spec.domain.memory.hugepages');
   }
-  if (cpu['realtime'] !== undefined) {
+  if (cpu.realtime !== undefined) {
     if (!dedicated) e.add(dPath, 'realtime needs dedicatedCpuPlacement: true');
     if (!numaPassthrough) e.add(gmpPath, 'realtime needs numa.guestMappingPassthrough');
   }
-  arr(cpu['features']).forEach((f, i) => {
-    const n = str(obj(f)['name']);
-    if (n === '') e.add(sub(sub(sub(path, 'features'), i), 'name'), 'must not be empty');
+  cpu.features?.forEach((f, i) => {
+    if (f.name === '') e.add(sub(sub(sub(path, 'features'), i), 'name'), 'must not be empty');
   });
 }
 
-export function validateFirmware(domain: Obj, base: string, e: Errs) {
-  if (domain['firmware'] === undefined) return;
-  const fw = obj(domain['firmware']);
+export function validateFirmware(domain: Domain, base: string, e: Errs) {
+  const fw = domain.firmware;
+  if (fw === undefined) return;
   const path = sub(base, 'firmware');
-  const uuid = str(fw['uuid']);
+  const uuid = fw.uuid;
   if (uuid !== undefined && uuid !== '' && !UUID_RE.test(uuid))
     e.add(sub(path, 'uuid'), `"${uuid}" is not a UUID (expected 8-4-4-4-12 hex digits)`);
-  const serial = str(fw['serial']);
+  const serial = fw.serial;
   if (serial !== undefined && serial !== '') {
     if (!SERIAL_RE.test(serial))
       e.add(sub(path, 'serial'), `${describe(serial)} must be made of the characters [A-Za-z0-9_.+-]`);
     if (serial.length > 256) e.add(sub(path, 'serial'), 'must be at most 256 characters');
   }
-  const bl = obj(fw['bootloader']);
-  if (bl['bios'] !== undefined && bl['efi'] !== undefined)
+  const bl = fw.bootloader ?? {};
+  if (bl.bios !== undefined && bl.efi !== undefined)
     e.add(sub(path, 'bootloader'), 'bios and efi are mutually exclusive: choose one');
-  if (bl['efi'] !== undefined) {
-    const efi = obj(bl['efi']);
-    const secureBoot = efi['secureBoot'] !== false; // upstream default: true
-    const smm = obj(domain['features'])['smm'];
-    const smmEnabled = smm !== undefined && obj(smm)['enabled'] !== false;
+  if (bl.efi !== undefined) {
+    const secureBoot = bl.efi.secureBoot !== false; // upstream default: true
+    const smm = domain.features?.smm;
+    const smmEnabled = smm !== undefined && smm.enabled !== false;
     if (secureBoot && !smmEnabled) {
       e.add(
         sub(sub(sub(path, 'bootloader'), 'efi'), 'secureBoot'),
@@ -243,30 +230,33 @@ export function validateFirmware(domain: Obj, base: string, e: Errs) {
       );
     }
   }
-  if (fw['kernelBoot'] !== undefined) {
-    const kb = obj(fw['kernelBoot']);
+  const kb = fw.kernelBoot;
+  if (kb !== undefined) {
     const kbPath = sub(path, 'kernelBoot');
-    if (kb['container'] === undefined) {
-      if (kb['kernelArgs'] !== undefined)
+    const c = kb.container;
+    if (c === undefined) {
+      if (kb.kernelArgs !== undefined)
         e.add(sub(kbPath, 'kernelArgs'), 'kernelArgs need kernelBoot.container (a kernel to boot)');
     } else {
-      const c = obj(kb['container']);
-      if (!str(c['kernelPath']) && !str(c['initrdPath']))
+      if (!c.kernelPath && !c.initrdPath)
         e.add(sub(kbPath, 'container'), 'at least one of kernelPath and initrdPath must be set');
-      if (c['image'] === '') e.add(sub(sub(kbPath, 'container'), 'image'), 'must not be empty');
-      for (const k of ['kernelPath', 'initrdPath']) {
-        const bad = checkAbsolutePath(str(c[k]));
+      if (c.image === '') e.add(sub(sub(kbPath, 'container'), 'image'), 'must not be empty');
+      for (const k of ['kernelPath', 'initrdPath'] as const) {
+        const bad = checkAbsolutePath(c[k]);
         if (bad) e.add(sub(sub(kbPath, 'container'), k), bad);
       }
-      if (str(c['kernelPath']) === undefined && kb['kernelArgs'] !== undefined) {
+      if (c.kernelPath === undefined && kb.kernelArgs !== undefined) {
         e.add(sub(kbPath, 'kernelArgs'), 'kernelArgs need container.kernelPath');
       }
     }
   }
 }
 
+/** A Hyper-V enlightenment of `spec.domain.features.hyperv` that others depend on or that depends on one. */
+export type HypervFeature = 'evmcs' | 'vapic' | 'ipi' | 'vpindex' | 'tlbflush' | 'synictimer' | 'synic';
+
 /** Upstream's hyperv feature dependencies (pkg/virt-api/webhooks/hyperv.go): [feature, required feature], leaves first. */
-export const HYPERV_REQUIRES: readonly (readonly [string, string])[] = [
+export const HYPERV_REQUIRES: readonly (readonly [HypervFeature, HypervFeature])[] = [
   ['evmcs', 'vapic'],
   ['ipi', 'vpindex'],
   ['tlbflush', 'vpindex'],
@@ -274,13 +264,13 @@ export const HYPERV_REQUIRES: readonly (readonly [string, string])[] = [
   ['synic', 'vpindex'],
 ];
 
-export function validateClockAndFeatures(domain: Obj, base: string, e: Errs) {
-  if (domain['clock'] !== undefined) {
-    const clock = obj(domain['clock']);
+export function validateClockAndFeatures(domain: Domain, base: string, e: Errs) {
+  const clock = domain.clock;
+  if (clock !== undefined) {
     const path = sub(base, 'clock');
-    if (clock['utc'] !== undefined && clock['timezone'] !== undefined)
+    if (clock.utc !== undefined && clock.timezone !== undefined)
       e.add(path, 'utc and timezone are mutually exclusive: choose one');
-    const tz = str(clock['timezone']);
+    const tz = clock.timezone;
     if (tz !== undefined) {
       let ok = tz !== '';
       try {
@@ -292,9 +282,8 @@ export function validateClockAndFeatures(domain: Obj, base: string, e: Errs) {
         e.add(sub(path, 'timezone'), `unknown time zone "${tz}" (expected an IANA name like Europe/Berlin)`);
     }
   }
-  const hv = obj(obj(domain['features'])['hyperv']);
-  const sl = obj(hv['spinlocks']);
-  const n = num(sl['spinlocks']);
+  const hv = domain.features?.hyperv ?? {};
+  const n = hv.spinlocks?.spinlocks;
   if (n !== undefined && n < 4096)
     e.add(
       sub(sub(sub(sub(base, 'features'), 'hyperv'), 'spinlocks'), 'spinlocks'),
@@ -302,21 +291,20 @@ export function validateClockAndFeatures(domain: Obj, base: string, e: Errs) {
     );
   // upstream ValidateVirtualMachineInstanceHypervFeatureDependencies (a given feature is on unless enabled: false;
   // a missing requirement is added by the defaults, an explicitly disabled one is an error)
-  const on = (f: unknown) => f !== undefined && obj(f)['enabled'] !== false;
+  const on = (f: { enabled?: boolean } | undefined) => f !== undefined && f.enabled !== false;
   const hvPath = sub(sub(base, 'features'), 'hyperv');
   for (const [feat, req] of HYPERV_REQUIRES)
     if (on(hv[feat]) && hv[req] !== undefined && !on(hv[req]))
       e.add(sub(hvPath, feat), `requires ${sub(hvPath, req)}, which is disabled`);
-  if (on(hv['evmcs']))
-    arr(obj(domain['cpu'])['features']).forEach((f0, i) => {
-      const f = obj(f0);
-      if (f['name'] === 'vmx' && f['policy'] !== undefined && f['policy'] !== 'require')
+  if (on(hv.evmcs))
+    domain.cpu?.features?.forEach((f, i) => {
+      if (f.name === 'vmx' && f.policy !== undefined && f.policy !== 'require')
         e.add(
           `${sub(sub(base, 'cpu'), 'features')}[${i}].policy`,
           'the vmx CPU feature must have policy require when hyperv evmcs is enabled',
         );
     });
-  const vid = str(obj(hv['vendorid'])['vendorid']);
+  const vid = hv.vendorid?.vendorid;
   if (vid !== undefined && (vid.length === 0 || vid.length > 12)) {
     e.add(
       sub(sub(sub(sub(base, 'features'), 'hyperv'), 'vendorid'), 'vendorid'),

@@ -1,5 +1,6 @@
-// Validation, structural part: the TypeBox schemas' compiled checks, their errors as field paths.
-import type { TSchema } from '@sinclair/typebox';
+// Validation, structural part: the TypeBox schemas' compiled checks, their errors as field paths, and the
+// checked value the semantic rules read (typed by the schema: they never re-walk `unknown`).
+import type { Static, TSchema } from '@sinclair/typebox';
 import { type TypeCheck, TypeCompiler } from '@sinclair/typebox/compiler';
 import { type ValueError, ValueErrorType } from '@sinclair/typebox/errors';
 import { pointerToPath } from './paths.js';
@@ -68,10 +69,60 @@ function reasonFor(e: ValueError): string {
   }
 }
 
-export function schemaErrors(schema: TSchema, value: unknown): FieldError[] {
+/** What the semantic rules read: the schema's type with every field optional. A document that passed the
+ * schema check is one; one that failed is made one by {@link checkSchema} (each wrong value taken out), so
+ * every present value has the schema's type and only required fields may be missing. */
+export type Checked<T> = T extends readonly (infer U)[]
+  ? Checked<U>[]
+  : T extends object
+    ? { [K in keyof T]?: Checked<T[K]> }
+    : T;
+
+/** The schema check of `value` (a copy the caller owns: it is changed in place). Returns the structural
+ * errors as field paths and the value as the semantic rules see it: as given when it passed; otherwise with
+ * each wrong value taken out (an object or list of the wrong type becomes an empty one, so that its presence
+ * still counts; any other wrong value is removed, a list item leaving a hole so that later indices and their
+ * field paths stay as they were; an unknown field is dropped). */
+export function checkSchema<T extends TSchema>(
+  schema: T,
+  value: unknown,
+): { errors: FieldError[]; value: Checked<Static<T>> } {
+  const c = checker(schema);
+  if (c.Check(value)) return { errors: [], value: value as Checked<Static<T>> };
+  const raw = [...c.Errors(value)];
+  for (const e of raw) takeOut(value, e);
+  // every wrong value is out: what is left has the schema's types, with fields possibly missing
+  return { errors: fieldErrors(raw), value: value as Checked<Static<T>> };
+}
+
+function takeOut(root: unknown, e: ValueError) {
+  if (e.type === ValueErrorType.ObjectRequiredProperty || e.path === '') return;
+  const keys = e.path
+    .slice(1)
+    .split('/')
+    .map((k) => k.replace(/~1/g, '/').replace(/~0/g, '~'));
+  let parent = root;
+  for (const k of keys.slice(0, -1)) {
+    if (typeof parent !== 'object' || parent === null) return; // already taken out with an outer value
+    parent = (parent as Record<string, unknown>)[k];
+  }
+  if (typeof parent !== 'object' || parent === null) return;
+  const key = keys[keys.length - 1]!;
+  const holder = parent as Record<string, unknown>;
+  if (!Object.hasOwn(holder, key)) return;
+  const type = e.type === ValueErrorType.ObjectAdditionalProperties ? undefined : e.schema['type'];
+  if (type === 'object' && !isPlainObject(holder[key])) holder[key] = {};
+  else if (type === 'array' && !Array.isArray(holder[key])) holder[key] = [];
+  else if (type !== 'object' && type !== 'array') delete holder[key];
+}
+
+const isPlainObject = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Schema errors as field paths (an error inside a field already reported adds nothing). */
+function fieldErrors(errors: Iterable<ValueError>): FieldError[] {
   const out: FieldError[] = [];
   const seen = new Set<string>();
-  for (const e of checker(schema).Errors(value)) {
+  for (const e of errors) {
     const path = pointerToPath(e.path);
     if (seen.has(path)) continue;
     // an error inside a field already reported as wrong (e.g. `must be an object`) adds nothing

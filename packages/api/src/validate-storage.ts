@@ -1,21 +1,22 @@
 // Validation of disks and volumes: buses, names, boot order, each volume source.
 import { sub } from './paths.js';
-import { DISK_BUSES, VOLUME_SOURCES } from './schemas.js';
+import {
+  DISK_BUSES,
+  type Devices,
+  VOLUME_SOURCES,
+  type VirtualMachineInstanceSpec,
+  type Volume,
+} from './schemas.js';
 import {
   Errs,
-  type Obj,
   PCI_RE,
   SERIAL_RE,
-  arr,
   checkAbsolutePath,
   checkDns1123Label,
-  num,
-  obj,
   qty,
-  str,
   uniqueNames,
 } from './validate-common.js';
-import { describe } from './validate-schema.js';
+import { type Checked, describe } from './validate-schema.js';
 
 export interface BootOrderUse {
   path: string;
@@ -23,20 +24,19 @@ export interface BootOrderUse {
 }
 
 export function validateDisks(
-  devices: Obj,
+  devices: Checked<Devices>,
   dpath: string,
   volumes: Map<string, number> | undefined,
-  volList: unknown[],
+  volList: readonly Checked<Volume>[],
   boot: BootOrderUse[],
   e: Errs,
 ) {
-  const disks = arr(devices['disks']);
+  const disks = devices.disks ?? [];
   const base = sub(dpath, 'disks');
   uniqueNames(disks, base, e, 'disk');
-  disks.forEach((d0, i) => {
-    const d = obj(d0);
+  disks.forEach((d, i) => {
     const p = sub(base, i);
-    const name = str(d['name']);
+    const name = d.name;
     if (name) {
       const bad = checkDns1123Label(name);
       if (bad) e.add(sub(p, 'name'), `${bad} (disk names become container names)`);
@@ -44,9 +44,9 @@ export function validateDisks(
     if (name && volumes) {
       const vi = volumes.get(name);
       if (vi === undefined) e.add(sub(p, 'name'), `no volume named "${name}" in spec.volumes`);
-      else if (d['lun'] !== undefined) {
-        const vol = obj(volList[vi]);
-        if (vol['persistentVolumeClaim'] === undefined && vol['dataVolume'] === undefined) {
+      else if (d.lun !== undefined) {
+        const vol = volList[vi];
+        if (vol?.persistentVolumeClaim === undefined && vol?.dataVolume === undefined) {
           e.add(sub(p, 'lun'), 'a lun can only use a persistentVolumeClaim or dataVolume volume');
         }
       }
@@ -55,7 +55,7 @@ export function validateDisks(
     if (targets.length > 1)
       e.add(p, `a disk can be only one of disk, cdrom or lun; got ${targets.join(' and ')}`);
     for (const t of targets) {
-      const bus = str(obj(d[t])['bus']);
+      const bus = d[t]?.bus;
       if (bus === undefined) continue;
       const bPath = sub(sub(p, t), 'bus');
       if (bus === 'ide') e.add(bPath, 'IDE bus is not supported');
@@ -69,37 +69,35 @@ export function validateDisks(
           bPath,
           `a lun needs bus scsi, got ${bus} (a lun without a bus gets sata from the defaults: set scsi)`,
         );
-      else if (t === 'disk' && bus === 'sata' && obj(d['disk'])['readonly'] === true)
+      else if (t === 'disk' && bus === 'sata' && d.disk?.readonly === true)
         e.add(bPath, 'sata hard disks do not support readonly');
     }
-    const bo = num(d['bootOrder']);
+    const bo = d.bootOrder;
     if (bo !== undefined) {
       if (bo < 1) e.add(sub(p, 'bootOrder'), `must be 1 or more, got ${bo}`);
       else boot.push({ path: sub(p, 'bootOrder'), order: bo });
     }
-    const serial = str(d['serial']);
+    const serial = d.serial;
     if (serial !== undefined) {
       if (!SERIAL_RE.test(serial))
         e.add(sub(p, 'serial'), `"${serial}" must be made of the characters [A-Za-z0-9_.+-]`);
       else if (serial.length > 256) e.add(sub(p, 'serial'), 'must be at most 256 characters');
     }
-    if (d['dedicatedIOThread'] === true) {
+    if (d.dedicatedIOThread === true) {
       const t = targets[0];
-      const bus = t ? str(obj(d[t])['bus']) : undefined;
+      const bus = t ? d[t]?.bus : undefined;
       if (bus !== undefined && bus !== 'virtio') {
         e.add(sub(p, 'dedicatedIOThread'), `IOThreads are only supported for virtio disks, not bus ${bus}`);
       }
     }
-    const bs = obj(d['blockSize']);
-    if (bs['custom'] !== undefined) {
+    const custom = d.blockSize?.custom;
+    if (custom !== undefined) {
       const bsPath = sub(p, 'blockSize');
-      const mv = bs['matchVolume'];
-      if (mv !== undefined && obj(mv)['enabled'] !== false)
+      const mv = d.blockSize?.matchVolume;
+      if (mv !== undefined && mv.enabled !== false)
         e.add(bsPath, 'custom block sizes and matchVolume are mutually exclusive');
       else {
-        const c = obj(bs['custom']);
-        const logical = num(c['logical']);
-        const physical = num(c['physical']);
+        const { logical, physical } = custom;
         if (logical !== undefined && physical !== undefined && logical > physical) {
           e.add(
             sub(sub(bsPath, 'custom'), 'logical'),
@@ -117,78 +115,77 @@ export function validateDisks(
         }
       }
     }
-    const pci = str(obj(d['disk'])['pciAddress']);
+    const pci = d.disk?.pciAddress;
     if (pci !== undefined && !PCI_RE.test(pci))
       e.add(sub(sub(p, 'disk'), 'pciAddress'), `"${pci}" is not a PCI address (expected dddd:bb:ss.f)`);
-    if (
-      pci !== undefined &&
-      str(obj(d['disk'])['bus']) !== undefined &&
-      str(obj(d['disk'])['bus']) !== 'virtio'
-    ) {
+    if (pci !== undefined && d.disk?.bus !== undefined && d.disk.bus !== 'virtio') {
       e.add(sub(sub(p, 'disk'), 'pciAddress'), 'pciAddress is only supported on the virtio bus');
     }
   });
 }
 
-export function validateVolumes(spec: Obj, base: string, e: Errs): Map<string, number> {
-  const vols = arr(spec['volumes']);
+export function validateVolumes(
+  spec: Checked<VirtualMachineInstanceSpec>,
+  base: string,
+  e: Errs,
+): Map<string, number> {
+  const vols = spec.volumes ?? [];
   const vpath = sub(base, 'volumes');
   const names = uniqueNames(vols, vpath, e, 'volume');
-  vols.forEach((v0, i) => {
-    const v = obj(v0);
+  vols.forEach((v, i) => {
     const p = sub(vpath, i);
     const sources = VOLUME_SOURCES.filter((s) => v[s] !== undefined);
     if (sources.length === 0) e.add(p, `volume has no source: set one of ${VOLUME_SOURCES.join(', ')}`);
     else if (sources.length > 1)
       e.add(p, `volume has ${sources.length} sources (${sources.join(', ')}); exactly one is allowed`);
-    const name = str(v['name']);
+    const name = v.name;
     if (name) {
       const bad = checkDns1123Label(name);
       if (bad) e.add(sub(p, 'name'), bad);
     }
-    const ed = obj(v['emptyDisk']);
-    if (v['emptyDisk'] !== undefined) {
-      const c = qty(ed['capacity']);
+    if (v.emptyDisk !== undefined) {
+      const c = qty(v.emptyDisk.capacity);
       if (c !== undefined && c <= 0)
-        e.add(sub(sub(p, 'emptyDisk'), 'capacity'), `must be positive, got ${describe(ed['capacity'])}`);
+        e.add(
+          sub(sub(p, 'emptyDisk'), 'capacity'),
+          `must be positive, got ${describe(v.emptyDisk.capacity)}`,
+        );
     }
-    if (v['hostDisk'] !== undefined) {
-      const hd = obj(v['hostDisk']);
+    const hd = v.hostDisk;
+    if (hd !== undefined) {
       const hp = sub(p, 'hostDisk');
-      const path = str(hd['path']);
-      const badPath = checkAbsolutePath(path);
+      const badPath = checkAbsolutePath(hd.path);
       if (badPath) e.add(sub(hp, 'path'), badPath);
-      if (hd['type'] === 'DiskOrCreate' && hd['capacity'] === undefined)
+      if (hd.type === 'DiskOrCreate' && hd.capacity === undefined)
         e.add(sub(hp, 'capacity'), 'required when type is DiskOrCreate');
-      if (hd['type'] === 'Disk' && hd['capacity'] !== undefined)
+      if (hd.type === 'Disk' && hd.capacity !== undefined)
         e.add(sub(hp, 'capacity'), 'only allowed when type is DiskOrCreate');
     }
-    if (v['containerDisk'] !== undefined) {
-      const cd = obj(v['containerDisk']);
-      if (str(cd['image']) === '') e.add(sub(sub(p, 'containerDisk'), 'image'), 'must not be empty');
-      const bad = checkAbsolutePath(str(cd['path']));
+    const cd = v.containerDisk;
+    if (cd !== undefined) {
+      if (cd.image === '') e.add(sub(sub(p, 'containerDisk'), 'image'), 'must not be empty');
+      const bad = checkAbsolutePath(cd.path);
       if (bad) e.add(sub(sub(p, 'containerDisk'), 'path'), bad);
     }
-    for (const [src, field] of [
-      ['configMap', 'name'],
-      ['secret', 'secretName'],
-      ['serviceAccount', 'serviceAccountName'],
-      ['dataVolume', 'name'],
-      ['persistentVolumeClaim', 'claimName'],
+    for (const [src, field, value] of [
+      ['configMap', 'name', v.configMap?.name],
+      ['secret', 'secretName', v.secret?.secretName],
+      ['serviceAccount', 'serviceAccountName', v.serviceAccount?.serviceAccountName],
+      ['dataVolume', 'name', v.dataVolume?.name],
+      ['persistentVolumeClaim', 'claimName', v.persistentVolumeClaim?.claimName],
     ] as const) {
-      if (v[src] !== undefined && !str(obj(v[src])[field]))
-        e.add(sub(sub(p, src), field), 'required: must not be empty');
+      if (v[src] !== undefined && !value) e.add(sub(sub(p, src), field), 'required: must not be empty');
     }
     for (const ci of ['cloudInitNoCloud', 'cloudInitConfigDrive'] as const) {
-      if (v[ci] === undefined) continue;
-      const c = obj(v[ci]);
+      const c = v[ci];
+      if (c === undefined) continue;
       const cp = sub(p, ci);
       // upstream's JSON name of the user-data secret is `secretRef`
-      const userSources = ['userData', 'userDataBase64', 'secretRef'].filter(
-        (k) => c[k] !== undefined && c[k] !== '',
+      const userSources = (['userData', 'userDataBase64', 'secretRef'] as const).filter(
+        (k) => c[k] !== '' && e.given(c[k], sub(cp, k)),
       );
-      const netSources = ['networkData', 'networkDataBase64', 'networkDataSecretRef'].filter(
-        (k) => c[k] !== undefined && c[k] !== '',
+      const netSources = (['networkData', 'networkDataBase64', 'networkDataSecretRef'] as const).filter(
+        (k) => c[k] !== '' && e.given(c[k], sub(cp, k)),
       );
       if (userSources.length === 0 && netSources.length === 0) {
         e.add(
@@ -204,8 +201,8 @@ export function validateVolumes(spec: Obj, base: string, e: Errs): Map<string, n
         ['userData', 'userDataBase64', 'user data'],
         ['networkData', 'networkDataBase64', 'network data'],
       ] as const) {
-        const enc = str(c[b64]);
-        let len = Buffer.byteLength(str(c[plain]) ?? '');
+        const enc = c[b64];
+        let len = Buffer.byteLength(c[plain] ?? '');
         if (enc !== undefined) {
           if (
             !/^[A-Za-z0-9+/]*={0,2}$/.test(enc.replace(/\s/g, '')) ||
@@ -223,7 +220,7 @@ export function validateVolumes(spec: Obj, base: string, e: Errs): Map<string, n
     }
   });
   for (const src of ['serviceAccount', 'downwardMetrics', 'memoryDump'] as const) {
-    const n = vols.filter((v) => obj(v)[src] !== undefined).length;
+    const n = vols.filter((v) => v[src] !== undefined).length;
     if (n > 1) e.add(vpath, `at most one ${src} volume is allowed, got ${n}`);
   }
   return names;

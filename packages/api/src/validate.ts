@@ -8,13 +8,13 @@ import {
   API_VERSION,
   VirtualMachineInstanceMigrationSchema,
   VirtualMachineInstanceSchema,
+  type VirtualMachineInstanceSpec,
   VirtualMachineSchema,
 } from './schemas.js';
 import {
   Errs,
   type FieldError,
   KINDS,
-  type Obj,
   arr,
   checkDns1123Label,
   checkDns1123Subdomain,
@@ -32,7 +32,7 @@ import {
   validateResourcesAndMemory,
 } from './validate-compute.js';
 import { validateNetworks } from './validate-network.js';
-import { describe, schemaErrors } from './validate-schema.js';
+import { type Checked, checkSchema, describe } from './validate-schema.js';
 import { type BootOrderUse, validateDisks, validateVolumes } from './validate-storage.js';
 
 export {
@@ -43,29 +43,29 @@ export {
   checkDns1123Subdomain,
   checkQualifiedName,
 } from './validate-common.js';
-export { HYPERV_REQUIRES } from './validate-compute.js';
+export { HYPERV_REQUIRES, type HypervFeature } from './validate-compute.js';
+
+type Spec = Checked<VirtualMachineInstanceSpec>;
 
 function validateDevices(
-  spec: Obj,
+  spec: Spec,
   base: string,
   volumes: Map<string, number> | undefined,
   boot: BootOrderUse[],
   e: Errs,
 ) {
-  const domain = obj(spec['domain']);
-  const devices = obj(domain['devices']);
+  const devices = spec.domain?.devices ?? {};
   const dpath = sub(sub(base, 'domain'), 'devices');
-  validateDisks(devices, dpath, volumes, arr(spec['volumes']), boot, e);
+  validateDisks(devices, dpath, volumes, spec.volumes ?? [], boot, e);
 
-  const inputs = arr(devices['inputs']);
+  const inputs = devices.inputs ?? [];
   uniqueNames(inputs, sub(dpath, 'inputs'), e, 'input');
-  inputs.forEach((in0, i) => {
-    const inp = obj(in0);
+  inputs.forEach((inp, i) => {
     const p = sub(sub(dpath, 'inputs'), i);
-    const t = str(inp['type']);
+    const t = inp.type;
     if (t !== undefined && t !== 'tablet')
       e.add(sub(p, 'type'), `unsupported input type "${t}": only tablet is supported`);
-    const bus = str(inp['bus']);
+    const bus = inp.bus;
     if (bus !== undefined && bus !== 'usb' && bus !== 'virtio')
       e.add(sub(p, 'bus'), `unsupported input bus "${bus}": must be usb or virtio`);
   });
@@ -78,29 +78,32 @@ function validateDevices(
   }
 }
 
-function validateProbesAndDns(spec: Obj, base: string, e: Errs) {
-  const hasPodNetwork = arr(spec['networks']).some((n) => obj(n)['pod'] !== undefined);
+function validateProbesAndDns(spec: Spec, base: string, e: Errs) {
+  const hasPodNetwork = (spec.networks ?? []).some((n) => n.pod !== undefined);
   for (const k of ['readinessProbe', 'livenessProbe'] as const) {
-    if (spec[k] === undefined) continue;
-    const probe = obj(spec[k]);
+    const probe = spec[k];
+    if (probe === undefined) continue;
     const p = sub(base, k);
-    const handlers = ['httpGet', 'tcpSocket', 'exec', 'guestAgentPing'].filter((h) => probe[h] !== undefined);
+    const handlers = (['httpGet', 'tcpSocket', 'exec', 'guestAgentPing'] as const).filter(
+      (h) => probe[h] !== undefined,
+    );
     if (handlers.length === 0) e.add(p, 'a probe needs one of httpGet, tcpSocket, exec or guestAgentPing');
     if (handlers.length > 1) e.add(p, `a probe can have only one handler, got ${handlers.join(', ')}`);
     if (!hasPodNetwork) {
-      for (const h of ['httpGet', 'tcpSocket'])
+      for (const h of ['httpGet', 'tcpSocket'] as const)
         if (probe[h] !== undefined) e.add(sub(p, h), `${h} probes need the pod network`);
     }
   }
-  if (spec['startStrategy'] === 'Paused' && spec['livenessProbe'] !== undefined) {
+  if (spec.startStrategy === 'Paused' && spec.livenessProbe !== undefined) {
     e.add(sub(base, 'startStrategy'), 'a VMI started paused cannot have a livenessProbe');
   }
-  const dnsPolicy = str(spec['dnsPolicy']);
-  const dnsConfig = spec['dnsConfig'];
-  if (dnsPolicy === 'None' && dnsConfig === undefined)
+  const dnsPolicy = spec.dnsPolicy;
+  if (dnsPolicy === 'None' && spec.dnsConfig === undefined)
     e.add(sub(base, 'dnsConfig'), 'required when dnsPolicy is None');
-  if (isObj(dnsConfig)) {
-    const dp = sub(base, 'dnsConfig');
+  const dp = sub(base, 'dnsConfig');
+  if (spec.dnsConfig !== undefined && !e.reported(dp)) {
+    // dnsConfig is core/v1 PodDNSConfig, which the schema keeps opaque: its fields are read as given
+    const dnsConfig = obj(spec.dnsConfig);
     const ns = arr(dnsConfig['nameservers']);
     if (dnsPolicy === 'None' && ns.length === 0)
       e.add(sub(dp, 'nameservers'), 'at least one nameserver is required when dnsPolicy is None');
@@ -118,12 +121,12 @@ function validateProbesAndDns(spec: Obj, base: string, e: Errs) {
   }
 }
 
-function validateAccessCredentials(spec: Obj, base: string, e: Errs) {
-  const creds = arr(spec['accessCredentials']);
-  const vols = arr(spec['volumes']).map(obj);
-  const hasNoCloud = vols.some((v) => v['cloudInitNoCloud'] !== undefined);
-  const hasConfigDrive = vols.some((v) => v['cloudInitConfigDrive'] !== undefined);
-  creds.forEach((c0, i) => {
+function validateAccessCredentials(spec: Spec, base: string, e: Errs) {
+  const vols = spec.volumes ?? [];
+  const hasNoCloud = vols.some((v) => v.cloudInitNoCloud !== undefined);
+  const hasConfigDrive = vols.some((v) => v.cloudInitConfigDrive !== undefined);
+  // access credentials are kept opaque by the schema: their fields are read as given
+  (spec.accessCredentials ?? []).forEach((c0, i) => {
     const c = obj(c0);
     const p = sub(sub(base, 'accessCredentials'), i);
     const kinds = ['sshPublicKey', 'userPassword'].filter((k) => c[k] !== undefined);
@@ -162,15 +165,14 @@ function validateAccessCredentials(spec: Obj, base: string, e: Errs) {
 }
 
 /** Semantic rules for a VMI spec at `base` (e.g. `spec` or `spec.template.spec`). */
-function validateVmiSpec(spec0: unknown, base: string, e: Errs) {
-  if (!isObj(spec0)) return;
-  const spec = spec0;
-  if (!isObj(spec['domain'])) {
+function validateVmiSpec(spec: Spec | undefined, base: string, e: Errs) {
+  if (spec === undefined || e.reported(base)) return;
+  const domain = spec.domain;
+  if (domain === undefined || e.reported(sub(base, 'domain'))) {
     // without a domain, cross-checks (disk -> volume, memory, ...) would only repeat that error
     validateVolumes(spec, base, e);
     return;
   }
-  const domain = spec['domain'];
   const dbase = sub(base, 'domain');
   validateResourcesAndMemory(domain, dbase, e);
   validateCpu(domain, dbase, e);
@@ -178,32 +180,31 @@ function validateVmiSpec(spec0: unknown, base: string, e: Errs) {
   validateClockAndFeatures(domain, dbase, e);
   const volumeNames = validateVolumes(spec, base, e);
   // a volumes field of the wrong type is a schema error; don't also report every disk as volume-less
-  const volumes = spec['volumes'] === undefined || Array.isArray(spec['volumes']) ? volumeNames : undefined;
+  const volumes = e.reported(sub(base, 'volumes')) ? undefined : volumeNames;
   const boot: BootOrderUse[] = [];
   validateNetworks(spec, base, boot, e);
   validateDevices(spec, base, volumes, boot, e);
-  const hostname = str(spec['hostname']);
+  const hostname = spec.hostname;
   if (hostname) {
     const bad = checkDns1123Label(hostname);
     if (bad) e.add(sub(base, 'hostname'), bad);
   }
-  const subdomain = str(spec['subdomain']);
+  const subdomain = spec.subdomain;
   if (subdomain) {
     const bad = checkDns1123Subdomain(subdomain);
     if (bad) e.add(sub(base, 'subdomain'), bad);
   }
   validateProbesAndDns(spec, base, e);
   validateAccessCredentials(spec, base, e);
-  const arch = str(spec['architecture']);
+  const arch = spec.architecture;
   if (arch !== undefined && arch !== '' && !['amd64', 'arm64', 's390x', 'ppc64le'].includes(arch)) {
     e.add(
       sub(base, 'architecture'),
       `unsupported architecture "${arch}": must be amd64, arm64, s390x or ppc64le`,
     );
   }
-  arr(spec['tolerations']).forEach((t0, i) => {
-    const t = obj(t0);
-    if (t['operator'] === 'Exists' && t['value'] !== undefined && t['value'] !== '') {
+  spec.tolerations?.forEach((t, i) => {
+    if (t.operator === 'Exists' && t.value !== undefined && t.value !== '') {
       e.add(sub(sub(sub(base, 'tolerations'), i), 'value'), 'must be empty when operator is Exists');
     }
   });
@@ -236,11 +237,11 @@ function preamble(o: unknown, kind: string): FieldError[] | undefined {
 export function validateVirtualMachineInstance(o: unknown): FieldError[] {
   const pre = preamble(o, 'VirtualMachineInstance');
   if (pre) return pre;
-  const v = dropNulls(o as Obj);
-  const e = new Errs();
-  validateMetadata(v['metadata'], 'metadata', e, { nameRequired: true });
-  validateVmiSpec(v['spec'], 'spec', e);
-  return merge(schemaErrors(VirtualMachineInstanceSchema, v), e.list);
+  const { errors, value: vmi } = checkSchema(VirtualMachineInstanceSchema, dropNulls(o));
+  const e = new Errs(errors);
+  validateMetadata(vmi.metadata, 'metadata', e, { nameRequired: true });
+  validateVmiSpec(vmi.spec, 'spec', e);
+  return merge(errors, e.list);
 }
 
 /** Validates a VirtualMachine manifest: its metadata, `running` vs `runStrategy`, the VMI template (as
@@ -248,29 +249,27 @@ export function validateVirtualMachineInstance(o: unknown): FieldError[] {
 export function validateVirtualMachine(o: unknown): FieldError[] {
   const pre = preamble(o, 'VirtualMachine');
   if (pre) return pre;
-  const v = dropNulls(o as Obj);
-  const e = new Errs();
-  validateMetadata(v['metadata'], 'metadata', e, { nameRequired: true });
-  const spec = obj(v['spec']);
-  if (spec['running'] !== undefined && spec['runStrategy'] !== undefined) {
+  const { errors, value: vm } = checkSchema(VirtualMachineSchema, dropNulls(o));
+  const e = new Errs(errors);
+  validateMetadata(vm.metadata, 'metadata', e, { nameRequired: true });
+  const spec = vm.spec ?? {};
+  if (spec.running !== undefined && spec.runStrategy !== undefined) {
     e.add('spec.running', 'running and runStrategy are mutually exclusive: set only runStrategy');
   }
-  for (const f of ['instancetype', 'preference']) {
+  for (const f of ['instancetype', 'preference'] as const) {
     if (spec[f] !== undefined)
       e.add(
         `spec.${f}`,
         `${f === 'instancetype' ? 'instancetypes' : 'preferences'} are not implemented by kubevirt-ts: set the CPU, memory and devices in spec.template.spec.domain`,
       );
   }
-  const tmpl = obj(spec['template']);
-  validateMetadata(tmpl['metadata'], 'spec.template.metadata', e, { nameRequired: false });
-  validateVmiSpec(tmpl['spec'], 'spec.template.spec', e);
+  validateMetadata(spec.template?.metadata, 'spec.template.metadata', e, { nameRequired: false });
+  validateVmiSpec(spec.template?.spec, 'spec.template.spec', e);
   const dvNames = new Set(
-    arr(obj(tmpl['spec'])['volumes'])
-      .map((v) => str(obj(obj(v)['dataVolume'])['name']))
-      .filter((n): n is string => !!n),
+    (spec.template?.spec?.volumes ?? []).map((v) => v.dataVolume?.name).filter((n): n is string => !!n),
   );
-  arr(spec['dataVolumeTemplates']).forEach((t, i) => {
+  // data volume templates are kept opaque by the schema: their metadata is read as given
+  (spec.dataVolumeTemplates ?? []).forEach((t, i) => {
     const p = sub('spec.dataVolumeTemplates', i);
     const name = str(obj(obj(t)['metadata'])['name']);
     if (!name) e.add(sub(sub(p, 'metadata'), 'name'), 'required: a data volume template needs a name');
@@ -280,7 +279,7 @@ export function validateVirtualMachine(o: unknown): FieldError[] {
         `data volume template "${name}" is not used by any dataVolume volume in spec.template.spec.volumes`,
       );
   });
-  return merge(schemaErrors(VirtualMachineSchema, v), e.list);
+  return merge(errors, e.list);
 }
 
 /** Validates a VirtualMachineInstanceMigration manifest (metadata, `spec.vmiName` a DNS-1123 subdomain).
@@ -288,16 +287,16 @@ export function validateVirtualMachine(o: unknown): FieldError[] {
 export function validateVirtualMachineInstanceMigration(o: unknown): FieldError[] {
   const pre = preamble(o, 'VirtualMachineInstanceMigration');
   if (pre) return pre;
-  const v = dropNulls(o as Obj);
-  const e = new Errs();
-  validateMetadata(v['metadata'], 'metadata', e, { nameRequired: true });
-  const vmiName = str(obj(v['spec'])['vmiName']);
+  const { errors, value: vmim } = checkSchema(VirtualMachineInstanceMigrationSchema, dropNulls(o));
+  const e = new Errs(errors);
+  validateMetadata(vmim.metadata, 'metadata', e, { nameRequired: true });
+  const vmiName = vmim.spec?.vmiName;
   if (vmiName === '') e.add('spec.vmiName', 'must not be empty');
   else if (vmiName !== undefined) {
     const bad = checkDns1123Subdomain(vmiName);
     if (bad) e.add('spec.vmiName', bad);
   }
-  return merge(schemaErrors(VirtualMachineInstanceMigrationSchema, v), e.list);
+  return merge(errors, e.list);
 }
 
 /** Validate any of the three kinds, dispatching on `kind`. */

@@ -4,13 +4,9 @@
 // (tests and non-Pod launchers run with a temporary root).
 import path from 'node:path';
 
-/** uid QEMU, libvirtd and the launcher run as in the Pod (upstream's `qemu` user, its NonRootUID). */
-export const LAUNCHER_UID = 107;
-/** gid QEMU, libvirtd and the launcher run as in the Pod (upstream's `qemu` group). */
-export const LAUNCHER_GID = 107;
-
-/** Longest unix socket path Linux binds or dials: sun_path is 108 bytes, including the terminating NUL. */
-export const MAX_SOCKET_PATH_BYTES = 107;
+// The Pod's user and the socket path limit live in the api package (the lowest one); re-exported here,
+// where this package's API has always offered them.
+export { LAUNCHER_UID, LAUNCHER_GID, MAX_SOCKET_PATH_BYTES } from '@kubevirt-ts/api';
 
 /** Config volumes kubelet mounts into the Pod for the launcher to read (the ISO is built from there). */
 export type ConfigSourceKind = 'configMap' | 'secret' | 'downwardAPI' | 'serviceAccount' | 'sysprep';

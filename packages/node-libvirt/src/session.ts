@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { once } from 'node:events';
 import { chown, mkdir, writeFile, stat, chmod, rm, symlink } from 'node:fs/promises';
 import path from 'node:path';
-import { MAX_SOCKET_PATH_BYTES } from '@kubevirt-ts/converter';
+import { MAX_SOCKET_PATH_BYTES } from '@kubevirt-ts/api';
 import { Connection } from './connection.js';
 
 export interface SessionLogger {

@@ -4,7 +4,7 @@ import { chown, copyFile, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { LAUNCHER_GID, LAUNCHER_UID } from '@kubevirt-ts/converter';
+import { LAUNCHER_GID, LAUNCHER_UID } from '@kubevirt-ts/api';
 import { startSessionLibvirtd, type SessionLibvirtd, type SessionLibvirtdOptions } from './session.js';
 
 export const QEMU_UID = LAUNCHER_UID;

@@ -8,7 +8,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { KubeApiError, KubeClient, type Resource } from '@kubevirt-ts/controller-runtime';
 import { startTestEnv, type TestEnv } from '@kubevirt-ts/testenv';
 import { VMIMS, VMIS, VMS } from './verbs.js';
-import { startAggregatedTestApi, type AggregatedTestApi } from './testing.js';
+import { bindUserRoles, startAggregatedTestApi, type AggregatedTestApi } from './testing.js';
 
 const NS = 'default';
 const SUB = `/apis/subresources.kubevirt.io/v1/namespaces/${NS}`;
@@ -30,18 +30,10 @@ beforeAll(async () => {
   api = await startAggregatedTestApi(env);
   admin = api.client;
   // alice may view, bob may edit (in "default" only), through RoleBindings to deploy/'s ClusterRoles
-  for (const [user, role] of [
+  await bindUserRoles(admin, NS, [
     ['alice', 'kubevirt-ts:view'],
     ['bob', 'kubevirt-ts:edit'],
-  ] as const) {
-    await admin.request('POST', `/apis/rbac.authorization.k8s.io/v1/namespaces/${NS}/rolebindings`, {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'RoleBinding',
-      metadata: { name: `${user}-${role.replace(':', '-')}` },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
-      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
-    });
-  }
+  ]);
   viewer = clientFor(await api.userKubeconfig('alice'));
   editor = clientFor(await api.userKubeconfig('bob'));
 }, 300000);

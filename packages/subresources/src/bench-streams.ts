@@ -12,7 +12,6 @@ import { CmdClient } from '@kubevirt-ts/cmd-protocol';
 import { KubeClient } from '@kubevirt-ts/controller-runtime';
 import { startHandlerEndpoint } from '@kubevirt-ts/handler';
 import { startTestEnv } from '@kubevirt-ts/testenv';
-import { handlerConnector } from './handler-connector.js';
 import { issueHandlerTls, startAggregatedTestApi } from './testing.js';
 import { VMIS } from './verbs.js';
 
@@ -22,7 +21,8 @@ const dir = await mkdtemp(join(tmpdir(), 'kvts-bench-streams-'));
 const env = await startTestEnv();
 const servers: { close(): void }[] = [];
 try {
-  const { handlerCA, controllerCA, serving, clientCert } = await issueHandlerTls(dir);
+  const tls = await issueHandlerTls(dir);
+  const { controllerCA, serving } = tls;
   const admin = new KubeClient(env.kubeConfig());
   const privateDir = join(dir, 'private');
   const running: { vmi?: VirtualMachineInstance } = {};
@@ -37,13 +37,7 @@ try {
   });
   servers.push({ close: () => void endpoint.close() });
   const api = await startAggregatedTestApi(env, {
-    node: handlerConnector({
-      client: admin,
-      ...clientCert,
-      ca: handlerCA,
-      port: endpoint.port,
-      address: async () => '127.0.0.1',
-    }),
+    handler: { tls, port: endpoint.port },
   });
   await admin.create(VMIS, 'default', {
     apiVersion: 'kubevirt.io/v1',

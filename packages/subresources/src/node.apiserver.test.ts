@@ -47,7 +47,8 @@ beforeAll(async () => {
   cmd = new CmdClient(launcherSocketPath(join(dir, 'sockets')));
 
   // certificates: virt-handler's serving certificate (name virt-handler) and virt-controller's client certificate
-  const { handlerCA, controllerCA, serving, clientCert } = await issueHandlerTls(dir);
+  const tls = await issueHandlerTls(dir);
+  const { handlerCA, controllerCA, serving } = tls;
   handlerCaPem = handlerCA;
   env = await startTestEnv();
   admin = new KubeClient(env.kubeConfig());
@@ -62,14 +63,7 @@ beforeAll(async () => {
       vmis.get(`${namespace}/${name}`) ? { vmi: vmis.get(`${namespace}/${name}`)!, client: cmd } : undefined,
   });
   api = await startAggregatedTestApi(env, {
-    node: handlerConnector({
-      client: admin,
-      ...clientCert,
-      ca: handlerCA,
-      port: endpoint.port,
-      // testenv has no Pods with IPs: the handler of every node is this endpoint on loopback
-      address: async () => '127.0.0.1',
-    }),
+    handler: { tls, port: endpoint.port },
   });
 }, 300000);
 

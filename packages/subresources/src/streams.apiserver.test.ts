@@ -16,8 +16,7 @@ import { KubeClient, type Resource } from '@kubevirt-ts/controller-runtime';
 import { startHandlerEndpoint, type HandlerEndpoint } from '@kubevirt-ts/handler';
 import { createLogger } from '@kubevirt-ts/log';
 import { startTestEnv, type TestEnv } from '@kubevirt-ts/testenv';
-import { handlerConnector } from './handler-connector.js';
-import { issueHandlerTls, startAggregatedTestApi, type AggregatedTestApi } from './testing.js';
+import { bindUserRoles, issueHandlerTls, startAggregatedTestApi, type AggregatedTestApi } from './testing.js';
 
 const VMIS: Resource = {
   group: 'kubevirt.io',
@@ -46,7 +45,8 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'kvts-streams-'));
   privateDir = join(dir, 'pod', 'private');
   await mkdir(privateDir, { recursive: true });
-  const { handlerCA, controllerCA, serving, clientCert } = await issueHandlerTls(dir);
+  const tls = await issueHandlerTls(dir);
+  const { controllerCA, serving } = tls;
   env = await startTestEnv();
   admin = new KubeClient(env.kubeConfig());
   // no cmd rpc is made for streams: a client to nowhere stands in for the launcher's
@@ -65,26 +65,12 @@ beforeAll(async () => {
     },
   });
   api = await startAggregatedTestApi(env, {
-    node: handlerConnector({
-      client: admin,
-      ...clientCert,
-      ca: handlerCA,
-      port: endpoint.port,
-      address: async () => '127.0.0.1',
-    }),
+    handler: { tls, port: endpoint.port },
   });
-  for (const [user, role] of [
+  await bindUserRoles(admin, NS, [
     ['alice', 'kubevirt-ts:view'],
     ['bob', 'kubevirt-ts:edit'],
-  ] as const) {
-    await admin.request('POST', `/apis/rbac.authorization.k8s.io/v1/namespaces/${NS}/rolebindings`, {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'RoleBinding',
-      metadata: { name: `${user}-${role.replace(':', '-')}` },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
-      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
-    });
-  }
+  ]);
   aliceKc = new KubeConfig();
   aliceKc.loadFromFile(await api.userKubeconfig('alice'));
   bobKc = new KubeConfig();

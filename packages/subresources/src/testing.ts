@@ -13,7 +13,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { parseManifests } from '@kubevirt-ts/api';
 import { KubeClient } from '@kubevirt-ts/controller-runtime';
 import { serverSideApply, type KubeObject, type TestEnv } from '@kubevirt-ts/testenv';
-import { HANDLER_TLS_NAME } from './handler-connector.js';
+import { HANDLER_TLS_NAME, handlerConnector } from './handler-connector.js';
 import { startSubresourceServer, type SubresourceServer } from './server.js';
 import type { NodeConnector } from './verbs.js';
 
@@ -244,13 +244,25 @@ export async function controllerServiceAccountKubeConfig(env: TestEnv): Promise<
 
 /**
  * deploy/'s CRDs, namespace, ServiceAccounts and RBAC; our server in this process as virt-controller's
- * ServiceAccount (deploy/'s RBAC must be enough); deploy/'s APIService routed to it.
+ * ServiceAccount (deploy/'s RBAC must be enough); deploy/'s APIService routed to it. `node` reaches the
+ * virt-handlers; `handler` instead: every node's virt-handler is the endpoint on loopback `port` (testenv has
+ * no Pods with IPs), dialled with mutual TLS from `tls` as virt-controller does.
  */
 export async function startAggregatedTestApi(
   env: TestEnv,
-  opts: { node?: NodeConnector } = {},
+  opts: { node?: NodeConnector; handler?: { tls: HandlerTls; port: number } } = {},
 ): Promise<AggregatedTestApi> {
   const client = new KubeClient(env.kubeConfig());
+  const h = opts.handler;
+  const node = h
+    ? handlerConnector({
+        client,
+        ...h.tls.clientCert,
+        ca: h.tls.handlerCA,
+        port: h.port,
+        address: async () => '127.0.0.1',
+      })
+    : opts.node;
   const dir = await mkdtemp(join(env.dir, 'subresources-'));
   await applySubresourceDeploy(env);
   const serving = await issueServingCertificate(dir);
@@ -259,7 +271,7 @@ export async function startAggregatedTestApi(
     cert: serving.cert,
     key: serving.key,
     host: '127.0.0.1',
-    node: opts.node,
+    node,
   });
   await registerTestApiService(env, server.port, serving.caPem);
 
@@ -306,4 +318,21 @@ export async function startAggregatedTestApi(
       await server.close();
     },
   };
+}
+
+/** Binds each user to a ClusterRole in namespace `ns` (a RoleBinding `<user>-<role>`), as an admin would. */
+export async function bindUserRoles(
+  admin: KubeClient,
+  ns: string,
+  bindings: readonly (readonly [user: string, clusterRole: string])[],
+): Promise<void> {
+  for (const [user, role] of bindings) {
+    await admin.request('POST', `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`, {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: `${user}-${role.replace(':', '-')}` },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
+    });
+  }
 }

@@ -18,10 +18,16 @@ import {
 } from './common.js';
 import type { Pod } from './context.js';
 import { VirtController } from './manager.js';
-import { kubeletRuns, podsOf as podsOfVmi, poller, startApiserver } from './test-apiserver.js';
+import {
+  TEST_RENDERER,
+  kubeletRuns,
+  podsOf as podsOfVmi,
+  poller,
+  startController,
+  stopController,
+} from './test-apiserver.js';
 
 const NS = 'ctrl-test';
-const RENDERER = { launcherImage: 'localhost/kubevirt-ts/virt-launcher:test', useEmulation: true };
 
 let env: TestEnv;
 let kc: KubeConfig;
@@ -59,7 +65,7 @@ const createVm = (
 /** kubelet: bind the VMI's Pod to a node and run its compute container */
 async function runPod(vmi: Vmi, node = 'node01'): Promise<Pod> {
   const pod = await until('pod', async () => (await podsOf(vmi))[0]);
-  return kubeletRuns(api, pod, node, RENDERER.launcherImage);
+  return kubeletRuns(api, pod, node, TEST_RENDERER.launcherImage);
 }
 async function setPodStatus(name: string, status: Record<string, unknown>): Promise<Pod> {
   return api.patch<Pod>(PODS, NS, name, { status }, 'merge', 'status');
@@ -133,17 +139,10 @@ async function vmiGoesAway(vmi: Vmi) {
 }
 
 beforeAll(async () => {
-  ({ env, kc, api } = await startApiserver(NS, 'controller-test'));
-  controller = new VirtController({ kubeConfig: kc, log, rendererConfig: RENDERER });
-  await controller.start();
+  ({ env, kc, api, controller } = await startController(NS, 'controller-test'));
 }, 180000);
 
-afterAll(async () => {
-  finish();
-  await controller?.stop();
-  api?.close();
-  await env?.stop();
-});
+afterAll(() => stopController({ env, api, controller }, finish));
 
 describe('VMI controller', () => {
   it('creates one launcher Pod and moves Pending -> Scheduling -> Scheduled from the Pod, with a finalizer', async () => {
@@ -257,7 +256,7 @@ describe('VMI controller', () => {
           name: 'compute',
           ready: false,
           restartCount: 0,
-          image: RENDERER.launcherImage,
+          image: TEST_RENDERER.launcherImage,
           imageID: '',
           state: { waiting: { reason: 'ErrImagePull', message: 'pull access denied' } },
         },
@@ -511,7 +510,7 @@ describe('restart of the controller', () => {
       return l.items.length >= 5;
     });
     await controller!.stop();
-    controller = new VirtController({ kubeConfig: kc, log, rendererConfig: RENDERER });
+    controller = new VirtController({ kubeConfig: kc, log, rendererConfig: TEST_RENDERER });
     await controller.start();
     const all = await until('all Scheduling', async () => {
       const l = await api.list<Vmi>(VMIS, NS, { labelSelector: 'bulk=yes' });
@@ -531,7 +530,7 @@ describe('restart of the controller', () => {
     // restart again, then the kubelet runs every Pod: every VMI reaches Scheduled on its node
     await controller.stop();
     for (const v of all.slice(0, 25)) await runPod(v, 'node02');
-    controller = new VirtController({ kubeConfig: kc, log, rendererConfig: RENDERER });
+    controller = new VirtController({ kubeConfig: kc, log, rendererConfig: TEST_RENDERER });
     await controller.start();
     for (const v of all.slice(25)) await runPod(v, 'node02');
     const done = await until('all Scheduled', async () => {

@@ -3,23 +3,23 @@
 // makes the Node objects (no kubelet registers them here).
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EVENTS, KubeClient, PODS, type KubeObject } from '@kubevirt-ts/controller-runtime';
-import { createLogger } from '@kubevirt-ts/log';
 import type { TestEnv } from '@kubevirt-ts/testenv';
 import { VMIS, VMS, nowTimestamp, type Vm, type Vmi } from './common.js';
 import type { Pod } from './context.js';
-import { VirtController } from './manager.js';
+import type { VirtController } from './manager.js';
 import { HEARTBEAT_ANNOTATION, NODES, REASON_NODE_UNRESPONSIVE, SCHEDULABLE_LABEL } from './node.js';
 import {
   bindPod,
   kubeletRuns,
   podsOf as podsOfVmi,
   poller,
+  TEST_RENDERER,
   runningPodStatus,
-  startApiserver,
+  startController,
+  stopController,
 } from './test-apiserver.js';
 
 const NS = 'events-test';
-const RENDERER = { launcherImage: 'localhost/kubevirt-ts/virt-launcher:test', useEmulation: true };
 const HEARTBEAT_TIMEOUT_MS = 3000;
 
 interface Event extends KubeObject {
@@ -75,7 +75,7 @@ const setPodStatus = (pod: Pod, status: Record<string, unknown>) =>
 async function runOn(name: string, node: string): Promise<{ vmi: Vmi; pod: Pod }> {
   const vmi = await createVmi(name);
   const pod = await until('pod', async () => (await podsOf(vmi))[0]);
-  await kubeletRuns(api, pod, node, RENDERER.launcherImage);
+  await kubeletRuns(api, pod, node, TEST_RENDERER.launcherImage);
   const sched = await until('node label', async () => {
     const v = await vmiPhase(name, 'Scheduled');
     return v.metadata.labels?.['kubevirt.io/nodeName'] ? v : undefined;
@@ -106,24 +106,14 @@ const heartbeat = (node: string) =>
   });
 
 beforeAll(async () => {
-  ({ env, api } = await startApiserver(NS, 'events-test'));
-  controller = new VirtController({
-    kubeConfig: env.kubeConfig(),
-    log: createLogger({ component: 'virt-controller', level: process.env.KVTS_LOG_LEVEL ?? 'warn' }),
-    rendererConfig: RENDERER,
+  ({ env, api, controller } = await startController(NS, 'events-test', {
     heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS,
     nodeRecheckMs: 500,
     identity: 'events-test-controller',
-  });
-  await controller.start();
+  }));
 }, 180000);
 
-afterAll(async () => {
-  finish();
-  await controller?.stop();
-  api?.close();
-  await env?.stop();
-});
+afterAll(() => stopController({ env, api, controller }, finish));
 
 describe('Kubernetes events, as upstream names them', () => {
   it('a VM start and stop: SuccessfulCreate on the VM and the VMI, SuccessfulDelete on the VM and the VMI', async () => {
@@ -217,7 +207,7 @@ describe('status.activePods', () => {
     expect(bound.status?.phase).toBe('Scheduling');
     expect(bound.status?.activePods).toEqual({ [uid]: '' });
     expect(bound.metadata.resourceVersion).toBe(before.metadata.resourceVersion);
-    await setPodStatus(pod, runningPodStatus(RENDERER.launcherImage));
+    await setPodStatus(pod, runningPodStatus(TEST_RENDERER.launcherImage));
     const v = await until('activePods with the node', async () => {
       const cur = await getVmi('active');
       return cur?.status?.activePods?.[uid] === 'node-ap' ? cur : undefined;

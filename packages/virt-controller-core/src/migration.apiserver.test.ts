@@ -2,15 +2,13 @@
 // deploy/crds. No scheduler, kubelet or virt-handler: the test plays them (binding and running Pods,
 // writing what the handlers write into the VMI's status.migrationState). One test per transition.
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { KubeConfig } from '@kubernetes/client-node';
 import type { MigrationState } from '@kubevirt-ts/api';
 import { KubeClient, PODS } from '@kubevirt-ts/controller-runtime';
-import { createLogger } from '@kubevirt-ts/log';
 import { LABEL_CREATED_BY } from '@kubevirt-ts/renderer';
 import type { TestEnv } from '@kubevirt-ts/testenv';
 import { VMIMS, VMIS, nowTimestamp, type Vmi } from './common.js';
 import type { Pod } from './context.js';
-import { VirtController } from './manager.js';
+import type { VirtController } from './manager.js';
 import {
   ANNOTATION_MIGRATION_JOB_NAME,
   CONDITION_ABORT_REQUESTED,
@@ -19,22 +17,26 @@ import {
   MIGRATION_FINALIZER,
   type Vmim,
 } from './migration.js';
-import { kubeletRuns, podsOf as podsOfVmi, poller, startApiserver } from './test-apiserver.js';
+import {
+  TEST_RENDERER,
+  kubeletRuns,
+  podsOf as podsOfVmi,
+  poller,
+  startController,
+  stopController,
+} from './test-apiserver.js';
 
 const NS = 'migr-test';
 // small limits so the limit tests need few VMIs: 2 migrations in the cluster, 1 outbound per node
 const RENDERER = {
-  launcherImage: 'localhost/kubevirt-ts/virt-launcher:test',
-  useEmulation: true,
+  ...TEST_RENDERER,
   parallelMigrationsPerCluster: 2,
   parallelOutboundMigrationsPerNode: 1,
 };
 
 let env: TestEnv;
-let kc: KubeConfig;
 let api: KubeClient;
 let controller: VirtController | undefined;
-const log = createLogger({ component: 'virt-controller', level: process.env.KVTS_LOG_LEVEL ?? 'warn' });
 
 const { until, finish } = poller();
 
@@ -125,17 +127,10 @@ async function goneVmim(name: string) {
 }
 
 beforeAll(async () => {
-  ({ env, kc, api } = await startApiserver(NS, 'migration-test'));
-  controller = new VirtController({ kubeConfig: kc, log, rendererConfig: RENDERER });
-  await controller.start();
+  ({ env, api, controller } = await startController(NS, 'migration-test', { rendererConfig: RENDERER }));
 }, 180000);
 
-afterAll(async () => {
-  finish();
-  await controller?.stop();
-  api?.close();
-  await env?.stop();
-});
+afterAll(() => stopController({ env, api, controller }, finish));
 
 describe('migration controller', () => {
   it('"" -> Pending -> Scheduling: a target Pod with anti-affinity to the VMI, the job label and the finalizer', async () => {

@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { parseManifests } from '@kubevirt-ts/api';
 import { KubeClient, PODS, type KubeObject } from '@kubevirt-ts/controller-runtime';
+import { createLogger } from '@kubevirt-ts/log';
 import { LABEL_CREATED_BY } from '@kubevirt-ts/renderer';
 import {
   serverSideApply,
@@ -17,6 +18,7 @@ import {
 } from '@kubevirt-ts/testenv';
 import { nowTimestamp, type Vmi } from './common.js';
 import type { Pod } from './context.js';
+import { VirtController, type VirtControllerOptions } from './manager.js';
 
 export const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -58,6 +60,46 @@ export async function startApiserver(
     metadata: { name: ns },
   } as KubeObject);
   return { env, kc, api };
+}
+
+/** The launcher image the suites' controllers render Pods with, on emulation (no KVM for the test guests). */
+export const TEST_RENDERER = {
+  launcherImage: 'localhost/kubevirt-ts/virt-launcher:test',
+  useEmulation: true,
+};
+
+/** A suite's API server and the VirtController running on it. */
+export interface ControllerSuite extends Apiserver {
+  controller: VirtController;
+}
+
+/**
+ * {@link startApiserver}, then a started VirtController on it (log level from KVTS_LOG_LEVEL, default warn;
+ * {@link TEST_RENDERER} unless `options` names a rendererConfig).
+ */
+export async function startController(
+  ns: string,
+  fieldManager: string,
+  options: Omit<VirtControllerOptions, 'kubeConfig'> = {},
+): Promise<ControllerSuite> {
+  const s = await startApiserver(ns, fieldManager);
+  const controller = new VirtController({
+    kubeConfig: s.kc,
+    log: createLogger({ component: 'virt-controller', level: process.env.KVTS_LOG_LEVEL ?? 'warn' }),
+    rendererConfig: TEST_RENDERER,
+    ...options,
+  });
+  await controller.start();
+  return { ...s, controller };
+}
+
+/** A controller suite's afterAll: ends its polls (`finish`), stops the controller, the client and the API
+ * server (each only when it was started). */
+export async function stopController(s: Partial<ControllerSuite>, finish: () => void): Promise<void> {
+  finish();
+  await s.controller?.stop();
+  s.api?.close();
+  await s.env?.stop();
 }
 
 /**

@@ -14,8 +14,9 @@ import { CmdClient } from '@kubevirt-ts/cmd-protocol';
 import { KubeClient } from '@kubevirt-ts/controller-runtime';
 import { startHandlerEndpoint, type HandlerEndpoint } from '@kubevirt-ts/handler';
 import { createLogger } from '@kubevirt-ts/log';
-import { VMIS, handlerConnector } from '@kubevirt-ts/subresources';
+import { VMIS } from '@kubevirt-ts/subresources';
 import {
+  bindUserRoles,
   issueHandlerTls,
   startAggregatedTestApi,
   type AggregatedTestApi,
@@ -45,7 +46,8 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'kvts-virtctl-console-'));
   privateDir = join(dir, 'pod', 'private');
   await mkdir(privateDir, { recursive: true });
-  const { handlerCA, controllerCA, serving, clientCert } = await issueHandlerTls(dir);
+  const tls = await issueHandlerTls(dir);
+  const { controllerCA, serving } = tls;
   env = await startTestEnv();
   admin = new KubeClient(env.kubeConfig());
   nowhere = new CmdClient(join(dir, 'no-such-socket')); // streams make no cmd rpc
@@ -62,31 +64,17 @@ beforeAll(async () => {
     },
   });
   api = await startAggregatedTestApi(env, {
-    node: handlerConnector({
-      client: admin,
-      ...clientCert,
-      ca: handlerCA,
-      port: endpoint.port,
-      address: async () => '127.0.0.1',
-    }),
+    handler: { tls, port: endpoint.port },
   });
   await admin.request('POST', '/api/v1/namespaces', {
     apiVersion: 'v1',
     kind: 'Namespace',
     metadata: { name: NS },
   });
-  for (const [user, role] of [
+  await bindUserRoles(admin, NS, [
     ['alice', 'kubevirt-ts:view'],
     ['bob', 'kubevirt-ts:edit'],
-  ] as const) {
-    await admin.request('POST', `/apis/rbac.authorization.k8s.io/v1/namespaces/${NS}/rolebindings`, {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'RoleBinding',
-      metadata: { name: user },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
-      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
-    });
-  }
+  ]);
   alice = await api.userKubeconfig('alice', [], NS);
   bob = await api.userKubeconfig('bob', [], NS);
 }, 300000);

@@ -5,7 +5,11 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { KubeClient } from '@kubevirt-ts/controller-runtime';
 import { VMIMS, VMIS, VMS } from '@kubevirt-ts/subresources';
-import { startAggregatedTestApi, type AggregatedTestApi } from '@kubevirt-ts/subresources/testing';
+import {
+  bindUserRoles,
+  startAggregatedTestApi,
+  type AggregatedTestApi,
+} from '@kubevirt-ts/subresources/testing';
 import { startTestEnv, type TestEnv } from '@kubevirt-ts/testenv';
 
 const CLI = fileURLToPath(new URL('./cli.js', import.meta.url));
@@ -46,18 +50,10 @@ beforeAll(async () => {
     kind: 'Namespace',
     metadata: { name: NS },
   });
-  for (const [user, role] of [
+  await bindUserRoles(admin, NS, [
     ['alice', 'kubevirt-ts:view'],
     ['bob', 'kubevirt-ts:edit'],
-  ] as const) {
-    await admin.request('POST', `/apis/rbac.authorization.k8s.io/v1/namespaces/${NS}/rolebindings`, {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'RoleBinding',
-      metadata: { name: user },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
-      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
-    });
-  }
+  ]);
   // both kubeconfigs' contexts name the namespace "vms", as `kubectl config set-context --namespace` would
   alice = await api.userKubeconfig('alice', [], NS);
   bob = await api.userKubeconfig('bob', [], NS);
