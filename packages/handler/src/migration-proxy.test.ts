@@ -295,6 +295,81 @@ test('mutual TLS on the TCP leg: data intact through two handlers with certifica
   await target.close();
 });
 
+test("names, as deployed: the target serves virt-handler's server certificate and takes only a virt-handler-client certificate; the source takes only a target named virt-handler", async () => {
+  const ca = await pki();
+  const server = await ca.issue('virt-handler', 'serverAuth');
+  const client = await ca.issue('virt-handler-client', 'clientAuth');
+  const controllerClient = await ca.issue('virt-controller', 'clientAuth');
+  const otherServer = await ca.issue('not-a-handler', 'serverAuth');
+  const names = { clientName: 'virt-handler-client', serverName: 'virt-handler' };
+  const refused: string[] = [];
+  const targetLog = {
+    ...quiet,
+    warn: (_m: string, meta: { reason: string }) => void refused.push(meta.reason),
+  };
+  const deployed = (c: { cert: string; key: string }) => ({
+    ...server,
+    ca: ca.ca,
+    clientCert: c.cert,
+    clientKey: c.key,
+    ...names,
+  });
+  const libvirtSock = path.join(dir, 'n-libvirt-sock');
+  const got: string[] = [];
+  await hashServer(libvirtSock, got);
+  const target = new MigrationProxyManager({
+    logger: targetLog as never,
+    bindAddress: '127.0.0.1',
+    tls: deployed(client),
+  });
+  await target.startTargetListener(UID, [libvirtSock]);
+  const ports = target.targetListenerPorts(UID);
+  const through = async (m: MigrationProxyManager, share: string): Promise<string> => {
+    await m.startSourceListener(UID, '127.0.0.1', ports, share);
+    const file = m.sourceListenerFiles(UID)[0]!;
+    return new Promise<string>((resolve) => {
+      const c = net.connect({ path: file, allowHalfOpen: true });
+      let b = '';
+      c.on('data', (d) => (b += d));
+      c.on('close', () => resolve(b));
+      c.on('error', () => undefined);
+      c.end('ping');
+    });
+  };
+  // the deployed pair: data passes
+  const source = new MigrationProxyManager({ logger: quiet as never, tls: deployed(client) });
+  expect(await through(source, path.join(dir, 'n1'))).toBe(createHash('sha256').update('ping').digest('hex'));
+  // virt-controller's client certificate (same CA, other name) gets nothing
+  const asController = new MigrationProxyManager({ logger: quiet as never, tls: deployed(controllerClient) });
+  expect(await through(asController, path.join(dir, 'n2'))).toBe('');
+  expect(refused).toContain('ClientNameRefused');
+  // a target whose certificate carries another name (same CA) gets nothing from the source
+  const wrongTarget = new MigrationProxyManager({
+    logger: quiet as never,
+    bindAddress: '127.0.0.1',
+    tls: { ...deployed(client), ...otherServer },
+  });
+  await wrongTarget.startTargetListener('other', [libvirtSock]);
+  const source2 = new MigrationProxyManager({ logger: quiet as never, tls: deployed(client) });
+  await source2.startSourceListener(
+    UID,
+    '127.0.0.1',
+    wrongTarget.targetListenerPorts('other'),
+    path.join(dir, 'n3'),
+  );
+  const viaWrong = await new Promise<string>((resolve) => {
+    const c = net.connect({ path: source2.sourceListenerFiles(UID)[0]!, allowHalfOpen: true });
+    let b = '';
+    c.on('data', (d) => (b += d));
+    c.on('close', () => resolve(b));
+    c.on('error', () => undefined);
+    c.end('ping');
+  });
+  expect(viaWrong).toBe('');
+  expect(got).toHaveLength(1);
+  for (const m of [source, asController, source2, wrongTarget, target]) await m.close();
+});
+
 test('socket paths longer than sun_path (a Pod share dir under the pods dir) are bound and dialled through their directory', async () => {
   const deep = path.join(dir, 'volumes', 'kubernetes.io~empty-dir', 'public', 'x'.repeat(40));
   const targetSock = path.join(deep, 'target', 'migrationproxy', `${UID}-49152-source.sock`);
