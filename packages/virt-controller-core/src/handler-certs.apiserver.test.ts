@@ -111,7 +111,11 @@ test('the Secrets are made once; every replica reuses them; only virt-controller
   expect(asClient.ok).toBe(false);
 
   // virt-handler's client certificate (the migration proxy's source side): same CA, TLS client only, its own name
-  const hc = await client.get<{ data: Record<string, string> }>(SECRETS, NS, HANDLER_CLIENT_CERTS_SECRET);
+  const hc = await client.get<{ metadata?: object; data: Record<string, string> }>(
+    SECRETS,
+    NS,
+    HANDLER_CLIENT_CERTS_SECRET,
+  );
   const handlerClient = Object.fromEntries(Object.entries(hc.data).map(([k, v]) => [k, unb64(v)]));
   expect(Object.keys(handlerClient).sort()).toEqual(['ca.crt', 'tls.crt', 'tls.key']);
   expect(handlerClient['ca.crt']).toBe(first.ca);
@@ -127,7 +131,7 @@ test('the Secrets are made once; every replica reuses them; only virt-controller
   ).toEqual({
     ok: true,
   });
-  expect((await client.get<{ data: object }>(SECRETS, NS, HANDLER_CLIENT_CERTS_SECRET)).data).toEqual(
-    hc.data,
-  );
+  expect(
+    (await client.get<{ metadata?: object; data: object }>(SECRETS, NS, HANDLER_CLIENT_CERTS_SECRET)).data,
+  ).toEqual(hc.data);
 }, 300000);

@@ -25,6 +25,7 @@ import {
   LABEL_CREATED_BY,
   migrationConfiguration,
   renderLaunchPod,
+  type MigrationConfiguration,
   RenderError,
 } from '@kubevirt-ts/renderer';
 import {
@@ -402,7 +403,8 @@ export class MigrationController {
     if (vmi.status?.migrationState?.migrationUid === m.metadata.uid) return;
     const targetNode = pod.spec?.nodeName ?? '';
     const source = this.sourcePod(vmi);
-    const state: MigrationState = {
+    // migrationConfiguration: upstream's field, kept by the CRD (the schema preserves unknown fields), not modelled
+    const state: MigrationState & { migrationConfiguration: MigrationConfiguration } = {
       migrationUid: m.metadata.uid,
       targetNode,
       sourceNode: vmi.status?.nodeName,
