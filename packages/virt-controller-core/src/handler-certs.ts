@@ -23,6 +23,7 @@ export const HANDLER_CA_SECRET = 'kubevirt-ts-handler-ca';
 export const HANDLER_CERTS_SECRET = 'virt-handler-certs';
 /** the name virt-handler's serving certificate carries (the subresources package checks it) */
 export const HANDLER_SERVER_NAME = 'virt-handler';
+/** virt-handler's client certificate Secret (the source side of the migration proxy's mutual TLS) */
 export const HANDLER_CLIENT_CERTS_SECRET = 'virt-handler-client-certs';
 /** the name virt-handler's client certificate carries (the migration proxy's target checks it) */
 export const HANDLER_CLIENT_NAME = 'virt-handler-client';
