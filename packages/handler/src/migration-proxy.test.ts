@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { upstreamMigrationTarget } from '@kubevirt-ts/cmd-protocol';
 import { MigrationProxyManager } from './migration-proxy.js';
+import { openSslPki } from './test-pki.js';
 
 const quiet = {
   info: () => undefined,
@@ -150,71 +151,11 @@ test('a target that does not answer closes the source connection; new sockets re
   ).rejects.toThrow(/targetDirectMigrationNodePorts: empty/);
 });
 
-/** openssl: a CA and certificates it signs (ECDSA P-256), as PEM strings */
-async function pki(): Promise<{
-  ca: string;
-  issue(cn: string, eku: string): Promise<{ cert: string; key: string }>;
-}> {
-  const { execFile } = await import('node:child_process');
-  const { readFile, writeFile } = await import('node:fs/promises');
-  const run = (args: string[]) =>
-    new Promise<void>((resolve, reject) =>
-      execFile('openssl', args, (err, _o, e) =>
-        err ? reject(new Error(`${err.message}: ${e}`)) : resolve(),
-      ),
-    );
-  const d = await mkdtemp(path.join(dir, 'pki-'));
-  const f = (n: string) => path.join(d, n);
-  await run(['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', f('ca.key')]);
-  await run([
-    'req',
-    '-x509',
-    '-new',
-    '-key',
-    f('ca.key'),
-    '-subj',
-    '/CN=kubevirt-ca',
-    '-days',
-    '1',
-    '-out',
-    f('ca.crt'),
-  ]);
-  return {
-    ca: await readFile(f('ca.crt'), 'utf8'),
-    async issue(cn, eku) {
-      await run(['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', f(`${cn}.key`)]);
-      await run(['req', '-new', '-key', f(`${cn}.key`), '-subj', `/CN=${cn}`, '-out', f(`${cn}.csr`)]);
-      await writeFile(
-        f(`${cn}.ext`),
-        `basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=${eku}\n`,
-      );
-      await run([
-        'x509',
-        '-req',
-        '-in',
-        f(`${cn}.csr`),
-        '-CA',
-        f('ca.crt'),
-        '-CAkey',
-        f('ca.key'),
-        '-CAcreateserial',
-        '-days',
-        '1',
-        '-extfile',
-        f(`${cn}.ext`),
-        '-out',
-        f(`${cn}.crt`),
-      ]);
-      return { cert: await readFile(f(`${cn}.crt`), 'utf8'), key: await readFile(f(`${cn}.key`), 'utf8') };
-    },
-  };
-}
-
 test('mutual TLS on the TCP leg: data intact through two handlers with certificates of the same CA; a plain or foreign client is refused', async () => {
-  const ca = await pki();
+  const ca = await openSslPki(dir);
   const nodeA = await ca.issue('virt-handler-a', 'serverAuth,clientAuth');
   const nodeB = await ca.issue('virt-handler-b', 'serverAuth,clientAuth');
-  const stranger = await (await pki()).issue('stranger', 'serverAuth,clientAuth');
+  const stranger = await (await openSslPki(dir)).issue('stranger', 'serverAuth,clientAuth');
   const refused: string[] = [];
   const targetLog = {
     ...quiet,
@@ -296,7 +237,7 @@ test('mutual TLS on the TCP leg: data intact through two handlers with certifica
 });
 
 test("names, as deployed: the target serves virt-handler's server certificate and takes only a virt-handler-client certificate; the source takes only a target named virt-handler", async () => {
-  const ca = await pki();
+  const ca = await openSslPki(dir);
   const server = await ca.issue('virt-handler', 'serverAuth');
   const client = await ca.issue('virt-handler-client', 'clientAuth');
   const controllerClient = await ca.issue('virt-controller', 'clientAuth');
