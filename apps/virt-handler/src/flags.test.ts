@@ -1,4 +1,8 @@
-import { FlagError, parseHandlerFlags } from './flags.js';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { FlagError, parseHandlerFlags, readMigrationTls } from './flags.js';
+
+const daemonSet = fileURLToPath(new URL('../../../deploy/41-virt-handler.yaml', import.meta.url));
 
 describe('virt-handler flags', () => {
   it('defaults follow upstream paths; the node name comes from $NODE_NAME', () => {
@@ -74,6 +78,51 @@ describe('virt-handler flags', () => {
     expect(() =>
       parseHandlerFlags(['--node-name', 'x', '--launcher-libvirt-socket', 'libvirt-sock'], {}),
     ).toThrow(/--launcher-libvirt-socket: must be an absolute path/);
+  });
+  it('the deployed DaemonSet (deploy/41-virt-handler.yaml): migrations over mutual TLS with the mounted Secrets, names checked both ways', () => {
+    const yaml = readFileSync(daemonSet, 'utf8');
+    const args = [...yaml.matchAll(/^\s+- (--[a-z-]+=\S+)$/gm)].map((m) => m[1]!);
+    const f = parseHandlerFlags(args, { NODE_NAME: 'node01', MY_POD_IP: '10.0.0.7' });
+    const t = f.migrationFlags.tls!;
+    expect(t).toEqual({
+      certFile: '/etc/virt-handler/subresource-certs/tls.crt',
+      keyFile: '/etc/virt-handler/subresource-certs/tls.key',
+      caFile: '/etc/virt-handler/subresource-certs/ca.crt',
+      clientCertFile: '/etc/virt-handler/client-certs/tls.crt',
+      clientKeyFile: '/etc/virt-handler/client-certs/tls.key',
+      clientName: 'virt-handler-client',
+      serverName: 'virt-handler',
+    });
+    expect(f.migrationFlags.address).toBe('10.0.0.7');
+    expect(f.subresource?.clientNames).toEqual(['virt-controller']);
+    // every file is in a Secret volume the DaemonSet mounts
+    const mounts = [...yaml.matchAll(/mountPath: (\/etc\/virt-handler\/[a-z-]+)/g)].map((m) => m[1]!);
+    for (const file of [t.certFile, t.keyFile, t.caFile, t.clientCertFile!, t.clientKeyFile!])
+      expect(mounts).toContain(file.slice(0, file.lastIndexOf('/')));
+    expect(yaml).toMatch(/secretName: virt-handler-client-certs/);
+    // what the proxy gets: the contents of those files, both names
+    const opts = readMigrationTls(t, (file) => Buffer.from(`pem of ${file}`));
+    expect(Object.fromEntries(Object.entries(opts).map(([k, v]) => [k, String(v)]))).toEqual({
+      cert: 'pem of /etc/virt-handler/subresource-certs/tls.crt',
+      key: 'pem of /etc/virt-handler/subresource-certs/tls.key',
+      ca: 'pem of /etc/virt-handler/subresource-certs/ca.crt',
+      clientCert: 'pem of /etc/virt-handler/client-certs/tls.crt',
+      clientKey: 'pem of /etc/virt-handler/client-certs/tls.key',
+      clientName: 'virt-handler-client',
+      serverName: 'virt-handler',
+    });
+  });
+  it('migration client certificate and names: together and with the TLS files', () => {
+    const tls = ['--migration-cert-file=c', '--migration-key-file=k', '--migration-ca-file=ca'];
+    expect(() => parseHandlerFlags(['--node-name=x', ...tls, '--migration-client-cert-file=cc'], {})).toThrow(
+      /--migration-client-cert-file and --migration-client-key-file go together/,
+    );
+    expect(() => parseHandlerFlags(['--node-name=x', '--migration-server-name=virt-handler'], {})).toThrow(
+      /--migration-server-name: needs --migration-cert-file/,
+    );
+    expect(() =>
+      parseHandlerFlags(['--node-name=x', '--subresource-client-names=virt-controller'], {}),
+    ).toThrow(/--subresource-client-names: .*with the --subresource-\*-file flags/);
   });
   it('names the bad flag', () => {
     expect(() => parseHandlerFlags([], {})).toThrow(/--node-name: required/);

@@ -1,6 +1,7 @@
 // virt-handler's command line: flags -> HandlerOptions (minus the KubeConfig). Errors name the flag.
 import { parseArgs } from 'node:util';
-import { LAUNCHER_UID } from '@kubevirt-ts/handler';
+import { readFileSync } from 'node:fs';
+import { LAUNCHER_UID, type MigrationTls } from '@kubevirt-ts/handler';
 
 export const USAGE = `usage: virt-handler --node-name NODE [--kubeconfig FILE] [--pods-dir /var/lib/kubelet/pods]
                     [--kubevirt-share-dir /var/run/kubevirt] [--launcher-uid 107] [--launcher-gid 107]
@@ -12,6 +13,9 @@ export const USAGE = `usage: virt-handler --node-name NODE [--kubeconfig FILE] [
                     [--subresource-port 8186] [--subresource-address 0.0.0.0]
                     [--migration-address IP] [--migration-bind-address 0.0.0.0]
                     [--migration-cert-file F --migration-key-file F --migration-ca-file F]
+                    [--migration-client-cert-file F --migration-client-key-file F]
+                    [--migration-client-name virt-handler-client] [--migration-server-name virt-handler]
+                    [--subresource-client-names virt-controller[,NAME...]]
                     [--launcher-libvirt-socket /var/run/libvirt/run/libvirt/libvirt-sock]
 
                     [--container-disk-helper /usr/bin/kvts-hostmount] [--host-pods-dir /var/lib/kubelet/pods]`;
@@ -34,14 +38,33 @@ export interface HandlerFlags {
   logLevel: string;
   devicePluginDir?: string;
   /** the subresource endpoint (pause, guestosinfo, ... from virt-controller, mutual TLS): all three or none */
-  subresource?: { certFile: string; keyFile: string; clientCaFile: string; port: number; address: string };
+  subresource?: {
+    certFile: string;
+    keyFile: string;
+    clientCaFile: string;
+    port: number;
+    address: string;
+    /** common names a client certificate must carry (unset: any of the client CA) */
+    clientNames?: string[];
+  };
   containerDiskHelper?: string;
   hostPodsDir: string;
   /** the migration roles: the address published to sources, the TCP bind address, mutual TLS files (all three or none) */
   migrationFlags: {
     address?: string;
     bindAddress?: string;
-    tls?: { certFile: string; keyFile: string; caFile: string };
+    tls?: {
+      certFile: string;
+      keyFile: string;
+      caFile: string;
+      /** a separate client certificate for the source's outbound leg (upstream's handler client certificate) */
+      clientCertFile?: string;
+      clientKeyFile?: string;
+      /** the common name a source's client certificate must carry (target side) */
+      clientName?: string;
+      /** the common name the target's certificate must carry (source side) */
+      serverName?: string;
+    };
     launcherLibvirtSocket?: string;
   };
 }
@@ -88,6 +111,11 @@ export function parseHandlerFlags(argv: string[], env: NodeJS.ProcessEnv = proce
           'migration-cert-file',
           'migration-key-file',
           'migration-ca-file',
+          'migration-client-cert-file',
+          'migration-client-key-file',
+          'migration-client-name',
+          'migration-server-name',
+          'subresource-client-names',
           'launcher-libvirt-socket',
         ].map((n) => [n, { type: 'string' as const }]),
       ),
@@ -108,6 +136,22 @@ export function parseHandlerFlags(argv: string[], env: NodeJS.ProcessEnv = proce
   const mtls = ['migration-cert-file', 'migration-key-file', 'migration-ca-file'].map((k) => values[k]);
   if (mtls.some((v) => v) && !mtls.every((v) => v))
     throw new FlagError('--migration-cert-file, --migration-key-file and --migration-ca-file go together');
+  const mclient = ['migration-client-cert-file', 'migration-client-key-file'].map((k) => values[k]);
+  if (mclient.some((v) => v) && !mclient.every((v) => v))
+    throw new FlagError('--migration-client-cert-file and --migration-client-key-file go together');
+  for (const k of ['migration-client-cert-file', 'migration-client-name', 'migration-server-name'])
+    if (values[k] !== undefined && !mtls[0])
+      throw new FlagError(
+        `--${k}: needs --migration-cert-file, --migration-key-file and --migration-ca-file`,
+      );
+  const clientNames = values['subresource-client-names']
+    ?.split(',')
+    .map((n) => n.trim())
+    .filter(Boolean);
+  if (clientNames !== undefined && (clientNames.length === 0 || !tls[0]))
+    throw new FlagError(
+      '--subresource-client-names: a comma-separated list of names, with the --subresource-*-file flags',
+    );
   const socket = values['launcher-libvirt-socket'];
   if (socket !== undefined && !socket.startsWith('/'))
     throw new FlagError(
@@ -138,6 +182,7 @@ export function parseHandlerFlags(argv: string[], env: NodeJS.ProcessEnv = proce
           clientCaFile: tls[2]!,
           port: int('subresource-port', values['subresource-port'], 8186),
           address: values['subresource-address'] ?? '0.0.0.0',
+          ...(clientNames ? { clientNames } : {}),
         }
       : undefined,
     // empty: container disk files are not mounted (they must already be in the Pods)
@@ -147,8 +192,36 @@ export function parseHandlerFlags(argv: string[], env: NodeJS.ProcessEnv = proce
     migrationFlags: {
       address: values['migration-address'] ?? env.MY_POD_IP,
       bindAddress: values['migration-bind-address'],
-      tls: mtls[0] ? { certFile: mtls[0], keyFile: mtls[1]!, caFile: mtls[2]! } : undefined,
+      tls: mtls[0]
+        ? {
+            certFile: mtls[0],
+            keyFile: mtls[1]!,
+            caFile: mtls[2]!,
+            ...(mclient[0] ? { clientCertFile: mclient[0], clientKeyFile: mclient[1]! } : {}),
+            ...(values['migration-client-name'] !== undefined && {
+              clientName: values['migration-client-name'],
+            }),
+            ...(values['migration-server-name'] !== undefined && {
+              serverName: values['migration-server-name'],
+            }),
+          }
+        : undefined,
       launcherLibvirtSocket: socket,
     },
+  };
+}
+
+/** The migration proxy's TLS options (PEM contents) from the files the flags name (the mounted Secrets). */
+export function readMigrationTls(
+  t: NonNullable<HandlerFlags['migrationFlags']['tls']>,
+  read: (file: string) => Buffer = (f) => readFileSync(f),
+): MigrationTls {
+  return {
+    cert: read(t.certFile),
+    key: read(t.keyFile),
+    ca: read(t.caFile),
+    ...(t.clientCertFile ? { clientCert: read(t.clientCertFile), clientKey: read(t.clientKeyFile!) } : {}),
+    ...(t.clientName !== undefined && { clientName: t.clientName }),
+    ...(t.serverName !== undefined && { serverName: t.serverName }),
   };
 }

@@ -4,7 +4,7 @@ import { LiteKubeConfig } from '@kubevirt-ts/controller-runtime';
 import { readFileSync } from 'node:fs';
 import { Handler, startHandlerEndpoint, type HandlerEndpoint } from '@kubevirt-ts/handler';
 import { createLogger } from '@kubevirt-ts/log';
-import { FlagError, USAGE, parseHandlerFlags } from './flags.js';
+import { FlagError, USAGE, parseHandlerFlags, readMigrationTls } from './flags.js';
 
 async function main(): Promise<number> {
   let flags;
@@ -29,11 +29,7 @@ async function main(): Promise<number> {
       address: mf.address,
       bindAddress: mf.bindAddress,
       launcherLibvirtSocket: mf.launcherLibvirtSocket,
-      tls: mf.tls && {
-        cert: readFileSync(mf.tls.certFile),
-        key: readFileSync(mf.tls.keyFile),
-        ca: readFileSync(mf.tls.caFile),
-      },
+      tls: mf.tls && readMigrationTls(mf.tls),
     },
   });
   let endpoint: HandlerEndpoint | undefined;
@@ -52,6 +48,7 @@ async function main(): Promise<number> {
       cert: readFileSync(sub.certFile),
       key: readFileSync(sub.keyFile),
       clientCA: readFileSync(sub.clientCaFile),
+      clientNames: sub.clientNames,
       port: sub.port,
       host: sub.address,
       log,

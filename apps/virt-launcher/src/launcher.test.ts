@@ -182,6 +182,41 @@ describe('Launcher lifecycle', () => {
     await l.terminate();
   });
 
+  it("SignalTargetPodCleanup (upstream's early exit): the migration target Pod ends, any other launcher carries on", async () => {
+    const migrating = (targetPod: string) =>
+      ({ ...vmi, status: { migrationState: { migrationUid: 'm1', targetPod } } }) as never;
+    // no domain yet (the incoming one never came): the target ends at once, a failure
+    const t = await started(config({ podName: 'virt-launcher-vm-target' }));
+    await t.client.signalTargetPodCleanup(migrating('virt-launcher-vm-other'));
+    await t.client.ping(); // not this Pod: still serving
+    await t.client.signalTargetPodCleanup(migrating('virt-launcher-vm-target'));
+    expect(await t.l.ended()).toMatchObject({ exitCode: ExitCode.FAILURE, reason: 'TargetPodCleanup' });
+    t.client.close();
+    await rm(path.join(root, 'sockets'), { recursive: true, force: true });
+    await rm(path.join(root, 'lv'), { recursive: true, force: true });
+
+    // an incoming domain is there (paused, migrating in): the launcher ends when it has gone, not before
+    const u = await started(config({ podName: 'virt-launcher-vm-target' }));
+    emit(ev('ADDED', 'Paused', 'Migration'));
+    await u.client.signalTargetPodCleanup(migrating('virt-launcher-vm-target'));
+    let done = false;
+    void u.l.ended().then(() => (done = true));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(done).toBe(false);
+    emit(ev('DELETED', 'Shutoff', 'Destroyed'));
+    expect(await u.l.ended()).toMatchObject({ exitCode: ExitCode.FAILURE, reason: 'TargetPodCleanup' });
+    u.client.close();
+
+    // a launcher without POD_NAME (standalone) ignores it
+    const n = await started(
+      config({ socketsDir: path.join(root, 'sockets2'), libvirtBaseDir: path.join(root, 'lv2') }),
+    );
+    await n.client.signalTargetPodCleanup(migrating('virt-launcher-vm-target'));
+    await n.client.ping();
+    n.client.close();
+    expect(await n.l.terminate()).toMatchObject({ exitCode: 0 });
+  });
+
   it('--keep-after-failure: stays up after a failure until terminated', async () => {
     const { l, client } = await started(config({ keepAfterFailure: true }));
     await client.syncVMI(vmi as never);

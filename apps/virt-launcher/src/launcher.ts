@@ -56,6 +56,8 @@ export interface LauncherConfig {
   podNetworkDir?: string;
   /** standalone (no Pod network namespace): the binding of the pod network instead of a tap */
   podNetworkBinding?: 'passt' | 'slirp';
+  /** this launcher's Pod (env POD_NAME): a SignalTargetPodCleanup naming it as the migration's target ends the launcher */
+  podName?: string;
 }
 
 export type Stage = 'dirs' | 'libvirtd' | 'connect' | 'cmd-server' | 'notify' | 'ready';
@@ -89,6 +91,8 @@ export class Launcher extends EventEmitter {
   /** keeps the serial console log small (virtlogd's rotation; there is no virtlogd) */
   private serialLogCap: { stop(): void } | undefined;
   private terminating = false;
+  /** SignalTargetPodCleanup reached this migration target: end once no domain is left */
+  private cleanupSignalled = false;
   private endResult: LauncherResult | undefined;
   private endWaiters: Array<(r: LauncherResult) => void> = [];
   private downWaiters: Array<() => void> = [];
@@ -313,6 +317,27 @@ export class Launcher extends EventEmitter {
         }
         return undefined;
       },
+      // upstream's cmd server: when this Pod is the target of the VMI's migration (POD_NAME = migrationState.targetPod),
+      // the launcher is told to go (a failed or aborted migration); it ends once no (incoming) domain is left.
+      // Any other launcher answers success and carries on, as upstream's.
+      async signalTargetPodCleanup(vmi) {
+        checkVmi(vmi);
+        const me = self.config.podName;
+        const target = vmi.status?.migrationState?.targetPod;
+        if (!me || target !== me) {
+          self.log.info('SignalTargetPodCleanup: this Pod is not the migration target; ignored', {
+            reason: 'NotMigrationTarget',
+            targetPod: target,
+            pod: me,
+          });
+          return undefined;
+        }
+        self.log.info(`signalled as migration target Pod ${me} to clean up`, { reason: 'TargetPodCleanup' });
+        self.cleanupSignalled = true;
+        // after the answer has gone out
+        if (!self.domainIsUp()) setImmediate(() => self.endAfterCleanupSignal());
+        return undefined;
+      },
       async ping() {
         if (!self.layer || !(await self.layer.alive())) throw new Error('libvirt does not answer');
         return undefined;
@@ -378,6 +403,10 @@ export class Launcher extends EventEmitter {
       void this.fail(ExitCode.DOMAIN_FAILED, 'DomainFailed', `the domain ended: ${status} (${reason})`);
       return;
     }
+    if (this.cleanupSignalled && !this.terminating) {
+      this.endAfterCleanupSignal();
+      return;
+    }
     if (this.started && !this.terminating) {
       void this.finish({
         exitCode: ExitCode.OK,
@@ -385,6 +414,16 @@ export class Launcher extends EventEmitter {
         message: `the domain ended: ${status} (${reason})`,
       });
     }
+  }
+
+  /** upstream's early exit of a migration target Pod: a failure (the Pod ends Failed), never a domain left behind */
+  private endAfterCleanupSignal(): void {
+    if (this.terminating || this.endResult) return;
+    void this.fail(
+      ExitCode.FAILURE,
+      'TargetPodCleanup',
+      'received the early exit signal: the migration to this target Pod failed or was aborted',
+    );
   }
 
   private domainIsUp(): boolean {

@@ -45,5 +45,7 @@ export function podConfig(f: LauncherFlags) {
     keepAfterFailure: f.keepAfterFailure,
     // a node-wide cache dir can be mounted into Pods; off unless set
     capsCacheDir: process.env.KVTS_QEMU_CAPS_CACHE || undefined,
+    // the Pod's name (the renderer's downward-API POD_NAME): SignalTargetPodCleanup is for the migration's target Pod
+    podName: process.env.POD_NAME || undefined,
   };
 }

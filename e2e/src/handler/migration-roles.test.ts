@@ -24,7 +24,7 @@ import {
 import { parseManifests, type VirtualMachineInstance } from '@kubevirt-ts/api';
 import { createLogger } from '@kubevirt-ts/log';
 import { serverSideApply, startTestEnv, type KubeObject, type TestEnv } from '@kubevirt-ts/testenv';
-import { VirtController } from '@kubevirt-ts/virt-controller-core';
+import { VirtController, ensureHandlerCertificates } from '@kubevirt-ts/virt-controller-core';
 import {
   LAUNCHER_MAIN,
   READY,
@@ -39,6 +39,9 @@ import {
 } from '../launcher/helpers.js';
 
 const HANDLER_MAIN = path.join(REPO, 'apps/virt-handler/dist/main.js');
+/** the namespace deploy/ installs into (the handler certificate Secrets live there) */
+const DEPLOY_NS = 'kubevirt-ts';
+const MIGRATION_BANDWIDTH = '2Mi';
 const NS = 'migr';
 const NODES = ['node-a', 'node-b'] as const;
 const POD_ROOT = '/run/kvts-migr-roles-root';
@@ -127,63 +130,44 @@ const hasQemu = async (p: LauncherPod) => {
   return false;
 };
 
-/** openssl: a CA and one certificate per handler (serverAuth + clientAuth) */
-async function handlerCerts(dir: string): Promise<Record<string, { cert: string; key: string; ca: string }>> {
-  const f = (n: string) => path.join(dir, n);
-  await run('openssl', ['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', f('ca.key')]);
-  await run('openssl', [
-    'req',
-    '-x509',
-    '-new',
-    '-key',
-    f('ca.key'),
-    '-subj',
-    '/CN=kubevirt-ca',
-    '-days',
-    '1',
-    '-out',
-    f('ca.crt'),
-  ]);
-  const out: Record<string, { cert: string; key: string; ca: string }> = {};
-  for (const n of NODES) {
-    await run('openssl', ['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', f(`${n}.key`)]);
-    await run('openssl', [
-      'req',
-      '-new',
-      '-key',
-      f(`${n}.key`),
-      '-subj',
-      `/CN=kubevirt.io:system:node:${n}`,
-      '-out',
-      f(`${n}.csr`),
-    ]);
-    await writeFile(
-      f(`${n}.ext`),
-      'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth,clientAuth\n',
-    );
-    await run('openssl', [
-      'x509',
-      '-req',
-      '-in',
-      f(`${n}.csr`),
-      '-CA',
-      f('ca.crt'),
-      '-CAkey',
-      f('ca.key'),
-      '-CAcreateserial',
-      '-days',
-      '1',
-      '-extfile',
-      f(`${n}.ext`),
-      '-out',
-      f(`${n}.crt`),
-    ]);
-    out[n] = { cert: f(`${n}.crt`), key: f(`${n}.key`), ca: f('ca.crt') };
+/**
+ * The handlers' certificates as deployed: virt-controller's ensureHandlerCertificates makes the Secrets (what
+ * `--manage-handler-certs` does), each is written out as its Secret volume would be mounted (under `etcDir`, for
+ * the DaemonSet's /etc/virt-handler), and the DaemonSet's own subresource and migration args (from
+ * deploy/41-virt-handler.yaml) point at them.
+ */
+async function deployedHandlerTlsArgs(etcDir: string): Promise<string[]> {
+  await ensureHandlerCertificates(controller!.client, DEPLOY_NS);
+  const volumes: Record<string, string> = {
+    'virt-handler-certs': 'subresource-certs',
+    'virt-handler-client-certs': 'client-certs',
+  };
+  for (const [secret, dirName] of Object.entries(volumes)) {
+    const { data } = await core.readNamespacedSecret({ name: secret, namespace: DEPLOY_NS });
+    const d = path.join(etcDir, dirName);
+    await mkdir(d, { recursive: true, mode: 0o700 });
+    for (const [k, v] of Object.entries(data ?? {}))
+      await writeFile(path.join(d, k), Buffer.from(v, 'base64'), { mode: 0o400 });
   }
-  return out;
+  const [ds] = parseManifests(
+    readFileSync(path.join(REPO, 'deploy', '41-virt-handler.yaml'), 'utf8'),
+  ) as Array<{
+    spec: { template: { spec: { containers: Array<{ args: string[] }> } } };
+  }>;
+  const args = ds!.spec.template.spec.containers[0]!.args.filter(
+    (a) => a.startsWith('--migration-') || a.startsWith('--subresource-'),
+  );
+  expect(args.filter((a) => a.startsWith('--migration-'))).toHaveLength(7); // mutual TLS with both names
+  return (
+    args
+      .filter((a) => !a.startsWith('--subresource-port='))
+      .map((a) => a.replace('=/etc/virt-handler/', `=${etcDir}/`))
+      // two handlers on one host: the subresource endpoint on a free loopback port
+      .concat(['--subresource-port=0', '--subresource-address=127.0.0.1'])
+  );
 }
 
-async function startHandler(node: string, tls: { cert: string; key: string; ca: string }) {
+async function startHandler(node: string, tlsArgs: string[]) {
   const dir = path.join(base, node);
   const podsDir = `/kvm${node.slice(-1).toUpperCase()}`;
   await rm(podsDir, { recursive: true, force: true });
@@ -199,7 +183,7 @@ async function startHandler(node: string, tls: { cert: string; key: string; ca: 
       ...['--heartbeat-interval-seconds', '2', '--resync-interval-seconds', '1', '--port', '0'],
       ...['--device-plugin-dir', '', '--container-disk-helper', ''],
       ...['--migration-address', '127.0.0.1', '--migration-bind-address', '127.0.0.1'],
-      ...['--migration-cert-file', tls.cert, '--migration-key-file', tls.key, '--migration-ca-file', tls.ca],
+      ...tlsArgs,
       ...['--launcher-libvirt-socket', `${POD_ROOT}/lv/run/libvirt/libvirt-sock`],
     ],
     { stdio: ['ignore', 'ignore', 'pipe'] },
@@ -243,7 +227,8 @@ async function startLauncherPod(pod: V1Pod, node: string, vmi: VirtualMachineIns
       ...['--root', POD_ROOT, '--kubevirt-share-dir', SHARE, '--allow-emulation'],
       ...['--grace-period-seconds', '10', '--qemu-timeout', '300s', '--log-level', 'info'],
     ],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
+    // the renderer's downward-API POD_NAME (SignalTargetPodCleanup compares it with migrationState.targetPod)
+    { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, POD_NAME: pod.metadata!.name! } },
   );
   let err = '';
   launcher.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
@@ -389,13 +374,20 @@ d(
       await core.createNamespace({ body: { metadata: { name: NS } } });
       for (const n of NODES) await core.createNode({ body: { metadata: { name: n } } });
       base = await shortTmp();
-      const certs = await handlerCerts(base);
-      for (const n of NODES) await startHandler(n, certs[n]!);
       controller = new VirtController({
         kubeConfig: kc,
         log: createLogger({ component: 'virt-controller', level: 'warn' }),
-        rendererConfig: { launcherImage: 'localhost/kubevirt-ts/virt-launcher:test', useEmulation: true },
+        rendererConfig: {
+          launcherImage: 'localhost/kubevirt-ts/virt-launcher:test',
+          useEmulation: true,
+          // the cluster's migration options (upstream's spec.configuration.migrations): a bandwidth cap, so the
+          // abort of a running migration below finds it running (~76 MB at 2 MiB/s)
+          bandwidthPerMigration: MIGRATION_BANDWIDTH,
+        },
       });
+      await core.createNamespace({ body: { metadata: { name: DEPLOY_NS } } });
+      const tlsArgs = await deployedHandlerTlsArgs(path.join(base, 'etc-virt-handler'));
+      for (const n of NODES) await startHandler(n, tlsArgs);
       await controller.start();
       const tick = () => {
         kubeletTimer = setTimeout(() => {
@@ -475,6 +467,14 @@ d(
         failed: false,
         targetNodeDomainDetected: true,
         mode: 'PreCopy',
+        // the cluster config's migration options, written by virt-controller at the hand-off
+        migrationConfiguration: {
+          bandwidthPerMigration: MIGRATION_BANDWIDTH,
+          completionTimeoutPerGiB: 150,
+          progressTimeout: 150,
+          allowAutoConverge: false,
+          allowPostCopy: false,
+        },
       });
       expect(Object.values(ms.targetDirectMigrationNodePorts!).sort()).toEqual([0, 49152]);
       expect(ms.startTimestamp && ms.endTimestamp && ms.targetNodeDomainReadyTimestamp).toBeTruthy();
@@ -590,6 +590,77 @@ d(
         async () => lastBeat(await readText(src.serialLog)) >= b + 2,
         120_000,
       );
+    }, 900_000);
+
+    test("abort with a live target: the cluster's bandwidth cap is in libvirt's migrate params; deleting the VMIM cancels it, the target launcher goes away by itself and its Pod ends; the guest stays", async () => {
+      const before = (await getVmi('mig'))!;
+      const srcNode = before.status!.nodeName!;
+      const src = podOfNode(before, srcNode);
+      const logFrom = src.stderr().length;
+      const known = new Set(launcherPods.keys());
+      await createVmim('mig-4', 'mig');
+      const target = await waitFor(
+        'target launcher pod',
+        () => [...launcherPods.values()].find((p) => !known.has(p.podUid)),
+        300_000,
+      );
+      const m = await vmimPhase('mig-4', ['Running', 'Failed', 'Succeeded']);
+      expect(m.status!.phase).toBe('Running');
+      // MigrateVirtualMachine's options from the cluster config reached the source's libvirt call (MiB/s)
+      const started = await waitFor(
+        'migration started on the source launcher',
+        () =>
+          src
+            .stderr()
+            .slice(logFrom)
+            .split('\n')
+            .find((l) => l.includes('Starting live migration')),
+        120_000,
+      );
+      console.log(`source launcher: ${started}`);
+      expect(JSON.parse(started)).toMatchObject({
+        bandwidthMiB: 2,
+        progressTimeoutSeconds: 150,
+        completionTimeoutPerGiB: 150,
+      });
+      await waitFor('incoming QEMU on the target', () => hasQemu(target), 300_000, 20);
+      await custom.deleteNamespacedCustomObject({ ...vmimApi, name: 'mig-4' });
+      const v = await waitFor('abort done', async () => {
+        const x = await getVmi('mig');
+        const s = x?.status?.migrationState;
+        return s?.migrationUid === m.metadata.uid && s.failed && s.abortStatus === 'Succeeded'
+          ? x
+          : undefined;
+      });
+      console.log(`aborted migration (live target): ${JSON.stringify(v.status!.migrationState)}`);
+      expect(v.status!.phase).toBe('Running');
+      expect(v.status!.nodeName).toBe(srcNode);
+      // the target launcher ends on its own (nothing here signals it): no QEMU left, its Pod completes
+      await waitFor('target launcher ended', () => ended(target.launcher), 180_000);
+      expect(target.launcher.signalCode).toBeNull();
+      const why = target
+        .stderr()
+        .split('\n')
+        .filter((l) => /launcher done|TargetPodCleanup/.test(l));
+      console.log(`target launcher exit ${target.launcher.exitCode}: ${why.join(' | ')}`);
+      expect(await hasQemu(target)).toBe(false);
+      await waitFor('target pod ended', async () =>
+        ['Succeeded', 'Failed'].includes(
+          (await core.readNamespacedPod({ name: target.podName, namespace: NS })).status?.phase ?? '',
+        ),
+      );
+      // the target handler told it to go (SignalTargetPodCleanup) unless it had gone already
+      const signalled = /signalled the target pod of a failed migration/.test(
+        handlers.get(target.node)!.stderr(),
+      );
+      console.log(`target handler sent SignalTargetPodCleanup: ${signalled}`);
+      const b = lastBeat(await readText(src.serialLog));
+      await waitFor(
+        'heartbeats go on on the source',
+        async () => lastBeat(await readText(src.serialLog)) >= b + 2,
+        120_000,
+      );
+      expect(ended(src.launcher)).toBe(false);
     }, 900_000);
   },
 );

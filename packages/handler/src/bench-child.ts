@@ -1,12 +1,12 @@
 // The handler process of the benchmark: a Handler (this package) with the given dirs; prints its
 // /metrics address on stdout, stops on SIGTERM. Kept apart so its RSS is the handler's alone.
-import { KubeConfig } from '@kubernetes/client-node';
+// the kubeconfig as apps/virt-handler reads it (LiteKubeConfig: no @kubernetes/client-node in the process)
+import { LiteKubeConfig } from '@kubevirt-ts/controller-runtime';
 import { createLogger } from '@kubevirt-ts/log';
 import { Handler } from './handler.js';
 
 const [kubeconfig, podsDir, handlerDir, nodeName] = process.argv.slice(2) as [string, string, string, string];
-const kc = new KubeConfig();
-kc.loadFromFile(kubeconfig);
+const kc = LiteKubeConfig.fromFile(kubeconfig);
 const h = new Handler({
   kubeConfig: kc,
   nodeName,

@@ -376,7 +376,7 @@ describe('migration roles', () => {
     expect(src.migrateOptions).toEqual({
       Bandwidth: '0',
       ProgressTimeout: 150,
-      CompletionTimeoutPerGiB: 800,
+      CompletionTimeoutPerGiB: 150,
       UnsafeMigration: false,
       AllowAutoConverge: false,
       AllowPostCopy: false,

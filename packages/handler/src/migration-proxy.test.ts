@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { upstreamMigrationTarget } from '@kubevirt-ts/cmd-protocol';
 import { MigrationProxyManager } from './migration-proxy.js';
+import { openSslPki } from './test-pki.js';
 
 const quiet = {
   info: () => undefined,
@@ -150,71 +151,11 @@ test('a target that does not answer closes the source connection; new sockets re
   ).rejects.toThrow(/targetDirectMigrationNodePorts: empty/);
 });
 
-/** openssl: a CA and certificates it signs (ECDSA P-256), as PEM strings */
-async function pki(): Promise<{
-  ca: string;
-  issue(cn: string, eku: string): Promise<{ cert: string; key: string }>;
-}> {
-  const { execFile } = await import('node:child_process');
-  const { readFile, writeFile } = await import('node:fs/promises');
-  const run = (args: string[]) =>
-    new Promise<void>((resolve, reject) =>
-      execFile('openssl', args, (err, _o, e) =>
-        err ? reject(new Error(`${err.message}: ${e}`)) : resolve(),
-      ),
-    );
-  const d = await mkdtemp(path.join(dir, 'pki-'));
-  const f = (n: string) => path.join(d, n);
-  await run(['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', f('ca.key')]);
-  await run([
-    'req',
-    '-x509',
-    '-new',
-    '-key',
-    f('ca.key'),
-    '-subj',
-    '/CN=kubevirt-ca',
-    '-days',
-    '1',
-    '-out',
-    f('ca.crt'),
-  ]);
-  return {
-    ca: await readFile(f('ca.crt'), 'utf8'),
-    async issue(cn, eku) {
-      await run(['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', f(`${cn}.key`)]);
-      await run(['req', '-new', '-key', f(`${cn}.key`), '-subj', `/CN=${cn}`, '-out', f(`${cn}.csr`)]);
-      await writeFile(
-        f(`${cn}.ext`),
-        `basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=${eku}\n`,
-      );
-      await run([
-        'x509',
-        '-req',
-        '-in',
-        f(`${cn}.csr`),
-        '-CA',
-        f('ca.crt'),
-        '-CAkey',
-        f('ca.key'),
-        '-CAcreateserial',
-        '-days',
-        '1',
-        '-extfile',
-        f(`${cn}.ext`),
-        '-out',
-        f(`${cn}.crt`),
-      ]);
-      return { cert: await readFile(f(`${cn}.crt`), 'utf8'), key: await readFile(f(`${cn}.key`), 'utf8') };
-    },
-  };
-}
-
 test('mutual TLS on the TCP leg: data intact through two handlers with certificates of the same CA; a plain or foreign client is refused', async () => {
-  const ca = await pki();
+  const ca = await openSslPki(dir);
   const nodeA = await ca.issue('virt-handler-a', 'serverAuth,clientAuth');
   const nodeB = await ca.issue('virt-handler-b', 'serverAuth,clientAuth');
-  const stranger = await (await pki()).issue('stranger', 'serverAuth,clientAuth');
+  const stranger = await (await openSslPki(dir)).issue('stranger', 'serverAuth,clientAuth');
   const refused: string[] = [];
   const targetLog = {
     ...quiet,
@@ -293,6 +234,81 @@ test('mutual TLS on the TCP leg: data intact through two handlers with certifica
   await sourceOtherCa.close();
   await source.close();
   await target.close();
+});
+
+test("names, as deployed: the target serves virt-handler's server certificate and takes only a virt-handler-client certificate; the source takes only a target named virt-handler", async () => {
+  const ca = await openSslPki(dir);
+  const server = await ca.issue('virt-handler', 'serverAuth');
+  const client = await ca.issue('virt-handler-client', 'clientAuth');
+  const controllerClient = await ca.issue('virt-controller', 'clientAuth');
+  const otherServer = await ca.issue('not-a-handler', 'serverAuth');
+  const names = { clientName: 'virt-handler-client', serverName: 'virt-handler' };
+  const refused: string[] = [];
+  const targetLog = {
+    ...quiet,
+    warn: (_m: string, meta: { reason: string }) => void refused.push(meta.reason),
+  };
+  const deployed = (c: { cert: string; key: string }) => ({
+    ...server,
+    ca: ca.ca,
+    clientCert: c.cert,
+    clientKey: c.key,
+    ...names,
+  });
+  const libvirtSock = path.join(dir, 'n-libvirt-sock');
+  const got: string[] = [];
+  await hashServer(libvirtSock, got);
+  const target = new MigrationProxyManager({
+    logger: targetLog as never,
+    bindAddress: '127.0.0.1',
+    tls: deployed(client),
+  });
+  await target.startTargetListener(UID, [libvirtSock]);
+  const ports = target.targetListenerPorts(UID);
+  const through = async (m: MigrationProxyManager, share: string): Promise<string> => {
+    await m.startSourceListener(UID, '127.0.0.1', ports, share);
+    const file = m.sourceListenerFiles(UID)[0]!;
+    return new Promise<string>((resolve) => {
+      const c = net.connect({ path: file, allowHalfOpen: true });
+      let b = '';
+      c.on('data', (d) => (b += d));
+      c.on('close', () => resolve(b));
+      c.on('error', () => undefined);
+      c.end('ping');
+    });
+  };
+  // the deployed pair: data passes
+  const source = new MigrationProxyManager({ logger: quiet as never, tls: deployed(client) });
+  expect(await through(source, path.join(dir, 'n1'))).toBe(createHash('sha256').update('ping').digest('hex'));
+  // virt-controller's client certificate (same CA, other name) gets nothing
+  const asController = new MigrationProxyManager({ logger: quiet as never, tls: deployed(controllerClient) });
+  expect(await through(asController, path.join(dir, 'n2'))).toBe('');
+  expect(refused).toContain('ClientNameRefused');
+  // a target whose certificate carries another name (same CA) gets nothing from the source
+  const wrongTarget = new MigrationProxyManager({
+    logger: quiet as never,
+    bindAddress: '127.0.0.1',
+    tls: { ...deployed(client), ...otherServer },
+  });
+  await wrongTarget.startTargetListener('other', [libvirtSock]);
+  const source2 = new MigrationProxyManager({ logger: quiet as never, tls: deployed(client) });
+  await source2.startSourceListener(
+    UID,
+    '127.0.0.1',
+    wrongTarget.targetListenerPorts('other'),
+    path.join(dir, 'n3'),
+  );
+  const viaWrong = await new Promise<string>((resolve) => {
+    const c = net.connect({ path: source2.sourceListenerFiles(UID)[0]!, allowHalfOpen: true });
+    let b = '';
+    c.on('data', (d) => (b += d));
+    c.on('close', () => resolve(b));
+    c.on('error', () => undefined);
+    c.end('ping');
+  });
+  expect(viaWrong).toBe('');
+  expect(got).toHaveLength(1);
+  for (const m of [source, asController, source2, wrongTarget, target]) await m.close();
 });
 
 test('socket paths longer than sun_path (a Pod share dir under the pods dir) are bound and dialled through their directory', async () => {

@@ -14,7 +14,8 @@
 // to `targetAddress:<tcpPort>`. Bytes are copied both ways; when one side closes, the other is closed.
 // The TCP leg is mutual TLS with `tls` (as upstream's unless `migrations.disableTLS`): the target
 // listener requires a client certificate signed by `tls.ca`, the source verifies the target's chain
-// against the same CA (no host name check: nodes are dialled by address, upstream's client config too).
+// against the same CA (no host name check: nodes are dialled by address, upstream's client config too);
+// with `clientName`/`serverName` each side also checks the other's common name (upstream's CN types).
 // The unix legs stay plain (they are inside the node, in 0700 dirs).
 import { chown, mkdir, open, rm } from 'node:fs/promises';
 import net from 'node:net';
@@ -51,6 +52,13 @@ export interface MigrationTls {
   /** a separate client certificate for the source's outbound leg (upstream has one per role) */
   clientCert?: string | Buffer;
   clientKey?: string | Buffer;
+  /**
+   * the common name a source handler's client certificate must carry (target side; upstream's
+   * `--migration-cn-types`); unset: any client certificate of `ca`
+   */
+  clientName?: string;
+  /** the common name the target handler's certificate must carry (source side); unset: any of `ca` */
+  serverName?: string;
 }
 
 interface Proxy {
@@ -121,8 +129,23 @@ export class MigrationProxyManager {
     try {
       for (const file of targetUnixFiles) {
         const conns = new Set<net.Socket>();
-        const onConn = (inbound: net.Socket) => this.forward(key, inbound, { path: file }, conns);
         const t = this.opts.tls;
+        const onConn = (inbound: net.Socket) => {
+          if (t?.clientName !== undefined) {
+            const cn = (inbound as tls.TLSSocket).getPeerCertificate()?.subject?.CN;
+            if (cn !== t.clientName) {
+              this.opts.logger.warn('migration proxy: a client certificate with another name was refused', {
+                uid: key,
+                peer: `${inbound.remoteAddress ?? ''}:${inbound.remotePort ?? ''}`,
+                reason: 'ClientNameRefused',
+                name: String(cn),
+              });
+              inbound.destroy();
+              return;
+            }
+          }
+          this.forward(key, inbound, { path: file }, conns);
+        };
         const server = t
           ? tls.createServer(
               {
@@ -288,8 +311,14 @@ export class MigrationProxyManager {
             cert: t.clientCert ?? t.cert,
             key: t.clientKey ?? t.key,
             ca: t.ca,
-            // the chain is checked against the CA; nodes are dialled by address (upstream's client config)
-            checkServerIdentity: () => undefined,
+            // the chain is checked against the CA; nodes are dialled by address, so the name checked is the
+            // certificate's common name (upstream's client config), not the address
+            checkServerIdentity: (_host, cert) =>
+              t.serverName !== undefined && cert.subject?.CN !== t.serverName
+                ? new Error(
+                    `the target's certificate is for ${String(cert.subject?.CN)}, not ${t.serverName}`,
+                  )
+                : undefined,
             minVersion: 'TLSv1.2',
             // passed on to the TLSSocket (not in the typings): one direction may end while the other carries data
             ...({ allowHalfOpen: true } as object),

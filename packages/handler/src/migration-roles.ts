@@ -15,13 +15,14 @@ export const LABEL_OUTDATED_LAUNCHER_IMAGE = 'kubevirt.io/outdatedLauncherImage'
 export const TARGET_DOMAIN_TIMEOUT_MS = 60_000;
 
 /**
- * MigrationOptions upstream's handler sends when neither the VMI's migration state nor the cluster
- * config says otherwise (v1.1.0's defaults: unlimited bandwidth, 150 s progress timeout, 800 s per GiB).
+ * MigrationOptions upstream's handler sends when the VMI's migration state carries no migrationConfiguration
+ * (virt-controller writes the cluster config's at the hand-off): upstream's defaults (pkg/virt-config: unlimited
+ * bandwidth, 150 s progress timeout, 150 s per GiB; v1.1.0 had 800 s per GiB).
  */
 export const DEFAULT_MIGRATION_OPTIONS: UpstreamMigrationOptions = {
   Bandwidth: '0',
   ProgressTimeout: 150,
-  CompletionTimeoutPerGiB: 800,
+  CompletionTimeoutPerGiB: 150,
   UnsafeMigration: false,
   AllowAutoConverge: false,
   AllowPostCopy: false,

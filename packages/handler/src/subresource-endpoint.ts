@@ -10,6 +10,7 @@
 import { createServer, type Server } from 'node:https';
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, createWebSocketStream, type WebSocket } from 'ws';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
@@ -25,6 +26,11 @@ export interface HandlerEndpointOptions {
   key: string | Buffer;
   /** CA whose client certificates may call (virt-controller's) */
   clientCA: string | Buffer;
+  /**
+   * common names a client certificate must carry (e.g. `['virt-controller']`); unset: any client certificate of
+   * `clientCA`. Needed when that CA also signs other clients (virt-handler's own client certificate, for migrations).
+   */
+  clientNames?: string[];
   host?: string;
   /** default 8186; 0: a free port */
   port?: number;
@@ -98,6 +104,20 @@ export async function startHandlerEndpoint(o: HandlerEndpointOptions): Promise<H
     rejectUnauthorized: true,
     minVersion: 'TLSv1.2',
   });
+  if (o.clientNames) {
+    const names = o.clientNames;
+    // before any request is read: a client of the right CA but another name gets nothing
+    server.prependListener('secureConnection', (sock: TLSSocket) => {
+      const cn = sock.getPeerCertificate()?.subject?.CN;
+      if (typeof cn === 'string' && names.includes(cn)) return;
+      o.log?.warn('subresource endpoint: a client certificate with another name was refused', {
+        reason: 'ClientNameRefused',
+        name: String(cn),
+        peer: `${sock.remoteAddress ?? ''}:${sock.remotePort ?? ''}`,
+      });
+      sock.destroy();
+    });
+  }
   const send = (res: ServerResponse, code: number, text: string, json = false) => {
     res.writeHead(code, { 'Content-Type': json ? 'application/json' : 'text/plain' }).end(text);
   };

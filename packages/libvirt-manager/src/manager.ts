@@ -450,7 +450,15 @@ export class DomainManager extends EventEmitter {
       failed: false,
       mode: 'PreCopy',
     };
-    log.info('Starting live migration.', { targetURI: mo.targetURI, migrationURI: mo.migrationURI, flags });
+    log.info('Starting live migration.', {
+      targetURI: mo.targetURI,
+      migrationURI: mo.migrationURI,
+      flags,
+      // libvirt's typed parameter (MiB/s; absent: unlimited) and the monitor's limits
+      bandwidthMiB: params.bandwidth,
+      progressTimeoutSeconds: mo.progressTimeoutMs ? mo.progressTimeoutMs / 1000 : undefined,
+      completionTimeoutPerGiB: mo.completionTimeoutPerGiB,
+    });
     const started = Date.now();
     const call = dom.migrateToURI3(mo.targetURI, params, flags);
     const monitor = monitorMigration(dom, state, mo, started, migrationDataGB(vmi), (reason, why) => {

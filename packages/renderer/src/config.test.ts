@@ -1,7 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseManifests } from '@kubevirt-ts/api';
-import { rendererConfigFromData, renderLaunchPod, RenderError } from './index.js';
+import {
+  migrationConfiguration,
+  MIGRATION_DEFAULTS,
+  rendererConfigFromData,
+  renderLaunchPod,
+  RenderError,
+} from './index.js';
 
 const deployConfig = fileURLToPath(new URL('../../../deploy/30-config.yaml', import.meta.url));
 
@@ -51,6 +57,11 @@ describe('rendererConfigFromData', () => {
     [{ launcherImage: 'x', colour: 'blue' }, 'data.colour'],
     [{}, 'config.launcherImage'],
     [{ launcherImage: 'x', memoryOvercommit: '-5' }, 'config.memoryOvercommit'],
+    [{ launcherImage: 'x', bandwidthPerMigration: 'fast' }, 'config.bandwidthPerMigration'],
+    [{ launcherImage: 'x', bandwidthPerMigration: '-1Mi' }, 'config.bandwidthPerMigration'],
+    [{ launcherImage: 'x', progressTimeout: '0' }, 'config.progressTimeout'],
+    [{ launcherImage: 'x', completionTimeoutPerGiB: '1.5' }, 'config.completionTimeoutPerGiB'],
+    [{ launcherImage: 'x', allowPostCopy: 'maybe' }, 'data.allowPostCopy'],
   ])('rejects %j naming %s', (data, path) => {
     try {
       rendererConfigFromData(data as Record<string, string>);
@@ -60,5 +71,40 @@ describe('rendererConfigFromData', () => {
       return;
     }
     throw new Error('expected an error');
+  });
+
+  it("reads upstream's migration options (spec.configuration.migrations) with upstream's defaults", () => {
+    expect(migrationConfiguration(rendererConfigFromData({ launcherImage: 'x' }))).toEqual({
+      bandwidthPerMigration: '0Mi',
+      completionTimeoutPerGiB: 150,
+      progressTimeout: 150,
+      allowAutoConverge: false,
+      allowPostCopy: false,
+      unsafeMigrationOverride: false,
+      parallelMigrationsPerCluster: 5,
+      parallelOutboundMigrationsPerNode: 2,
+    });
+    expect(migrationConfiguration(undefined)).toEqual(MIGRATION_DEFAULTS);
+    const c = rendererConfigFromData({
+      launcherImage: 'x',
+      bandwidthPerMigration: '64Mi',
+      completionTimeoutPerGiB: '30',
+      progressTimeout: '60',
+      allowAutoConverge: 'true',
+      allowPostCopy: 'true',
+      unsafeMigrationOverride: 'true',
+      parallelMigrationsPerCluster: '3',
+      parallelOutboundMigrationsPerNode: '1',
+    });
+    expect(migrationConfiguration(c)).toEqual({
+      bandwidthPerMigration: '64Mi',
+      completionTimeoutPerGiB: 30,
+      progressTimeout: 60,
+      allowAutoConverge: true,
+      allowPostCopy: true,
+      unsafeMigrationOverride: true,
+      parallelMigrationsPerCluster: 3,
+      parallelOutboundMigrationsPerNode: 1,
+    });
   });
 });

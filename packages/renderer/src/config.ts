@@ -1,4 +1,5 @@
 // Cluster-wide settings the renderer needs (from the kubevirt-ts config object in deploy/).
+import { parseQuantity } from '@kubevirt-ts/api';
 
 export interface RendererConfig {
   /** the virt-launcher image, e.g. "registry.example.com/kubevirt-ts/virt-launcher:0.1.0" (required) */
@@ -45,6 +46,103 @@ export interface RendererConfig {
   parallelMigrationsPerCluster?: number;
   /** outgoing live migrations at once per source node (upstream's `parallelOutboundMigrationsPerNode`, default 2) */
   parallelOutboundMigrationsPerNode?: number;
+  /**
+   * Bandwidth cap of one live migration, a quantity per second (upstream's `migrations.bandwidthPerMigration`,
+   * default "0Mi": unlimited); libvirt takes it in MiB/s.
+   */
+  bandwidthPerMigration?: string;
+  /** seconds per GiB of guest memory before a migration is aborted (upstream's `completionTimeoutPerGiB`, default 150) */
+  completionTimeoutPerGiB?: number;
+  /** seconds without progress before a migration is aborted (upstream's `progressTimeout`, default 150) */
+  progressTimeout?: number;
+  /** let QEMU throttle the guest's vCPUs so a migration converges (upstream's `allowAutoConverge`, default false) */
+  allowAutoConverge?: boolean;
+  /** switch a migration that does not converge to post-copy (upstream's `allowPostCopy`, default false) */
+  allowPostCopy?: boolean;
+  /** migrate even what libvirt calls unsafe, e.g. disks with caches (upstream's `unsafeMigrationOverride`, default false) */
+  unsafeMigrationOverride?: boolean;
+}
+
+/** The migration options of the cluster config (upstream's `spec.configuration.migrations`), with upstream's defaults. */
+export interface MigrationConfiguration {
+  bandwidthPerMigration: string;
+  completionTimeoutPerGiB: number;
+  progressTimeout: number;
+  allowAutoConverge: boolean;
+  allowPostCopy: boolean;
+  unsafeMigrationOverride: boolean;
+  parallelMigrationsPerCluster: number;
+  parallelOutboundMigrationsPerNode: number;
+}
+
+/**
+ * The cluster config's migration options (defaults filled in), what virt-controller writes into a migrating VMI's
+ * `status.migrationState.migrationConfiguration` (upstream's hand-off) and virt-handler turns into MigrationOptions.
+ */
+export function migrationConfiguration(c: RendererConfig | undefined): MigrationConfiguration {
+  const r = resolveMigration(c ?? {});
+  return {
+    bandwidthPerMigration: r.bandwidthPerMigration,
+    completionTimeoutPerGiB: r.completionTimeoutPerGiB,
+    progressTimeout: r.progressTimeout,
+    allowAutoConverge: r.allowAutoConverge,
+    allowPostCopy: r.allowPostCopy,
+    unsafeMigrationOverride: r.unsafeMigrationOverride,
+    parallelMigrationsPerCluster: r.parallelMigrationsPerCluster,
+    parallelOutboundMigrationsPerNode: r.parallelOutboundMigrationsPerNode,
+  };
+}
+
+/** upstream's defaults (pkg/virt-config) */
+export const MIGRATION_DEFAULTS: MigrationConfiguration = {
+  bandwidthPerMigration: '0Mi',
+  completionTimeoutPerGiB: 150,
+  progressTimeout: 150,
+  allowAutoConverge: false,
+  allowPostCopy: false,
+  unsafeMigrationOverride: false,
+  parallelMigrationsPerCluster: 5,
+  parallelOutboundMigrationsPerNode: 2,
+};
+
+function resolveMigration(c: Partial<RendererConfig>): MigrationConfiguration {
+  const r: MigrationConfiguration = {
+    bandwidthPerMigration: c.bandwidthPerMigration ?? MIGRATION_DEFAULTS.bandwidthPerMigration,
+    completionTimeoutPerGiB: c.completionTimeoutPerGiB ?? MIGRATION_DEFAULTS.completionTimeoutPerGiB,
+    progressTimeout: c.progressTimeout ?? MIGRATION_DEFAULTS.progressTimeout,
+    allowAutoConverge: c.allowAutoConverge ?? MIGRATION_DEFAULTS.allowAutoConverge,
+    allowPostCopy: c.allowPostCopy ?? MIGRATION_DEFAULTS.allowPostCopy,
+    unsafeMigrationOverride: c.unsafeMigrationOverride ?? MIGRATION_DEFAULTS.unsafeMigrationOverride,
+    parallelMigrationsPerCluster:
+      c.parallelMigrationsPerCluster ?? MIGRATION_DEFAULTS.parallelMigrationsPerCluster,
+    parallelOutboundMigrationsPerNode:
+      c.parallelOutboundMigrationsPerNode ?? MIGRATION_DEFAULTS.parallelOutboundMigrationsPerNode,
+  };
+  for (const k of [
+    'parallelMigrationsPerCluster',
+    'parallelOutboundMigrationsPerNode',
+    'completionTimeoutPerGiB',
+    'progressTimeout',
+  ] as const) {
+    if (!Number.isInteger(r[k]) || r[k] < 1)
+      throw new RenderError(`config.${k}`, `must be a positive integer, got ${JSON.stringify(r[k])}`);
+  }
+  for (const k of ['allowAutoConverge', 'allowPostCopy', 'unsafeMigrationOverride'] as const) {
+    if (typeof r[k] !== 'boolean')
+      throw new RenderError(`config.${k}`, `must be true or false, got ${JSON.stringify(r[k])}`);
+  }
+  let bytes = NaN;
+  try {
+    bytes = typeof r.bandwidthPerMigration === 'string' ? parseQuantity(r.bandwidthPerMigration) : NaN;
+  } catch {
+    /* reported below */
+  }
+  if (!Number.isFinite(bytes) || bytes < 0)
+    throw new RenderError(
+      'config.bandwidthPerMigration',
+      `must be a non-negative quantity like "64Mi" (per second; "0Mi": unlimited), got ${JSON.stringify(r.bandwidthPerMigration)}`,
+    );
+  return r;
 }
 
 /** Feature gates this renderer knows. */
@@ -88,8 +186,7 @@ export function resolveConfig(c: RendererConfig): ResolvedConfig {
     keepAfterFailure: c.keepAfterFailure ?? false,
     pvcVolumeModes: c.pvcVolumeModes,
     featureGates: c.featureGates ?? [],
-    parallelMigrationsPerCluster: c.parallelMigrationsPerCluster ?? 5,
-    parallelOutboundMigrationsPerNode: c.parallelOutboundMigrationsPerNode ?? 2,
+    ...resolveMigration(c),
   };
   const positive = (
     k: 'cpuAllocationRatio' | 'memoryOvercommit' | 'additionalOverheadRatio' | 'qemuTimeoutSeconds',
@@ -104,10 +201,6 @@ export function resolveConfig(c: RendererConfig): ResolvedConfig {
   if (!Number.isInteger(r.gracePeriodBufferSeconds) || r.gracePeriodBufferSeconds < 0) {
     throw new RenderError('config.gracePeriodBufferSeconds', 'must be a non-negative integer');
   }
-  for (const k of ['parallelMigrationsPerCluster', 'parallelOutboundMigrationsPerNode'] as const) {
-    if (!Number.isInteger(r[k]) || r[k] < 1)
-      throw new RenderError(`config.${k}`, `must be a positive integer, got ${JSON.stringify(r[k])}`);
-  }
   if (r.launcherCommand.length === 0) throw new RenderError('config.launcherCommand', 'must not be empty');
   r.featureGates.forEach((g, i) => {
     if (!(FEATURE_GATES as readonly string[]).includes(g))
@@ -119,7 +212,13 @@ export function resolveConfig(c: RendererConfig): ResolvedConfig {
   return r;
 }
 
-const BOOL_KEYS = ['useEmulation', 'keepAfterFailure'] as const;
+const BOOL_KEYS = [
+  'useEmulation',
+  'keepAfterFailure',
+  'allowAutoConverge',
+  'allowPostCopy',
+  'unsafeMigrationOverride',
+] as const;
 const NUM_KEYS = [
   'cpuAllocationRatio',
   'memoryOvercommit',
@@ -128,8 +227,10 @@ const NUM_KEYS = [
   'gracePeriodBufferSeconds',
   'parallelMigrationsPerCluster',
   'parallelOutboundMigrationsPerNode',
+  'completionTimeoutPerGiB',
+  'progressTimeout',
 ] as const;
-const STR_KEYS = ['launcherImage', 'imagePullPolicy', 'arch'] as const;
+const STR_KEYS = ['launcherImage', 'imagePullPolicy', 'arch', 'bandwidthPerMigration'] as const;
 
 /**
  * RendererConfig from the data of the kubevirt-ts config object (ConfigMap kubevirt-ts-config in deploy/30-config.yaml):

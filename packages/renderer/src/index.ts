@@ -27,6 +27,9 @@ export {
   gateEnabled,
   resolveConfig,
   rendererConfigFromData,
+  migrationConfiguration,
+  MIGRATION_DEFAULTS,
+  type MigrationConfiguration,
   type RendererConfig,
   type ResolvedConfig,
 } from './config.js';

@@ -8,7 +8,12 @@ import { createServer, connect, type TLSSocket } from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import { KubeClient, type Resource } from '@kubevirt-ts/controller-runtime';
 import { startTestEnv, type TestEnv } from '@kubevirt-ts/testenv';
-import { HANDLER_CA_SECRET, HANDLER_CERTS_SECRET, ensureHandlerCertificates } from './handler-certs.js';
+import {
+  HANDLER_CA_SECRET,
+  HANDLER_CERTS_SECRET,
+  HANDLER_CLIENT_CERTS_SECRET,
+  ensureHandlerCertificates,
+} from './handler-certs.js';
 
 const NS = 'kubevirt-ts';
 const SECRETS: Resource = { group: '', version: 'v1', plural: 'secrets', namespaced: true };
@@ -104,4 +109,29 @@ test('the Secrets are made once; every replica reuses them; only virt-controller
     ca: first.ca,
   });
   expect(asClient.ok).toBe(false);
+
+  // virt-handler's client certificate (the migration proxy's source side): same CA, TLS client only, its own name
+  const hc = await client.get<{ metadata?: object; data: Record<string, string> }>(
+    SECRETS,
+    NS,
+    HANDLER_CLIENT_CERTS_SECRET,
+  );
+  const handlerClient = Object.fromEntries(Object.entries(hc.data).map(([k, v]) => [k, unb64(v)]));
+  expect(Object.keys(handlerClient).sort()).toEqual(['ca.crt', 'tls.crt', 'tls.key']);
+  expect(handlerClient['ca.crt']).toBe(first.ca);
+  const hcCert = new X509Certificate(handlerClient['tls.crt']!);
+  expect(hcCert.subject).toBe('CN=virt-handler-client');
+  expect(hcCert.verify(new X509Certificate(first.ca).publicKey)).toBe(true);
+  expect(
+    await handshake(served, {
+      cert: handlerClient['tls.crt']!,
+      key: handlerClient['tls.key']!,
+      ca: first.ca,
+    }),
+  ).toEqual({
+    ok: true,
+  });
+  expect(
+    (await client.get<{ metadata?: object; data: object }>(SECRETS, NS, HANDLER_CLIENT_CERTS_SECRET)).data,
+  ).toEqual(hc.data);
 }, 300000);

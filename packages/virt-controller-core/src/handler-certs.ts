@@ -5,9 +5,15 @@
 //   Secret `virt-handler-certs`      {tls.crt, tls.key, ca.crt} virt-handler's serving certificate (name
 //                                    `virt-handler`, TLS server only) and the CA its clients must chain to;
 //                                    the virt-handler DaemonSet mounts it
+//   Secret `virt-handler-client-certs` {tls.crt, tls.key, ca.crt} virt-handler's client certificate (name
+//                                    `virt-handler-client`, TLS client only), upstream's handler client
+//                                    certificate: the source handler's side of the migration proxy's mutual TLS
+//                                    (the target serves `virt-handler-certs`); the DaemonSet mounts it too
 // virt-controller's client certificate (TLS client only) is made in memory at each start from the CA and never
 // stored. One CA signs both ends: a handler's serving certificate cannot act as a client (TLS checks the
-// extended key usage of a client certificate), so only virt-controller can call a handler.
+// extended key usage of a client certificate); a handler's client certificate is signed by the same CA but
+// carries its own name, which the subresource endpoint refuses (`--subresource-client-names`), so only
+// virt-controller can call a handler's endpoint and only a handler can open a migration connection.
 // Every replica runs this at start; the first to create a Secret wins (409: read what the other wrote).
 import { X509Certificate } from 'node:crypto';
 import { isAlreadyExists, isNotFound, type KubeClient } from '@kubevirt-ts/controller-runtime';
@@ -17,6 +23,12 @@ export const HANDLER_CA_SECRET = 'kubevirt-ts-handler-ca';
 export const HANDLER_CERTS_SECRET = 'virt-handler-certs';
 /** the name virt-handler's serving certificate carries (the subresources package checks it) */
 export const HANDLER_SERVER_NAME = 'virt-handler';
+/** virt-handler's client certificate Secret (the source side of the migration proxy's mutual TLS) */
+export const HANDLER_CLIENT_CERTS_SECRET = 'virt-handler-client-certs';
+/** the name virt-handler's client certificate carries (the migration proxy's target checks it) */
+export const HANDLER_CLIENT_NAME = 'virt-handler-client';
+/** the name of virt-controller's client certificate (the subresource endpoint accepts only it) */
+export const CONTROLLER_CLIENT_NAME = 'virt-controller';
 
 const YEAR_MS = 365 * 24 * 3600 * 1000;
 const b64 = (s: string) => Buffer.from(s).toString('base64');
@@ -70,7 +82,7 @@ export interface HandlerClientTls {
 }
 
 /**
- * Makes sure both Secrets exist (creating the CA and virt-handler's serving certificate the first time) and
+ * Makes sure the three Secrets exist (creating the CA, virt-handler's serving and client certificates the first time) and
  * returns a fresh client certificate for virt-controller.
  */
 export async function ensureHandlerCertificates(
@@ -102,8 +114,24 @@ export async function ensureHandlerCertificates(
       `secret ${namespace}/${HANDLER_CERTS_SECRET}: its ca.crt is not the CA in ${HANDLER_CA_SECRET}; ` +
         'delete both Secrets to have them made again, or give virt-controller --handler-client-* files',
     );
+  const clientOfHandler = await getOrCreate(client, namespace, HANDLER_CLIENT_CERTS_SECRET, () => {
+    const c = createServingCert(ca, {
+      cn: HANDLER_CLIENT_NAME,
+      dnsNames: [],
+      ips: [],
+      validityMs,
+      now: o.now,
+      usage: 'client',
+    });
+    return { 'tls.crt': c.cert, 'tls.key': c.key, 'ca.crt': ca.cert };
+  });
+  if (clientOfHandler['ca.crt'] && clientOfHandler['ca.crt'].trim() !== ca.cert.trim())
+    throw new Error(
+      `secret ${namespace}/${HANDLER_CLIENT_CERTS_SECRET}: its ca.crt is not the CA in ${HANDLER_CA_SECRET}; ` +
+        'delete the three Secrets to have them made again',
+    );
   const mine = createServingCert(ca, {
-    cn: 'virt-controller',
+    cn: CONTROLLER_CLIENT_NAME,
     dnsNames: [],
     ips: [],
     validityMs: Math.min(validityMs, Date.parse(new X509Certificate(ca.cert).validTo) - Date.now()),

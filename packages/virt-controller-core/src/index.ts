@@ -52,6 +52,9 @@ export {
   HANDLER_CA_SECRET,
   HANDLER_CERTS_SECRET,
   HANDLER_SERVER_NAME,
+  HANDLER_CLIENT_CERTS_SECRET,
+  HANDLER_CLIENT_NAME,
+  CONTROLLER_CLIENT_NAME,
   type HandlerClientTls,
 } from './handler-certs.js';
 export {

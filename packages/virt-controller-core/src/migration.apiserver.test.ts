@@ -32,6 +32,8 @@ const RENDERER = {
   ...TEST_RENDERER,
   parallelMigrationsPerCluster: 2,
   parallelOutboundMigrationsPerNode: 1,
+  bandwidthPerMigration: '32Mi',
+  allowAutoConverge: true,
 };
 
 let env: TestEnv;
@@ -178,6 +180,19 @@ describe('migration controller', () => {
       sourceNode: 'node01',
       targetNode: 'node02',
       targetPod: target.metadata?.name,
+    });
+    // the cluster config's migration options go with the hand-off (upstream's migrationConfiguration)
+    expect(
+      (vmi.status?.migrationState as { migrationConfiguration?: unknown }).migrationConfiguration,
+    ).toEqual({
+      bandwidthPerMigration: '32Mi',
+      completionTimeoutPerGiB: 150,
+      progressTimeout: 150,
+      allowAutoConverge: true,
+      allowPostCopy: false,
+      unsafeMigrationOverride: false,
+      parallelMigrationsPerCluster: 2,
+      parallelOutboundMigrationsPerNode: 1,
     });
     expect(vmi.status?.migrationState?.sourcePod).toMatch(/^virt-launcher-a-/);
     // the VMI controller keeps the source Pod as the VMI's (Ready from it, node unchanged)

@@ -21,7 +21,13 @@ import {
   PODS,
 } from '@kubevirt-ts/controller-runtime';
 import type { Condition, MigrationState, VirtualMachineInstanceMigration } from '@kubevirt-ts/api';
-import { LABEL_CREATED_BY, renderLaunchPod, RenderError } from '@kubevirt-ts/renderer';
+import {
+  LABEL_CREATED_BY,
+  migrationConfiguration,
+  renderLaunchPod,
+  type MigrationConfiguration,
+  RenderError,
+} from '@kubevirt-ts/renderer';
 import {
   SyncError,
   VMIMS,
@@ -397,12 +403,16 @@ export class MigrationController {
     if (vmi.status?.migrationState?.migrationUid === m.metadata.uid) return;
     const targetNode = pod.spec?.nodeName ?? '';
     const source = this.sourcePod(vmi);
-    const state: MigrationState = {
+    // migrationConfiguration: upstream's field, kept by the CRD (the schema preserves unknown fields), not modelled
+    const state: MigrationState & { migrationConfiguration: MigrationConfiguration } = {
       migrationUid: m.metadata.uid,
       targetNode,
       sourceNode: vmi.status?.nodeName,
       targetPod: pod.metadata?.name,
       ...(source?.metadata?.name ? { sourcePod: source.metadata.name } : {}),
+      // upstream: the cluster's migration options (spec.configuration.migrations, defaults filled in) go with the
+      // migration; the source handler turns them into MigrateVirtualMachine's options (bandwidth, timeouts, ...)
+      migrationConfiguration: migrationConfiguration(this.ctx.rendererConfig()),
     };
     // one write (the VMI has no status subresource): the hand-off, and the label by which the target node's
     // virt-handler picks the VMI up

@@ -174,6 +174,15 @@ const NEEDS: Record<'controller' | 'handler', Need[]> = {
       name: 'kubevirt-ts-webhook-certs',
       verbs: ['get', 'update', 'create'],
     },
+    // the mutual TLS with virt-handler (--manage-handler-certs): the CA, the handlers' serving and client
+    // certificates, read by every replica (made with the namespace-wide create the first time)
+    ...['kubevirt-ts-handler-ca', 'virt-handler-certs', 'virt-handler-client-certs'].map((name) => ({
+      group: '',
+      resource: 'secrets',
+      namespace: 'kubevirt-ts',
+      name,
+      verbs: ['get', 'create'],
+    })),
     {
       group: 'admissionregistration.k8s.io',
       resource: 'mutatingwebhookconfigurations',

@@ -92,8 +92,11 @@ export const WEBHOOK_SECRET = 'kubevirt-ts-webhook-certs';
 /** mutual TLS between virt-controller and virt-handler (packages/virt-controller-core/src/handler-certs.ts) */
 export const HANDLER_CA_SECRET = 'kubevirt-ts-handler-ca';
 export const HANDLER_CERTS_SECRET = 'virt-handler-certs';
+/** virt-handler's client certificate (same CA): the source side of the migration proxy's mutual TLS */
+export const HANDLER_CLIENT_CERTS_SECRET = 'virt-handler-client-certs';
 const HANDLER_SUBRESOURCE_PORT = 8186;
 const HANDLER_CERTS_DIR = '/etc/virt-handler/subresource-certs';
+const HANDLER_CLIENT_CERTS_DIR = '/etc/virt-handler/client-certs';
 export const WEBHOOK_SERVICE = 'virt-controller-webhook';
 export const MUTATING_WEBHOOK = 'kubevirt-ts-mutator';
 export const VALIDATING_WEBHOOK = 'kubevirt-ts-validator';
@@ -200,9 +203,9 @@ export const CONTROLLER_NAMESPACE_RULES: Rule[] = [
   {
     apiGroups: [''],
     resources: ['secrets'],
-    resourceNames: [HANDLER_CA_SECRET, HANDLER_CERTS_SECRET],
+    resourceNames: [HANDLER_CA_SECRET, HANDLER_CERTS_SECRET, HANDLER_CLIENT_CERTS_SECRET],
     verbs: ['get'],
-    why: "get: the CA of the mutual TLS with virt-handler (signs this process's client certificate) and virt-handler's certificate Secret (checked against that CA); made with create above the first time; these Secrets only",
+    why: "get: the CA of the mutual TLS with virt-handler (signs this process's client certificate) and virt-handler's serving and client certificate Secrets (checked against that CA); made with create above the first time; these Secrets only",
   },
   {
     apiGroups: ['coordination.k8s.io'],
@@ -736,6 +739,10 @@ export function deployObjects({
                   ],
                   // the Pods' dirs as mounted here, and as the host names them (container disks are mounted there)
                   // --subresource-*: the endpoint virt-controller calls for pause, guest agent reads, console and VNC
+                  // (virt-controller's client certificate only: the handlers' client certificate has the same CA)
+                  // --migration-*: the migration proxy's TCP leg between handlers, mutual TLS as upstream's: a target
+                  // serves the handler's serving certificate and takes only the handlers' client certificate; a source
+                  // dials with that client certificate and takes only a target named virt-handler
                   args: [
                     '--pods-dir=/pods',
                     '--host-pods-dir=/var/lib/kubelet/pods',
@@ -743,6 +750,14 @@ export function deployObjects({
                     `--subresource-key-file=${HANDLER_CERTS_DIR}/tls.key`,
                     `--subresource-client-ca-file=${HANDLER_CERTS_DIR}/ca.crt`,
                     `--subresource-port=${HANDLER_SUBRESOURCE_PORT}`,
+                    '--subresource-client-names=virt-controller',
+                    `--migration-cert-file=${HANDLER_CERTS_DIR}/tls.crt`,
+                    `--migration-key-file=${HANDLER_CERTS_DIR}/tls.key`,
+                    `--migration-ca-file=${HANDLER_CERTS_DIR}/ca.crt`,
+                    `--migration-client-cert-file=${HANDLER_CLIENT_CERTS_DIR}/tls.crt`,
+                    `--migration-client-key-file=${HANDLER_CLIENT_CERTS_DIR}/tls.key`,
+                    '--migration-client-name=virt-handler-client',
+                    '--migration-server-name=virt-handler',
                   ],
                   ports: [{ name: 'subresources', containerPort: HANDLER_SUBRESOURCE_PORT, protocol: 'TCP' }],
                   resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '512Mi' } },
@@ -755,6 +770,7 @@ export function deployObjects({
                       ...(h.mountPropagation ? { mountPropagation: h.mountPropagation } : {}),
                     })),
                     { name: 'subresource-certs', mountPath: HANDLER_CERTS_DIR, readOnly: true },
+                    { name: 'client-certs', mountPath: HANDLER_CLIENT_CERTS_DIR, readOnly: true },
                   ],
                 },
               ],
@@ -767,6 +783,11 @@ export function deployObjects({
                 {
                   name: 'subresource-certs',
                   secret: { secretName: HANDLER_CERTS_SECRET, defaultMode: 0o400 },
+                },
+                // made by virt-controller too: the client side of migrations to other nodes' handlers
+                {
+                  name: 'client-certs',
+                  secret: { secretName: HANDLER_CLIENT_CERTS_SECRET, defaultMode: 0o400 },
                 },
               ],
             },
