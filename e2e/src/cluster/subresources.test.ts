@@ -11,7 +11,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { READY, REPO, waitFor } from '../launcher/helpers.js';
-import { KUBECONFIG, STATE_DIR, clusterGate, getJson, kubectl, kubectlIn, kubectlTry } from './cluster.js';
+import { DEPLOY_DIR, KUBECONFIG, STATE_DIR, clusterGate, getJson, kubectl, kubectlIn, kubectlTry } from './cluster.js';
 
 const { reason, clusterTest, requireCluster } = clusterGate();
 const NS = 'default';
@@ -152,7 +152,7 @@ describe(`subresources and virtctl on the single-node cluster (${reason ? `skipp
   clusterTest(
     'deploy/ applied: the APIService is Available (front proxy, caBundle from virt-controller) and virt-handler serves mutual TLS with the Secret virt-controller made',
     async () => {
-      kubectl('apply', '-f', path.join(REPO, 'deploy'));
+      kubectl('apply', '-f', DEPLOY_DIR);
       kubectl(
         'patch',
         'configmap',

@@ -12,6 +12,8 @@ import net from 'node:net';
 import path from 'node:path';
 import { READY, REPO, processesMentioning, waitFor } from '../launcher/helpers.js';
 import {
+  DEPLOY_DIR,
+  IMAGES_JSON,
   KUBECONFIG,
   KUBECTL,
   NODE_NAME,
@@ -133,7 +135,7 @@ describe(`VirtualMachines on the single-node cluster (${reason ? `skipped: ${rea
   clusterTest(
     'kubectl apply -f deploy/: the virt-controller Deployment and the virt-handler DaemonSet become Ready',
     async () => {
-      kubectl('apply', '-f', path.join(REPO, 'deploy'));
+      kubectl('apply', '-f', DEPLOY_DIR);
       // This machine's /dev/kvm is root-only (crw-------), so the uid-107 launcher cannot use KVM: guests run under
       // TCG, as in every test of the project (upstream's developerConfiguration.useEmulation). The controllers read
       // the config when they start: restart them so the next launcher Pod is rendered with --allow-emulation.
@@ -155,6 +157,26 @@ describe(`VirtualMachines on the single-node cluster (${reason ? `skipped: ${rea
       expect(dep.status.readyReplicas).toBe(2);
       const ds = getJson('daemonset', '-n', 'kubevirt-ts', 'virt-handler')!;
       expect(ds.status.numberReady).toBe(1);
+      // the node runs exactly the images tools/images/build.sh built: the Pods name them by digest, and the
+      // container runtime reports those digests for the running containers
+      const built = (JSON.parse(readFileSync(IMAGES_JSON, 'utf8')) as { images: Record<string, { digest: string }> })
+        .images;
+      for (const [app, selector] of [
+        ['virt-controller', 'kubevirt.io=virt-controller'],
+        ['virt-handler', 'kubevirt.io=virt-handler'],
+      ] as const) {
+        const pods = getJson('pods', '-n', 'kubevirt-ts', '-l', selector)!.items as {
+          metadata: { deletionTimestamp?: string };
+          spec: { containers: { image: string }[] };
+          status: { containerStatuses?: { imageID: string }[] };
+        }[];
+        const live = pods.filter((p) => !p.metadata.deletionTimestamp);
+        expect(live.length).toBeGreaterThan(0);
+        for (const p of live) {
+          expect(p.spec.containers[0]!.image).toBe(`localhost/kubevirt-ts/${app}@${built[app]!.digest}`);
+          expect(p.status.containerStatuses?.[0]?.imageID).toMatch(new RegExp(`@${built[app]!.digest}$`));
+        }
+      }
       // the handler serves its node: schedulable label, device plugins registered with kubelet
       await waitFor(
         'the node labelled schedulable by virt-handler, with its device plugins',
