@@ -24,7 +24,10 @@ const CACHE =
   path.join(process.env.XDG_CACHE_HOME ?? path.join(process.env.HOME ?? '/root', '.cache'), 'kubevirt-ts');
 export const KUBECTL = path.join(CACHE, 'kube', kubeVersion(), 'kubectl');
 /** the list of the image archives load-images imports (tools/images/build.sh): tag, manifest digest, image id */
-export const IMAGES_JSON = path.join(process.env.KVTS_IMAGES_DIR ?? path.join(CACHE, 'images'), 'images.json');
+export const IMAGES_JSON = path.join(
+  process.env.KVTS_IMAGES_DIR ?? path.join(CACHE, 'images'),
+  'images.json',
+);
 
 export function kubectl(...args: string[]): string {
   return execFileSync(KUBECTL, ['--kubeconfig', KUBECONFIG, ...args], { encoding: 'utf8' });

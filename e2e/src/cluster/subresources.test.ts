@@ -11,7 +11,16 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { READY, REPO, waitFor } from '../launcher/helpers.js';
-import { DEPLOY_DIR, KUBECONFIG, STATE_DIR, clusterGate, getJson, kubectl, kubectlIn, kubectlTry } from './cluster.js';
+import {
+  DEPLOY_DIR,
+  KUBECONFIG,
+  STATE_DIR,
+  clusterGate,
+  getJson,
+  kubectl,
+  kubectlIn,
+  kubectlTry,
+} from './cluster.js';
 
 const { reason, clusterTest, requireCluster } = clusterGate();
 const NS = 'default';

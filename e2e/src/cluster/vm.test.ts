@@ -159,8 +159,9 @@ describe(`VirtualMachines on the single-node cluster (${reason ? `skipped: ${rea
       expect(ds.status.numberReady).toBe(1);
       // the node runs exactly the images tools/images/build.sh built: the Pods name them by digest, and the
       // container runtime reports those digests for the running containers
-      const built = (JSON.parse(readFileSync(IMAGES_JSON, 'utf8')) as { images: Record<string, { digest: string }> })
-        .images;
+      const built = (
+        JSON.parse(readFileSync(IMAGES_JSON, 'utf8')) as { images: Record<string, { digest: string }> }
+      ).images;
       for (const [app, selector] of [
         ['virt-controller', 'kubevirt.io=virt-controller'],
         ['virt-handler', 'kubevirt.io=virt-handler'],

@@ -65,7 +65,59 @@ function admitted(v: Vmi): Vmi {
   return out;
 }
 
+/**
+ * Latency of the Pod creates a client sends (ms: mean, p50, p90) and the mean number in flight while any is: tells
+ * a slow API server (latency up) from a client that does not keep its requests in flight.
+ */
+function podCreateTimes(client: KubeClient) {
+  const ms: number[] = [];
+  let inFlight = 0;
+  let busySince = 0;
+  let busyMs = 0;
+  const orig = client.request.bind(client);
+  client.request = (async (method: string, path: string, ...rest: unknown[]) => {
+    if (method !== 'POST' || !path.endsWith('/pods')) return orig(method, path, ...(rest as []));
+    const t = performance.now();
+    if (inFlight++ === 0) busySince = t;
+    try {
+      return await orig(method, path, ...(rest as []));
+    } finally {
+      const now = performance.now();
+      ms.push(now - t);
+      if (--inFlight === 0) busyMs += now - busySince;
+    }
+  }) as KubeClient['request'];
+  return () => {
+    const sorted = [...ms].sort((a, b) => a - b);
+    const sum = ms.reduce((a, b) => a + b, 0);
+    return {
+      meanMs: +(sum / ms.length).toFixed(1),
+      p50Ms: +sorted[Math.floor(ms.length / 2)]!.toFixed(1),
+      p90Ms: +sorted[Math.floor(ms.length * 0.9)]!.toFixed(1),
+      meanInFlight: +(sum / busyMs).toFixed(1),
+    };
+  };
+}
+
+/** CPU seconds (user + system) of a process so far, from /proc */
+function cpuSeconds(pid: number): number {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
+  return (Number(rest[11]) + Number(rest[12])) / 100; // utime, stime in clock ticks (USER_HZ 100)
+}
+
 const env = await startTestEnv();
+/** CPU seconds of the API server, etcd and this process (driver + controller) */
+const cpu = () => ({
+  apiserver: cpuSeconds(env.pids.apiserver),
+  etcd: cpuSeconds(env.pids.etcd),
+  bench: cpuSeconds(process.pid),
+});
+/** CPU seconds spent per Pod between two cpu() readings */
+const cpuPerPod = (a: ReturnType<typeof cpu>, b: ReturnType<typeof cpu>, n: number) =>
+  Object.fromEntries(
+    Object.keys(a).map((k) => [k, +(((b[k as 'bench'] - a[k as 'bench']) / n) * 1000).toFixed(2)]),
+  );
 const out: Record<string, unknown> = { vmis: N };
 try {
   const kc = env.kubeConfig();
@@ -96,9 +148,14 @@ try {
     return p;
   });
   const rawClient = new KubeClient(kc);
+  const rawTimes = podCreateTimes(rawClient);
+  let c0 = cpu();
   let t = performance.now();
   await pool(rawPods, CONCURRENCY, (p) => rawClient.create(PODS, 'bench-raw', p));
   const rawSec = (performance.now() - t) / 1000;
+  // where the CPU goes: ms per Pod of the API server, etcd and this process, in each phase
+  out['rawCpuMsPerPod'] = cpuPerPod(c0, cpu(), N);
+  out['rawPodCreates'] = rawTimes();
   out['rawPodsPerSecond'] = +(N / rawSec).toFixed(1);
   rawClient.close();
   rawPods = [];
@@ -114,13 +171,24 @@ try {
     rendererConfig: RENDERER,
     log: createLogger({ component: 'virt-controller', level: 'warn' }),
   });
+  const ctrlTimes = podCreateTimes(controller.client);
+  c0 = cpu();
   t = performance.now();
+  const mark = () => Number(process.hrtime.bigint() / 1000n); // µs, the clock of a --cpu-prof profile
+  const marks: Record<string, number> = { controllerStart: mark() };
   await controller.start();
+  marks['synced'] = mark();
   for (;;) {
     if (controller.ctx.pods.list('bench').length >= N) break;
     await sleep(20);
   }
   const ctrlSec = (performance.now() - t) / 1000;
+  marks['podsCached'] = mark();
+  out['controllerCpuMsPerPod'] = cpuPerPod(c0, cpu(), N);
+  out['controllerPodCreates'] = ctrlTimes();
+  out['eventsWrittenMeanwhile'] = controller.recorder.written;
+  // KVTS_BENCH_MARKS=1: the phase boundaries, to cut a `node --cpu-prof` profile of this process
+  if (process.env['KVTS_BENCH_MARKS']) out['marksUs'] = marks;
   out['controllerPodsPerSecond'] = +(N / ctrlSec).toFixed(1);
   out['controllerVsRaw'] = `${((rawSec / ctrlSec) * 100).toFixed(0)}%`;
 

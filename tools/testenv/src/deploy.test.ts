@@ -80,12 +80,16 @@ describe('deploy/ is generated', () => {
       expect(r.status).toBe(0);
       const pinned = readdirSync(out).sort();
       expect(pinned).toEqual(deployFiles);
-      const strip = (t: string) => t.replace(/\b(ghcr\.io|localhost)\/kubevirt-ts\/(virt-[a-z]+)[@:]\S+/g, 'IMAGE $2');
+      const strip = (t: string) =>
+        t.replace(/\b(ghcr\.io|localhost)\/kubevirt-ts\/(virt-[a-z]+)[@:]\S+/g, 'IMAGE $2');
       const seen = new Set<string>();
       for (const f of pinned) {
         const text = readFileSync(join(out, f), 'utf8');
         // only the images differ from the committed file (the CRD links point at the repository's crds/)
-        expect({ f, text: strip(text) }).toEqual({ f, text: strip(readFileSync(join(deployDir, f), 'utf8')) });
+        expect({ f, text: strip(text) }).toEqual({
+          f,
+          text: strip(readFileSync(join(deployDir, f), 'utf8')),
+        });
         for (const m of text.matchAll(/(?:ghcr\.io|localhost)\/kubevirt-ts\/\S+/g)) seen.add(m[0]);
       }
       expect([...seen].sort()).toEqual([
@@ -103,7 +107,9 @@ describe('deploy/ is generated', () => {
       });
       expect(bad.status).toBe(1);
       expect(bad.stderr).toContain('images.json: images.virt-handler.digest: want sha256:<64 hex digits>');
-      const noOut = spawnSync(process.execPath, [script, '--pin', join(dir, 'images.json')], { encoding: 'utf8' });
+      const noOut = spawnSync(process.execPath, [script, '--pin', join(dir, 'images.json')], {
+        encoding: 'utf8',
+      });
       expect(noOut.status).toBe(2);
       expect(noOut.stderr).toContain('gen-deploy: --pin needs --out DIR');
     } finally {
