@@ -144,6 +144,7 @@ import_archive() {
     ref="$(tar -xOf "$a" index.json | grep -o '"org.opencontainers.image.ref.name":"[^"]*"' | head -1 | cut -d'"' -f4)"
     digest="$(tar -xOf "$a" index.json | grep -o '"digest":"sha256:[0-9a-f]*"' | head -1 | cut -d'"' -f4)"
     [[ "$ref" == */*:* && -n "$digest" ]] || die "$a: no image name and digest in its index.json"
+    command -v node >/dev/null || die "node is missing (source tools/node-env.sh)"
     want="$(node -e 'const [f, a] = process.argv.slice(1); const i = Object.values(JSON.parse(require("fs").readFileSync(f, "utf8")).images).find((x) => x.archive === a); process.stdout.write(i?.digest ?? "")' "$IMAGES_DIR/images.json" "$(basename "$a")" 2>/dev/null || true)"
     [ "$want" = "$digest" ] || die "$a holds $digest but $IMAGES_DIR/images.json lists '${want:-nothing}' for it: rebuild (bash tools/images/build.sh)"
     ctr --address "$CONTAINERD_SOCK" -n k8s.io images import --base-name "${ref%:*}" --digests "$a" >/dev/null
@@ -168,6 +169,8 @@ cmd_load_pause() {
 cmd_load_images() {
   need_root
   running containerd || die "containerd is not running (bash tools/cluster.sh up)"
+  command -v node >/dev/null || die "node is missing (source tools/node-env.sh)"
+  [ -f "$root/tools/testenv/dist/gen-deploy.js" ] || die "tools/testenv is not built (npx nx run @kubevirt-ts/testenv:build): load-images writes the pinned deploy/ with it"
   local n=0 a ref name version
   for a in "$IMAGES_DIR"/*.tar; do
     [ -f "$a" ] || continue
