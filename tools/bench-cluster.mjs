@@ -11,7 +11,7 @@
 //      VMI Scheduled, Running (as first seen by polling the API server), guest ready;
 //   3. API writes per VMI up to Running, from the apiserver's audit log (every successful create/update/patch of
 //      the VMI and its status, by whom; goal <= 4), and the conflicts (409) seen on the way.
-// Usage: node tools/bench-cluster.mjs [--runs N]   (deploy/ is applied, with useEmulation: this host's /dev/kvm
+// Usage: node tools/bench-cluster.mjs [--runs N]   (deploy/ is applied: bash tools/cluster.sh deploy, with useEmulation: this host's /dev/kvm
 // is root-only, so guests run under TCG as in the e2e)
 import { setTimeout as sleep } from 'node:timers/promises';
 import { execFileSync, spawn } from 'node:child_process';
@@ -223,7 +223,7 @@ if (!existsSync(KUBECONFIG) || !existsSync('/sys/class/net/kvts-node0'))
   );
 if (!getJson('daemonset', '-n', 'kubevirt-ts', 'virt-handler'))
   throw new Error(
-    'bench:cluster: deploy/ is not applied (kubectl apply -f deploy/, useEmulation "true" in kubevirt-ts-config)',
+    'bench:cluster: deploy/ is not applied (bash tools/cluster.sh deploy: deploy/ pinned to the loaded images; useEmulation "true" in kubevirt-ts-config)',
   );
 
 const cluster = [];

@@ -5,7 +5,9 @@
 #   down         delete Pods, stop everything, remove every mount, network device, iptables/nft rule and cgroup
 #                it made, then show that nothing is left
 #   status       what runs, where its log is
-#   load-images  import $KVTS_CACHE/images/*.tar (tools/images/build.sh) into containerd's k8s.io namespace
+#   load-images  import $KVTS_CACHE/images/*.tar (tools/images/build.sh) into containerd's k8s.io namespace, each
+#                also by its digest; writes $STATE_DIR/deploy: deploy/ pinned to those digests
+#   deploy       kubectl apply -f $STATE_DIR/deploy (the node runs exactly the images load-images imported)
 #   env          print `export KUBECONFIG=...` for a shell
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -133,12 +135,32 @@ kubelet_dir_shared() {
   mount --make-rshared "$KUBELET_DIR"
 }
 
+# import_archive ARCHIVE: imports one archive of tools/images/build.sh, prints the name it got. An OCI archive
+# (index.json) is imported under its ref name and also as <repository>@<manifest digest>, which must be the digest
+# $IMAGES_DIR/images.json lists for it (the image that build made); an older docker-archive only by name.
+import_archive() {
+  local a="$1" ref digest want
+  if tar -tf "$a" index.json >/dev/null 2>&1; then
+    ref="$(tar -xOf "$a" index.json | grep -o '"org.opencontainers.image.ref.name":"[^"]*"' | head -1 | cut -d'"' -f4)"
+    digest="$(tar -xOf "$a" index.json | grep -o '"digest":"sha256:[0-9a-f]*"' | head -1 | cut -d'"' -f4)"
+    [[ "$ref" == */*:* && -n "$digest" ]] || die "$a: no image name and digest in its index.json"
+    command -v node >/dev/null || die "node is missing (source tools/node-env.sh)"
+    want="$(node -e 'const [f, a] = process.argv.slice(1); const i = Object.values(JSON.parse(require("fs").readFileSync(f, "utf8")).images).find((x) => x.archive === a); process.stdout.write(i?.digest ?? "")' "$IMAGES_DIR/images.json" "$(basename "$a")" 2>/dev/null || true)"
+    [ "$want" = "$digest" ] || die "$a holds $digest but $IMAGES_DIR/images.json lists '${want:-nothing}' for it: rebuild (bash tools/images/build.sh)"
+    ctr --address "$CONTAINERD_SOCK" -n k8s.io images import --base-name "${ref%:*}" --digests "$a" >/dev/null
+    ctr --address "$CONTAINERD_SOCK" -n k8s.io images ls -q | grep -xF "${ref%:*}@$digest" >/dev/null || die "ctr images import $a did not make ${ref%:*}@$digest"
+  else
+    ref="$(ctr --address "$CONTAINERD_SOCK" -n k8s.io images import "$a" | awk '/^unpacking/ {print $2; exit}')"
+  fi
+  [ -n "$ref" ] || die "ctr images import $a named no image"
+  echo "$ref"
+}
+
 # the sandbox image: imported and tagged as containerd's sandbox_image
 cmd_load_pause() {
   local a="$IMAGES_DIR/pause.tar" ref
   [ -f "$a" ] || die "$a missing: build the images first (bash tools/images/build.sh pause)"
-  ref="$(ctr --address "$CONTAINERD_SOCK" -n k8s.io images import "$a" | awk '/^unpacking/ {print $2; exit}')"
-  [ -n "$ref" ] || die "ctr images import $a named no image"
+  ref="$(import_archive "$a")"
   [ "$ref" = "$PAUSE_IMAGE" ] || ctr --address "$CONTAINERD_SOCK" -n k8s.io images tag --force "$ref" "$PAUSE_IMAGE" >/dev/null
 }
 
@@ -147,11 +169,12 @@ cmd_load_pause() {
 cmd_load_images() {
   need_root
   running containerd || die "containerd is not running (bash tools/cluster.sh up)"
+  command -v node >/dev/null || die "node is missing (source tools/node-env.sh)"
+  [ -f "$root/tools/testenv/dist/gen-deploy.js" ] || die "tools/testenv is not built (npx nx run @kubevirt-ts/testenv:build): load-images writes the pinned deploy/ with it"
   local n=0 a ref name version
   for a in "$IMAGES_DIR"/*.tar; do
     [ -f "$a" ] || continue
-    ref="$(ctr --address "$CONTAINERD_SOCK" -n k8s.io images import "$a" | awk '/^unpacking/ {print $2; exit}')"
-    [ -n "$ref" ] || die "ctr images import $a named no image"
+    ref="$(import_archive "$a")"
     log "imported $ref"
     name="${ref##*/}"
     version="${name#*:}"
@@ -172,6 +195,16 @@ cmd_load_images() {
     n=$((n + 1))
   done
   [ "$n" -gt 0 ] || die "no image archive in $IMAGES_DIR (bash tools/images/build.sh)"
+  # deploy/ with the apps' images pinned by the digests just imported (the committed deploy/ names tags)
+  node "$root/tools/gen-deploy.mjs" --pin "$IMAGES_DIR/images.json" --out "$STATE_DIR/deploy"
+}
+
+# kubectl apply of the pinned deploy/ that load-images wrote
+cmd_deploy() {
+  need_root
+  [ -d "$STATE_DIR/deploy" ] || die "$STATE_DIR/deploy missing: bash tools/cluster.sh load-images first"
+  bins
+  kc apply -f "$STATE_DIR/deploy"
 }
 
 leftovers() { # prints what the cluster could leave behind; empty when clean
@@ -301,7 +334,8 @@ case "${1:-}" in
   down) cmd_down ;;
   status) cmd_status ;;
   load-images) cmd_load_images ;;
+  deploy) cmd_deploy ;;
   env) echo "export KUBECONFIG=$ADMIN_KUBECONFIG" ;;
   leftovers) leftovers ;;
-  *) echo "usage: tools/cluster.sh up|down|status|load-images|env" >&2; exit 2 ;;
+  *) echo "usage: tools/cluster.sh up|down|status|load-images|deploy|env" >&2; exit 2 ;;
 esac

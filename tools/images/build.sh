@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the project's container images with buildah, FROM scratch on Debian 12 root filesystems made by
-# mmdebstrap (no registry is used). Each image is tagged <package version>-<git commit>, exported as a
-# docker-archive to $KVTS_CACHE/images/<name>.tar (what `tools/cluster.sh load-images` imports into
-# containerd) and listed with its digest in deploy/images/images.json. Prints each image's size.
+# mmdebstrap (no registry is used). Each image is tagged <package version>-<git commit>, exported as an
+# oci-archive to $KVTS_CACHE/images/<name>.tar (what `tools/cluster.sh load-images` imports into
+# containerd, keeping its manifest digest) and listed with that digest in deploy/images/images.json and in
+# $KVTS_CACHE/images/images.json (the list of the archives there: what the node pins). Prints each image's size.
 # Usage: tools/images/build.sh [pause|container-disk-tools|virt-launcher|virt-controller|virt-handler|guest ...]
 #   (no argument: all). Needs root, buildah, mmdebstrap, gcc; the apps built (tools/setup.sh).
 set -euo pipefail
@@ -15,8 +16,9 @@ die() { printf 'images: %s\n' "$*" >&2; exit 1; }
 for c in buildah mmdebstrap gcc npm; do command -v "$c" >/dev/null || die "$c is missing (tools/setup.d/60-cluster.sh installs it)"; done
 
 cache="${KVTS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubevirt-ts}"
-out="$cache/images"
-mkdir -p "$out/rootfs"
+out="${KVTS_IMAGES_DIR:-$cache/images}" # the archives (tools/cluster/config.sh reads the same variable)
+rootfs_dir="$cache/images/rootfs"
+mkdir -p "$out" "$rootfs_dir"
 commit="$(git rev-parse --short=12 HEAD)"
 # the digest list this script writes does not make the tree dirty
 [ -z "$(git status --porcelain --untracked-files=no -- . ':!deploy/images/images.json')" ] || commit="$commit-dirty"
@@ -42,7 +44,7 @@ rootfs() {
   local name="$1" variant="$2" pkgs="$3"
   local key
   key="$(printf '%s\n' "$variant" "$pkgs" "${KVTS_DEBIAN_SUITE:-bookworm}" v1 | sha256sum | cut -c1-16)"
-  local tar="$out/rootfs/$name-$key.tar"
+  local tar="$rootfs_dir/$name-$key.tar"
   if [ ! -s "$tar" ]; then
     log "mmdebstrap $name rootfs ($variant: $pkgs)"
     nice mmdebstrap --quiet --variant="$variant" --aptopt='APT::Install-Recommends "false"' \
@@ -58,9 +60,9 @@ rootfs() {
 # static helper programs (pause, container-disk) from tools/images/src
 static_bin() {
   local name="$1"
-  local bin="$out/bin/$name-$(sha256sum "$here/src/$name.c" | cut -c1-16)"
+  local bin="$cache/images/bin/$name-$(sha256sum "$here/src/$name.c" | cut -c1-16)"
   if [ ! -x "$bin" ]; then
-    mkdir -p "$out/bin"
+    mkdir -p "$cache/images/bin"
     gcc -static -O2 -Wall -Wextra -o "$bin.tmp" "$here/src/$name.c"
     strip "$bin.tmp"
     mv "$bin.tmp" "$bin"
@@ -113,7 +115,7 @@ app_bundle() {
 }
 
 # finish NAME IMAGE-ID VERSION: tag, export, record
-declare -A DIGESTS SIZES TAGS
+declare -A IDS DIGESTS SIZES TAGS
 finish() {
   local name="$1" version="$2" ctr="$3"
   local tag="$REPO/$name:$version-$commit"
@@ -124,13 +126,20 @@ finish() {
   buildah tag "$tag" "$REPO/$name:$version" "$REPO/$name:latest"
   local archive="$out/$name.tar"
   rm -f "$archive"
-  buildah push --quiet --digestfile "$work/$name.digest" "$tag" "docker-archive:$archive:$tag" >/dev/null
-  local size id
-  size="$(buildah inspect --format '{{.Docker.Size}}' "$tag" 2>/dev/null || true)"
+  # an OCI archive keeps the manifest buildah wrote, so the digest below is the one containerd knows the image by
+  # after `ctr images import` (a docker-archive has no manifest: containerd would make one, with its own digest)
+  buildah push --quiet --digestfile "$work/$name.digest" "$tag" "oci-archive:$archive:$tag" >/dev/null
+  local size id digest layer
   id="$(buildah inspect --format '{{.FromImageID}}' "$tag")"
-  # uncompressed size of the layers (what the node stores)
-  size="$(tar -tvf "$archive" | awk '$6 ~ /layer.tar$|\.tar$/ && $6 != "manifest.json" {s+=$3} END {print s+0}')"
-  DIGESTS[$name]="sha256:$id"
+  digest="$(cat "$work/$name.digest")"
+  [[ "$digest" =~ ^sha256:[0-9a-f]{64}$ ]] || die "$name: buildah wrote no manifest digest ('$digest')"
+  # uncompressed size of the layers (what the node stores): the manifest's layers, each gunzipped
+  size=0
+  for layer in $(tar -xOf "$archive" "blobs/sha256/${digest#sha256:}" | grep -o '"digest":"sha256:[0-9a-f]*"' | tail -n +2 | cut -d: -f3 | tr -d '"'); do
+    size=$((size + $(tar -xOf "$archive" "blobs/sha256/$layer" | gzip -dcf | wc -c)))
+  done
+  IDS[$name]="sha256:$id"
+  DIGESTS[$name]="$digest"
   SIZES[$name]="$size"
   TAGS[$name]="$tag"
   printf '[images] %-22s %8s MiB  %s  (image id sha256:%s)\n' "$name" "$(awk -v s="$size" 'BEGIN {printf "%.1f", s / 1048576}')" "$tag" "${id:0:12}"
@@ -198,16 +207,19 @@ for t in "${targets[@]}"; do
   esac
 done
 
-# deploy/images.json: every built image's tag, image id and size, merged with what was there
-node - "$manifest" <<JS
+# deploy/images/images.json and $out/images.json: every built image's tag, manifest digest (what
+# `node tools/gen-deploy.mjs --pin` pins), image id and size, merged with what was there
+for m in "$manifest" "$out/images.json"; do
+  node - "$m" <<JS
 const fs = require('fs');
 const file = process.argv[2];
 const old = fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, 'utf8')) : { images: {} };
 const add = {
-$(for n in "${!TAGS[@]}"; do printf '  %s: { image: %s, imageID: %s, sizeBytes: %s, archive: %s },\n' "\"$n\"" "\"${TAGS[$n]}\"" "\"${DIGESTS[$n]}\"" "${SIZES[$n]}" "\"$n.tar\""; done)
+$(for n in "${!TAGS[@]}"; do printf '  %s: { image: %s, digest: %s, imageID: %s, sizeBytes: %s, archive: %s },\n' "\"$n\"" "\"${TAGS[$n]}\"" "\"${DIGESTS[$n]}\"" "\"${IDS[$n]}\"" "${SIZES[$n]}" "\"$n.tar\""; done)
 };
 const images = { ...old.images, ...add };
 const sorted = Object.fromEntries(Object.keys(images).sort().map((k) => [k, images[k]]));
 fs.writeFileSync(file, JSON.stringify({ comment: 'written by tools/images/build.sh; archives in \$KVTS_CACHE/images/', images: sorted }, null, 2) + '\n');
 JS
-log "wrote $manifest"
+  log "wrote $m"
+done

@@ -9,6 +9,11 @@ export const STATE_DIR = process.env.KVTS_CLUSTER_DIR ?? '/var/lib/kubevirt-ts-c
 export const KUBECONFIG = path.join(STATE_DIR, 'admin.kubeconfig');
 export const NODE_NAME = 'kvts-node';
 export const PODS_DIR = '/var/lib/kubelet/pods';
+/**
+ * deploy/ with the apps' images pinned by digest to the archives `tools/cluster.sh load-images` imported (it writes
+ * this copy with `node tools/gen-deploy.mjs --pin`): the node runs exactly the images tools/images/build.sh built
+ */
+export const DEPLOY_DIR = path.join(STATE_DIR, 'deploy');
 
 export function kubeVersion(): string {
   const goMod = readFileSync(path.join(REPO, 'tools/testenv/kube-apiserver/go.mod'), 'utf8');
@@ -18,6 +23,11 @@ const CACHE =
   process.env.KVTS_CACHE ??
   path.join(process.env.XDG_CACHE_HOME ?? path.join(process.env.HOME ?? '/root', '.cache'), 'kubevirt-ts');
 export const KUBECTL = path.join(CACHE, 'kube', kubeVersion(), 'kubectl');
+/** the list of the image archives load-images imports (tools/images/build.sh): tag, manifest digest, image id */
+export const IMAGES_JSON = path.join(
+  process.env.KVTS_IMAGES_DIR ?? path.join(CACHE, 'images'),
+  'images.json',
+);
 
 export function kubectl(...args: string[]): string {
   return execFileSync(KUBECTL, ['--kubeconfig', KUBECONFIG, ...args], { encoding: 'utf8' });
@@ -32,13 +42,14 @@ export function kubectlTry(...args: string[]): { status: number | null; stdout: 
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 /**
- * `kubectl apply -f deploy/`, then the controllers on emulation: this machine's /dev/kvm is root-only (crw-------),
+ * `kubectl apply` of deploy/ pinned to the built images' digests (DEPLOY_DIR, written by `cluster.sh
+ * load-images`), then the controllers on emulation: this machine's /dev/kvm is root-only (crw-------),
  * so the uid-107 launcher cannot use KVM and guests run under TCG, as in every test of the project (upstream's
  * developerConfiguration.useEmulation). The controllers read the config when they start: virt-controller is
  * restarted so the next launcher Pod is rendered with --allow-emulation. Returns once both have rolled out.
  */
 export function applyDeployWithEmulation(): void {
-  kubectl('apply', '-f', path.join(REPO, 'deploy'));
+  kubectl('apply', '-f', DEPLOY_DIR);
   kubectl(
     'patch',
     'configmap',

@@ -12,6 +12,8 @@ import net from 'node:net';
 import path from 'node:path';
 import { READY, REPO, processesMentioning, waitFor } from '../launcher/helpers.js';
 import {
+  DEPLOY_DIR,
+  IMAGES_JSON,
   KUBECONFIG,
   KUBECTL,
   NODE_NAME,
@@ -139,6 +141,27 @@ describe(`VirtualMachines on the single-node cluster (${reason ? `skipped: ${rea
       expect(dep.status.readyReplicas).toBe(2);
       const ds = getJson('daemonset', '-n', 'kubevirt-ts', 'virt-handler')!;
       expect(ds.status.numberReady).toBe(1);
+      // the node runs exactly the images tools/images/build.sh built: the Pods name them by digest, and the
+      // container runtime reports those digests for the running containers
+      const built = (
+        JSON.parse(readFileSync(IMAGES_JSON, 'utf8')) as { images: Record<string, { digest: string }> }
+      ).images;
+      for (const [app, selector] of [
+        ['virt-controller', 'kubevirt.io=virt-controller'],
+        ['virt-handler', 'kubevirt.io=virt-handler'],
+      ] as const) {
+        const pods = getJson('pods', '-n', 'kubevirt-ts', '-l', selector)!.items as {
+          metadata: { deletionTimestamp?: string };
+          spec: { containers: { image: string }[] };
+          status: { containerStatuses?: { imageID: string }[] };
+        }[];
+        const live = pods.filter((p) => !p.metadata.deletionTimestamp);
+        expect(live.length).toBeGreaterThan(0);
+        for (const p of live) {
+          expect(p.spec.containers[0]!.image).toBe(`localhost/kubevirt-ts/${app}@${built[app]!.digest}`);
+          expect(p.status.containerStatuses?.[0]?.imageID).toMatch(new RegExp(`@${built[app]!.digest}$`));
+        }
+      }
       // the handler serves its node: schedulable label, device plugins registered with kubelet
       await waitFor(
         'the node labelled schedulable by virt-handler, with its device plugins',

@@ -88,7 +88,7 @@ export class Informer<T extends KubeObject> {
   /** Lists (filling the cache and calling the add handlers) and starts watching; resolves once synced. */
   async start(): Promise<void> {
     this.stopped = false;
-    await this.relist();
+    await this.relist(true);
     this.synced = true;
     this.watchLoop();
   }
@@ -147,8 +147,14 @@ export class Informer<T extends KubeObject> {
     this.emit('delete', this.opts.transform ? this.opts.transform(o) : o);
   }
 
-  /** a list (in pages) replaces the cache: what it lacks is deleted, the rest added or updated */
-  private async relist(): Promise<void> {
+  /**
+   * A list (in pages) replaces the cache: what it lacks is deleted, the rest added or updated. `fromCache` (the
+   * first list only): from the API server's watch cache (resourceVersion 0, as client-go's reflector lists), no
+   * consistent read from etcd (which, with a label selector, reads every object of the resource); the watch that
+   * follows starts at the list's version, so nothing after it is missed, and the cache may answer in one page. Later
+   * lists (after 410 Gone or an error) read consistently: they never go back behind what the cache already saw.
+   */
+  private async relist(fromCache = false): Promise<void> {
     const { opts } = this;
     const seen = new Set<string>();
     let cont: string | undefined;
@@ -159,6 +165,7 @@ export class Informer<T extends KubeObject> {
         fieldSelector: opts.fieldSelector,
         limit: opts.pageSize ?? 250,
         continue: cont,
+        resourceVersion: cont || !fromCache ? undefined : '0',
       });
       for (const o of l.items) {
         seen.add(keyOf(o));

@@ -35,6 +35,11 @@ if (process.env['KVTS_BENCH_SMAPS']) {
   const top = [...by].sort((a, b) => b[1] - a[1]).slice(0, 8);
   process.stderr.write(`${top.map(([k, v]) => `${(v / 1024).toFixed(1)} MiB ${k}`).join('\n')}\n`);
 }
+if (process.env['KVTS_BENCH_HEAPSNAPSHOT']) {
+  // what the live heap holds: a snapshot for DevTools (Memory tab) or any heap-snapshot reader
+  const { writeHeapSnapshot } = await import('node:v8');
+  process.stderr.write(`heap snapshot: ${writeHeapSnapshot(process.env['KVTS_BENCH_HEAPSNAPSHOT'])}\n`);
+}
 const mib = (x: number) => +(x / 2 ** 20).toFixed(1);
 process.stdout.write(
   `${JSON.stringify({ rssMiB: mib(m.rss), heapUsedMiB: mib(m.heapUsed), heapTotalMiB: mib(m.heapTotal), writes: c.client.writes })}\n`,

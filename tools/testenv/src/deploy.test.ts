@@ -2,7 +2,8 @@
 // all of them apply (server-side, in file-name order), and SubjectAccessReview shows each service account
 // can do exactly what its component needs: the full verb x resource matrix is compared, not samples.
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
@@ -57,6 +58,63 @@ describe('deploy/ is generated', () => {
     expect(bad.stderr).toContain("gen-deploy: Unknown option '--bogus'");
     expect(bad.stderr).toContain('usage: node tools/gen-deploy.mjs');
     expect(bad.stderr).not.toContain('    at ');
+  });
+
+  it('--pin IMAGES.json --out DIR: a copy of deploy/ naming the built images by digest, everything else the same', () => {
+    const script = fileURLToPath(genDeployUrl);
+    const dir = mkdtempSync(join(tmpdir(), 'kvts-pin-'));
+    try {
+      const d = (c: string) => `sha256:${c.repeat(64)}`;
+      const images = {
+        images: {
+          'virt-controller': { image: 'localhost/kubevirt-ts/virt-controller:0.1.0-abc', digest: d('1') },
+          'virt-handler': { image: 'localhost/kubevirt-ts/virt-handler:0.1.0-abc', digest: d('2') },
+          'virt-launcher': { image: 'localhost/kubevirt-ts/virt-launcher:0.1.0-abc-dirty', digest: d('3') },
+        },
+      };
+      writeFileSync(join(dir, 'images.json'), JSON.stringify(images));
+      const out = join(dir, 'deploy');
+      const r = spawnSync(process.execPath, [script, '--pin', join(dir, 'images.json'), '--out', out], {
+        encoding: 'utf8',
+      });
+      expect(r.status).toBe(0);
+      const pinned = readdirSync(out).sort();
+      expect(pinned).toEqual(deployFiles);
+      const strip = (t: string) =>
+        t.replace(/\b(ghcr\.io|localhost)\/kubevirt-ts\/(virt-[a-z]+)[@:]\S+/g, 'IMAGE $2');
+      const seen = new Set<string>();
+      for (const f of pinned) {
+        const text = readFileSync(join(out, f), 'utf8');
+        // only the images differ from the committed file (the CRD links point at the repository's crds/)
+        expect({ f, text: strip(text) }).toEqual({
+          f,
+          text: strip(readFileSync(join(deployDir, f), 'utf8')),
+        });
+        for (const m of text.matchAll(/(?:ghcr\.io|localhost)\/kubevirt-ts\/\S+/g)) seen.add(m[0]);
+      }
+      expect([...seen].sort()).toEqual([
+        `localhost/kubevirt-ts/virt-controller@${d('1')}`,
+        `localhost/kubevirt-ts/virt-handler@${d('2')}`,
+        `localhost/kubevirt-ts/virt-launcher@${d('3')}`,
+      ]);
+      // the committed deploy/ is untouched and still current
+      expect(spawnSync(process.execPath, [script, '--check'], { encoding: 'utf8' }).status).toBe(0);
+      // a list without a digest (an image built before digests were recorded) is refused, naming the field
+      delete (images.images['virt-handler'] as { digest?: string }).digest;
+      writeFileSync(join(dir, 'images.json'), JSON.stringify(images));
+      const bad = spawnSync(process.execPath, [script, '--pin', join(dir, 'images.json'), '--out', out], {
+        encoding: 'utf8',
+      });
+      expect(bad.status).toBe(1);
+      expect(bad.stderr).toContain('images.json: images.virt-handler.digest: want sha256:<64 hex digits>');
+      const noOut = spawnSync(process.execPath, [script, '--pin', join(dir, 'images.json')], {
+        encoding: 'utf8',
+      });
+      expect(noOut.status).toBe(2);
+      expect(noOut.stderr).toContain('gen-deploy: --pin needs --out DIR');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('has the parts an operator applies, in an order that works (namespace and CRDs first)', () => {

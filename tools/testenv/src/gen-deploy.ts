@@ -8,9 +8,12 @@
 //   node tools/gen-deploy.mjs            write deploy/*.yaml
 //   node tools/gen-deploy.mjs --check    exit 1 when the committed files differ from what would be generated
 //   --registry R --tag T                 image registry and tag (defaults below; the committed files use them)
+//   --pin IMAGES.json --out DIR          a copy of deploy/ in DIR whose images are the ones tools/images/build.sh
+//                                        built, by digest (name@sha256:...); the committed deploy/ keeps its tags
 import {
   existsSync,
   lstatSync,
+  mkdirSync,
   readFileSync,
   readdirSync,
   readlinkSync,
@@ -18,7 +21,7 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type {
   KubernetesObject,
@@ -80,6 +83,13 @@ export type DeployObject = (
 export interface GeneratedDeploy {
   files: Record<string, string>;
   links: Record<string, string>;
+}
+
+/** `registry`/`tag` name the images (the committed files use the defaults); `pinned` names them exactly */
+export interface DeployOptions {
+  registry?: string;
+  tag?: string;
+  pinned?: DeployImages;
 }
 
 export const NAMESPACE = 'kubevirt-ts';
@@ -429,12 +439,46 @@ function rules(list: Rule[]): V1PolicyRule[] {
   return list.map(({ why: _why, ...r }) => r);
 }
 
-function images(registry: string, tag: string) {
+/** the image of each app: controller, handler, launcher */
+export interface DeployImages {
+  controller: string;
+  handler: string;
+  launcher: string;
+}
+
+function images(registry: string, tag: string): DeployImages {
   return {
     controller: `${registry}/virt-controller:${tag}`,
     handler: `${registry}/virt-handler:${tag}`,
     launcher: `${registry}/virt-launcher:${tag}`,
   };
+}
+
+/**
+ * The apps' images pinned by digest from tools/images/build.sh's `deploy/images/images.json` (`images.<app>.image`
+ * `repo:tag`, `images.<app>.digest` the manifest digest the node imports): `repo@sha256:...` for each. Throws naming
+ * the file and the field when one is missing or malformed.
+ */
+export function pinnedImages(file: string, json: string): DeployImages {
+  let doc: { images?: Record<string, { image?: unknown; digest?: unknown }> };
+  try {
+    doc = JSON.parse(json) as typeof doc;
+  } catch (e) {
+    throw new Error(`${file}: not JSON: ${(e as Error).message}`);
+  }
+  const pin = (app: string): string => {
+    const e = doc.images?.[app];
+    const field = `${file}: images.${app}`;
+    if (!e) throw new Error(`${field}: missing (build it: bash tools/images/build.sh ${app})`);
+    if (typeof e.image !== 'string' || !/^[a-z0-9.-]+(:\d+)?(\/[a-z0-9._-]+)+:[\w][\w.-]*$/.test(e.image))
+      throw new Error(`${field}.image: want repository:tag, got ${JSON.stringify(e.image)}`);
+    if (typeof e.digest !== 'string' || !/^sha256:[0-9a-f]{64}$/.test(e.digest))
+      throw new Error(
+        `${field}.digest: want sha256:<64 hex digits>, got ${JSON.stringify(e.digest)} (rebuild: bash tools/images/build.sh ${app})`,
+      );
+    return `${e.image.slice(0, e.image.lastIndexOf(':'))}@${e.digest}`;
+  };
+  return { controller: pin('virt-controller'), handler: pin('virt-handler'), launcher: pin('virt-launcher') };
 }
 
 function rbacDocs(name: string, clusterRules: Rule[], nsRules: Rule[]): DeployObject[] {
@@ -482,8 +526,9 @@ const restrictedContainer: V1SecurityContext = {
 export function deployObjects({
   registry = DEFAULT_REGISTRY,
   tag = DEFAULT_TAG,
-}: { registry?: string; tag?: string } = {}): Record<string, DeployObject[]> {
-  const img = images(registry, tag);
+  pinned,
+}: DeployOptions = {}): Record<string, DeployObject[]> {
+  const img = pinned ?? images(registry, tag);
   const envCommon = [
     {
       name: 'KVTS_NAMESPACE',
@@ -909,10 +954,7 @@ function toYaml(obj: DeployObject): string {
  * (name -> symlink target). The CRDs are symlinks `01-crd-<plural>.yaml -> crds/<file>`: kubectl follows
  * them, and they never go stale when @kubevirt-ts/api regenerates crds/ (only when its file set changes).
  */
-export function generateDeploy(
-  repoRoot: string,
-  opts: { registry?: string; tag?: string } = {},
-): GeneratedDeploy {
+export function generateDeploy(repoRoot: string, opts: DeployOptions = {}): GeneratedDeploy {
   const files: Record<string, string> = {};
   const links: Record<string, string> = {};
   const objs = deployObjects(opts);
@@ -961,22 +1003,65 @@ export function checkDeploy(repoRoot: string, generated: GeneratedDeploy): strin
   return [...diff, ...stale];
 }
 
+/**
+ * deploy/ written to another folder `dir` (e.g. a copy pinned by digest): the files, and the CRDs as symlinks to the
+ * repository's `deploy/crds` by absolute path. Files of ours already there are replaced; nothing else is touched.
+ */
+export function writeDeployCopy(repoRoot: string, dir: string, generated: GeneratedDeploy): void {
+  mkdirSync(dir, { recursive: true });
+  for (const f of readdirSync(dir)) if (f.endsWith('.yaml') && isOurs(dir, f)) rmSync(join(dir, f));
+  for (const [f, c] of Object.entries(generated.files)) writeFileSync(join(dir, f), c);
+  for (const [f, target] of Object.entries(generated.links)) {
+    rmSync(join(dir, f), { force: true });
+    symlinkSync(resolve(repoRoot, 'deploy', target), join(dir, f));
+  }
+}
+
+const USAGE =
+  'usage: node tools/gen-deploy.mjs [--check] [--registry R] [--tag T]\n       node tools/gen-deploy.mjs --pin IMAGES.json --out DIR';
+
 /** The CLI (tools/gen-deploy.mjs): writes deploy/, or with --check exits 1 when it is not current. */
 export function main(): void {
-  let values: { check?: boolean; registry?: string; tag?: string };
+  let values: { check?: boolean; registry?: string; tag?: string; pin?: string; out?: string };
   try {
     ({ values } = parseArgs({
-      options: { check: { type: 'boolean' }, registry: { type: 'string' }, tag: { type: 'string' } },
+      options: {
+        check: { type: 'boolean' },
+        registry: { type: 'string' },
+        tag: { type: 'string' },
+        pin: { type: 'string' },
+        out: { type: 'string' },
+      },
     }));
+    // a pinned deploy/ never overwrites the committed one (which names tags), nor is it checked against it
+    if (values.pin !== undefined && values.out === undefined) throw new Error('--pin needs --out DIR');
+    if (values.out !== undefined && values.check) throw new Error('--check and --out do not go together');
+    if (values.pin !== undefined && (values.registry !== undefined || values.tag !== undefined))
+      throw new Error('--pin names the images: --registry and --tag do not go with it');
   } catch (e) {
-    console.error(
-      `gen-deploy: ${(e as Error).message}\nusage: node tools/gen-deploy.mjs [--check] [--registry R] [--tag T]`,
-    );
+    console.error(`gen-deploy: ${(e as Error).message}\n${USAGE}`);
     process.exit(2);
   }
   const repoRoot = join(import.meta.dirname, '..', '..', '..');
   const deployDir = join(repoRoot, 'deploy');
-  const generated = generateDeploy(repoRoot, { registry: values.registry, tag: values.tag });
+  let pinned: DeployImages | undefined;
+  if (values.pin !== undefined) {
+    try {
+      pinned = pinnedImages(values.pin, readFileSync(values.pin, 'utf8'));
+    } catch (e) {
+      console.error(`gen-deploy: ${(e as Error).message}`);
+      process.exit(1);
+    }
+  }
+  const generated = generateDeploy(repoRoot, { registry: values.registry, tag: values.tag, pinned });
+  if (values.out !== undefined) {
+    writeDeployCopy(repoRoot, values.out, generated);
+    console.error(
+      `wrote ${Object.keys(generated.files).length} files and ${Object.keys(generated.links).length} CRD links to ${values.out}` +
+        (pinned ? ` (images ${pinned.controller}, ${pinned.handler}, ${pinned.launcher})` : ''),
+    );
+    return;
+  }
   const wrong = checkDeploy(repoRoot, generated);
   if (values.check) {
     if (wrong.length) {
