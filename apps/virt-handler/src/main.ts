@@ -2,7 +2,13 @@
 // virt-handler: the node agent. Flags, wiring and signals; the logic is @kubevirt-ts/handler.
 import { LiteKubeConfig } from '@kubevirt-ts/controller-runtime';
 import { readFileSync } from 'node:fs';
-import { Handler, startHandlerEndpoint, type HandlerEndpoint } from '@kubevirt-ts/handler';
+import {
+  Handler,
+  readTlsFiles,
+  startHandlerEndpoint,
+  watchTlsFiles,
+  type HandlerEndpoint,
+} from '@kubevirt-ts/handler';
 import { createLogger } from '@kubevirt-ts/log';
 import { FlagError, USAGE, parseHandlerFlags } from './flags.js';
 
@@ -37,9 +43,11 @@ async function main(): Promise<number> {
     },
   });
   let endpoint: HandlerEndpoint | undefined;
+  let tlsWatch: { stop(): void } | undefined;
   let stopping: Promise<void> | undefined;
   const stop = (signal: string) => {
     log.info(`${signal}: stopping (launchers keep running)`);
+    tlsWatch?.stop();
     stopping ??= (endpoint?.close() ?? Promise.resolve()).then(() => handler.stop());
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
@@ -48,14 +56,21 @@ async function main(): Promise<number> {
   if (handler.httpAddress) log.info(`serving /healthz and /metrics on ${handler.httpAddress}`);
   const sub = flags.subresource;
   if (sub) {
-    endpoint = await startHandlerEndpoint({
-      cert: readFileSync(sub.certFile),
-      key: readFileSync(sub.keyFile),
-      clientCA: readFileSync(sub.clientCaFile),
+    const files = { certFile: sub.certFile, keyFile: sub.keyFile, caFile: sub.clientCaFile };
+    const tls = await readTlsFiles(files);
+    const ep = await startHandlerEndpoint({
+      cert: tls.cert,
+      key: tls.key,
+      clientCA: tls.ca,
       port: sub.port,
       host: sub.address,
       log,
       lookup: (namespace, name) => handler.launcherFor(namespace, name),
+    });
+    endpoint = ep;
+    // virt-controller renews these (a mounted Secret): new connections get the new ones, no restart
+    tlsWatch = watchTlsFiles(files, tls, (m) => ep.setCredentials({ cert: m.cert, key: m.key, clientCA: m.ca }), {
+      log,
     });
     log.info(`serving subresources (mutual TLS) on ${sub.address}:${endpoint.port}`);
   }
