@@ -69,9 +69,14 @@ async function main(): Promise<number> {
     });
     endpoint = ep;
     // virt-controller renews these (a mounted Secret): new connections get the new ones, no restart
-    tlsWatch = watchTlsFiles(files, tls, (m) => ep.setCredentials({ cert: m.cert, key: m.key, clientCA: m.ca }), {
-      log,
-    });
+    tlsWatch = watchTlsFiles(
+      files,
+      tls,
+      (m) => ep.setCredentials({ cert: m.cert, key: m.key, clientCA: m.ca }),
+      {
+        log,
+      },
+    );
     log.info(`serving subresources (mutual TLS) on ${sub.address}:${endpoint.port}`);
   }
   await new Promise<void>((resolve) => {

@@ -51,7 +51,14 @@ function virtctl(args: string[], o: { tty?: boolean } = {}) {
   const p = o.tty
     ? spawn(
         'script',
-        ['-q', '-f', '-e', '-c', 'IFS="$(printf "\\n")"; set -f; exec "$KVTS_VIRTCTL" $KVTS_ARGS', '/dev/null'],
+        [
+          '-q',
+          '-f',
+          '-e',
+          '-c',
+          'IFS="$(printf "\\n")"; set -f; exec "$KVTS_VIRTCTL" $KVTS_ARGS',
+          '/dev/null',
+        ],
         { env, stdio: ['pipe', 'pipe', 'pipe'] },
       )
     : spawn(UPSTREAM, args, { env, stdio: ['pipe', 'pipe', 'pipe'] });
@@ -102,7 +109,8 @@ describe(`upstream virtctl ${TAG} against kubevirt-ts (${reason ? `skipped: ${re
   if (!missing) gate.requireCluster();
   afterAll(() => {
     for (const c of children) c.kill('SIGKILL');
-    if (!reason) kubectlTry('delete', 'vm', '-n', NS, VM, '--ignore-not-found', '--wait=true', '--timeout=300s');
+    if (!reason)
+      kubectlTry('delete', 'vm', '-n', NS, VM, '--ignore-not-found', '--wait=true', '--timeout=300s');
   });
 
   clusterTest(
@@ -134,8 +142,12 @@ describe(`upstream virtctl ${TAG} against kubevirt-ts (${reason ? `skipped: ${re
       );
       const v = await run('version');
       expect(v).toMatchObject({ code: 0 });
-      expect(v.stdout).toMatch(/^Client Version: version.Info\{GitVersion:"v1\.1\.0", GitCommit:"[0-9a-f]{40}"/m);
-      expect(v.stdout).toMatch(/^Server Version: version.Info\{GitVersion:"v\d+\.\d+\.\d+", .*Compiler:"node v\d/m);
+      expect(v.stdout).toMatch(
+        /^Client Version: version.Info\{GitVersion:"v1\.1\.0", GitCommit:"[0-9a-f]{40}"/m,
+      );
+      expect(v.stdout).toMatch(
+        /^Server Version: version.Info\{GitVersion:"v\d+\.\d+\.\d+", .*Compiler:"node v\d/m,
+      );
     },
     SLOW,
   );
@@ -176,7 +188,7 @@ describe(`upstream virtctl ${TAG} against kubevirt-ts (${reason ? `skipped: ${re
   );
 
   clusterTest(
-    "console on a terminal: typed input comes back; softreboot reboots the guest (its ready line again); Ctrl+] leaves",
+    'console on a terminal: typed input comes back; softreboot reboots the guest (its ready line again); Ctrl+] leaves',
     async () => {
       const con = virtctl(['console', VM], { tty: true });
       await con.waitForText('stdout', `Successfully connected to ${VM} console. The escape sequence is ^]`);
@@ -189,7 +201,12 @@ describe(`upstream virtctl ${TAG} against kubevirt-ts (${reason ? `skipped: ${re
         code: 0,
         stdout: `VMI ${VM} was scheduled to softreboot\n`,
       });
-      await waitFor('the ready line after the soft reboot', () => con.out.stdout.slice(before).includes(READY), SLOW, 200);
+      await waitFor(
+        'the ready line after the soft reboot',
+        () => con.out.stdout.slice(before).includes(READY),
+        SLOW,
+        200,
+      );
       expect(vmi()?.metadata.uid).toBe(uid); // the same VMI: the guest rebooted inside its QEMU
       con.p.stdin.write(Buffer.from([0x1d])); // Ctrl+]
       expect(await con.exited).toBe(0);
@@ -198,7 +215,7 @@ describe(`upstream virtctl ${TAG} against kubevirt-ts (${reason ? `skipped: ${re
   );
 
   clusterTest(
-    "vnc --proxy-only prints {\"port\":N}; a viewer there gets QEMU's RFB greeting",
+    'vnc --proxy-only prints {"port":N}; a viewer there gets QEMU\'s RFB greeting',
     async () => {
       const v = virtctl(['vnc', VM, '--proxy-only']);
       await v.waitForText('stdout', '}\n');
@@ -234,15 +251,23 @@ describe(`upstream virtctl ${TAG} against kubevirt-ts (${reason ? `skipped: ${re
   clusterTest(
     'migrate is accepted (a VirtualMachineInstanceMigration), its target Pod cannot be scheduled on one node; migrate-cancel deletes it',
     async () => {
-      expect(await run('migrate', VM)).toMatchObject({ code: 0, stdout: `VM ${VM} was scheduled to migrate\n` });
+      expect(await run('migrate', VM)).toMatchObject({
+        code: 0,
+        stdout: `VM ${VM} was scheduled to migrate\n`,
+      });
       const m = await waitFor('a migration of the VMI', () => migrations()[0], 60_000, 500);
       expect(m.metadata.name).toMatch(/^kubevirt-migrate-vm-/);
       // the target Pod (anti-affinity to the VMI's Pods) stays Pending: there is no second node
       const target = await waitFor(
         'the target Pod unschedulable',
         () =>
-          (getJson<{ items: Obj[] }>('pods', '-n', NS, '-l', `kubevirt.io/migrationJobUID=${m.metadata.uid}`)?.items ?? []).find(
-            (p) => (p.status?.conditions ?? []).some((c: Obj) => c.type === 'PodScheduled' && c.reason === 'Unschedulable'),
+          (
+            getJson<{ items: Obj[] }>('pods', '-n', NS, '-l', `kubevirt.io/migrationJobUID=${m.metadata.uid}`)
+              ?.items ?? []
+          ).find((p) =>
+            (p.status?.conditions ?? []).some(
+              (c: Obj) => c.type === 'PodScheduled' && c.reason === 'Unschedulable',
+            ),
           ),
         SLOW,
         1000,
@@ -262,7 +287,10 @@ describe(`upstream virtctl ${TAG} against kubevirt-ts (${reason ? `skipped: ${re
   clusterTest(
     'restart makes a new VMI; stop halts the VM; stop again is refused',
     async () => {
-      expect(await run('restart', VM)).toMatchObject({ code: 0, stdout: `VM ${VM} was scheduled to restart\n` });
+      expect(await run('restart', VM)).toMatchObject({
+        code: 0,
+        stdout: `VM ${VM} was scheduled to restart\n`,
+      });
       await runningVmi(uid);
       expect(await run('stop', VM)).toMatchObject({ code: 0, stdout: `VM ${VM} was scheduled to stop\n` });
       await waitFor('VMI gone', () => vmi() === undefined, SLOW, 500);

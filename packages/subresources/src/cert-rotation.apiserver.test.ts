@@ -37,7 +37,8 @@ const SECRETS: Resource = { group: '', version: 'v1', plural: 'secrets', namespa
 const log = createLogger({ component: 'test', silent: true });
 const unb64 = (s: string | undefined) => Buffer.from(s ?? '', 'base64').toString('utf8');
 const serial = (pem: string | Buffer) => new X509Certificate(pem).serialNumber;
-const signedBy = (pem: string, ca: string) => new X509Certificate(pem).verify(new X509Certificate(ca).publicKey);
+const signedBy = (pem: string, ca: string) =>
+  new X509Certificate(pem).verify(new X509Certificate(ca).publicKey);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 async function until<T>(what: string, f: () => Promise<T | undefined | false>, ms = 90_000): Promise<T> {
   const end = Date.now() + ms;
@@ -79,11 +80,14 @@ async function syncMount(): Promise<void> {
 /** the serving certificate a new connection to the endpoint gets, presenting the current client certificate */
 function servedSerial(tls: HandlerClientTls): Promise<string> {
   return new Promise((resolve, reject) => {
-    const s = connect({ host: '127.0.0.1', port: endpoint.port, servername: HANDLER_TLS_NAME, ...tls }, () => {
-      const c: PeerCertificate = s.getPeerCertificate();
-      s.end();
-      resolve(c.serialNumber.toUpperCase());
-    });
+    const s = connect(
+      { host: '127.0.0.1', port: endpoint.port, servername: HANDLER_TLS_NAME, ...tls },
+      () => {
+        const c: PeerCertificate = s.getPeerCertificate();
+        s.end();
+        resolve(c.serialNumber.toUpperCase());
+      },
+    );
     s.on('error', reject);
   });
 }
@@ -110,7 +114,11 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'kvts-rotation-'));
   env = await startTestEnv();
   client = new KubeClient(env.kubeConfig());
-  await client.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
+  await client.request('POST', '/api/v1/namespaces', {
+    apiVersion: 'v1',
+    kind: 'Namespace',
+    metadata: { name: NS },
+  });
   manager = new HandlerCertManager({
     client,
     namespace: NS,
@@ -136,7 +144,12 @@ beforeAll(async () => {
     log,
     lookup: () => undefined,
   });
-  connector = handlerConnector({ client, ...manager.current!, address: async () => '127.0.0.1', port: endpoint.port });
+  connector = handlerConnector({
+    client,
+    ...manager.current!,
+    address: async () => '127.0.0.1',
+    port: endpoint.port,
+  });
   watch = watchTlsFiles(
     files(),
     material,
@@ -208,7 +221,10 @@ test('leaves renewed twice and the CA rotated in two steps, without a failed cal
     return s['tls.crt'] !== served0['tls.crt'] ? s : undefined;
   });
   expect(signedBy(renewed['tls.crt']!, ca0['ca.crt']!)).toBe(true);
-  await until('virt-handler serving it', async () => (await servedSerial(manager.current!)) === serial(renewed['tls.crt']!));
+  await until(
+    'virt-handler serving it',
+    async () => (await servedSerial(manager.current!)) === serial(renewed['tls.crt']!),
+  );
   await until('a renewed client certificate', async () => clientSerials.length >= 2);
 
   // 2. CA rotation, step 1: the next CA is published in both bundles while the old one still signs
@@ -237,7 +253,10 @@ test('leaves renewed twice and the CA rotated in two steps, without a failed cal
     const s = await secret(HANDLER_CERTS_SECRET);
     return signedBy(s['tls.crt']!, newCa) ? s : undefined;
   });
-  await until('virt-handler serving it', async () => (await servedSerial(manager.current!)) === serial(afterServed['tls.crt']!));
+  await until(
+    'virt-handler serving it',
+    async () => (await servedSerial(manager.current!)) === serial(afterServed['tls.crt']!),
+  );
   expect(signedBy(manager.current!.cert, newCa)).toBe(true);
 
   // the old CA expires (30 s after it was made) and leaves both bundles

@@ -160,7 +160,10 @@ export class HandlerCertManager {
           name,
           namespace,
           annotations: { [MANAGED_BY_ANNOTATION]: MANAGED_BY, ...annotations },
-          labels: { 'app.kubernetes.io/part-of': 'kubevirt-ts', 'app.kubernetes.io/component': 'virt-controller' },
+          labels: {
+            'app.kubernetes.io/part-of': 'kubevirt-ts',
+            'app.kubernetes.io/component': 'virt-controller',
+          },
         },
         data: encoded,
       });
@@ -209,13 +212,20 @@ export class HandlerCertManager {
       annotations = { [NEXT_CA_PUBLISHED_ANNOTATION]: new Date(now).toISOString() };
     } else if (next) {
       if (!Number.isFinite(published)) reason = 'CA rotation: publication time recorded';
-      annotations = { [NEXT_CA_PUBLISHED_ANNOTATION]: new Date(Number.isFinite(published) ? published : now).toISOString() };
+      annotations = {
+        [NEXT_CA_PUBLISHED_ANNOTATION]: new Date(Number.isFinite(published) ? published : now).toISOString(),
+      };
     }
-    const keep = [...new Set(older)].filter((c) => c !== signing.cert && c !== next?.cert && notAfter(c) > now);
+    const keep = [...new Set(older)].filter(
+      (c) => c !== signing.cert && c !== next?.cert && notAfter(c) > now,
+    );
     const bundle = [signing.cert, ...(next ? [next.cert] : []), ...keep].join('');
     if (!reason && bundle === d('bundle.crt')) return { signing, bundle };
     if (!reason) reason = 'expired CA dropped from the bundle';
-    this.o.log?.info('writing the handler CA secret', { secret: `${namespace}/${HANDLER_CA_SECRET}`, reason });
+    this.o.log?.info('writing the handler CA secret', {
+      secret: `${namespace}/${HANDLER_CA_SECRET}`,
+      reason,
+    });
     await this.write(
       cur,
       HANDLER_CA_SECRET,
@@ -262,12 +272,17 @@ export class HandlerCertManager {
       secret: `${namespace}/${HANDLER_CERTS_SECRET}`,
       reason,
     });
-    await this.write(cur, HANDLER_CERTS_SECRET, { 'tls.crt': tls.cert, 'tls.key': tls.key, 'ca.crt': bundle });
+    await this.write(cur, HANDLER_CERTS_SECRET, {
+      'tls.crt': tls.cert,
+      'tls.key': tls.key,
+      'ca.crt': bundle,
+    });
   }
 
   private ensureClient(signing: KeyPair, bundle: string): HandlerClientTls {
     const c = this.clientTls;
-    if (c && c.ca === bundle && this.clientSigner === signing.cert && !this.due(c.cert, this.certValidity)) return c;
+    if (c && c.ca === bundle && this.clientSigner === signing.cert && !this.due(c.cert, this.certValidity))
+      return c;
     const mine = createServingCert(signing, {
       cn: 'virt-controller',
       dnsNames: [],
