@@ -56,7 +56,8 @@ function virtctl(args: string[], o: { tty?: boolean } = {}) {
           '-f',
           '-e',
           '-c',
-          'IFS="$(printf "\\n")"; set -f; exec "$KVTS_VIRTCTL" $KVTS_ARGS',
+          // split KVTS_ARGS at newlines only, no globbing
+          "IFS='\n'; set -f; exec \"$KVTS_VIRTCTL\" $KVTS_ARGS",
           '/dev/null',
         ],
         { env, stdio: ['pipe', 'pipe', 'pipe'] },
