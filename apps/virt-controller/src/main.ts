@@ -148,7 +148,8 @@ async function main(): Promise<number> {
   // mutual TLS to virt-handler: files, or certificates this process makes (Secrets shared with the DaemonSet)
   let handlerTls: { cert: string | Buffer; key: string | Buffer; ca: string | Buffer } | undefined;
   let handlerCerts: HandlerCertManager | undefined;
-  let connector: HandlerConnector | undefined;
+  // the connector is made once the first certificates exist; renewals after that go to it
+  const renewed: { connector?: HandlerConnector } = {};
   if (flags.handlerClient)
     handlerTls = {
       cert: readFileSync(flags.handlerClient.certFile),
@@ -163,12 +164,12 @@ async function main(): Promise<number> {
       caValidityMs: flags.handlerCaValiditySeconds * 1000,
       certValidityMs: flags.handlerCertValiditySeconds * 1000,
       log,
-      onClientTls: (t) => connector?.setTls(t),
+      onClientTls: (t) => renewed.connector?.setTls(t),
     });
     handlerTls = await handlerCerts.start();
     log.info('handler certificates ready', { secret: HANDLER_CERTS_SECRET });
   }
-  connector = handlerTls
+  const connector = handlerTls
     ? handlerConnector({
         client: new KubeClient(kc),
         ...handlerTls,
@@ -176,6 +177,7 @@ async function main(): Promise<number> {
         handlerNamespace: flags.handlerClient?.namespace ?? flags.webhookNamespace,
       })
     : undefined;
+  renewed.connector = connector;
   if (subresourcesCert && flags.subresourcesPort && requestHeader) {
     subresources = await startSubresourceServer({
       ...subresourcesCert,

@@ -57,7 +57,7 @@ function virtctl(args: string[], o: { tty?: boolean } = {}) {
           '-e',
           '-c',
           // split KVTS_ARGS at newlines only, no globbing
-          "IFS='\n'; set -f; exec \"$KVTS_VIRTCTL\" $KVTS_ARGS",
+          'IFS=\'\n\'; set -f; exec "$KVTS_VIRTCTL" $KVTS_ARGS',
           '/dev/null',
         ],
         { env, stdio: ['pipe', 'pipe', 'pipe'] },
@@ -68,18 +68,22 @@ function virtctl(args: string[], o: { tty?: boolean } = {}) {
   p.stdout.on('data', (d: Buffer) => (out.stdout += d.toString('latin1')));
   p.stderr.on('data', (d: Buffer) => (out.stderr += d.toString()));
   const exited = new Promise<number | null>((resolve) => p.on('close', (code) => resolve(code)));
-  const waitForText = (what: 'stdout' | 'stderr', text: string | RegExp, ms = SLOW) =>
-    waitFor(
-      `virtctl ${args.join(' ')}: ${String(text)} on ${what}`,
-      () => {
-        if (typeof text === 'string' ? out[what].includes(text) : text.test(out[what])) return true;
-        if (p.exitCode !== null)
-          throw new Error(`virtctl ${args.join(' ')} exited ${p.exitCode}: ${JSON.stringify(out)}`);
-        return false;
-      },
-      ms,
-      100,
-    );
+  const waitForText = async (what: 'stdout' | 'stderr', text: string | RegExp, ms = SLOW) => {
+    try {
+      await waitFor(
+        `virtctl ${args.join(' ')}: ${String(text)} on ${what}`,
+        () => {
+          if (typeof text === 'string' ? out[what].includes(text) : text.test(out[what])) return true;
+          if (p.exitCode !== null) throw new Error(`exited ${p.exitCode}`);
+          return false;
+        },
+        ms,
+        100,
+      );
+    } catch (e) {
+      throw new Error(`${(e as Error).message}; output so far: ${JSON.stringify(out).slice(-3000)}`);
+    }
+  };
   return { p, out, exited, waitForText };
 }
 async function run(...args: string[]) {
@@ -189,11 +193,28 @@ describe(`upstream virtctl ${TAG} against kubevirt-ts (${reason ? `skipped: ${re
   );
 
   clusterTest(
+    'console with stdin piped (no terminal; upstream reads it as it is): output, typed input echoed, Ctrl+] leaves',
+    async () => {
+      const con = virtctl(['console', VM]);
+      await con.waitForText('stderr', `Successfully connected to ${VM} console. The escape sequence is ^]`);
+      await con.waitForText('stdout', /HEARTBEAT[\s\S]*HEARTBEAT/, 120_000);
+      con.p.stdin.write('kvts-upstream-piped-3\r');
+      await con.waitForText('stdout', 'kvts-upstream-piped-3', 120_000);
+      con.p.stdin.write(Buffer.from([0x1d])); // Ctrl+]
+      expect(await con.exited).toBe(0);
+    },
+    SLOW,
+  );
+
+  clusterTest(
     'console on a terminal: typed input comes back; softreboot reboots the guest (its ready line again); Ctrl+] leaves',
     async () => {
       const con = virtctl(['console', VM], { tty: true });
       await con.waitForText('stdout', `Successfully connected to ${VM} console. The escape sequence is ^]`);
-      await new Promise((r) => setTimeout(r, 2000)); // the guest's tty is there; give the relay a moment
+      // the guest's output flows (its heartbeat line), then what is typed comes back from the guest's tty
+      const connected = con.out.stdout.length;
+      await con.waitForText('stdout', /HEARTBEAT[\s\S]*HEARTBEAT/, 120_000);
+      expect(con.out.stdout.length).toBeGreaterThan(connected);
       con.p.stdin.write('kvts-upstream-typed-7\r');
       await con.waitForText('stdout', 'kvts-upstream-typed-7', 120_000);
       const before = con.out.stdout.length;

@@ -811,6 +811,7 @@ export function webhookConfigurations(): [V1MutatingWebhookConfiguration, V1Vali
         hook('mutate.kubevirt-ts.kubevirt.io', '/mutate', [
           admissionRule(['virtualmachineinstances'], ['CREATE']),
           admissionRule(['virtualmachines'], ['CREATE', 'UPDATE']),
+          admissionRule(['virtualmachineinstancemigrations'], ['CREATE']),
         ]),
       ],
     },
