@@ -3,7 +3,7 @@
 // aggregation layer -> virt-controller's subresources.kubevirt.io -> virt-handler (mutual TLS) -> the launcher.
 // Each verb as a user types it, its output and exit status as upstream's virtctl prints them against upstream's
 // virt-api: version, start, pause/unpause (vm and vmi), console (on a pseudo-terminal: script(1); the guest's ready
-// line after a softreboot, typed input echoed), vnc --proxy-only (RFB greeting), guestosinfo without a guest agent,
+// line after a soft-reboot, typed input echoed), vnc --proxy-only (RFB greeting), guestosinfo without a guest agent,
 // migrate (accepted, as upstream's: the target Pod cannot be scheduled on a one-node cluster) and migrate-cancel,
 // restart, stop. Without the binary (no fetched upstream checkout, e.g. on CI) the suite is skipped, visibly.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
@@ -207,7 +207,7 @@ describe(`upstream virtctl ${TAG} against kubevirt-ts (${reason ? `skipped: ${re
   );
 
   clusterTest(
-    'console on a terminal: typed input comes back; softreboot reboots the guest (its ready line again); Ctrl+] leaves',
+    'console on a terminal: typed input comes back; soft-reboot reboots the guest (its ready line again); Ctrl+] leaves',
     async () => {
       const con = virtctl(['console', VM], { tty: true });
       await con.waitForText('stdout', `Successfully connected to ${VM} console. The escape sequence is ^]`);
@@ -219,9 +219,10 @@ describe(`upstream virtctl ${TAG} against kubevirt-ts (${reason ? `skipped: ${re
       await con.waitForText('stdout', 'kvts-upstream-typed-7', 120_000);
       const before = con.out.stdout.length;
 
-      expect(await run('softreboot', VM)).toMatchObject({
+      // upstream v1.1.0 names the command soft-reboot (the subresource is softreboot)
+      expect(await run('soft-reboot', VM)).toMatchObject({
         code: 0,
-        stdout: `VMI ${VM} was scheduled to softreboot\n`,
+        stdout: `VMI ${VM} was scheduled to soft-reboot\n`,
       });
       await waitFor(
         'the ready line after the soft reboot',
