@@ -33,8 +33,13 @@ describe('virt-controller flags', () => {
       subresourcesPort: 8444,
       handlerClient: undefined,
       manageHandlerCerts: false,
+      handlerCaValiditySeconds: 7 * 86400,
+      handlerCertValiditySeconds: 86400,
       handlerPort: 8186,
     });
+    expect(
+      parseControllerFlags(['--handler-ca-validity=600', '--handler-cert-validity=120'], {}, 'h'),
+    ).toMatchObject({ handlerCaValiditySeconds: 600, handlerCertValiditySeconds: 120 });
     expect(
       parseControllerFlags(
         ['--handler-client-cert-file=c', '--handler-client-key-file=k', '--handler-ca-file=ca'],
@@ -89,6 +94,7 @@ describe('virt-controller flags', () => {
     [['--webhook-secret=s', '--tls-cert-file=/c', '--tls-key-file=/k'], /give one/],
     [['--webhook-cert-validity=0'], /--webhook-cert-validity: must be a positive integer/],
     [['--handler-heartbeat-timeout=-1'], /--handler-heartbeat-timeout: must be a positive integer/],
+    [['--handler-cert-validity=0'], /--handler-cert-validity: must be a positive integer/],
     [
       [
         '--manage-handler-certs',

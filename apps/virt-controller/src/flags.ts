@@ -39,6 +39,8 @@ export interface ControllerFlags {
   handlerClient?: { certFile: string; keyFile: string; caFile: string; port: number; namespace: string };
   /** make the handler mutual-TLS certificates (Secrets in webhookNamespace) instead of --handler-client-* files */
   manageHandlerCerts: boolean;
+  handlerCaValiditySeconds: number;
+  handlerCertValiditySeconds: number;
   handlerPort: number;
 }
 
@@ -88,7 +90,11 @@ export const USAGE = `usage: virt-controller [flags]
                              its serving certificate; without them VMI verbs (pause, ...) answer 503
   --manage-handler-certs     make those certificates: a CA (Secret kubevirt-ts-handler-ca) signing virt-handler's
                              serving certificate (Secret virt-handler-certs, which the DaemonSet mounts) and a
-                             client certificate for this process (in memory); instead of the three files
+                             client certificate for this process (in memory); instead of the three files.
+                             All are renewed once 80% of their lifetime has passed (a new CA is trusted first,
+                             then signs); virt-handler re-reads the mounted Secret
+  --handler-ca-validity S    lifetime of that CA, seconds (default 604800: 7 days)
+  --handler-cert-validity S  lifetime of virt-handler's and this process's certificates, seconds (default 86400)
   --handler-port N           that endpoint's port (default 8186)`;
 
 export function parseControllerFlags(
@@ -133,6 +139,8 @@ export function parseControllerFlags(
         'handler-ca-file': { type: 'string' },
         'handler-port': { type: 'string' },
         'manage-handler-certs': { type: 'boolean' },
+        'handler-ca-validity': { type: 'string' },
+        'handler-cert-validity': { type: 'string' },
       },
     }).values;
   } catch (e) {
@@ -196,6 +204,8 @@ export function parseControllerFlags(
         }
       : undefined,
     manageHandlerCerts: v['manage-handler-certs'] ?? false,
+    handlerCaValiditySeconds: posInt('handler-ca-validity', v['handler-ca-validity'], 7 * 86400),
+    handlerCertValiditySeconds: posInt('handler-cert-validity', v['handler-cert-validity'], 86400),
     handlerPort: posInt('handler-port', v['handler-port'], 8186),
   };
 }

@@ -16,13 +16,14 @@ import {
   startManagedWebhooks,
   startWebhookServer,
   type WebhookServer,
-  ensureHandlerCertificates,
+  HandlerCertManager,
   HANDLER_CERTS_SECRET,
 } from '@kubevirt-ts/virt-controller-core';
 import {
   API_SERVICE as SUBRESOURCES_API_SERVICE,
   SERVICE as SUBRESOURCES_SERVICE,
   handlerConnector,
+  type HandlerConnector,
   loadRequestHeaderConfig,
   startSubresourceServer,
   type RequestHeaderConfig,
@@ -146,6 +147,9 @@ async function main(): Promise<number> {
   }
   // mutual TLS to virt-handler: files, or certificates this process makes (Secrets shared with the DaemonSet)
   let handlerTls: { cert: string | Buffer; key: string | Buffer; ca: string | Buffer } | undefined;
+  let handlerCerts: HandlerCertManager | undefined;
+  // the connector is made once the first certificates exist; renewals after that go to it
+  const renewed: { connector?: HandlerConnector } = {};
   if (flags.handlerClient)
     handlerTls = {
       cert: readFileSync(flags.handlerClient.certFile),
@@ -153,14 +157,27 @@ async function main(): Promise<number> {
       ca: readFileSync(flags.handlerClient.caFile),
     };
   else if (flags.manageHandlerCerts && flags.subresourcesPort) {
-    const certClient = new KubeClient(kc);
-    try {
-      handlerTls = await ensureHandlerCertificates(certClient, flags.webhookNamespace);
-      log.info('handler certificates ready', { secret: HANDLER_CERTS_SECRET });
-    } finally {
-      certClient.close();
-    }
+    // made, then renewed in place: a renewed client certificate or CA bundle goes to the connector below
+    handlerCerts = new HandlerCertManager({
+      client: new KubeClient(kc),
+      namespace: flags.webhookNamespace,
+      caValidityMs: flags.handlerCaValiditySeconds * 1000,
+      certValidityMs: flags.handlerCertValiditySeconds * 1000,
+      log,
+      onClientTls: (t) => renewed.connector?.setTls(t),
+    });
+    handlerTls = await handlerCerts.start();
+    log.info('handler certificates ready', { secret: HANDLER_CERTS_SECRET });
   }
+  const connector = handlerTls
+    ? handlerConnector({
+        client: new KubeClient(kc),
+        ...handlerTls,
+        port: flags.handlerPort,
+        handlerNamespace: flags.handlerClient?.namespace ?? flags.webhookNamespace,
+      })
+    : undefined;
+  renewed.connector = connector;
   if (subresourcesCert && flags.subresourcesPort && requestHeader) {
     subresources = await startSubresourceServer({
       ...subresourcesCert,
@@ -169,14 +186,7 @@ async function main(): Promise<number> {
       host: '0.0.0.0',
       port: flags.subresourcesPort,
       log,
-      node: handlerTls
-        ? handlerConnector({
-            client: new KubeClient(kc),
-            ...handlerTls,
-            port: flags.handlerPort,
-            handlerNamespace: flags.handlerClient?.namespace ?? flags.webhookNamespace,
-          })
-        : undefined,
+      node: connector,
     });
     log.info('serving subresources.kubevirt.io', { port: subresources.port });
     process.on('SIGHUP', () => {
@@ -203,6 +213,7 @@ async function main(): Promise<number> {
     if (running) await controller.stop();
     await webhooks?.close();
     await subresources?.close();
+    await handlerCerts?.stop();
     metrics?.closeAllConnections();
     metrics?.close();
     resolveDone();

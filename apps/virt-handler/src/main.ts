@@ -1,8 +1,13 @@
 #!/usr/bin/env node
 // virt-handler: the node agent. Flags, wiring and signals; the logic is @kubevirt-ts/handler.
 import { LiteKubeConfig } from '@kubevirt-ts/controller-runtime';
-import { readFileSync } from 'node:fs';
-import { Handler, startHandlerEndpoint, type HandlerEndpoint } from '@kubevirt-ts/handler';
+import {
+  Handler,
+  readTlsFiles,
+  startHandlerEndpoint,
+  watchTlsFiles,
+  type HandlerEndpoint,
+} from '@kubevirt-ts/handler';
 import { createLogger } from '@kubevirt-ts/log';
 import { FlagError, USAGE, parseHandlerFlags, readMigrationTls } from './flags.js';
 
@@ -21,6 +26,9 @@ async function main(): Promise<number> {
   // not client-node's KubeConfig: it loads client-node's API models (~80 MiB RSS) this process never uses
   const kc = flags.kubeconfig ? LiteKubeConfig.fromFile(flags.kubeconfig) : LiteKubeConfig.fromCluster();
   const { migrationFlags: mf, ...rest } = flags;
+  // one object, updated in place when virt-controller renews the mounted Secrets: the migration proxy reads it for
+  // every new listener and connection
+  const migrationTls = mf.tls && readMigrationTls(mf.tls);
   const handler = new Handler({
     kubeConfig: kc,
     logger: log,
@@ -29,13 +37,15 @@ async function main(): Promise<number> {
       address: mf.address,
       bindAddress: mf.bindAddress,
       launcherLibvirtSocket: mf.launcherLibvirtSocket,
-      tls: mf.tls && readMigrationTls(mf.tls),
+      tls: migrationTls,
     },
   });
   let endpoint: HandlerEndpoint | undefined;
+  const tlsWatches: { stop(): void }[] = [];
   let stopping: Promise<void> | undefined;
   const stop = (signal: string) => {
     log.info(`${signal}: stopping (launchers keep running)`);
+    for (const w of tlsWatches) w.stop();
     stopping ??= (endpoint?.close() ?? Promise.resolve()).then(() => handler.stop());
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
@@ -44,17 +54,43 @@ async function main(): Promise<number> {
   if (handler.httpAddress) log.info(`serving /healthz and /metrics on ${handler.httpAddress}`);
   const sub = flags.subresource;
   if (sub) {
-    endpoint = await startHandlerEndpoint({
-      cert: readFileSync(sub.certFile),
-      key: readFileSync(sub.keyFile),
-      clientCA: readFileSync(sub.clientCaFile),
+    const files = { certFile: sub.certFile, keyFile: sub.keyFile, caFile: sub.clientCaFile };
+    const tls = await readTlsFiles(files);
+    const ep = await startHandlerEndpoint({
+      cert: tls.cert,
+      key: tls.key,
+      clientCA: tls.ca,
       clientNames: sub.clientNames,
       port: sub.port,
       host: sub.address,
       log,
       lookup: (namespace, name) => handler.launcherFor(namespace, name),
     });
+    endpoint = ep;
+    // virt-controller renews these (a mounted Secret): new connections get the new ones, no restart
+    tlsWatches.push(
+      watchTlsFiles(files, tls, (m) => ep.setCredentials({ cert: m.cert, key: m.key, clientCA: m.ca }), {
+        log,
+      }),
+    );
     log.info(`serving subresources (mutual TLS) on ${sub.address}:${endpoint.port}`);
+  }
+  if (mf.tls && migrationTls) {
+    const t = mf.tls;
+    const mt = migrationTls;
+    const served = { certFile: t.certFile, keyFile: t.keyFile, caFile: t.caFile };
+    tlsWatches.push(watchTlsFiles(served, await readTlsFiles(served), (m) => Object.assign(mt, m), { log }));
+    if (t.clientCertFile && t.clientKeyFile) {
+      const client = { certFile: t.clientCertFile, keyFile: t.clientKeyFile, caFile: t.caFile };
+      tlsWatches.push(
+        watchTlsFiles(
+          client,
+          await readTlsFiles(client),
+          (m) => Object.assign(mt, { clientCert: m.cert, clientKey: m.key, ca: m.ca }),
+          { log },
+        ),
+      );
+    }
   }
   await new Promise<void>((resolve) => {
     const t = setInterval(() => {

@@ -36,3 +36,4 @@ export * from './pod-network.js';
 export * from './subresource-endpoint.js';
 export * from './container-disks.js';
 export * from './launcher-socket.js';
+export * from './tls-files.js';

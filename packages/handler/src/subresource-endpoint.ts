@@ -58,6 +58,11 @@ export type StreamKind = keyof typeof STREAM_SOCKETS;
 export interface HandlerEndpoint {
   port: number;
   server: Server;
+  /**
+   * a renewed serving certificate or client CA bundle (certificate rotation): new connections use them, open ones
+   * (a console, a pooled connection) keep what they were made with
+   */
+  setCredentials(c: { cert: string | Buffer; key: string | Buffer; clientCA: string | Buffer }): void;
   close(): Promise<void>;
 }
 
@@ -96,14 +101,15 @@ const items = (v: unknown): unknown[] =>
   Array.isArray(v) ? v : ((v as { items?: unknown[] } | undefined)?.items ?? []);
 
 export async function startHandlerEndpoint(o: HandlerEndpointOptions): Promise<HandlerEndpoint> {
-  const server = createServer({
-    cert: o.cert,
-    key: o.key,
-    ca: o.clientCA,
+  const tlsOptions = (c: { cert: string | Buffer; key: string | Buffer; clientCA: string | Buffer }) => ({
+    cert: c.cert,
+    key: c.key,
+    ca: c.clientCA,
     requestCert: true,
     rejectUnauthorized: true,
-    minVersion: 'TLSv1.2',
+    minVersion: 'TLSv1.2' as const,
   });
+  const server = createServer(tlsOptions(o));
   if (o.clientNames) {
     const names = o.clientNames;
     // before any request is read: a client of the right CA but another name gets nothing
@@ -202,6 +208,7 @@ export async function startHandlerEndpoint(o: HandlerEndpointOptions): Promise<H
   return {
     port: (server.address() as AddressInfo).port,
     server,
+    setCredentials: (c) => server.setSecureContext(tlsOptions(c)),
     close: () =>
       new Promise((resolve) => {
         streams.close();

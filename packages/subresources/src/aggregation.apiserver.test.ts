@@ -278,8 +278,14 @@ test('VMI verbs: validated as upstream, then refused with 503 naming the missing
   await createVmi('run-vmi', 'Running');
   f = await failure(editor.request('PUT', `${SUB}/virtualmachineinstances/run-vmi/unpause`, {}));
   expect((f.body as { message: string }).message).toMatch(/VMI is not paused$/);
+  // the guest agent reads fail as upstream's httpGetRequestHandler: 500 with the error's text as the body
   f = await failure(editor.request('GET', `${SUB}/virtualmachineinstances/run-vmi/guestosinfo`));
-  expect((f.body as { message: string }).message).toMatch(/VMI does not have guest agent connected$/);
+  expect(f).toEqual({
+    status: 500,
+    body: 'Operation cannot be fulfilled on virtualmachineinstance.kubevirt.io "run-vmi": VMI does not have guest agent connected',
+  });
+  f = await failure(editor.request('GET', `${SUB}/virtualmachineinstances/no-such-vmi/userlist`));
+  expect(f).toEqual({ status: 500, body: 'virtualmachineinstance.kubevirt.io "no-such-vmi" not found' });
   f = await failure(editor.request('PUT', `${SUB}/virtualmachineinstances/run-vmi/pause`, {}));
   expect(f.status).toBe(503);
   expect((f.body as { message: string }).message).toMatch(

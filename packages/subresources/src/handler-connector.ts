@@ -26,7 +26,13 @@ export interface HandlerConnectorOptions {
   timeoutMs?: number;
 }
 
-export function handlerConnector(o: HandlerConnectorOptions): NodeConnector {
+/** a NodeConnector whose client certificate and trusted CAs can be replaced (certificate rotation) */
+export interface HandlerConnector extends NodeConnector {
+  /** new calls and streams use these; open ones keep what they were made with */
+  setTls(t: { cert: string | Buffer; key: string | Buffer; ca: string | Buffer }): void;
+}
+
+export function handlerConnector(o: HandlerConnectorOptions): HandlerConnector {
   const port = o.port ?? 8186;
   const ns = o.handlerNamespace ?? 'kubevirt-ts';
   const address =
@@ -55,7 +61,7 @@ export function handlerConnector(o: HandlerConnectorOptions): NodeConnector {
     const path = `/v1/namespaces/${encodeURIComponent(vmi.metadata!.namespace!)}/virtualmachineinstances/${encodeURIComponent(vmi.metadata!.name!)}/${verb}`;
     return { node, host, path };
   };
-  const tls = {
+  let tls = {
     cert: o.cert,
     key: o.key,
     ca: o.ca,
@@ -139,6 +145,9 @@ export function handlerConnector(o: HandlerConnectorOptions): NodeConnector {
   };
 
   return {
+    setTls(t) {
+      tls = { ...tls, cert: t.cert, key: t.key, ca: t.ca };
+    },
     stream,
     async put(vmi, verb, body) {
       await call(vmi, verb, 'PUT', body);

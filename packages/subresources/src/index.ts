@@ -29,4 +29,9 @@ export {
   type UpgradedStream,
 } from './verbs.js';
 export * from './status.js';
-export { handlerConnector, HANDLER_TLS_NAME, type HandlerConnectorOptions } from './handler-connector.js';
+export {
+  handlerConnector,
+  HANDLER_TLS_NAME,
+  type HandlerConnector,
+  type HandlerConnectorOptions,
+} from './handler-connector.js';

@@ -301,6 +301,21 @@ export async function startSubresourceServer(opts: SubresourceServerOptions): Pr
     if (expected !== method) throw methodNotAllowed(method, path);
     const body = method === 'PUT' ? await readBody(req) : '';
     log?.info('subresource request', { user: who.user, namespace, name, kind: resource, subresource });
+    if (resource === 'virtualmachineinstances' && method === 'GET') {
+      // the guest agent reads (guestosinfo, userlist, filesystemlist): as upstream's httpGetRequestHandler, every
+      // failure (a missing VMI, validation, virt-handler) is a 500 whose body is the error's text, not a Status
+      // (upstream's virtctl shows it as `an error on the server ("...") has prevented the request from succeeding`)
+      let got: { code: number; body?: unknown };
+      try {
+        got = await verbs.vmi(subresource as VmiVerb, namespace, name, body);
+      } catch (e) {
+        const text = e instanceof Error ? e.message : String(e);
+        if (!(e instanceof StatusError)) log?.error('subresource request failed', { reason: text });
+        res.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' }).end(text);
+        return;
+      }
+      return sendJson(res, got.code, got.body);
+    }
     const out =
       resource === 'virtualmachines'
         ? await verbs.vm(subresource as VmVerb, namespace, name, body)

@@ -61,6 +61,9 @@ function deny(uid: string, kind: string, errs: FieldError[]): AdmissionResponse 
 }
 
 /** Mutating webhook: defaults for VM and VMI (VMI: on create only), and the VMI finalizer. */
+/** on a VirtualMachineInstanceMigration: the name of its VMI (upstream's `MigrationSelectorLabel`) */
+export const MIGRATION_VMI_LABEL = 'kubevirt.io/vmi-name';
+
 export function mutate(req: AdmissionRequest): AdmissionResponse {
   const obj = req.object as
     { kind?: string; spec?: unknown; metadata?: { finalizers?: string[] } } | undefined;
@@ -75,6 +78,20 @@ export function mutate(req: AdmissionRequest): AdmissionResponse {
       if (!fin) ops.push({ op: 'add', path: '/metadata/finalizers', value: [VMI_FINALIZER] });
       else if (!fin.includes(VMI_FINALIZER))
         ops.push({ op: 'add', path: '/metadata/finalizers/-', value: VMI_FINALIZER });
+    } else if (kind === 'VirtualMachineInstanceMigration' && req.operation === 'CREATE' && obj) {
+      // as upstream's migration-create mutator: the label `kubevirt.io/vmi-name` names the VMI, so clients
+      // (upstream virtctl's migrate-cancel) find a VMI's migrations by label selector
+      const vmiName = (obj.spec as { vmiName?: unknown } | undefined)?.vmiName;
+      const labels = (obj.metadata as { labels?: Record<string, string> } | undefined)?.labels;
+      if (typeof vmiName === 'string' && labels?.[MIGRATION_VMI_LABEL] !== vmiName) {
+        if (!obj.metadata) ops.push({ op: 'add', path: '/metadata', value: {} });
+        if (!labels) ops.push({ op: 'add', path: '/metadata/labels', value: {} });
+        ops.push({
+          op: 'add',
+          path: `/metadata/labels/${MIGRATION_VMI_LABEL.replace('/', '~1')}`,
+          value: vmiName,
+        });
+      }
     } else if (kind === 'VirtualMachine' && obj) {
       const d = setVirtualMachineDefaults(obj as VirtualMachine);
       if (!deepEqual(d.spec, obj.spec))

@@ -49,6 +49,12 @@ export {
 export { createCA, createServingCert, splitPem, type KeyPair } from './certs.js';
 export {
   ensureHandlerCertificates,
+  HandlerCertManager,
+  DEFAULT_CA_PROPAGATION_MS,
+  DEFAULT_HANDLER_CA_VALIDITY_MS,
+  DEFAULT_HANDLER_CERT_VALIDITY_MS,
+  NEXT_CA_PUBLISHED_ANNOTATION,
+  type HandlerCertOptions,
   HANDLER_CA_SECRET,
   HANDLER_CERTS_SECRET,
   HANDLER_SERVER_NAME,

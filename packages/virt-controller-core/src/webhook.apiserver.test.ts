@@ -13,7 +13,7 @@ import {
 import { KubeClient, type KubeObject, type Resource } from '@kubevirt-ts/controller-runtime';
 import type { TestEnv } from '@kubevirt-ts/testenv';
 import { formatFieldError } from './admission.js';
-import { VMIS, VMS, VMI_FINALIZER, type Vm, type Vmi } from './common.js';
+import { VMIMS, VMIS, VMS, VMI_FINALIZER, type Vm, type Vmi } from './common.js';
 import { startApiserver } from './test-apiserver.js';
 import { MUTATE_PATH, VALIDATE_PATH, startWebhookServer, type WebhookServer } from './webhook.js';
 
@@ -119,7 +119,11 @@ function webhookConfig(kind: 'Mutating' | 'Validating', port: number, ca: string
         },
         rules:
           kind === 'Mutating'
-            ? [rule(['virtualmachineinstances'], ['CREATE']), rule(['virtualmachines'], ['CREATE', 'UPDATE'])]
+            ? [
+                rule(['virtualmachineinstances'], ['CREATE']),
+                rule(['virtualmachines'], ['CREATE', 'UPDATE']),
+                rule(['virtualmachineinstancemigrations'], ['CREATE']),
+              ]
             : [
                 rule(
                   ['virtualmachines', 'virtualmachineinstances', 'virtualmachineinstancemigrations'],
@@ -205,6 +209,18 @@ describe('admission webhooks through the API server', () => {
     expect(created.spec).toEqual(setVirtualMachineInstanceDefaults(vmi).spec);
     expect(created.spec.domain.firmware?.uuid).toBeDefined();
     expect(created.metadata.finalizers).toEqual([VMI_FINALIZER]);
+  });
+
+  it("a migration is labelled with its VMI's name (kubevirt.io/vmi-name), as upstream's mutator does", async () => {
+    const created = await api.create<KubeObject>(VMIMS, NS, {
+      apiVersion: 'kubevirt.io/v1',
+      kind: 'VirtualMachineInstanceMigration',
+      metadata: { generateName: 'kubevirt-migrate-vm-', namespace: NS, labels: { keep: 'me' } },
+      spec: { vmiName: 'defaults' },
+    } as KubeObject);
+    expect(created.metadata?.labels).toEqual({ keep: 'me', 'kubevirt.io/vmi-name': 'defaults' });
+    const list = await api.list<KubeObject>(VMIMS, NS, { labelSelector: 'kubevirt.io/vmi-name==defaults' });
+    expect(list.items.map((m) => m.metadata?.name)).toEqual([created.metadata?.name]);
   });
 
   it('a VMI spec cannot change after creation; its labels can', async () => {

@@ -109,6 +109,19 @@ export function reasonOf(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
+const softRebootVerb = (command: string): Verb => ({
+  usage: `${command} NAME`,
+  summary: 'Soft-reboot a virtual machine instance (guest agent, else ACPI)',
+  flags: {},
+  args: ['NAME'],
+  async run(ctx, [name]) {
+    await attempt(`Error soft rebooting VirtualMachineInstance ${name}: `, () =>
+      put(ctx, vmPath(ctx.namespace, 'virtualmachineinstances', name!, 'softreboot'), {}),
+    );
+    scheduled(ctx, 'VMI', name!, 'soft-reboot');
+  },
+});
+
 const pauseVerb = (verb: 'pause' | 'unpause'): Verb => ({
   usage: `${verb} (vm|vmi) NAME`,
   summary: `${verb === 'pause' ? 'Pause' : 'Unpause'} a virtual machine (vm: the instance of that VM)`,
@@ -205,18 +218,9 @@ export const VERBS: Record<string, Verb> = {
   },
   pause: pauseVerb('pause'),
   unpause: pauseVerb('unpause'),
-  softreboot: {
-    usage: 'softreboot NAME',
-    summary: 'Soft-reboot a virtual machine instance (guest agent, else ACPI)',
-    flags: {},
-    args: ['NAME'],
-    async run(ctx, [name]) {
-      await attempt(`Error soft rebooting VirtualMachineInstance ${name}: `, () =>
-        put(ctx, vmPath(ctx.namespace, 'virtualmachineinstances', name!, 'softreboot'), {}),
-      );
-      scheduled(ctx, 'VMI', name!, 'softreboot');
-    },
-  },
+  // upstream's command is `soft-reboot` (and so is its message); `softreboot`, the subresource's name, works too
+  'soft-reboot': softRebootVerb('soft-reboot'),
+  softreboot: softRebootVerb('softreboot'),
   migrate: {
     usage: 'migrate NAME',
     summary: 'Live-migrate a virtual machine to another node',

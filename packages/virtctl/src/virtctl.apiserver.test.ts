@@ -99,6 +99,7 @@ describe('usage (no cluster needed)', () => {
       'pause',
       'unpause',
       'softreboot',
+      'soft-reboot',
       'migrate',
       'migrate-cancel',
       'guestosinfo',
@@ -232,6 +233,11 @@ describe('against the aggregated API', () => {
     r = await asBob('unpause', 'vmi', 'vm-p');
     expect(r.stderr).toBe(
       'Error unpausing VirtualMachineInstance vm-p: Operation cannot be fulfilled on virtualmachineinstance.kubevirt.io "vm-p": VMI is not paused\n',
+    );
+    r = await asBob('soft-reboot', 'vm-p');
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(
+      /^Error soft rebooting VirtualMachineInstance vm-p: softreboot of .* not implemented/,
     );
     r = await asBob('softreboot', 'vm-p');
     expect(r.code).toBe(1);

@@ -214,8 +214,8 @@ export const CONTROLLER_NAMESPACE_RULES: Rule[] = [
     apiGroups: [''],
     resources: ['secrets'],
     resourceNames: [HANDLER_CA_SECRET, HANDLER_CERTS_SECRET, HANDLER_CLIENT_CERTS_SECRET],
-    verbs: ['get'],
-    why: "get: the CA of the mutual TLS with virt-handler (signs this process's client certificate) and virt-handler's serving and client certificate Secrets (checked against that CA); made with create above the first time; these Secrets only",
+    verbs: ['get', 'update'],
+    why: "get/update: the CA of the mutual TLS with virt-handler (signs this process's client certificate) and virt-handler's serving and client certificate Secrets (checked against that CA), read by every replica and renewed before they expire (--manage-handler-certs); made with create above the first time; these Secrets only",
   },
   {
     apiGroups: ['coordination.k8s.io'],
@@ -877,6 +877,7 @@ export function webhookConfigurations(): [V1MutatingWebhookConfiguration, V1Vali
         hook('mutate.kubevirt-ts.kubevirt.io', '/mutate', [
           admissionRule(['virtualmachineinstances'], ['CREATE']),
           admissionRule(['virtualmachines'], ['CREATE', 'UPDATE']),
+          admissionRule(['virtualmachineinstancemigrations'], ['CREATE']),
         ]),
       ],
     },
