@@ -233,13 +233,13 @@ const NEEDS: Record<'controller' | 'handler', Need[]> = {
       verbs: ['get', 'update', 'create'],
     },
     // the mutual TLS with virt-handler (--manage-handler-certs): the CA, the handlers' serving and client
-    // certificates, read by every replica (made with the namespace-wide create the first time)
+    // certificates, read and renewed by every replica (made with the namespace-wide create the first time)
     ...['kubevirt-ts-handler-ca', 'virt-handler-certs', 'virt-handler-client-certs'].map((name) => ({
       group: '',
       resource: 'secrets',
       namespace: 'kubevirt-ts',
       name,
-      verbs: ['get', 'create'],
+      verbs: ['get', 'update', 'create'],
     })),
     {
       group: 'admissionregistration.k8s.io',
