@@ -57,7 +57,7 @@ describe('masquerade, dual stack (the Pod has IPv4 and IPv6)', () => {
     if (isRoot) t6.destroy();
   });
   rootTest(
-    'the guest side gets fd10:0:2::1/120 on the bridge; node -> Pod IPv6:8080 reaches the guest at fd10:0:2::2, the guest reaches the node with the Pod IPv6 as source; IPv4 unchanged; teardown removes both tables',
+    'the guest side gets fd10:0:2::1/120 on the bridge, the guest fd10:0:2::2 by DHCPv6 (with DNS and search list); node -> Pod IPv6:8080 reaches the guest at fd10:0:2::2, the guest reaches the node with the Pod IPv6 as source; IPv4 unchanged; teardown removes both tables',
     async () => {
       const plan = planPodNetwork(vmi({ masquerade: {}, ports: [{ port: 8080 }] }))!;
       const config = await setupPodNetwork(plan, { netns: t6.podPath });
@@ -73,12 +73,20 @@ describe('masquerade, dual stack (the Pod has IPv4 and IPv6)', () => {
       expect(bridge6).toEqual(['fd10:0:2::1/120']);
       expect(t6.exec(t6.pod, ['sysctl', '-n', 'net.ipv6.conf.all.forwarding']).trim()).toBe('1');
       const guest = t6.addGuest(plan.bridge);
-      // no DHCPv6 yet: the guest is configured as upstream documents it for IPv6 (cloud-init), statically
-      t6.exec(guest, ['ip', '-6', 'addr', 'add', 'fd10:0:2::2/120', 'dev', 'eth0', 'nodad']);
-      t6.exec(guest, ['ip', '-6', 'route', 'add', 'default', 'via', 'fd10:0:2::1']);
       const dhcp = await startDhcpInNetns(t6, config);
       try {
         expect(t6.dhcp(guest)).toMatchObject({ ip: '10.0.2.2', router: '10.0.2.1' });
+        // the IPv6 address, DNS server and search list by DHCPv6 (ISC dhclient -6, stateful)
+        expect(t6.dhcp6(guest)).toMatchObject({
+          reason: 'BOUND6',
+          new_ip6_address: 'fd10:0:2::2',
+          new_dhcp6_name_servers: 'fd00:10:96::a',
+          new_dhcp6_domain_search: 'ns1.svc.cluster.local. cluster.local.',
+        });
+        expect(await dhcp.waitForLease6()).toMatch(/^fd10:0:2::2 [0-9a-f]+$/);
+        // no router advertisements (see the README): the default route is the guest's own, as upstream's
+        t6.exec(guest, ['ip', '-6', 'route', 'add', 'fd10:0:2::1', 'dev', 'eth0']);
+        t6.exec(guest, ['ip', '-6', 'route', 'add', 'default', 'via', 'fd10:0:2::1']);
         const inbound = tcpEcho(guest, '::', 8080);
         await inbound.ready;
         expect(tcpGet(t6.node, POD_IP6, 8080)).toBe(NODE_IP6);
@@ -105,6 +113,26 @@ describe('masquerade, dual stack (the Pod has IPv4 and IPv6)', () => {
       await teardownPodNetwork(config, { netns: t6.podPath });
       expect(nftTables(t6)).not.toContain(NFT_TABLE);
       expect(t6.links(t6.pod)).not.toContain('k6t-eth0');
+    },
+  );
+
+  rootTest(
+    "DHCPv6 as uid 107 with no capability (the Pod's ip_unprivileged_port_start=67 covers port 547): the guest gets fd10:0:2::2; a second client's RENEW of a stale address is answered",
+    async () => {
+      const config = await setupPodNetwork(planPodNetwork(vmi({ masquerade: {} }))!, { netns: t6.podPath });
+      t6.exec(t6.pod, ['sysctl', '-q', '-w', 'net.ipv4.ip_unprivileged_port_start=67']);
+      const dhcp = await startDhcpInNetns(t6, config, { caps: [], args: hostname });
+      try {
+        const status = readFileSync(`/proc/${dhcp.pid}/status`, 'utf8');
+        expect(/^Uid:\s+(\d+)/m.exec(status)![1]).toBe('107');
+        expect(/^CapEff:\s+(\w+)/m.exec(status)![1]).toBe('0000000000000000');
+        const guest = t6.addGuest(config.bridge);
+        expect(t6.dhcp6(guest)).toMatchObject({ reason: 'BOUND6', new_ip6_address: 'fd10:0:2::2' });
+        expect(await dhcp.waitForLease6()).toMatch(/^fd10:0:2::2 /);
+      } finally {
+        expect(await dhcp.stop()).toBe(0);
+      }
+      await teardownPodNetwork(config, { netns: t6.podPath });
     },
   );
 

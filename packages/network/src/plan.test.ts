@@ -92,12 +92,16 @@ test('guestAddresses and netmask', () => {
   expect(netmask(20)).toBe('255.255.240.0');
 });
 
-test('parseResolvConf: IPv4 servers, the last search line, comments', () => {
+test('parseResolvConf: IPv4 servers, IPv6 servers apart (DHCPv6), the last search line, comments', () => {
   expect(
     parseResolvConf(
       '# x\nnameserver 10.96.0.10\nnameserver fd00::10\nsearch a.svc.cluster.local svc.cluster.local\noptions ndots:5\n',
     ),
-  ).toEqual({ nameservers: ['10.96.0.10'], searchDomains: ['a.svc.cluster.local', 'svc.cluster.local'] });
+  ).toEqual({
+    nameservers: ['10.96.0.10'],
+    nameservers6: ['fd00::10'],
+    searchDomains: ['a.svc.cluster.local', 'svc.cluster.local'],
+  });
   expect(parseResolvConf('domain x.y\nsearch b.c ;bad\n')).toEqual({
     nameservers: [],
     searchDomains: ['b.c'],
