@@ -117,7 +117,7 @@ describe('masquerade, dual stack (the Pod has IPv4 and IPv6)', () => {
   );
 
   rootTest(
-    "DHCPv6 as uid 107 with no capability (the Pod's ip_unprivileged_port_start=67 covers port 547): the guest gets fd10:0:2::2; a second client's RENEW of a stale address is answered",
+    "DHCPv6 as uid 107 with no capability (the Pod's ip_unprivileged_port_start=67 covers port 547): the guest gets fd10:0:2::2",
     async () => {
       const config = await setupPodNetwork(planPodNetwork(vmi({ masquerade: {} }))!, { netns: t6.podPath });
       t6.exec(t6.pod, ['sysctl', '-q', '-w', 'net.ipv4.ip_unprivileged_port_start=67']);

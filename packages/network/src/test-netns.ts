@@ -165,6 +165,12 @@ export function createTopology(opts: { ipv6?: boolean } = {}): Topology {
       const out = path.join(tmp, `lease6-${guest}`);
       const pid = path.join(tmp, `dhclient6-${guest}.pid`);
       pidFiles.push(pid);
+      // dhclient binds to the link-local address: wait until it has one that passed DAD
+      for (let i = 0; i < 100; i++) {
+        const ll = sh(inNs(guest, ['ip', '-6', 'addr', 'show', 'dev', 'eth0', 'scope', 'link']));
+        if (ll.includes('inet6') && !ll.includes('tentative')) break;
+        spawnSync('sleep', ['0.1']);
+      }
       // -1: one try (exits non-zero without a lease); then it goes to the background: its pid file ends it
       const r = spawnSync(
         'ip',
