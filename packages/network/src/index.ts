@@ -20,7 +20,14 @@ export {
   NFT_TABLE,
 } from './phase1.js';
 export type { PodNetworkConfig, Phase1Options, Route } from './phase1.js';
-export { startDhcpServer, startDhcp6Server, startGuestDhcp, leaseConfig, lease6Config } from './phase2.js';
+export {
+  startDhcpServer,
+  startDhcp6Server,
+  startGuestDhcp,
+  leaseConfig,
+  lease6Config,
+  withGuestMac,
+} from './phase2.js';
 export {
   dhcpReply,
   parseDhcpRequest,

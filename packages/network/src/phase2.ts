@@ -48,6 +48,11 @@ export interface DhcpServer {
   readonly tap: string;
   /** the DHCPv6 server beside it (masquerade in a Pod with IPv6; started by startGuestDhcp) */
   readonly v6?: Dhcp6Server;
+  /**
+   * bridge binding, an interface without macAddress (startGuestDhcp): the MAC its NIC must have, the Pod
+   * interface's former one (see `withGuestMac`)
+   */
+  readonly guestNic?: { interfaceName: string; mac: string };
   /** from now on answer only this MAC (e.g. the one libvirt gave the guest's NIC) */
   restrictTo(mac: string): void;
   /** resolves with "ip mac [hostname]" of the first lease acknowledged */
@@ -258,14 +263,26 @@ export async function startGuestDhcp(
   }
   const iface = vmi.spec.domain.devices?.interfaces?.[plan.interfaceIndex];
   const hostname = (vmi.spec.hostname || vmi.metadata?.name || '').slice(0, 63) || undefined;
-  const v4 = await startDhcpServer({
+  // the bridge binding's MAC swap: without a macAddress of its own, the NIC takes the Pod interface's
+  const swapped = !iface?.macAddress && config.moved?.mac ? config.moved.mac : undefined;
+  const mac = iface?.macAddress ? iface.macAddress.replace(/-/g, ':').toLowerCase() : swapped;
+  const started = await startDhcpServer({
     config,
     dns,
     ...(hostname ? { hostname } : {}),
-    ...(iface?.macAddress ? { mac: iface.macAddress.replace(/-/g, ':').toLowerCase() } : {}),
+    ...(mac ? { mac } : {}),
     log: o.log,
     port: o.port,
   });
+  const v4: DhcpServer = swapped
+    ? {
+        tap: started.tap,
+        guestNic: { interfaceName: plan.interfaceName, mac: swapped },
+        restrictTo: (m) => started.restrictTo(m),
+        waitForLease: () => started.waitForLease(),
+        stop: () => started.stop(),
+      }
+    : started;
   if (!config.ipv6) return v4;
   // a Pod with IPv6 (masquerade): DHCPv6 beside DHCPv4; neither is left running when the other fails
   const v6 = await startDhcp6Server({ config, dns, log: o.log, port: o.port6 }).catch(async (e: unknown) => {
@@ -275,6 +292,7 @@ export async function startGuestDhcp(
   return {
     tap: v4.tap,
     v6,
+    ...(v4.guestNic ? { guestNic: v4.guestNic } : {}),
     restrictTo: (mac) => v4.restrictTo(mac),
     waitForLease: () => v4.waitForLease(),
     stop: () => Promise.all([v4.stop(), v6.stop()]).then(() => undefined),
@@ -400,4 +418,21 @@ export async function startDhcp6Server(o: Dhcp6Options): Promise<Dhcp6Server> {
         log?.info('DHCPv6 server stopped', { bridge: c.bridge });
       })),
   };
+}
+
+/**
+ * The VMI the domain is made from: with the bridge binding's MAC swap (`server.guestNic`), a copy whose pod
+ * interface has the Pod interface's former MAC as its macAddress; otherwise `vmi` itself.
+ */
+export function withGuestMac(
+  vmi: VirtualMachineInstance,
+  server: Pick<DhcpServer, 'guestNic'> | null | undefined,
+): VirtualMachineInstance {
+  const nic = server?.guestNic;
+  const ifaces = vmi.spec.domain.devices?.interfaces;
+  const i = ifaces?.findIndex((x) => x.name === nic?.interfaceName) ?? -1;
+  if (!nic || i < 0 || ifaces![i]!.macAddress) return vmi;
+  const copy = structuredClone(vmi);
+  copy.spec.domain.devices!.interfaces![i]!.macAddress = nic.mac;
+  return copy;
 }
