@@ -3,6 +3,7 @@
 // eth0 a port of the bridge, the launcher's DHCP server hands the Pod IP (with the CNI's prefix and gateway) to the
 // guest, the VMI reports it, the node reaches the guest at the Pod IP on a TCP port, and the guest reaches the node
 // with the Pod IP as its own address. Runs only when the cluster is up with the images loaded (as vm.test.ts).
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import type net from 'node:net';
 import path from 'node:path';
@@ -54,7 +55,8 @@ describe(`The bridge binding on the single-node cluster (${reason ? `skipped: ${
   afterAll(() => {
     serial?.stop();
     connectSrv?.close();
-    if (!reason) kubectlTry('delete', 'vm', '-n', NS, VM, '--ignore-not-found', '--wait=true', '--timeout=300s');
+    if (!reason)
+      kubectlTry('delete', 'vm', '-n', NS, VM, '--ignore-not-found', '--wait=true', '--timeout=300s');
   });
 
   clusterTest('deploy/ applied: virt-controller and virt-handler Ready', deployKubevirtTs, SLOW);
@@ -122,7 +124,11 @@ describe(`The bridge binding on the single-node cluster (${reason ? `skipped: ${
         120_000,
         500,
       );
-      expect(s.text).toContain(`KUBEVIRT-TS-GUEST-CONNECT ${NODE_IP}:${CONNECT_PORT} ok ${podIp}`);
+      // (on failure: the node's neighbour entry for the Pod IP, the first thing to look at)
+      const connectLine = /KUBEVIRT-TS-GUEST-CONNECT .*/.exec(s.text)![0];
+      expect(
+        `${connectLine}${/ failed/.test(connectLine) ? ` (node: ${execFileSync('ip', ['neigh', 'show', podIp], { encoding: 'utf8' }).trim()})` : ''}`,
+      ).toBe(`KUBEVIRT-TS-GUEST-CONNECT ${NODE_IP}:${CONNECT_PORT} ok ${podIp}`);
 
       kubectl('delete', 'vm', '-n', NS, VM, '--wait=true', '--timeout=300s');
       await waitFor(

@@ -224,7 +224,11 @@ describe('Pod network with a real guest, launcher in the Pod netns', () => {
         expect(net6).toMatchObject({ dns: POD_DNS6, search: 'e2e.svc.cluster.local.,svc.cluster.local.' });
         expect(net6.ip).toMatch(/^fd10:0:2::2\/\d+$/);
         // the launcher's DHCPv6 server logged the lease it replied with
-        await waitFor('the DHCPv6 lease log line', () => pod!.proc.stderr().includes('"msg":"DHCPv6 lease"'), 60_000);
+        await waitFor(
+          'the DHCPv6 lease log line',
+          () => pod!.proc.stderr().includes('"msg":"DHCPv6 lease"'),
+          60_000,
+        );
         // outbound over IPv6: masqueraded to the Pod's IPv6 address
         const connected = await waitFor(
           'the guest IPv6 connection line',

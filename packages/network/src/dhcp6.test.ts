@@ -48,7 +48,8 @@ const iaNa = (iaid: number, addrs: string[] = []) =>
     ...addrs.flatMap((a) => opt(Opt6.IAADDR, [...ipv6Bytes(a), ...u32(0), ...u32(0)])),
   ]);
 /** A client message: type, transaction id 0xabcdef, options */
-const msg = (type: number, ...options: number[][]) => Buffer.from([type, 0xab, 0xcd, 0xef, ...options.flat()]);
+const msg = (type: number, ...options: number[][]) =>
+  Buffer.from([type, 0xab, 0xcd, 0xef, ...options.flat()]);
 
 const find = (os: Option6[], code: number) => os.filter((o) => o.code === code);
 function status(data: Buffer): [number, string] {
@@ -93,7 +94,9 @@ test('IPv6 address text <-> bytes (RFC 5952 canonical form)', () => {
 });
 
 test('SOLICIT -> ADVERTISE: same transaction, client id echoed, our DUID-LL, IA_NA (same IAID) with fd10:0:2::2 for ever, DNS (23), search list (24)', () => {
-  const r = reply(msg(Msg6.SOLICIT, opt(Opt6.CLIENTID, CLIENT_DUID), opt(Opt6.ELAPSED_TIME, [0, 0]), iaNa(0x1234)));
+  const r = reply(
+    msg(Msg6.SOLICIT, opt(Opt6.CLIENTID, CLIENT_DUID), opt(Opt6.ELAPSED_TIME, [0, 0]), iaNa(0x1234)),
+  );
   expect(r.type).toBe(Msg6.ADVERTISE);
   expect(r.xid).toBe(0xabcdef);
   expect(r.action.leased).toBe(false); // an offer, not yet an address in use
@@ -145,7 +148,10 @@ test('REQUEST / RENEW for our server -> REPLY with the address; REBIND (no serve
     { address: 'fd10:0:2::2', preferred: INFINITY, valid: INFINITY },
     { address: 'fd10:0:2::9', preferred: 0, valid: 0 },
   ]);
-  const other = dhcp6Reply(msg(Msg6.REQUEST, cid, opt(Opt6.SERVERID, [0, 3, 0, 1, 1, 2, 3, 4, 5, 6]), iaNa(1)), lc);
+  const other = dhcp6Reply(
+    msg(Msg6.REQUEST, cid, opt(Opt6.SERVERID, [0, 3, 0, 1, 1, 2, 3, 4, 5, 6]), iaNa(1)),
+    lc,
+  );
   expect(other).toMatchObject({ kind: 'ignored', reason: 'addressed to another server' });
 });
 
@@ -209,7 +215,10 @@ test('malformed and out-of-place messages are DhcpPacketErrors with the reason',
     [msg(Msg6.SOLICIT, cid, [0, 3, 0, 20, 1, 2]), /option 3 in message is truncated/],
     [msg(Msg6.SOLICIT, cid, [0, 3]), /option header at \d+ in message is truncated/],
     [msg(Msg6.SOLICIT, cid, opt(Opt6.IA_NA, [1, 2, 3])), /option 3 has 3 bytes/],
-    [msg(Msg6.SOLICIT, cid, opt(Opt6.IA_NA, [...u32(1), ...u32(0), ...u32(0), ...opt(Opt6.IAADDR, [1, 2])])), /IA address option has 2 bytes/],
+    [
+      msg(Msg6.SOLICIT, cid, opt(Opt6.IA_NA, [...u32(1), ...u32(0), ...u32(0), ...opt(Opt6.IAADDR, [1, 2])])),
+      /IA address option has 2 bytes/,
+    ],
     [msg(Msg6.SOLICIT, opt(Opt6.CLIENTID, [1])), /client identifier of 1 bytes/],
   ];
   for (const [b, why] of bad) {
@@ -221,7 +230,12 @@ test('malformed and out-of-place messages are DhcpPacketErrors with the reason',
 test('fuzz: random and mutated client messages give a reply, an ignore or a DhcpPacketError, nothing else', () => {
   const seeds = [
     msg(Msg6.SOLICIT, opt(Opt6.CLIENTID, CLIENT_DUID), opt(Opt6.RAPID_COMMIT, []), iaNa(1, ['fd10:0:2::2'])),
-    msg(Msg6.RENEW, opt(Opt6.CLIENTID, CLIENT_DUID), opt(Opt6.SERVERID, SERVER_DUID), iaNa(1, ['fd10:0:2::2'])),
+    msg(
+      Msg6.RENEW,
+      opt(Opt6.CLIENTID, CLIENT_DUID),
+      opt(Opt6.SERVERID, SERVER_DUID),
+      iaNa(1, ['fd10:0:2::2']),
+    ),
   ];
   let replies = 0;
   for (let i = 0; i < 20_000; i++) {
@@ -229,13 +243,15 @@ test('fuzz: random and mutated client messages give a reply, an ignore or a Dhcp
     if (i % 2) b = randomBytes(i % 200);
     else {
       b = Buffer.from(seeds[i % 4 === 0 ? 0 : 1]!);
-      for (let k = 0; k < 1 + (i % 4); k++) b[Math.floor(Math.random() * b.length)] = Math.floor(Math.random() * 256);
+      for (let k = 0; k < 1 + (i % 4); k++)
+        b[Math.floor(Math.random() * b.length)] = Math.floor(Math.random() * 256);
       if (i % 3 === 0) b = b.subarray(0, Math.floor(Math.random() * b.length));
     }
     try {
       if (dhcp6Reply(b, lc).kind === 'reply') replies++;
     } catch (e) {
-      if (!(e instanceof DhcpPacketError)) throw new Error(`${(e as Error).message} for ${b.toString('hex')}`);
+      if (!(e instanceof DhcpPacketError))
+        throw new Error(`${(e as Error).message} for ${b.toString('hex')}`);
     }
   }
   expect(replies).toBeGreaterThan(0);

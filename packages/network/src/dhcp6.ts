@@ -162,7 +162,7 @@ export function ipv6String(b: Buffer): string {
   // the longest run of two or more zero groups becomes ::
   let best = -1;
   let bestLen = 1;
-  for (let i = 0; i < 8; ) {
+  for (let i = 0; i < 8;) {
     if (g[i] !== 0) {
       i++;
       continue;
@@ -178,7 +178,9 @@ export function ipv6String(b: Buffer): string {
 
 /** DUID-LL (RFC 8415 11.4): type 3, hardware type 1 (Ethernet), the MAC. */
 export function duidLL(mac: string): Buffer {
-  const m = /^([0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}$/.test(mac) ? mac.split(':').map((x) => parseInt(x, 16)) : null;
+  const m = /^([0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}$/.test(mac)
+    ? mac.split(':').map((x) => parseInt(x, 16))
+    : null;
   if (!m) throw new Error(`MAC address ${JSON.stringify(mac)} is not aa:bb:cc:dd:ee:ff`);
   return Buffer.from([0, 3, 0, 1, ...m]);
 }
@@ -279,7 +281,10 @@ function iaReply(ia: IaRequest, c: Dhcp6LeaseConfig, type: Msg6, request: Msg6):
   if (ia.code === Opt6.IA_TA)
     return encodeOption6(
       Opt6.IA_TA,
-      Buffer.concat([id, statusCode(Status6.NoAddrsAvail, 'only one non-temporary address (IA_NA) is served')]),
+      Buffer.concat([
+        id,
+        statusCode(Status6.NoAddrsAvail, 'only one non-temporary address (IA_NA) is served'),
+      ]),
     );
   if (request === Msg6.RELEASE || request === Msg6.DECLINE)
     return encodeOption6(Opt6.IA_NA, Buffer.concat([id, u32s(0, 0), statusCode(Status6.Success, 'ok')]));
@@ -343,6 +348,7 @@ export function dhcp6Reply(buf: Buffer, c: Dhcp6LeaseConfig): Dhcp6Action {
   }
   if (c.dnsServers.length)
     parts.push(encodeOption6(Opt6.DNS_SERVERS, Buffer.concat(c.dnsServers.map((d) => ipv6Bytes(d)))));
-  if (c.searchDomains.length) parts.push(encodeOption6(Opt6.DOMAIN_LIST, encodeDomainSearch(c.searchDomains)));
+  if (c.searchDomains.length)
+    parts.push(encodeOption6(Opt6.DOMAIN_LIST, encodeDomainSearch(c.searchDomains)));
   return { kind: 'reply', type, packet: Buffer.concat(parts), request: req, leased };
 }

@@ -54,7 +54,14 @@ export {
   DHCP6_CLIENT_PORT,
   ALL_DHCP_SERVERS,
 } from './dhcp6.js';
-export type { Dhcp6LeaseConfig, Dhcp6Request, Dhcp6Action, Dhcp6Message, IaRequest, Option6 } from './dhcp6.js';
+export type {
+  Dhcp6LeaseConfig,
+  Dhcp6Request,
+  Dhcp6Action,
+  Dhcp6Message,
+  IaRequest,
+  Option6,
+} from './dhcp6.js';
 export { parseResolvConf, readResolvConf } from './resolv.js';
 export type { DnsConfig } from './resolv.js';
 export { podNetworkConfigFile, writePodNetworkConfig } from './config-file.js';

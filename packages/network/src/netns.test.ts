@@ -217,45 +217,48 @@ describe('masquerade', () => {
 });
 
 describe('bridge', () => {
-  rootTest('the guest holds the Pod IP and the Pod gateway, and the Pod MAC (the node reaches it at once); teardown gives the address and MAC back', async () => {
-    const mac = (ns: string) =>
-      (JSON.parse(t.exec(ns, ['ip', '-json', 'link', 'show', 'dev', 'eth0'])) as { address: string }[])[0]!
-        .address;
-    const podMac = mac(t.pod);
-    // the node has talked to the Pod before (its neighbour entry for the Pod IP holds the Pod's MAC)
-    const before = tcpEcho(t.pod, POD_IP, 8079);
-    await before.ready;
-    expect(tcpGet(t.node, POD_IP, 8079)).toBe(NODE_IP);
-    before.stop();
-    const config = await setupPodNetwork(planPodNetwork(vmi({ bridge: {} }))!, { netns: t.podPath });
-    expect(t.exec(t.pod, ['ip', '-4', 'addr', 'show', 'dev', 'eth0'])).not.toContain(POD_IP);
-    // the MAC swap: the Pod interface has a new MAC, the guest's NIC gets the old one (the launcher puts it in
-    // the domain: withGuestMac; here the stand-in guest's veth takes it)
-    expect(config.moved?.mac).toBe(podMac);
-    expect(mac(t.pod)).not.toBe(podMac);
-    const guest = t.addGuest(config.bridge);
-    t.exec(guest, ['ip', 'link', 'set', 'dev', 'eth0', 'address', podMac]);
-    const dhcp = await startDhcpInNetns(t, config, { args: [...hostname, '--mac', podMac] });
-    try {
-      expect(t.dhcp(guest)).toMatchObject({ ip: POD_IP, mask: '24', router: NODE_IP, hostname: 'vm1' });
-      // right after the lease, both ways: the node's neighbour entry for the Pod IP is still right
-      const out = tcpEcho(t.node, NODE_IP, 9091);
-      await out.ready;
-      expect(tcpGet(guest, NODE_IP, 9091)).toBe(POD_IP);
-      out.stop();
-      const srv = tcpEcho(guest, POD_IP, 8080);
-      await srv.ready;
-      expect(tcpGet(t.node, POD_IP, 8080)).toBe(NODE_IP);
-      srv.stop();
-    } finally {
-      await dhcp.stop();
-    }
-    await teardownPodNetwork(config, { netns: t.podPath });
-    expect(mac(t.pod)).toBe(podMac);
-    expect(t.exec(t.pod, ['ip', '-4', 'addr', 'show', 'dev', 'eth0'])).toContain(`${POD_IP}/24`);
-    expect(t.exec(t.pod, ['ip', 'route', 'show', 'default'])).toContain(NODE_IP);
-    expect(t.links(t.pod)).not.toContain('k6t-eth0');
-  });
+  rootTest(
+    'the guest holds the Pod IP and the Pod gateway, and the Pod MAC (the node reaches it at once); teardown gives the address and MAC back',
+    async () => {
+      const mac = (ns: string) =>
+        (JSON.parse(t.exec(ns, ['ip', '-json', 'link', 'show', 'dev', 'eth0'])) as { address: string }[])[0]!
+          .address;
+      const podMac = mac(t.pod);
+      // the node has talked to the Pod before (its neighbour entry for the Pod IP holds the Pod's MAC)
+      const before = tcpEcho(t.pod, POD_IP, 8079);
+      await before.ready;
+      expect(tcpGet(t.node, POD_IP, 8079)).toBe(NODE_IP);
+      before.stop();
+      const config = await setupPodNetwork(planPodNetwork(vmi({ bridge: {} }))!, { netns: t.podPath });
+      expect(t.exec(t.pod, ['ip', '-4', 'addr', 'show', 'dev', 'eth0'])).not.toContain(POD_IP);
+      // the MAC swap: the Pod interface has a new MAC, the guest's NIC gets the old one (the launcher puts it in
+      // the domain: withGuestMac; here the stand-in guest's veth takes it)
+      expect(config.moved?.mac).toBe(podMac);
+      expect(mac(t.pod)).not.toBe(podMac);
+      const guest = t.addGuest(config.bridge);
+      t.exec(guest, ['ip', 'link', 'set', 'dev', 'eth0', 'address', podMac]);
+      const dhcp = await startDhcpInNetns(t, config, { args: [...hostname, '--mac', podMac] });
+      try {
+        expect(t.dhcp(guest)).toMatchObject({ ip: POD_IP, mask: '24', router: NODE_IP, hostname: 'vm1' });
+        // right after the lease, both ways: the node's neighbour entry for the Pod IP is still right
+        const out = tcpEcho(t.node, NODE_IP, 9091);
+        await out.ready;
+        expect(tcpGet(guest, NODE_IP, 9091)).toBe(POD_IP);
+        out.stop();
+        const srv = tcpEcho(guest, POD_IP, 8080);
+        await srv.ready;
+        expect(tcpGet(t.node, POD_IP, 8080)).toBe(NODE_IP);
+        srv.stop();
+      } finally {
+        await dhcp.stop();
+      }
+      await teardownPodNetwork(config, { netns: t.podPath });
+      expect(mac(t.pod)).toBe(podMac);
+      expect(t.exec(t.pod, ['ip', '-4', 'addr', 'show', 'dev', 'eth0'])).toContain(`${POD_IP}/24`);
+      expect(t.exec(t.pod, ['ip', 'route', 'show', 'default'])).toContain(NODE_IP);
+      expect(t.links(t.pod)).not.toContain('k6t-eth0');
+    },
+  );
 });
 
 describe('failures leave nothing behind', () => {

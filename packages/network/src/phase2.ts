@@ -374,7 +374,10 @@ export async function startDhcp6Server(o: Dhcp6Options): Promise<Dhcp6Server> {
   const leaseWaiters: ((l: string) => void)[] = [];
   s.on('message', (buf, from) => {
     // link-local peers need the bridge as their zone
-    const to = /^fe80:/i.test(from.address) && !from.address.includes('%') ? `${from.address}%${c.bridge}` : from.address;
+    const to =
+      /^fe80:/i.test(from.address) && !from.address.includes('%')
+        ? `${from.address}%${c.bridge}`
+        : from.address;
     let action;
     try {
       action = dhcp6Reply(buf, lc);
