@@ -30,8 +30,6 @@ const CNI_GATEWAY = '10.244.0.1'; // the CNI bridge kvts-cni0 (tools/cluster/con
 const CONNECT_PORT = 18081; // a listener on the node the guest connects to (kvts.connect)
 const NET_LINE = /KUBEVIRT-TS-GUEST-NET ip=(\S+) router=(\S+) dns=\S* search=\S* hostname=(\S+) mtu=(\d+)/;
 
-type Obj = Record<string, any>;
-
 /** examples/vm-tiny.yaml as VM `tiny-bridge` with the pod network on the bridge binding */
 function vmManifest(): string {
   const m = readFileSync(path.join(REPO, 'examples/vm-tiny.yaml'), 'utf8')
