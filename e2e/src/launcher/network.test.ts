@@ -127,7 +127,10 @@ async function guestNet(serialLog: string, tag = 'NET'): Promise<Record<string, 
     async () => new RegExp(`KUBEVIRT-TS-GUEST-${tag} (.*)`).exec(await readText(serialLog))?.[1],
     240_000,
     250,
-  );
+  ).catch(async (e: Error) => {
+    // what the guest said instead
+    throw new Error(`${e.message}; the serial log ends: ${(await readText(serialLog)).slice(-1500)}`);
+  });
   return Object.fromEntries(
     line
       .trim()
