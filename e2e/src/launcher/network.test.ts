@@ -223,7 +223,14 @@ describe('Pod network with a real guest, launcher in the Pod netns', () => {
         pod = await startPod(net, vmi, config);
         await pod.client.syncVMI(vmi);
         expect(await guestNet(pod.serialLog)).toMatchObject({ ip: '10.0.2.2/24', router: '10.0.2.1' });
-        const net6 = await guestNet(pod.serialLog, 'NET6');
+        const net6 = await guestNet(pod.serialLog, 'NET6').catch((e: Error) => {
+          // and what the launcher's DHCPv6 server logged
+          const lines = pod!.proc
+            .stderr()
+            .split('\n')
+            .filter((l) => l.includes('DHCPv6'));
+          throw new Error(`${e.message}; the launcher logged: ${lines.join('\n')}`);
+        });
         expect(net6).toMatchObject({ dns: POD_DNS6, search: 'e2e.svc.cluster.local.,svc.cluster.local.' });
         expect(net6.ip).toMatch(/^fd10:0:2::2\/\d+$/);
         // the launcher's DHCPv6 server logged the lease it replied with

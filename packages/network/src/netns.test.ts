@@ -217,6 +217,46 @@ describe('masquerade', () => {
 });
 
 describe('bridge', () => {
+  let th: Topology;
+  beforeEach(() => {
+    if (isRoot) th = createTopology({ hairpinBridge: true });
+  });
+  afterEach(() => {
+    if (isRoot) th.destroy();
+  });
+  rootTest(
+    "the node side a bridge in hairpin mode (the CNI bridge's hairpinMode): the guest's broadcasts come back through the Pod interface, whose port learns no MAC, so the guest's MAC stays on its own port and it reaches the node at once",
+    async () => {
+      const config = await setupPodNetwork(planPodNetwork(vmi({ bridge: {} }))!, { netns: th.podPath });
+      expect(th.exec(th.pod, ['bridge', '-d', 'link', 'show', 'dev', 'eth0'])).toMatch(/learning off/);
+      const guest = th.addGuest(config.bridge);
+      th.exec(guest, ['ip', 'link', 'set', 'dev', 'eth0', 'address', config.moved!.mac!]);
+      const dhcp = await startDhcpInNetns(th, config, { args: [...hostname, '--mac', config.moved!.mac!] });
+      try {
+        expect(th.dhcp(guest)).toMatchObject({ ip: POD_IP, router: NODE_IP });
+        // a broadcast from the guest (an ARP request for the node), hairpinned back into the Pod
+        const out = tcpEcho(th.node, NODE_IP, 9092);
+        await out.ready;
+        expect(tcpGet(guest, NODE_IP, 9092)).toBe(POD_IP);
+        out.stop();
+        const fdb = JSON.parse(th.exec(th.pod, ['bridge', '-json', 'fdb', 'show', 'br', config.bridge])) as {
+          mac: string;
+          ifname: string;
+          flags?: string[];
+          state?: string;
+        }[];
+        // the guest's MAC is known on the guest's port only; nothing was learned on the Pod interface
+        expect(
+          fdb.filter((e) => e.mac === config.moved!.mac && e.state !== 'permanent').map((e) => e.ifname),
+        ).toEqual([expect.stringMatching(/^gst/)]);
+        expect(fdb.filter((e) => e.ifname === 'eth0' && e.state !== 'permanent')).toEqual([]);
+      } finally {
+        await dhcp.stop();
+      }
+      await teardownPodNetwork(config, { netns: th.podPath });
+    },
+  );
+
   rootTest(
     'the guest holds the Pod IP and the Pod gateway, and the Pod MAC (the node reaches it at once); teardown gives the address and MAC back',
     async () => {

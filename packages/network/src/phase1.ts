@@ -253,6 +253,10 @@ export async function setupPodNetwork(
         () => ip('link', 'set', 'dev', plan.podInterface, 'master', plan.bridge),
         () => ip('link', 'set', 'dev', plan.podInterface, 'nomaster'),
       );
+      // no MAC learning on the Pod interface's port (as upstream): a CNI bridge in hairpin mode sends the
+      // guest's broadcasts back in through it, and the bridge would then place the guest's MAC behind the Pod
+      // interface and drop the node's replies to the guest (same port in and out) until it re-learns it
+      await ip('link', 'set', 'dev', plan.podInterface, 'type', 'bridge_slave', 'learning', 'off');
       await ip('addr', 'add', `${BRIDGE_FAKE_IP}/32`, 'dev', plan.bridge);
       await ip('link', 'set', 'dev', plan.bridge, 'up');
       config = {

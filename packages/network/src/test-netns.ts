@@ -41,7 +41,11 @@ export interface Topology {
   destroy(): void;
 }
 
-export function createTopology(opts: { ipv6?: boolean } = {}): Topology {
+/**
+ * `hairpinBridge`: the node side is a bridge (`nodebr`, holding NODE_IP) with the veth as a hairpin port, as the
+ * CNI bridge plugin's `hairpinMode` makes it: broadcasts from the Pod come back in through the Pod's interface.
+ */
+export function createTopology(opts: { ipv6?: boolean; hairpinBridge?: boolean } = {}): Topology {
   const id = `kvts${process.pid}x${counter++}`;
   const node = `${id}n`;
   const pod = `${id}p`;
@@ -50,7 +54,13 @@ export function createTopology(opts: { ipv6?: boolean } = {}): Topology {
   sh(['ip', 'netns', 'add', node]);
   sh(['ip', 'netns', 'add', pod]);
   sh(['ip', '-n', node, 'link', 'add', 'node0', 'type', 'veth', 'peer', 'name', 'eth0', 'netns', pod]);
-  sh(['ip', '-n', node, 'addr', 'add', `${NODE_IP}/24`, 'dev', 'node0']);
+  if (opts.hairpinBridge) {
+    sh(['ip', '-n', node, 'link', 'add', 'nodebr', 'type', 'bridge']);
+    sh(['ip', '-n', node, 'link', 'set', 'node0', 'master', 'nodebr']);
+    sh(['ip', '-n', node, 'link', 'set', 'dev', 'node0', 'type', 'bridge_slave', 'hairpin', 'on']);
+    sh(['ip', '-n', node, 'addr', 'add', `${NODE_IP}/24`, 'dev', 'nodebr']);
+    sh(['ip', '-n', node, 'link', 'set', 'nodebr', 'up']);
+  } else sh(['ip', '-n', node, 'addr', 'add', `${NODE_IP}/24`, 'dev', 'node0']);
   sh(['ip', '-n', node, 'link', 'set', 'node0', 'mtu', String(POD_MTU), 'up']);
   sh(['ip', '-n', node, 'link', 'set', 'lo', 'up']);
   sh(['ip', '-n', pod, 'addr', 'add', `${POD_IP}/24`, 'dev', 'eth0']);
