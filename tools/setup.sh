@@ -26,8 +26,9 @@ APT_PKGS=(
   python3 build-essential pkg-config ovmf kmod
   passt nftables iproute2
 )
-# only for the tests: the test control plane's etcd; protoc for tools/gen-proto.sh
-[ "$mode" = run ] || APT_PKGS+=(protobuf-compiler etcd-server)
+# only for the tests: the test control plane's etcd; protoc for tools/gen-proto.sh; ISC dhclient, the DHCPv6
+# client of packages/network's namespace tests (the test guest downloads its own copy, see tools/guest/build.sh)
+[ "$mode" = run ] || APT_PKGS+=(protobuf-compiler etcd-server isc-dhcp-client)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -2,7 +2,7 @@
 # Builds the kubevirt-ts test guest into $KVTS_CACHE/guest/:
 #   vmlinuz        Debian's linux-image-*-amd64 kernel (downloaded with apt-get download, never installed)
 #   initramfs.img  gzip'd newc cpio: busybox-static, an /init (tools/guest/init) and the few kernel modules
-#                  it needs (ACPI power button + evdev for busybox acpid)
+#                  it needs (ACPI power button + evdev for busybox acpid), ISC dhclient for DHCPv6 (kvts.net6)
 # The guest prints KUBEVIRT-TS-GUEST-READY on its serial console, then a heartbeat line every second;
 # with kernel argument `kvts.poweroff` it powers off right after the ready line; the ACPI power button
 # powers it off. Boot it with: qemu-system-x86_64 -accel tcg -nographic -kernel vmlinuz -initrd initramfs.img \
@@ -58,6 +58,17 @@ cp "$busybox_bin" "$root/bin/busybox"
 for applet in sh mount umount mkdir cat echo sleep grep modprobe poweroff reboot acpid ls cut sync dmesg ps kill \
   dd tr sed head ip udhcpc nc hostname wc; do
   ln -s busybox "$root/bin/$applet"
+done
+# kvts.net6: busybox has no DHCPv6 client here (no udhcpc6 in Debian's busybox), so ISC dhclient (Debian
+# isc-dhcp-client, downloaded like the kernel) with the only libraries it links (glibc, from this Debian 12 host)
+log "downloading isc-dhcp-client"
+mkdir "$work/dhc"
+(cd "$work/dhc" && apt-get download -q isc-dhcp-client >/dev/null 2>"$work/apt-dhc.err") || { cat "$work/apt-dhc.err" >&2; exit 1; }
+dpkg-deb -x "$(ls "$work"/dhc/*.deb)" "$work/dhc/x"
+install -m 0755 "$work/dhc/x/sbin/dhclient" "$root/sbin/dhclient"
+for lib in $(LC_ALL=C ldd "$root/sbin/dhclient" | sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) (.*/\1/p'); do
+  mkdir -p "$root$(dirname "$lib")"
+  cp -L "$lib" "$root$lib"
 done
 # Modules the kernel has as =m but the guest needs, with their dependencies (from depmod's modules.dep of the
 # unpacked package), decompressed into /lib/modules/<kver>/ with a modules.dep for busybox modprobe:

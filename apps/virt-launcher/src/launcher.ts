@@ -12,7 +12,7 @@ import type { Logger } from '@kubevirt-ts/log';
 import { CmdServer, NotifyClient, notifySocketPath, type CmdBackend } from '@kubevirt-ts/cmd-protocol';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import type { PodLayout } from '@kubevirt-ts/converter';
-import { podNetworkConfigFile, startGuestDhcp, type DhcpServer } from '@kubevirt-ts/network';
+import { podNetworkConfigFile, startGuestDhcp, withGuestMac, type DhcpServer } from '@kubevirt-ts/network';
 import { ExitCode, LauncherError } from './errors.js';
 import { ownStart, ownedLeftovers } from './procs.js';
 import { capLogFile } from './serial-log.js';
@@ -260,7 +260,8 @@ export class Launcher extends EventEmitter {
         }
         if (!self.started && !self.qemuTimer) self.armQemuTimeout();
         try {
-          const dom = await dm().syncVMI!(vmi, options);
+          // the bridge binding's MAC swap: the guest NIC takes the Pod interface's former MAC
+          const dom = await dm().syncVMI!(withGuestMac(vmi, self.dhcp), options);
           // a guest NIC without spec'd macAddress got one from libvirt: answer only that from now on
           // (the Pod interface is a port of the bridge binding's bridge: other guests' requests arrive too)
           const mac = dom?.spec?.devices?.interfaces?.find((i) => i.target?.dev === self.dhcp?.tap)?.mac;

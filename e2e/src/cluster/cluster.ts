@@ -2,8 +2,9 @@
 // admin kubeconfig, whether the cluster can be used, and what a VM's launcher Pod leaves on the node.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
-import { REPO, readText } from '../launcher/helpers.js';
+import { REPO, readText, waitFor } from '../launcher/helpers.js';
 
 export const STATE_DIR = process.env.KVTS_CLUSTER_DIR ?? '/var/lib/kubevirt-ts-cluster';
 export const KUBECONFIG = path.join(STATE_DIR, 'admin.kubeconfig');
@@ -148,4 +149,43 @@ export class SerialLog {
   stop(): void {
     clearInterval(this.timer);
   }
+}
+
+/** One TCP exchange from the node (the test's own network namespace): what the peer says. */
+export function tcpLine(host: string, port: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const c = net.connect(port, host);
+    let d = '';
+    c.setTimeout(20_000, () => c.destroy(new Error(`${host}:${port}: timeout`)));
+    c.on('data', (x) => (d += x.toString()));
+    c.on('end', () => resolve(d.trim()));
+    c.on('error', reject);
+  });
+}
+
+/** A listener on the node that answers each connection with the peer's address. */
+export function peerEcho(host: string, port: number): Promise<net.Server> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer((c) => c.end(`${c.remoteAddress}\n`));
+    srv.once('error', reject);
+    srv.listen(port, host, () => resolve(srv));
+  });
+}
+
+/** applyDeployWithEmulation, then the node labelled schedulable by virt-handler with its device plugins registered */
+export async function deployKubevirtTs(): Promise<void> {
+  applyDeployWithEmulation();
+  await waitFor(
+    'the node labelled schedulable by virt-handler, with its device plugins',
+    () => {
+      const node = getJson('node', NODE_NAME)!;
+      return (
+        node.metadata.labels['kubevirt.io/schedulable'] === 'true' &&
+        node.status.allocatable['devices.kubevirt.io/tun'] === '1k' &&
+        node.status.allocatable['devices.kubevirt.io/kvm'] === '1k'
+      );
+    },
+    120_000,
+    500,
+  );
 }

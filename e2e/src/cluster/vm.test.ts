@@ -8,23 +8,24 @@
 // Runs only when the cluster is up with the images loaded (tools/test.sh does both; see node.test.ts).
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, readlinkSync } from 'node:fs';
-import net from 'node:net';
+import type net from 'node:net';
 import path from 'node:path';
 import { READY, REPO, processesMentioning, waitFor } from '../launcher/helpers.js';
 import {
-  DEPLOY_DIR,
   IMAGES_JSON,
   KUBECONFIG,
   KUBECTL,
   NODE_NAME,
   SerialLog,
-  applyDeployWithEmulation,
   clusterGate,
+  deployKubevirtTs,
   getJson,
   kubectl,
   kubectlIn,
   kubectlTry,
   mountsUnder,
+  peerEcho,
+  tcpLine,
 } from './cluster.js';
 
 const { reason, clusterTest, requireCluster } = clusterGate();
@@ -52,18 +53,6 @@ function vmManifest(name: string, runStrategy: string, o: { podNetwork?: boolean
   return m;
 }
 
-/** One TCP exchange from the node (the test's own network namespace): what the peer says. */
-function tcpLine(host: string, port: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const c = net.connect(port, host);
-    let d = '';
-    c.setTimeout(20_000, () => c.destroy(new Error(`${host}:${port}: timeout`)));
-    c.on('data', (x) => (d += x.toString()));
-    c.on('end', () => resolve(d.trim()));
-    c.on('error', reject);
-  });
-}
-
 const podIpOf = (vmi: Obj): string =>
   getJson('pods', '-n', NS, '-l', `kubevirt.io/created-by=${vmi.metadata.uid}`)!.items[0].status.podIP;
 
@@ -77,15 +66,6 @@ async function inNetns(ns: string): Promise<boolean> {
     }
   }
   return false;
-}
-
-/** A listener on the node that answers each connection with the peer's address. */
-function peerEcho(host: string, port: number): Promise<net.Server> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer((c) => c.end(`${c.remoteAddress}\n`));
-    srv.once('error', reject);
-    srv.listen(port, host, () => resolve(srv));
-  });
 }
 
 async function runningVmi(name: string, notUid?: string): Promise<Obj> {
@@ -136,7 +116,7 @@ describe(`VirtualMachines on the single-node cluster (${reason ? `skipped: ${rea
   clusterTest(
     'kubectl apply -f deploy/: the virt-controller Deployment and the virt-handler DaemonSet become Ready',
     async () => {
-      applyDeployWithEmulation();
+      await deployKubevirtTs();
       const dep = getJson('deployment', '-n', 'kubevirt-ts', 'virt-controller')!;
       expect(dep.status.readyReplicas).toBe(2);
       const ds = getJson('daemonset', '-n', 'kubevirt-ts', 'virt-handler')!;
@@ -162,20 +142,6 @@ describe(`VirtualMachines on the single-node cluster (${reason ? `skipped: ${rea
           expect(p.status.containerStatuses?.[0]?.imageID).toMatch(new RegExp(`@${built[app]!.digest}$`));
         }
       }
-      // the handler serves its node: schedulable label, device plugins registered with kubelet
-      await waitFor(
-        'the node labelled schedulable by virt-handler, with its device plugins',
-        () => {
-          const node = getJson('node', NODE_NAME)!;
-          return (
-            node.metadata.labels['kubevirt.io/schedulable'] === 'true' &&
-            node.status.allocatable['devices.kubevirt.io/tun'] === '1k' &&
-            node.status.allocatable['devices.kubevirt.io/kvm'] === '1k'
-          );
-        },
-        120_000,
-        500,
-      );
     },
     SLOW,
   );

@@ -8,6 +8,11 @@ export const isRoot = process.getuid?.() === 0;
 export const NODE_IP = '192.168.79.1';
 export const POD_IP = '192.168.79.2';
 export const POD_MTU = 1400;
+/** the dual-stack "Pod" (createNet with ipv6): its IPv6 address and the node's */
+export const NODE_IP6 = 'fd00:79::1';
+export const POD_IP6 = 'fd00:79::2';
+/** the IPv6 name server in the dual-stack Pod's resolv.conf */
+export const POD_DNS6 = 'fd00:10:96::a';
 export const sh = (argv: string[]) => {
   const r = spawnSync(argv[0]!, argv.slice(1), { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`${argv.join(' ')}: ${r.stderr}`);
@@ -21,8 +26,11 @@ export interface Net {
   destroy(): void;
 }
 
-/** node netns <-veth-> Pod netns (eth0 with POD_IP, MTU 1400, default route via the node), and the Pod's resolv.conf. */
-export function createNet(tag: string): Net {
+/**
+ * node netns <-veth-> Pod netns (eth0 with POD_IP, MTU 1400, default route via the node), and the Pod's resolv.conf;
+ * with `ipv6` a dual-stack Pod (POD_IP6 too, an IPv6 name server in its resolv.conf).
+ */
+export function createNet(tag: string, o: { ipv6?: boolean } = {}): Net {
   const id = `kvtsnet${process.pid % 100000}${tag}`;
   const node = `${id}n`;
   const pod = `${id}p`;
@@ -33,7 +41,7 @@ export function createNet(tag: string): Net {
   mkdirSync(etc, { recursive: true });
   writeFileSync(
     path.join(etc, 'resolv.conf'),
-    'nameserver 10.96.0.10\nsearch e2e.svc.cluster.local svc.cluster.local\n',
+    `nameserver 10.96.0.10\n${o.ipv6 ? `nameserver ${POD_DNS6}\n` : ''}search e2e.svc.cluster.local svc.cluster.local\n`,
   );
   sh(['ip', '-n', node, 'link', 'add', 'node0', 'type', 'veth', 'peer', 'name', 'eth0', 'netns', pod]);
   sh(['ip', '-n', node, 'addr', 'add', `${NODE_IP}/24`, 'dev', 'node0']);
@@ -43,6 +51,12 @@ export function createNet(tag: string): Net {
   sh(['ip', '-n', pod, 'link', 'set', 'eth0', 'mtu', String(POD_MTU), 'up']);
   sh(['ip', '-n', pod, 'link', 'set', 'lo', 'up']);
   sh(['ip', '-n', pod, 'route', 'add', 'default', 'via', NODE_IP]);
+  if (o.ipv6) {
+    // nodad: usable at once
+    sh(['ip', '-n', node, '-6', 'addr', 'add', `${NODE_IP6}/64`, 'dev', 'node0', 'nodad']);
+    sh(['ip', '-n', pod, '-6', 'addr', 'add', `${POD_IP6}/64`, 'dev', 'eth0', 'nodad']);
+    sh(['ip', '-n', pod, '-6', 'route', 'add', 'default', 'via', NODE_IP6]);
+  }
   return {
     node,
     pod,
@@ -65,9 +79,10 @@ export function tcpServer(
   ns: string,
   port: number,
   reply?: string,
+  host = '0.0.0.0',
 ): { ready: Promise<void>; child: ChildProcess } {
   const answer = reply === undefined ? 'c.remoteAddress' : JSON.stringify(reply);
-  const code = `require('net').createServer(c=>{c.end(${answer}+'\\n')}).listen(${port},'0.0.0.0',()=>console.log('up'))`;
+  const code = `require('net').createServer(c=>{c.end(${answer}+'\\n')}).listen(${port},${JSON.stringify(host)},()=>console.log('up'))`;
   const child = spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', code], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });

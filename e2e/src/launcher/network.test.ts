@@ -31,7 +31,10 @@ import {
 } from './helpers.js';
 import {
   NODE_IP,
+  NODE_IP6,
+  POD_DNS6,
   POD_IP,
+  POD_IP6,
   POD_MTU,
   createNet,
   isRoot,
@@ -117,14 +120,17 @@ async function startPod(net: Net, vmi: VirtualMachineInstance, config?: PodNetwo
   };
 }
 
-/** The guest's KUBEVIRT-TS-GUEST-NET line as fields. */
-async function guestNet(serialLog: string): Promise<Record<string, string>> {
+/** The guest's KUBEVIRT-TS-GUEST-NET (or -NET6) line as fields. */
+async function guestNet(serialLog: string, tag = 'NET'): Promise<Record<string, string>> {
   const line = await waitFor(
-    'the guest DHCP lease line',
-    async () => /KUBEVIRT-TS-GUEST-NET (.*)/.exec(await readText(serialLog))?.[1],
+    `the guest ${tag} lease line`,
+    async () => new RegExp(`KUBEVIRT-TS-GUEST-${tag} (.*)`).exec(await readText(serialLog))?.[1],
     240_000,
     250,
-  );
+  ).catch(async (e: Error) => {
+    // what the guest said instead
+    throw new Error(`${e.message}; the serial log ends: ${(await readText(serialLog)).slice(-1500)}`);
+  });
   return Object.fromEntries(
     line
       .trim()
@@ -189,6 +195,65 @@ describe('Pod network with a real guest, launcher in the Pod netns', () => {
       }
       expect(sh(['ip', 'netns', 'list'])).not.toContain(net.pod);
       expect(await processesMentioning(net.pod)).toEqual([]);
+    },
+    600_000,
+  );
+
+  rootIt(
+    'masquerade, dual stack: the guest gets fd10:0:2::2 with the Pod IPv6 DNS and search list by DHCPv6 (ISC dhclient in the guest), reaches the node over IPv6 as the Pod IPv6; node -> [Pod IPv6]:8080 reaches the guest',
+    async () => {
+      const net = createNet('6', { ipv6: true });
+      let pod: Pod | undefined;
+      let config: PodNetworkConfig | undefined;
+      const servers: ChildProcess[] = [];
+      try {
+        // no router advertisements (see packages/network's README): the guest's default route is its own,
+        // here from kvts.gw6 (as cloud-init networkData would give it)
+        const vmi = netVmi(
+          'net-dual',
+          { masquerade: {}, ports: [{ port: 8080 }] },
+          `kvts.net kvts.net6 kvts.gw6=fd10:0:2::1 kvts.connect6=${NODE_IP6},9096`,
+        );
+        config = await setupPodNetwork(planPodNetwork(vmi)!, { netns: net.podPath });
+        expect(config.ipv6).toMatchObject({ podAddress: POD_IP6, guest: 'fd10:0:2::2' });
+        const nodeSrv = tcpServer(net.node, 9096, undefined, '::');
+        servers.push(nodeSrv.child);
+        await nodeSrv.ready;
+
+        pod = await startPod(net, vmi, config);
+        await pod.client.syncVMI(vmi);
+        expect(await guestNet(pod.serialLog)).toMatchObject({ ip: '10.0.2.2/24', router: '10.0.2.1' });
+        const net6 = await guestNet(pod.serialLog, 'NET6').catch((e: Error) => {
+          // and what the launcher's DHCPv6 server logged
+          const lines = pod!.proc
+            .stderr()
+            .split('\n')
+            .filter((l) => l.includes('DHCPv6'));
+          throw new Error(`${e.message}; the launcher logged: ${lines.join('\n')}`);
+        });
+        expect(net6).toMatchObject({ dns: POD_DNS6, search: 'e2e.svc.cluster.local.,svc.cluster.local.' });
+        expect(net6.ip).toMatch(/^fd10:0:2::2\/\d+$/);
+        // the launcher's DHCPv6 server logged the lease it replied with
+        await waitFor(
+          'the DHCPv6 lease log line',
+          () => pod!.proc.stderr().includes('"msg":"DHCPv6 lease"'),
+          60_000,
+        );
+        // outbound over IPv6: masqueraded to the Pod's IPv6 address
+        const connected = await waitFor(
+          'the guest IPv6 connection line',
+          async () => /KUBEVIRT-TS-GUEST-CONNECT6 (.*)/.exec(await readText(pod!.serialLog))?.[1],
+          120_000,
+        );
+        expect(connected.trim()).toBe(`${NODE_IP6},9096 ok ${POD_IP6}`);
+        // inbound over IPv6: the listed port of the Pod IPv6 reaches the guest
+        expect(tcpGet(net.node, POD_IP6, 8080)).toBe('KUBEVIRT-TS-GUEST-TCP net-dual 10.0.2.2/24');
+      } finally {
+        for (const s of servers) s.kill();
+        await pod?.stop();
+        if (config) await teardownPodNetwork(config, { netns: net.podPath });
+        net.destroy();
+      }
     },
     600_000,
   );

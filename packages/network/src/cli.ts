@@ -11,7 +11,7 @@ import {
 import { createLogger } from '@kubevirt-ts/log';
 import { planPodNetwork, type PodNetworkPlan } from './plan.js';
 import { setupPodNetwork, teardownPodNetwork, type PodNetworkConfig } from './phase1.js';
-import { startDhcpServer } from './phase2.js';
+import { startDhcpServer, startDhcp6Server } from './phase2.js';
 import { readResolvConf } from './resolv.js';
 
 const USAGE = `usage:
@@ -24,7 +24,8 @@ const USAGE = `usage:
   kvts-pod-network dhcp --config FILE [--hostname NAME] [--mac MAC] [--resolv-conf FILE]
       phase 2: serves DHCP to the guest on the bridge until SIGTERM/SIGINT, in the caller's network
       namespace (run it with nsenter/ip netns exec); needs only CAP_NET_BIND_SERVICE (port 67);
-      prints "ready", then "lease IP MAC [HOSTNAME]" when the guest has its address
+      prints "ready", then "lease IP MAC [HOSTNAME]" when the guest has its address; when the config has
+      an IPv6 side, also DHCPv6 (port 547) and "lease6 IP CLIENT-DUID"
 `;
 
 class UsageError extends Error {}
@@ -96,17 +97,21 @@ export async function main(argv: string[]): Promise<number> {
         process.once('SIGINT', stop);
         if (v.netns !== undefined)
           throw new UsageError('dhcp serves in its own network namespace: run it in PATH with nsenter');
-        const server = await startDhcpServer({
-          config: readConfig(),
-          dns: readResolvConf(v['resolv-conf']),
-          hostname: v.hostname,
-          mac: v.mac,
-          log,
-        });
+        const config = readConfig();
+        const dns = readResolvConf(v['resolv-conf']);
+        const server = await startDhcpServer({ config, dns, hostname: v.hostname, mac: v.mac, log });
+        // a Pod with IPv6: DHCPv6 beside it (as the launcher's startGuestDhcp does)
+        const server6 = config.ipv6
+          ? await startDhcp6Server({ config, dns, log }).catch(async (e: unknown) => {
+              await server.stop();
+              throw e;
+            })
+          : undefined;
         process.stdout.write('ready\n');
         void server.waitForLease().then((l) => process.stdout.write(`lease ${l}\n`));
+        void server6?.waitForLease().then((l) => process.stdout.write(`lease6 ${l}\n`));
         await stopped;
-        await server.stop();
+        await Promise.all([server.stop(), server6?.stop()]);
         return 0;
       }
       case '-h':

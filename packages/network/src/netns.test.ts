@@ -57,7 +57,7 @@ describe('masquerade, dual stack (the Pod has IPv4 and IPv6)', () => {
     if (isRoot) t6.destroy();
   });
   rootTest(
-    'the guest side gets fd10:0:2::1/120 on the bridge; node -> Pod IPv6:8080 reaches the guest at fd10:0:2::2, the guest reaches the node with the Pod IPv6 as source; IPv4 unchanged; teardown removes both tables',
+    'the guest side gets fd10:0:2::1/120 on the bridge, the guest fd10:0:2::2 by DHCPv6 (with DNS and search list); node -> Pod IPv6:8080 reaches the guest at fd10:0:2::2, the guest reaches the node with the Pod IPv6 as source; IPv4 unchanged; teardown removes both tables',
     async () => {
       const plan = planPodNetwork(vmi({ masquerade: {}, ports: [{ port: 8080 }] }))!;
       const config = await setupPodNetwork(plan, { netns: t6.podPath });
@@ -73,12 +73,20 @@ describe('masquerade, dual stack (the Pod has IPv4 and IPv6)', () => {
       expect(bridge6).toEqual(['fd10:0:2::1/120']);
       expect(t6.exec(t6.pod, ['sysctl', '-n', 'net.ipv6.conf.all.forwarding']).trim()).toBe('1');
       const guest = t6.addGuest(plan.bridge);
-      // no DHCPv6 yet: the guest is configured as upstream documents it for IPv6 (cloud-init), statically
-      t6.exec(guest, ['ip', '-6', 'addr', 'add', 'fd10:0:2::2/120', 'dev', 'eth0', 'nodad']);
-      t6.exec(guest, ['ip', '-6', 'route', 'add', 'default', 'via', 'fd10:0:2::1']);
       const dhcp = await startDhcpInNetns(t6, config);
       try {
         expect(t6.dhcp(guest)).toMatchObject({ ip: '10.0.2.2', router: '10.0.2.1' });
+        // the IPv6 address, DNS server and search list by DHCPv6 (ISC dhclient -6, stateful)
+        expect(t6.dhcp6(guest)).toMatchObject({
+          reason: 'BOUND6',
+          new_ip6_address: 'fd10:0:2::2',
+          new_dhcp6_name_servers: 'fd00:10:96::a',
+          new_dhcp6_domain_search: 'ns1.svc.cluster.local. cluster.local.',
+        });
+        expect(await dhcp.waitForLease6()).toMatch(/^fd10:0:2::2 [0-9a-f]+$/);
+        // no router advertisements (see the README): the default route is the guest's own, as upstream's
+        t6.exec(guest, ['ip', '-6', 'route', 'add', 'fd10:0:2::1', 'dev', 'eth0']);
+        t6.exec(guest, ['ip', '-6', 'route', 'add', 'default', 'via', 'fd10:0:2::1']);
         const inbound = tcpEcho(guest, '::', 8080);
         await inbound.ready;
         expect(tcpGet(t6.node, POD_IP6, 8080)).toBe(NODE_IP6);
@@ -105,6 +113,26 @@ describe('masquerade, dual stack (the Pod has IPv4 and IPv6)', () => {
       await teardownPodNetwork(config, { netns: t6.podPath });
       expect(nftTables(t6)).not.toContain(NFT_TABLE);
       expect(t6.links(t6.pod)).not.toContain('k6t-eth0');
+    },
+  );
+
+  rootTest(
+    "DHCPv6 as uid 107 with no capability (the Pod's ip_unprivileged_port_start=67 covers port 547): the guest gets fd10:0:2::2",
+    async () => {
+      const config = await setupPodNetwork(planPodNetwork(vmi({ masquerade: {} }))!, { netns: t6.podPath });
+      t6.exec(t6.pod, ['sysctl', '-q', '-w', 'net.ipv4.ip_unprivileged_port_start=67']);
+      const dhcp = await startDhcpInNetns(t6, config, { caps: [], args: hostname });
+      try {
+        const status = readFileSync(`/proc/${dhcp.pid}/status`, 'utf8');
+        expect(/^Uid:\s+(\d+)/m.exec(status)![1]).toBe('107');
+        expect(/^CapEff:\s+(\w+)/m.exec(status)![1]).toBe('0000000000000000');
+        const guest = t6.addGuest(config.bridge);
+        expect(t6.dhcp6(guest)).toMatchObject({ reason: 'BOUND6', new_ip6_address: 'fd10:0:2::2' });
+        expect(await dhcp.waitForLease6()).toMatch(/^fd10:0:2::2 /);
+      } finally {
+        expect(await dhcp.stop()).toBe(0);
+      }
+      await teardownPodNetwork(config, { netns: t6.podPath });
     },
   );
 
@@ -189,25 +217,88 @@ describe('masquerade', () => {
 });
 
 describe('bridge', () => {
-  rootTest('the guest holds the Pod IP and the Pod gateway; teardown gives the address back', async () => {
-    const config = await setupPodNetwork(planPodNetwork(vmi({ bridge: {} }))!, { netns: t.podPath });
-    expect(t.exec(t.pod, ['ip', '-4', 'addr', 'show', 'dev', 'eth0'])).not.toContain(POD_IP);
-    const guest = t.addGuest(config.bridge);
-    const dhcp = await startDhcpInNetns(t, config, { args: hostname });
-    try {
-      expect(t.dhcp(guest)).toMatchObject({ ip: POD_IP, mask: '24', router: NODE_IP, hostname: 'vm1' });
-      const srv = tcpEcho(guest, POD_IP, 8080);
-      await srv.ready;
-      expect(tcpGet(t.node, POD_IP, 8080)).toBe(NODE_IP);
-      srv.stop();
-    } finally {
-      await dhcp.stop();
-    }
-    await teardownPodNetwork(config, { netns: t.podPath });
-    expect(t.exec(t.pod, ['ip', '-4', 'addr', 'show', 'dev', 'eth0'])).toContain(`${POD_IP}/24`);
-    expect(t.exec(t.pod, ['ip', 'route', 'show', 'default'])).toContain(NODE_IP);
-    expect(t.links(t.pod)).not.toContain('k6t-eth0');
+  let th: Topology;
+  beforeEach(() => {
+    if (isRoot) th = createTopology({ hairpinBridge: true });
   });
+  afterEach(() => {
+    if (isRoot) th.destroy();
+  });
+  rootTest(
+    "the node side a bridge in hairpin mode (the CNI bridge's hairpinMode): the guest's broadcasts come back through the Pod interface, whose port learns no MAC, so the guest's MAC stays on its own port and it reaches the node at once",
+    async () => {
+      const config = await setupPodNetwork(planPodNetwork(vmi({ bridge: {} }))!, { netns: th.podPath });
+      expect(th.exec(th.pod, ['bridge', '-d', 'link', 'show', 'dev', 'eth0'])).toMatch(/learning off/);
+      const guest = th.addGuest(config.bridge);
+      th.exec(guest, ['ip', 'link', 'set', 'dev', 'eth0', 'address', config.moved!.mac!]);
+      const dhcp = await startDhcpInNetns(th, config, { args: [...hostname, '--mac', config.moved!.mac!] });
+      try {
+        expect(th.dhcp(guest)).toMatchObject({ ip: POD_IP, router: NODE_IP });
+        // a broadcast from the guest (an ARP request for the node), hairpinned back into the Pod
+        const out = tcpEcho(th.node, NODE_IP, 9092);
+        await out.ready;
+        expect(tcpGet(guest, NODE_IP, 9092)).toBe(POD_IP);
+        out.stop();
+        const fdb = JSON.parse(th.exec(th.pod, ['bridge', '-json', 'fdb', 'show', 'br', config.bridge])) as {
+          mac: string;
+          ifname: string;
+          flags?: string[];
+          state?: string;
+        }[];
+        // the guest's MAC is known on the guest's port only; nothing was learned on the Pod interface
+        expect(
+          fdb.filter((e) => e.mac === config.moved!.mac && e.state !== 'permanent').map((e) => e.ifname),
+        ).toEqual([expect.stringMatching(/^gst/)]);
+        expect(fdb.filter((e) => e.ifname === 'eth0' && e.state !== 'permanent')).toEqual([]);
+      } finally {
+        await dhcp.stop();
+      }
+      await teardownPodNetwork(config, { netns: th.podPath });
+    },
+  );
+
+  rootTest(
+    'the guest holds the Pod IP and the Pod gateway, and the Pod MAC (the node reaches it at once); teardown gives the address and MAC back',
+    async () => {
+      const mac = (ns: string) =>
+        (JSON.parse(t.exec(ns, ['ip', '-json', 'link', 'show', 'dev', 'eth0'])) as { address: string }[])[0]!
+          .address;
+      const podMac = mac(t.pod);
+      // the node has talked to the Pod before (its neighbour entry for the Pod IP holds the Pod's MAC)
+      const before = tcpEcho(t.pod, POD_IP, 8079);
+      await before.ready;
+      expect(tcpGet(t.node, POD_IP, 8079)).toBe(NODE_IP);
+      before.stop();
+      const config = await setupPodNetwork(planPodNetwork(vmi({ bridge: {} }))!, { netns: t.podPath });
+      expect(t.exec(t.pod, ['ip', '-4', 'addr', 'show', 'dev', 'eth0'])).not.toContain(POD_IP);
+      // the MAC swap: the Pod interface has a new MAC, the guest's NIC gets the old one (the launcher puts it in
+      // the domain: withGuestMac; here the stand-in guest's veth takes it)
+      expect(config.moved?.mac).toBe(podMac);
+      expect(mac(t.pod)).not.toBe(podMac);
+      const guest = t.addGuest(config.bridge);
+      t.exec(guest, ['ip', 'link', 'set', 'dev', 'eth0', 'address', podMac]);
+      const dhcp = await startDhcpInNetns(t, config, { args: [...hostname, '--mac', podMac] });
+      try {
+        expect(t.dhcp(guest)).toMatchObject({ ip: POD_IP, mask: '24', router: NODE_IP, hostname: 'vm1' });
+        // right after the lease, both ways: the node's neighbour entry for the Pod IP is still right
+        const out = tcpEcho(t.node, NODE_IP, 9091);
+        await out.ready;
+        expect(tcpGet(guest, NODE_IP, 9091)).toBe(POD_IP);
+        out.stop();
+        const srv = tcpEcho(guest, POD_IP, 8080);
+        await srv.ready;
+        expect(tcpGet(t.node, POD_IP, 8080)).toBe(NODE_IP);
+        srv.stop();
+      } finally {
+        await dhcp.stop();
+      }
+      await teardownPodNetwork(config, { netns: t.podPath });
+      expect(mac(t.pod)).toBe(podMac);
+      expect(t.exec(t.pod, ['ip', '-4', 'addr', 'show', 'dev', 'eth0'])).toContain(`${POD_IP}/24`);
+      expect(t.exec(t.pod, ['ip', 'route', 'show', 'default'])).toContain(NODE_IP);
+      expect(t.links(t.pod)).not.toContain('k6t-eth0');
+    },
+  );
 });
 
 describe('failures leave nothing behind', () => {

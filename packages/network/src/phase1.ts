@@ -1,6 +1,7 @@
 // Phase 1, privileged (virt-handler, in the launcher Pod's network namespace): the bridge, the tap
 // the guest's NIC uses (owned by the launcher's user, the Pod interface's MTU), and for masquerade
 // the nftables NAT. Every step is undone in reverse order when a later one fails.
+import { randomBytes } from 'node:crypto';
 import { isIPv6 } from 'node:net';
 import type { Logger } from '@kubevirt-ts/log';
 import { ipJson, run, setSysctl, NetworkSetupError, type NetnsOption } from './exec.js';
@@ -39,8 +40,12 @@ export interface PodNetworkConfig {
    * fd10:0:2::2/120 behind the gateway fd10:0:2::1 on the bridge), NATed to and from the Pod's IPv6 address
    */
   ipv6?: { podAddress: string; guest: string; gateway: string; prefix: number };
-  /** bridge binding: the Pod interface's former address and routes, restored by teardown */
-  moved?: { address: string; prefix: number; routes: Route[] };
+  /**
+   * bridge binding: the Pod interface's former address and routes, restored by teardown, and its former MAC
+   * (`mac`): the guest's NIC takes it (upstream's MAC swap: the node's neighbour entry for the Pod IP stays right,
+   * so traffic to the Pod IP reaches the guest at once) while the Pod interface gets a random one
+   */
+  moved?: { address: string; prefix: number; routes: Route[]; mac?: string };
 }
 
 export interface Phase1Options extends NetnsOption {
@@ -81,7 +86,14 @@ async function podInterfaceInfo(name: string, o: NetnsOption) {
   const routes = (await ipJson<IpRoute[]>(['-4', 'route', 'show', 'dev', name], o))
     .filter((r) => r.protocol !== 'kernel')
     .map((r): Route => (r.gateway ? { dst: r.dst, gateway: r.gateway } : { dst: r.dst }));
-  return { mtu: link.mtu, address: v4.local, prefix: v4.prefixlen, routes, address6: v6?.local };
+  return {
+    mtu: link.mtu,
+    mac: link.address,
+    address: v4.local,
+    prefix: v4.prefixlen,
+    routes,
+    address6: v6?.local,
+  };
 }
 
 type NftFamily = 'ip' | 'ip6';
@@ -227,11 +239,24 @@ export async function setupPodNetwork(
             );
         },
       );
+      // the MAC swap: the guest's NIC gets the Pod interface's MAC (the launcher puts it in the domain), the Pod
+      // interface a random locally administered one, so the node's neighbour entry for the Pod IP stays right
+      const podMac = pod.mac;
+      if (podMac && MAC_RE.test(podMac))
+        await step(
+          `a new MAC for ${plan.podInterface}`,
+          () => ip('link', 'set', 'dev', plan.podInterface, 'address', randomMac()),
+          () => ip('link', 'set', 'dev', plan.podInterface, 'address', podMac),
+        );
       await step(
         `${plan.podInterface} in ${plan.bridge}`,
         () => ip('link', 'set', 'dev', plan.podInterface, 'master', plan.bridge),
         () => ip('link', 'set', 'dev', plan.podInterface, 'nomaster'),
       );
+      // no MAC learning on the Pod interface's port (as upstream): a CNI bridge in hairpin mode sends the
+      // guest's broadcasts back in through it, and the bridge would then place the guest's MAC behind the Pod
+      // interface and drop the node's replies to the guest (same port in and out) until it re-learns it
+      await ip('link', 'set', 'dev', plan.podInterface, 'type', 'bridge_slave', 'learning', 'off');
       await ip('addr', 'add', `${BRIDGE_FAKE_IP}/32`, 'dev', plan.bridge);
       await ip('link', 'set', 'dev', plan.bridge, 'up');
       config = {
@@ -248,7 +273,12 @@ export async function setupPodNetwork(
           routes: pod.routes.filter((r) => r.dst !== 'default'),
         },
         podAddress: pod.address,
-        moved: { address: pod.address, prefix: pod.prefix, routes: pod.routes },
+        moved: {
+          address: pod.address,
+          prefix: pod.prefix,
+          routes: pod.routes,
+          ...(pod.mac && MAC_RE.test(pod.mac) ? { mac: pod.mac } : {}),
+        },
       };
     }
     log?.info('pod network set up', {
@@ -281,6 +311,8 @@ export async function teardownPodNetwork(config: PodNetworkConfig, opts: Phase1O
         await run(opts.nft ?? 'nft', ['delete', 'table', family, NFT_TABLE], o);
   await quiet(run('ip', ['link', 'del', config.tap], o));
   if (config.moved) await quiet(run('ip', ['link', 'set', 'dev', config.podInterface, 'nomaster'], o));
+  if (config.moved?.mac)
+    await quiet(run('ip', ['link', 'set', 'dev', config.podInterface, 'address', config.moved.mac], o));
   await quiet(run('ip', ['link', 'del', config.bridge], o));
   if (config.moved) {
     const m = config.moved;
@@ -298,6 +330,14 @@ export async function teardownPodNetwork(config: PodNetworkConfig, opts: Phase1O
 
 const IPV4_RE = /^(25[0-5]|2[0-4]\d|1?\d?\d)(\.(25[0-5]|2[0-4]\d|1?\d?\d)){3}$/;
 const IFNAME_RE = /^[A-Za-z0-9_.-]{1,15}$/;
+const MAC_RE = /^([0-9a-f]{2}:){5}[0-9a-f]{2}$/;
+
+/** A random unicast, locally administered MAC address. */
+function randomMac(): string {
+  const b = randomBytes(6);
+  b[0] = (b[0]! & 0xfc) | 0x02;
+  return [...b].map((x) => x.toString(16).padStart(2, '0')).join(':');
+}
 
 /**
  * Reads a PodNetworkConfig written by phase 1 (virt-handler) as untrusted input: the Pod can write
@@ -379,6 +419,14 @@ export function parsePodNetworkConfig(
       address: ip(m.address, 'moved.address'),
       prefix: int(m.prefix, 'moved.prefix', 0, 32),
       routes: routes(m.routes, 'moved.routes'),
+      ...(m.mac !== undefined
+        ? {
+            mac:
+              typeof m.mac === 'string' && MAC_RE.test(m.mac)
+                ? m.mac
+                : bad('moved.mac', `${JSON.stringify(m.mac)} is not aa:bb:cc:dd:ee:ff`),
+          }
+        : {}),
     };
   }
   if (!IFNAME_RE.test(out.bridge) || !IFNAME_RE.test(out.tap)) bad('bridge', 'not an interface name');

@@ -1,6 +1,7 @@
 import { planPodNetwork, guestAddresses, guestAddresses6, netmask, NetworkConfigError } from './plan.js';
 import { masqueradeRuleset, parsePodNetworkConfig } from './phase1.js';
 import { parseResolvConf } from './resolv.js';
+import { withGuestMac } from './phase2.js';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 
 const vmi = (iface: object, network: object = { name: 'default', pod: {} }) =>
@@ -92,12 +93,16 @@ test('guestAddresses and netmask', () => {
   expect(netmask(20)).toBe('255.255.240.0');
 });
 
-test('parseResolvConf: IPv4 servers, the last search line, comments', () => {
+test('parseResolvConf: IPv4 servers, IPv6 servers apart (DHCPv6), the last search line, comments', () => {
   expect(
     parseResolvConf(
       '# x\nnameserver 10.96.0.10\nnameserver fd00::10\nsearch a.svc.cluster.local svc.cluster.local\noptions ndots:5\n',
     ),
-  ).toEqual({ nameservers: ['10.96.0.10'], searchDomains: ['a.svc.cluster.local', 'svc.cluster.local'] });
+  ).toEqual({
+    nameservers: ['10.96.0.10'],
+    nameservers6: ['fd00::10'],
+    searchDomains: ['a.svc.cluster.local', 'svc.cluster.local'],
+  });
   expect(parseResolvConf('domain x.y\nsearch b.c ;bad\n')).toEqual({
     nameservers: [],
     searchDomains: ['b.c'],
@@ -148,4 +153,37 @@ test('parsePodNetworkConfig: phase 1 output accepted; untrusted fields checked a
   bad({ ipv6: { ...ipv6, guest: '10.0.2.2' } }, 'f.json: ipv6.guest: "10.0.2.2" is not an IPv6 address');
   bad({ ipv6: { ...ipv6, prefix: 129 } }, 'f.json: ipv6.prefix: 129');
   expect(() => parsePodNetworkConfig('{', plan, 'f.json')).toThrow('f.json: not JSON');
+});
+
+test("the bridge binding's MAC swap: moved.mac checked; withGuestMac gives the pod interface that MAC unless it has its own", () => {
+  const plan = planPodNetwork(vmi({ bridge: {} }))!;
+  const good = {
+    binding: 'bridge',
+    podInterface: 'eth0',
+    bridge: 'k6t-eth0',
+    tap: 'tap0',
+    mtu: 1500,
+    serverAddress: '169.254.75.10',
+    guest: { address: '10.244.0.7', prefix: 24, gateway: '10.244.0.1', routes: [] },
+    podAddress: '10.244.0.7',
+    moved: { address: '10.244.0.7', prefix: 24, routes: [], mac: '0a:58:0a:f4:00:07' },
+  };
+  expect(parsePodNetworkConfig(JSON.stringify(good), plan)).toEqual(good);
+  expect(() =>
+    parsePodNetworkConfig(
+      JSON.stringify({ ...good, moved: { ...good.moved, mac: 'ff:ff' } }),
+      plan,
+      'f.json',
+    ),
+  ).toThrow('f.json: moved.mac: "ff:ff" is not aa:bb:cc:dd:ee:ff');
+
+  const server = { guestNic: { interfaceName: 'default', mac: '0a:58:0a:f4:00:07' } };
+  const v = vmi({ bridge: {} });
+  const swapped = withGuestMac(v, server);
+  expect(swapped.spec.domain.devices!.interfaces![0]!.macAddress).toBe('0a:58:0a:f4:00:07');
+  expect(v.spec.domain.devices!.interfaces![0]!.macAddress).toBeUndefined(); // a copy: the VMI is unchanged
+  const own = vmi({ bridge: {}, macAddress: '02:00:00:00:00:01' });
+  expect(withGuestMac(own, server)).toBe(own);
+  expect(withGuestMac(v, undefined)).toBe(v);
+  expect(withGuestMac(v, { guestNic: { interfaceName: 'other', mac: '0a:58:0a:f4:00:07' } })).toBe(v);
 });

@@ -1,9 +1,12 @@
 // The Pod's resolv.conf: what the guest learns as its DNS servers and search domains.
 import { readFileSync } from 'node:fs';
+import { isIPv6 } from 'node:net';
 
 export interface DnsConfig {
   /** IPv4 name servers (DHCPv4 carries only these) */
   nameservers: string[];
+  /** IPv6 name servers (DHCPv6 option 23; link-local ones with a zone are left out: meaningless to the guest) */
+  nameservers6?: string[];
   searchDomains: string[];
 }
 
@@ -16,19 +19,22 @@ export function isIPv4(s: string): boolean {
   return IPV4.test(s);
 }
 
-/** Parses resolv.conf text: `nameserver` lines (IPv4 kept), the last `search`/`domain` line wins (as in glibc). */
+/** Parses resolv.conf text: `nameserver` lines (IPv4, and IPv6 apart), the last `search`/`domain` line wins (as in glibc). */
 export function parseResolvConf(text: string): DnsConfig {
   const nameservers: string[] = [];
+  const nameservers6: string[] = [];
   let searchDomains: string[] = [];
   for (const raw of text.split('\n')) {
     const line = raw.replace(/[#;].*$/, '').trim();
     if (!line) continue;
     const [key, ...vals] = line.split(/\s+/);
     if (key === 'nameserver' && vals[0] && isIPv4(vals[0])) nameservers.push(vals[0]);
+    else if (key === 'nameserver' && vals[0] && isIPv6(vals[0]) && !vals[0].includes('%'))
+      nameservers6.push(vals[0]);
     else if (key === 'search' || key === 'domain')
       searchDomains = vals.filter((d) => DOMAIN.test(d)).map((d) => d.replace(/\.$/, ''));
   }
-  return { nameservers, searchDomains };
+  return { nameservers, searchDomains, ...(nameservers6.length ? { nameservers6 } : {}) };
 }
 
 export function readResolvConf(file = '/etc/resolv.conf'): DnsConfig {

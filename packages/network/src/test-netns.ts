@@ -30,13 +30,22 @@ export interface Topology {
   addGuest(bridge: string): string;
   /** runs busybox udhcpc in the guest netns; resolves with what it was given (udhcpc's variables) */
   dhcp(guest: string): Record<string, string>;
+  /**
+   * runs ISC dhclient -6 (stateful: an IA_NA address) once in the guest netns; resolves with what it was given
+   * (its script's variables: new_ip6_address, new_dhcp6_name_servers, ...); the address is applied (nodad)
+   */
+  dhcp6(guest: string): Record<string, string>;
   /** busybox udhcpc left running in the guest netns (SIGUSR1 renews); its hook writes OUT.<event> */
   dhcpClient(guest: string, out: string): ChildProcess;
   links(ns: string): string[];
   destroy(): void;
 }
 
-export function createTopology(opts: { ipv6?: boolean } = {}): Topology {
+/**
+ * `hairpinBridge`: the node side is a bridge (`nodebr`, holding NODE_IP) with the veth as a hairpin port, as the
+ * CNI bridge plugin's `hairpinMode` makes it: broadcasts from the Pod come back in through the Pod's interface.
+ */
+export function createTopology(opts: { ipv6?: boolean; hairpinBridge?: boolean } = {}): Topology {
   const id = `kvts${process.pid}x${counter++}`;
   const node = `${id}n`;
   const pod = `${id}p`;
@@ -45,7 +54,13 @@ export function createTopology(opts: { ipv6?: boolean } = {}): Topology {
   sh(['ip', 'netns', 'add', node]);
   sh(['ip', 'netns', 'add', pod]);
   sh(['ip', '-n', node, 'link', 'add', 'node0', 'type', 'veth', 'peer', 'name', 'eth0', 'netns', pod]);
-  sh(['ip', '-n', node, 'addr', 'add', `${NODE_IP}/24`, 'dev', 'node0']);
+  if (opts.hairpinBridge) {
+    sh(['ip', '-n', node, 'link', 'add', 'nodebr', 'type', 'bridge']);
+    sh(['ip', '-n', node, 'link', 'set', 'node0', 'master', 'nodebr']);
+    sh(['ip', '-n', node, 'link', 'set', 'dev', 'node0', 'type', 'bridge_slave', 'hairpin', 'on']);
+    sh(['ip', '-n', node, 'addr', 'add', `${NODE_IP}/24`, 'dev', 'nodebr']);
+    sh(['ip', '-n', node, 'link', 'set', 'nodebr', 'up']);
+  } else sh(['ip', '-n', node, 'addr', 'add', `${NODE_IP}/24`, 'dev', 'node0']);
   sh(['ip', '-n', node, 'link', 'set', 'node0', 'mtu', String(POD_MTU), 'up']);
   sh(['ip', '-n', node, 'link', 'set', 'lo', 'up']);
   sh(['ip', '-n', pod, 'addr', 'add', `${POD_IP}/24`, 'dev', 'eth0']);
@@ -74,6 +89,21 @@ export function createTopology(opts: { ipv6?: boolean } = {}): Topology {
     ].join('\n'),
   );
   chmodSync(script, 0o755);
+  const script6 = path.join(tmp, 'dhclient6.sh');
+  // dhclient's script (the variable reason, no arguments): apply the address and record the variables
+  writeFileSync(
+    script6,
+    [
+      '#!/bin/sh',
+      'case "$reason" in BOUND6 | RENEW6 | REBIND6 | REBOOT6) ;; *) exit 0 ;; esac',
+      'ip -6 addr add "$new_ip6_address/$new_ip6_prefixlen" dev "$interface" nodad',
+      'env > "$DHCLIENT_OUT.tmp" && mv "$DHCLIENT_OUT.tmp" "$DHCLIENT_OUT"',
+      'exit 0',
+      '',
+    ].join('\n'),
+  );
+  chmodSync(script6, 0o755);
+  const pidFiles: string[] = [];
   return {
     node,
     pod,
@@ -141,6 +171,49 @@ export function createTopology(opts: { ipv6?: boolean } = {}): Topology {
           .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
       );
     },
+    dhcp6(guest) {
+      const out = path.join(tmp, `lease6-${guest}`);
+      const pid = path.join(tmp, `dhclient6-${guest}.pid`);
+      pidFiles.push(pid);
+      // dhclient binds to the link-local address: wait until it has one that passed DAD
+      for (let i = 0; i < 100; i++) {
+        const ll = sh(inNs(guest, ['ip', '-6', 'addr', 'show', 'dev', 'eth0', 'scope', 'link']));
+        if (ll.includes('inet6') && !ll.includes('tentative')) break;
+        spawnSync('sleep', ['0.1']);
+      }
+      // -1: one try (exits non-zero without a lease); then it goes to the background: its pid file ends it
+      const r = spawnSync(
+        'ip',
+        inNs(guest, [
+          'dhclient',
+          '-6',
+          '-1',
+          '-v',
+          '--dad-wait-time',
+          '5',
+          '-cf',
+          '/dev/null',
+          '-lf',
+          path.join(tmp, `dhclient6-${guest}.leases`),
+          '-pf',
+          pid,
+          '-sf',
+          script6,
+          '-e', // dhclient passes its script a clean environment: this variable explicitly
+          `DHCLIENT_OUT=${out}`,
+          'eth0',
+        ]).slice(1),
+        { encoding: 'utf8', timeout: 90_000 },
+      );
+      if (r.status !== 0 || !existsSync(out))
+        throw new Error(`dhclient -6 got no lease (exit ${r.status}): ${r.stderr}`);
+      return Object.fromEntries(
+        readFileSync(out, 'utf8')
+          .split('\n')
+          .filter((l) => l.includes('='))
+          .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+      );
+    },
     dhcpClient(guest, out) {
       const argv = inNs(guest, [
         'busybox',
@@ -165,6 +238,10 @@ export function createTopology(opts: { ipv6?: boolean } = {}): Topology {
         (l) => l.ifname,
       ),
     destroy() {
+      for (const f of pidFiles) {
+        const pid = existsSync(f) ? Number(readFileSync(f, 'utf8').trim()) : NaN;
+        if (pid > 0) spawnSync('kill', [String(pid)]);
+      }
       for (const ns of nss.reverse()) spawnSync('ip', ['netns', 'del', ns]);
       rmSync(tmp, { recursive: true, force: true });
     },
@@ -198,6 +275,8 @@ export interface NetnsDhcp {
   pid: number;
   /** resolves with "IP MAC [HOSTNAME]" once the server acknowledged a lease */
   waitForLease(): Promise<string>;
+  /** resolves with "IP CLIENT-DUID" once the DHCPv6 server replied with the address */
+  waitForLease6(): Promise<string>;
   /** what it logged so far */
   stderr(): string;
   /** SIGTERM, resolves with the exit code */
@@ -222,7 +301,7 @@ export async function startDhcpInNetns(
   const resolv = path.join(dir, 'resolv.conf');
   writeFileSync(
     resolv,
-    'nameserver 10.96.0.10\nnameserver 10.96.0.11\nsearch ns1.svc.cluster.local cluster.local\n',
+    'nameserver 10.96.0.10\nnameserver 10.96.0.11\nnameserver fd00:10:96::a\nsearch ns1.svc.cluster.local cluster.local\n',
     {
       mode: 0o644,
     },
@@ -276,6 +355,7 @@ export async function startDhcpInNetns(
     pid: child.pid!,
     stderr: () => err,
     waitForLease: async () => (await until(/^lease (.*)$/m))[1]!,
+    waitForLease6: async () => (await until(/^lease6 (.*)$/m))[1]!,
     stop: () => {
       child.kill('SIGTERM');
       return closed;

@@ -107,7 +107,11 @@ function hostnameOf(vmi: VirtualMachineInstance): string {
   return vmi.metadata.name!.slice(0, 63).replace(/[.]/g, '-').replace(/-+$/, '');
 }
 
-/** DHCP's server port: the launcher's DHCP server (phase 2 of @kubevirt-ts/network) binds it. */
+/**
+ * DHCP's server port: the launcher's DHCP server (phase 2 of @kubevirt-ts/network) binds it. Its DHCPv6 server (a
+ * masquerade interface in a Pod with IPv6) binds 547, above it: the same sysctl covers it. Router advertisements
+ * would need CAP_NET_RAW (a raw ICMPv6 socket), which a uid-107 process cannot hold here: none are sent.
+ */
 const DHCP_SERVER_PORT = 67;
 
 /**
