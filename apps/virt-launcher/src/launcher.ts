@@ -16,6 +16,7 @@ import { podNetworkConfigFile, startGuestDhcp, type DhcpServer } from '@kubevirt
 import { ExitCode, LauncherError } from './errors.js';
 import { ownStart, ownedLeftovers } from './procs.js';
 import { capLogFile } from './serial-log.js';
+import { traceMark } from './start-trace.js';
 import { disksInfoOf, prepareVolumes } from '@kubevirt-ts/disks';
 import {
   createLayout,
@@ -56,6 +57,12 @@ export interface LauncherConfig {
   podNetworkDir?: string;
   /** standalone (no Pod network namespace): the binding of the pod network instead of a tap */
   podNetworkBinding?: 'passt' | 'slirp';
+  /**
+   * the private libvirtd, already being started by the caller (early.ts's startPrivateDaemon with this
+   * config's libvirtBaseDir, libvirtUser and capsCacheDir) while the launcher's modules load; the
+   * `libvirtd` stage waits for it instead of starting one. The launcher owns it: a failed start stops it.
+   */
+  daemon?: Promise<SessionDaemon>;
 }
 
 export type Stage = 'dirs' | 'libvirtd' | 'connect' | 'cmd-server' | 'notify' | 'ready';
@@ -102,6 +109,7 @@ export class Launcher extends EventEmitter {
 
   private stage(stage: Stage, msg: string, fields: Record<string, unknown> = {}): void {
     this.log.info(msg, { stage, ...fields });
+    traceMark(stage);
     this.emit('stage', stage, msg);
   }
 
@@ -147,12 +155,13 @@ export class Launcher extends EventEmitter {
       this.stage('dirs', 'private dirs ready', { privateDir: this.paths.privateDir });
     });
     this.session = await this.runStage('libvirtd', async () => {
-      const s = await openDomainLayer.startDaemon({
-        baseDir: c.libvirtBaseDir,
-        user: owner,
-        logger: this.log,
-        capsCacheDir: c.capsCacheDir,
-      });
+      const s = await (c.daemon ??
+        openDomainLayer.startDaemon({
+          baseDir: c.libvirtBaseDir,
+          user: owner,
+          logger: this.log,
+          capsCacheDir: c.capsCacheDir,
+        }));
       this.stage('libvirtd', 'libvirtd (session mode) answers', { pid: s.pid, uri: s.uri });
       this.watchDaemon(s.pid);
       const serialLog = this.paths.serialLogFile(c.uid);
@@ -235,6 +244,7 @@ export class Launcher extends EventEmitter {
         checkVmi(vmi);
         if (self.terminating) throw new Error('the launcher is shutting down');
         self.vmi = vmi;
+        traceMark('sync-received');
         if (!self.prepared) {
           const t0 = Date.now();
           const prepared = await prepareVolumes(vmi, self.paths, {
@@ -244,6 +254,7 @@ export class Launcher extends EventEmitter {
           self.disksInfo = disksInfoOf(prepared);
           self.prepared = true;
           self.log.info('disks prepared', { stage: 'prepare', ms: Date.now() - t0 });
+          traceMark('disks-prepared');
         }
         // standalone mode has no Pod network namespace (passt/slirp instead): nothing to serve
         if (self.dhcp === undefined && !self.config.podNetworkBinding) {
@@ -269,6 +280,7 @@ export class Launcher extends EventEmitter {
           }
           throw e;
         }
+        traceMark('sync-done');
         self.emit('synced', vmi);
         if (self.config.capsCacheDir) void saveCaps(self.config.libvirtBaseDir, self.config.capsCacheDir);
         return undefined;
@@ -356,6 +368,7 @@ export class Launcher extends EventEmitter {
     const { status, reason } = ev.status;
     const prev = this.lastStatus;
     this.lastStatus = { status, reason };
+    if (!prev) traceMark('domain-defined');
     if (!prev || prev.status !== status || prev.reason !== reason) {
       this.log.info(`domain ${ev.type.toLowerCase()}: ${status} (${reason})`, {
         reason,
@@ -365,6 +378,7 @@ export class Launcher extends EventEmitter {
     }
     if (status === 'Running' || status === 'Paused') {
       if (!this.started) {
+        traceMark('domain-running');
         this.started = true;
         if (this.qemuTimer) clearTimeout(this.qemuTimer);
         this.qemuTimer = undefined;
@@ -494,6 +508,9 @@ export class Launcher extends EventEmitter {
   }
 
   private async shutdownParts(): Promise<void> {
+    // a daemon started early for a start-up that failed before the libvirtd stage took it
+    if (!this.session && this.config.daemon)
+      this.session = await this.config.daemon.catch(() => undefined);
     await this.cmd?.stop(1000).catch(() => undefined);
     await this.dhcp?.stop().catch(() => undefined);
     await this.layer?.close().catch(() => undefined);
