@@ -17,6 +17,8 @@ export interface PrivateDaemonOptions {
   logger: Logger;
   /** host-wide cache of QEMU capability probes (node-libvirt's seedQemuCaps) */
   capsCacheDir?: string;
+  /** called once libvirtd is spawned (it boots from then on) */
+  onSpawn?: () => void;
 }
 
 /**
@@ -37,7 +39,24 @@ export async function startPrivateDaemon(opts: PrivateDaemonOptions): Promise<Se
     // (qemu.conf stdio_handler = "file"); the launcher caps the serial log (serial-log.ts)
     virtlogd: false,
     logger: opts.logger,
+    onSpawn: opts.onSpawn,
   });
   traceMark('libvirtd-answers');
   return { uri: s.uri, pid: s.pid, stop: () => s.stop() };
+}
+
+/**
+ * startPrivateDaemon for a caller that loads its other modules meanwhile: `spawned` resolves once libvirtd
+ * runs (or the start failed before), so the caller starts its imports only then: the event loop is
+ * mostly busy compiling modules during imports, which would delay the daemon's own start-up steps.
+ */
+export function startPrivateDaemonEarly(opts: PrivateDaemonOptions): {
+  daemon: Promise<SessionDaemon>;
+  spawned: Promise<void>;
+} {
+  let onSpawn: () => void = () => undefined;
+  const spawned = new Promise<void>((resolve) => (onSpawn = resolve));
+  const daemon = startPrivateDaemon({ ...opts, onSpawn });
+  daemon.then(onSpawn, onSpawn); // failed before spawning: the launcher's libvirtd stage reports it
+  return { daemon, spawned };
 }

@@ -181,6 +181,8 @@ export class Launcher extends EventEmitter {
         podNetworkBinding: c.podNetworkBinding,
         shareDir: c.shareDir,
       });
+      // the QEMU capabilities load while the cmd server starts and the handler's sync comes
+      void layer.warmUp?.().then(() => traceMark('caps-loaded'));
       this.stage('connect', 'connected to libvirt', { libvirtVersion: await layer.libvirtVersion() });
       return layer;
     });

@@ -48,14 +48,14 @@ async function runInPod(argv: string[]): Promise<number> {
   const { podConfig } = await import('./pod-config.js');
   const config = podConfig(flags);
   // libvirtd boots while the rest of the launcher's modules load
-  const { startPrivateDaemon } = await import('./early.js');
-  const daemon = startPrivateDaemon({
+  const { startPrivateDaemonEarly } = await import('./early.js');
+  const { daemon, spawned } = startPrivateDaemonEarly({
     baseDir: config.libvirtBaseDir,
     user: config.libvirtUser,
     logger,
     capsCacheDir: config.capsCacheDir,
   });
-  daemon.catch(() => undefined); // the launcher's libvirtd stage reports it
+  await spawned;
   const { Launcher } = await import('./launcher.js');
   traceMark('modules-loaded');
   const launcher = new Launcher({ ...config, logger, daemon });

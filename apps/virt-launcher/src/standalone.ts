@@ -14,7 +14,7 @@ import type { StandaloneFlags } from './flags.js';
 import type { Launcher, LauncherResult } from './launcher.js';
 import { createLogger } from '@kubevirt-ts/log';
 import { PrepareError, stageLocalImages, type ImageInfo } from '@kubevirt-ts/disks';
-import { startPrivateDaemon } from './early.js';
+import { startPrivateDaemonEarly } from './early.js';
 import { createLayout } from './layout.js';
 import { loadVmi, makeWorkDir } from './standalone-monitor.js';
 import { traceMark, traceToLog } from './start-trace.js';
@@ -186,8 +186,13 @@ export async function startStandalone(
   traceMark('images-staged');
 
   // libvirtd boots while the launcher's other modules (gRPC, the domain manager) load
-  const daemon = startPrivateDaemon({ baseDir: libvirtBaseDir, user: libvirtUser, logger, capsCacheDir });
-  daemon.catch(() => undefined); // the launcher's libvirtd stage reports it
+  const { daemon, spawned } = startPrivateDaemonEarly({
+    baseDir: libvirtBaseDir,
+    user: libvirtUser,
+    logger,
+    capsCacheDir,
+  });
+  await spawned;
   let modules: [typeof import('./launcher.js'), typeof import('@kubevirt-ts/cmd-protocol')];
   try {
     modules = await Promise.all([import('./launcher.js'), import('@kubevirt-ts/cmd-protocol')]);

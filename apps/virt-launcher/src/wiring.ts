@@ -36,6 +36,11 @@ export interface DomainLayer {
   onEvent(fn: (ev: DomainEventLike) => void): void;
   startWatching(): Promise<void>;
   libvirtVersion(): Promise<string>;
+  /**
+   * Has libvirtd load the QEMU capabilities of the domain's emulator (from the capability cache, or a probe)
+   * now, off the start path, rather than at the first define; best effort.
+   */
+  warmUp?(): Promise<void>;
   alive(): Promise<boolean>;
   close(): Promise<void>;
 }
@@ -57,6 +62,8 @@ export function kvmAvailable(allowEmulation: boolean): boolean {
     return false;
   }
 }
+
+const HOST_ARCH: Record<string, string> = { x64: 'x86_64', arm64: 'aarch64', ppc64: 'ppc64le', s390x: 's390x' };
 
 function versionString(v: number): string {
   return `${Math.floor(v / 1_000_000)}.${Math.floor(v / 1000) % 1000}.${v % 1000}`;
@@ -169,6 +176,14 @@ export const openDomainLayer = {
       manager,
       onEvent: (fn) => listeners.push(fn),
       startWatching: () => watcher.start(),
+      warmUp: async () => {
+        await (conn as unknown as Connection)
+          .getDomainCapabilities({
+            arch: HOST_ARCH[process.arch] ?? process.arch,
+            virttype: base.kvmAvailable ? 'kvm' : 'qemu',
+          })
+          .catch(() => undefined);
+      },
       libvirtVersion: async () =>
         versionString(Number(await (conn as unknown as Connection).getLibVersion())),
       alive: async () => {
