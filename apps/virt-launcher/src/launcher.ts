@@ -511,8 +511,7 @@ export class Launcher extends EventEmitter {
 
   private async shutdownParts(): Promise<void> {
     // a daemon started early for a start-up that failed before the libvirtd stage took it
-    if (!this.session && this.config.daemon)
-      this.session = await this.config.daemon.catch(() => undefined);
+    if (!this.session && this.config.daemon) this.session = await this.config.daemon.catch(() => undefined);
     await this.cmd?.stop(1000).catch(() => undefined);
     await this.dhcp?.stop().catch(() => undefined);
     await this.layer?.close().catch(() => undefined);

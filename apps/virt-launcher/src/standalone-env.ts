@@ -35,4 +35,3 @@ export function takeStandaloneVmi(env: NodeJS.ProcessEnv = process.env): Virtual
   delete env[STANDALONE_VMI_ENV];
   return json ? (JSON.parse(json) as VirtualMachineInstance) : undefined;
 }
-

@@ -130,4 +130,3 @@ export async function runStandaloneMonitor(
     return err.exitCode;
   }
 }
-

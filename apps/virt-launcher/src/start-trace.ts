@@ -62,5 +62,7 @@ export function traceToStderr(): void {
 
 /** Without `--trace-start`: marks at debug level in the JSON log. */
 export function traceToLog(log: { debug(msg: string, meta?: Record<string, unknown>): void }): void {
-  traceTo((m) => log.debug('start phase', { stage: 'trace', phase: m.phase, at: m.at, ms: m.ms, proc: m.proc }));
+  traceTo((m) =>
+    log.debug('start phase', { stage: 'trace', phase: m.phase, at: m.at, ms: m.ms, proc: m.proc }),
+  );
 }

@@ -63,7 +63,12 @@ export function kvmAvailable(allowEmulation: boolean): boolean {
   }
 }
 
-const HOST_ARCH: Record<string, string> = { x64: 'x86_64', arm64: 'aarch64', ppc64: 'ppc64le', s390x: 's390x' };
+const HOST_ARCH: Record<string, string> = {
+  x64: 'x86_64',
+  arm64: 'aarch64',
+  ppc64: 'ppc64le',
+  s390x: 's390x',
+};
 
 function versionString(v: number): string {
   return `${Math.floor(v / 1_000_000)}.${Math.floor(v / 1000) % 1000}.${v % 1000}`;
