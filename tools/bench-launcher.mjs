@@ -11,7 +11,7 @@
 //   5. the launcher's start-up phases (its --trace-start marks: each process's Node start, modules loaded,
 //      libvirtd spawned / answering, ready, sync, disks prepared, domain defined / running), as ms since the
 //      spawn (medians) and the step from the phase before: less sensitive to a loaded machine than the total.
-// Usage: node tools/bench-launcher.mjs [--runs N] [--quick] [--node-flags "FLAGS"]
+// Usage: [KVTS_BENCH_LAUNCHER=path/to/main.js] node tools/bench-launcher.mjs [--runs N] [--quick] [--node-flags "FLAGS"]
 //   --quick: only the launcher runs (no cold-probe run, no virsh runs): for comparing memory settings;
 //   --node-flags: run the launcher with these Node/V8 flags instead of those of its shebang.
 // (needs the test guest: bash tools/guest/build.sh)
@@ -28,7 +28,10 @@ import { stageLocalImages } from '@kubevirt-ts/disks';
 import { createLayout } from '@kubevirt-ts/virt-launcher';
 
 const repo = path.resolve(fileURLToPath(new URL('..', import.meta.url)));
-const main = path.join(repo, 'apps/virt-launcher/dist/main.js');
+// KVTS_BENCH_LAUNCHER: another build's main.js to measure (e.g. an older commit's, for before/after)
+const main = process.env.KVTS_BENCH_LAUNCHER
+  ? path.resolve(process.env.KVTS_BENCH_LAUNCHER)
+  : path.join(repo, 'apps/virt-launcher/dist/main.js');
 const cache =
   process.env.KVTS_CACHE ??
   path.join(process.env.XDG_CACHE_HOME ?? path.join(process.env.HOME ?? '/root', '.cache'), 'kubevirt-ts');
@@ -41,6 +44,7 @@ const QUICK = process.argv.includes('--quick');
 const flagsArg = process.argv.indexOf('--node-flags');
 const NODE_FLAGS = flagsArg > 0 ? process.argv[flagsArg + 1].split(/\s+/).filter(Boolean) : undefined;
 const QEMU = { uid: LAUNCHER_UID, gid: LAUNCHER_GID };
+const TRACES = (await readFile(path.join(path.dirname(main), 'flags.js'), 'utf8')).includes('trace-start');
 
 const median = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
 
@@ -154,7 +158,8 @@ async function launcherRun(i, env = {}) {
       '--allow-emulation',
       '--work-dir',
       path.join(dir, 'w'),
-      '--trace-start',
+      // older builds have no start-up trace
+      ...(TRACES ? ['--trace-start'] : []),
     ],
     {
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -314,6 +319,7 @@ async function benchMain() {
 
 /** the --trace-start phases: median ms since the spawn, and the step from the phase before */
 function printPhases(launcher) {
+  if (!TRACES) return;
   const names = [...new Set(launcher.flatMap((r) => r.phases.map((p) => p.name)))];
   const rows = names
     .map((n) => ({ n, at: median(launcher.map((r) => r.phases.find((p) => p.name === n)?.ms ?? NaN)) }))
