@@ -7,8 +7,6 @@
 //                                               monitor (node-libvirt's build/virt-launcher-monitor) replaces this process
 //   virt-launcher standalone --vmi FILE ...     one VMI on this host, no cluster
 import { realpathSync } from 'node:fs';
-import { enableCompileCache } from 'node:module';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ExitCode, LauncherError } from './errors.js';
@@ -81,20 +79,6 @@ function selfCommand(): string[] {
   return [process.execPath, ...process.execArgv, fileURLToPath(import.meta.url)];
 }
 
-/**
- * Standalone: V8 keeps the compiled code of the modules both processes load in the host's kubevirt-ts cache
- * (`$KVTS_CACHE/node-compile-cache`; Node checks each file's hash, so a changed file is compiled again):
- * about 15% less CPU to load them. `NODE_COMPILE_CACHE` (another dir) or `NODE_DISABLE_COMPILE_CACHE=1`
- * (off) are Node's own settings and win; in a Pod it is off unless the Pod sets `NODE_COMPILE_CACHE`.
- */
-function useStandaloneCompileCache(): void {
-  if (process.env.NODE_COMPILE_CACHE !== undefined) return; // Node applied it already
-  const cache =
-    process.env.KVTS_CACHE ??
-    path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'kubevirt-ts');
-  enableCompileCache(path.join(cache, 'node-compile-cache'));
-}
-
 /** `standalone`: the monitor, or (STANDALONE_CHILD_ENV set) the launcher it runs. */
 async function runStandaloneCmd(argv: string[]): Promise<number> {
   const flags = parseStandaloneFlags(argv);
@@ -102,7 +86,6 @@ async function runStandaloneCmd(argv: string[]): Promise<number> {
   traceProcess(child === undefined ? 'wrapper' : 'launcher');
   if (flags.traceStart) traceToStderr();
   traceMark('main');
-  useStandaloneCompileCache();
   if (child === undefined) {
     const { runStandaloneMonitor } = await import('./standalone-monitor.js');
     return runStandaloneMonitor(flags, argv, selfCommand());
