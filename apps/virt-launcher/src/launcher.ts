@@ -181,8 +181,10 @@ export class Launcher extends EventEmitter {
         podNetworkBinding: c.podNetworkBinding,
         shareDir: c.shareDir,
       });
-      // the QEMU capabilities load while the cmd server starts and the handler's sync comes
-      void layer.warmUp?.().then(() => traceMark('caps-loaded'));
+      // with a capability cache, the QEMU capabilities load from it while the cmd server starts and the
+      // handler's sync comes; without one they would be probed (a QEMU process): left to the first define,
+      // so that a launcher whose VMI is refused never starts a QEMU
+      if (c.capsCacheDir) void layer.warmUp?.().then(() => traceMark('caps-loaded'));
       this.stage('connect', 'connected to libvirt', { libvirtVersion: await layer.libvirtVersion() });
       return layer;
     });
