@@ -8,7 +8,10 @@
 //      in the run's PID namespace, the launcher's Node process, libvirtd, virtlogd, QEMU) and the sum of all
 //      but QEMU (issue 12's per-VM overhead); the launcher's VmHWM (peak) at exit.
 //   4. for the launcher's Node process: PSS and the anonymous / file-backed split (/proc/<pid>/smaps_rollup).
-// Usage: node tools/bench-launcher.mjs [--runs N] [--quick] [--node-flags "FLAGS"]
+//   5. the launcher's start-up phases (its --trace-start marks: each process's Node start, modules loaded,
+//      libvirtd spawned / answering, ready, sync, disks prepared, domain defined / running), as ms since the
+//      spawn (medians) and the step from the phase before: less sensitive to a loaded machine than the total.
+// Usage: [KVTS_BENCH_LAUNCHER=path/to/main.js] node tools/bench-launcher.mjs [--runs N] [--quick] [--node-flags "FLAGS"]
 //   --quick: only the launcher runs (no cold-probe run, no virsh runs): for comparing memory settings;
 //   --node-flags: run the launcher with these Node/V8 flags instead of those of its shebang.
 // (needs the test guest: bash tools/guest/build.sh)
@@ -25,7 +28,10 @@ import { stageLocalImages } from '@kubevirt-ts/disks';
 import { createLayout } from '@kubevirt-ts/virt-launcher';
 
 const repo = path.resolve(fileURLToPath(new URL('..', import.meta.url)));
-const main = path.join(repo, 'apps/virt-launcher/dist/main.js');
+// KVTS_BENCH_LAUNCHER: another build's main.js to measure (e.g. an older commit's, for before/after)
+const main = process.env.KVTS_BENCH_LAUNCHER
+  ? path.resolve(process.env.KVTS_BENCH_LAUNCHER)
+  : path.join(repo, 'apps/virt-launcher/dist/main.js');
 const cache =
   process.env.KVTS_CACHE ??
   path.join(process.env.XDG_CACHE_HOME ?? path.join(process.env.HOME ?? '/root', '.cache'), 'kubevirt-ts');
@@ -38,6 +44,7 @@ const QUICK = process.argv.includes('--quick');
 const flagsArg = process.argv.indexOf('--node-flags');
 const NODE_FLAGS = flagsArg > 0 ? process.argv[flagsArg + 1].split(/\s+/).filter(Boolean) : undefined;
 const QEMU = { uid: LAUNCHER_UID, gid: LAUNCHER_GID };
+const TRACES = (await readFile(path.join(path.dirname(main), 'flags.js'), 'utf8')).includes('trace-start');
 
 const median = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
 
@@ -133,6 +140,7 @@ async function launcherRun(i, env = {}) {
   const file = path.join(dir, 'vmi.json');
   await writeFile(file, JSON.stringify(vmi(`l${i}`, false)));
   const t0 = performance.now();
+  const t0Epoch = performance.timeOrigin + t0;
   // as shipped: with the node flags of its shebang (#!/usr/bin/env -S node FLAGS)
   const shebang = /^#!\/usr\/bin\/env -S node(.*)$/.exec((await readFile(main, 'utf8')).split('\n', 1)[0]);
   const nodeFlags = NODE_FLAGS ?? (shebang ? shebang[1].trim().split(/\s+/).filter(Boolean) : []);
@@ -150,6 +158,8 @@ async function launcherRun(i, env = {}) {
       '--allow-emulation',
       '--work-dir',
       path.join(dir, 'w'),
+      // older builds have no start-up trace
+      ...(TRACES ? ['--trace-start'] : []),
     ],
     {
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -181,6 +191,16 @@ async function launcherRun(i, env = {}) {
     });
   });
   child.stderr.setEncoding('utf8').on('data', (d) => (err += d));
+  const phases = () => {
+    const out = [];
+    for (const line of err.split('\n')) {
+      if (!line.startsWith('{"trace":"start"')) continue;
+      const m = JSON.parse(line);
+      out.push({ name: `${m.proc} ${m.phase}`, ms: m.at - t0Epoch });
+    }
+    out.push({ name: 'guest ready line', ms: readyMs });
+    return out;
+  };
   const timeout = sleep(180_000).then(() => 'timeout');
   if ((await Promise.race([ready, exited, timeout])) !== undefined || readyMs === undefined) {
     child.kill('SIGKILL');
@@ -192,7 +212,7 @@ async function launcherRun(i, env = {}) {
   const code = await exited;
   await rm(dir, { recursive: true, force: true });
   if (code !== 0) throw new Error(`launcher run ${i} exited ${code}\n${err}`);
-  return { readyMs, rssAtReady, hwm, perProcess, smaps };
+  return { readyMs, rssAtReady, hwm, perProcess, smaps, phases: phases() };
 }
 
 /** A session libvirtd for `virsh create` runs; run(i) starts domain i and resolves with ms to its ready line. */
@@ -271,6 +291,7 @@ async function benchMain() {
       `launcher start -> guest ready line:   ${fmt(lMs)}   [${launcher.map((r) => fmt(r.readyMs)).join(', ')}]`,
     );
     printMemory(launcher);
+    printPhases(launcher);
     return;
   }
   // without the host-wide cache of QEMU capability probes (what a fresh Pod without the cache pays)
@@ -293,6 +314,22 @@ async function benchMain() {
     `launcher, cold QEMU capability probe:  ${fmt(cold.readyMs)}   (no host-wide capability cache; ratio ${(cold.readyMs / vMs).toFixed(2)})`,
   );
   printMemory(launcher);
+  printPhases(launcher);
+}
+
+/** the --trace-start phases: median ms since the spawn, and the step from the phase before */
+function printPhases(launcher) {
+  if (!TRACES) return;
+  const names = [...new Set(launcher.flatMap((r) => r.phases.map((p) => p.name)))];
+  const rows = names
+    .map((n) => ({ n, at: median(launcher.map((r) => r.phases.find((p) => p.name === n)?.ms ?? NaN)) }))
+    .sort((a, b) => a.at - b.at);
+  console.log(`launcher start-up phases (ms since the spawn, medians; step from the phase before):`);
+  let prev = 0;
+  for (const { n, at } of rows) {
+    console.log(`  ${n.padEnd(38)} ${at.toFixed(0).padStart(6)}   +${(at - prev).toFixed(0)}`);
+    prev = at;
+  }
 }
 
 function printMemory(launcher) {

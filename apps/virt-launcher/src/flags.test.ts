@@ -1,3 +1,4 @@
+import { LOG_LEVELS } from '@kubevirt-ts/log';
 import { parseDuration, parseLauncherFlags, parseStandaloneFlags } from './flags.js';
 import { ExitCode, LauncherError } from './errors.js';
 
@@ -62,6 +63,16 @@ describe('in-Pod flags', () => {
       libvirtUid: 107,
       libvirtGid: 108,
     });
+  });
+  it('--trace-start: off unless given, as a bool flag in both modes', () => {
+    expect(parseLauncherFlags(base).traceStart).toBe(false);
+    expect(parseLauncherFlags([...base, '--trace-start']).traceStart).toBe(true);
+    expect(parseLauncherFlags([...base, '--trace-start=false']).traceStart).toBe(false);
+    expect(parseStandaloneFlags(['--vmi', 'v.yaml']).traceStart).toBe(false);
+    expect(parseStandaloneFlags(['--vmi', 'v.yaml', '--trace-start=true']).traceStart).toBe(true);
+  });
+  it("accepts each of @kubevirt-ts/log's levels (flags keep their own copy, so winston loads later)", () => {
+    for (const l of LOG_LEVELS) expect(parseLauncherFlags([...base, '--log-level', l]).logLevel).toBe(l);
   });
   it('refuses hook sidecars clearly', () => {
     const e = usageError(() => parseLauncherFlags([...base, '--hook-sidecars', '2']));

@@ -1,7 +1,10 @@
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ExitCode, LauncherError } from './errors.js';
-import { LOG_LEVELS, type LogLevel } from '@kubevirt-ts/log';
+import type { LogLevel } from '@kubevirt-ts/log';
+
+// @kubevirt-ts/log's levels; not imported at run time: flags are parsed before winston is loaded (start-up time)
+const LOG_LEVELS: readonly LogLevel[] = ['error', 'warn', 'info', 'debug'];
 
 /** In-Pod flags, named like upstream virt-launcher's. */
 export interface LauncherFlags {
@@ -22,6 +25,8 @@ export interface LauncherFlags {
   hookSidecars: number;
   keepAfterFailure: boolean;
   logLevel: LogLevel;
+  /** --trace-start: start-up phases as JSON lines on stderr (else at debug level in the log) */
+  traceStart: boolean;
   /** uid/gid libvirtd (and so QEMU) runs as; undefined = the launcher's own */
   libvirtUid?: number;
   libvirtGid?: number;
@@ -40,6 +45,8 @@ export interface StandaloneFlags {
   qemuTimeoutMs: number;
   logLevel: LogLevel;
   keepAfterFailure: boolean;
+  /** --trace-start: start-up phases as JSON lines on stderr */
+  traceStart: boolean;
   libvirtUid?: number;
   libvirtGid?: number;
   /** feature gates turned on (--feature-gates A,B): HostDisk lets hostDisk volumes reach the host's files */
@@ -125,7 +132,7 @@ function normalizeBoolFlags(
   return { argv: out, values };
 }
 
-const POD_BOOL = ['allow-emulation', 'keep-after-failure'];
+const POD_BOOL = ['allow-emulation', 'keep-after-failure', 'trace-start'];
 
 /** Parses the in-Pod flags (upstream names, plus --root/--libvirt-user/--log-level for running outside a real Pod). */
 export function parseLauncherFlags(argv: string[]): LauncherFlags {
@@ -150,6 +157,7 @@ export function parseLauncherFlags(argv: string[]): LauncherFlags {
         'libvirt-run-dir': { type: 'string' },
         'hook-sidecars': { type: 'string' },
         'keep-after-failure': { type: 'boolean' },
+        'trace-start': { type: 'boolean' },
         'log-level': { type: 'string' },
         'libvirt-user': { type: 'string' },
         root: { type: 'string' },
@@ -187,6 +195,7 @@ export function parseLauncherFlags(argv: string[]): LauncherFlags {
       norm.values.get('keep-after-failure') ??
       parseBool('keep-after-failure', v['keep-after-failure'], false),
     logLevel: parseLevel(v['log-level']),
+    traceStart: norm.values.get('trace-start') ?? parseBool('trace-start', v['trace-start'], false),
     libvirtUid: ug.uid,
     libvirtGid: ug.gid,
   };
@@ -197,7 +206,7 @@ export function parseLauncherFlags(argv: string[]): LauncherFlags {
 export const STANDALONE_GATES = ['HostDisk'];
 
 export function parseStandaloneFlags(argv: string[]): StandaloneFlags {
-  const norm = normalizeBoolFlags(argv, ['allow-emulation', 'console', 'keep-after-failure']);
+  const norm = normalizeBoolFlags(argv, ['allow-emulation', 'console', 'keep-after-failure', 'trace-start']);
   let parsed;
   try {
     parsed = parseArgs({
@@ -215,6 +224,7 @@ export function parseStandaloneFlags(argv: string[]): StandaloneFlags {
         'qemu-timeout': { type: 'string' },
         'log-level': { type: 'string' },
         'keep-after-failure': { type: 'boolean' },
+        'trace-start': { type: 'boolean' },
         'libvirt-user': { type: 'string' },
         'feature-gates': { type: 'string', multiple: true },
       },
@@ -252,6 +262,7 @@ export function parseStandaloneFlags(argv: string[]): StandaloneFlags {
     qemuTimeoutMs: parseDuration('qemu-timeout', v['qemu-timeout'] ?? '5m'),
     logLevel: parseLevel(v['log-level'] ?? 'error'),
     keepAfterFailure: norm.values.get('keep-after-failure') ?? v['keep-after-failure'] ?? false,
+    traceStart: norm.values.get('trace-start') ?? v['trace-start'] ?? false,
     libvirtUid: ug.uid,
     libvirtGid: ug.gid,
     featureGates,

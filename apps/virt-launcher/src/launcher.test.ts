@@ -4,7 +4,7 @@ import { chmod, mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { CmdClient, launcherSocketPath } from '@kubevirt-ts/cmd-protocol';
-import { ExitCode } from './errors.js';
+import { ExitCode, type LauncherError } from './errors.js';
 import { Launcher, type LauncherConfig } from './launcher.js';
 import { createLogger } from '@kubevirt-ts/log';
 import { openDomainLayer, type DomainEventLike, type DomainLayer } from './wiring.js';
@@ -234,6 +234,50 @@ describe('Launcher lifecycle', () => {
       throw new Error('libvirtd exited before answering (1)');
     };
     const l = new Launcher(config());
+    await expect(l.start()).rejects.toMatchObject({
+      stage: 'libvirtd',
+      message: 'libvirtd: libvirtd exited before answering (1)',
+    });
+  });
+
+  it('uses a libvirtd started early (config.daemon) instead of starting one, and stops it', async () => {
+    openDomainLayer.startDaemon = async () => {
+      throw new Error('must not start a second libvirtd');
+    };
+    const daemon = Promise.resolve({
+      uri: 'fake://',
+      pid: process.pid,
+      stop: async () => void calls.push('stop-early-daemon'),
+    });
+    const { l, client } = await started(config({ daemon }));
+    client.close();
+    await l.terminate();
+    expect(calls).toContain('stop-early-daemon');
+  });
+
+  it('a start that fails before the libvirtd stage still stops the early daemon (nothing left)', async () => {
+    const daemon = Promise.resolve({
+      uri: 'fake://',
+      pid: process.pid,
+      stop: async () => void calls.push('stop-early-daemon'),
+    });
+    const l = new Launcher(config({ daemon }));
+    const priv = l.paths.vmiPrivateDir('u1');
+    await mkdir(priv, { recursive: true });
+    await chmod(priv, 0o755);
+    const err = await l.start().then(
+      () => undefined,
+      (e: LauncherError) => e,
+    );
+    expect(err).toMatchObject({ stage: 'dirs' });
+    await l.abort(err!);
+    expect(calls).toEqual(['stop-early-daemon']);
+  });
+
+  it('an early daemon that failed fails the libvirtd stage with its message', async () => {
+    const daemon = Promise.reject(new Error('libvirtd exited before answering (1)'));
+    daemon.catch(() => undefined);
+    const l = new Launcher(config({ daemon }));
     await expect(l.start()).rejects.toMatchObject({
       stage: 'libvirtd',
       message: 'libvirtd: libvirtd exited before answering (1)',

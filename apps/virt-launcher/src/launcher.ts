@@ -16,6 +16,7 @@ import { podNetworkConfigFile, startGuestDhcp, withGuestMac, type DhcpServer } f
 import { ExitCode, LauncherError } from './errors.js';
 import { ownStart, ownedLeftovers } from './procs.js';
 import { capLogFile } from './serial-log.js';
+import { traceMark } from './start-trace.js';
 import { disksInfoOf, prepareVolumes } from '@kubevirt-ts/disks';
 import {
   createLayout,
@@ -58,6 +59,12 @@ export interface LauncherConfig {
   podNetworkBinding?: 'passt' | 'slirp';
   /** this launcher's Pod (env POD_NAME): a SignalTargetPodCleanup naming it as the migration's target ends the launcher */
   podName?: string;
+  /**
+   * the private libvirtd, already being started by the caller (early.ts's startPrivateDaemon with this
+   * config's libvirtBaseDir, libvirtUser and capsCacheDir) while the launcher's modules load; the
+   * `libvirtd` stage waits for it instead of starting one. The launcher owns it: a failed start stops it.
+   */
+  daemon?: Promise<SessionDaemon>;
 }
 
 export type Stage = 'dirs' | 'libvirtd' | 'connect' | 'cmd-server' | 'notify' | 'ready';
@@ -106,6 +113,7 @@ export class Launcher extends EventEmitter {
 
   private stage(stage: Stage, msg: string, fields: Record<string, unknown> = {}): void {
     this.log.info(msg, { stage, ...fields });
+    traceMark(stage);
     this.emit('stage', stage, msg);
   }
 
@@ -151,12 +159,13 @@ export class Launcher extends EventEmitter {
       this.stage('dirs', 'private dirs ready', { privateDir: this.paths.privateDir });
     });
     this.session = await this.runStage('libvirtd', async () => {
-      const s = await openDomainLayer.startDaemon({
-        baseDir: c.libvirtBaseDir,
-        user: owner,
-        logger: this.log,
-        capsCacheDir: c.capsCacheDir,
-      });
+      const s = await (c.daemon ??
+        openDomainLayer.startDaemon({
+          baseDir: c.libvirtBaseDir,
+          user: owner,
+          logger: this.log,
+          capsCacheDir: c.capsCacheDir,
+        }));
       this.stage('libvirtd', 'libvirtd (session mode) answers', { pid: s.pid, uri: s.uri });
       this.watchDaemon(s.pid);
       const serialLog = this.paths.serialLogFile(c.uid);
@@ -176,6 +185,10 @@ export class Launcher extends EventEmitter {
         podNetworkBinding: c.podNetworkBinding,
         shareDir: c.shareDir,
       });
+      // with a capability cache, the QEMU capabilities load from it while the cmd server starts and the
+      // handler's sync comes; without one they would be probed (a QEMU process): left to the first define,
+      // so that a launcher whose VMI is refused never starts a QEMU
+      if (c.capsCacheDir) void layer.warmUp?.().then(() => traceMark('caps-loaded'));
       this.stage('connect', 'connected to libvirt', { libvirtVersion: await layer.libvirtVersion() });
       return layer;
     });
@@ -239,6 +252,7 @@ export class Launcher extends EventEmitter {
         checkVmi(vmi);
         if (self.terminating) throw new Error('the launcher is shutting down');
         self.vmi = vmi;
+        traceMark('sync-received');
         if (!self.prepared) {
           const t0 = Date.now();
           const prepared = await prepareVolumes(vmi, self.paths, {
@@ -248,6 +262,7 @@ export class Launcher extends EventEmitter {
           self.disksInfo = disksInfoOf(prepared);
           self.prepared = true;
           self.log.info('disks prepared', { stage: 'prepare', ms: Date.now() - t0 });
+          traceMark('disks-prepared');
         }
         // standalone mode has no Pod network namespace (passt/slirp instead): nothing to serve
         if (self.dhcp === undefined && !self.config.podNetworkBinding) {
@@ -274,6 +289,7 @@ export class Launcher extends EventEmitter {
           }
           throw e;
         }
+        traceMark('sync-done');
         self.emit('synced', vmi);
         if (self.config.capsCacheDir) void saveCaps(self.config.libvirtBaseDir, self.config.capsCacheDir);
         return undefined;
@@ -382,6 +398,7 @@ export class Launcher extends EventEmitter {
     const { status, reason } = ev.status;
     const prev = this.lastStatus;
     this.lastStatus = { status, reason };
+    if (!prev) traceMark('domain-defined');
     if (!prev || prev.status !== status || prev.reason !== reason) {
       this.log.info(`domain ${ev.type.toLowerCase()}: ${status} (${reason})`, {
         reason,
@@ -391,6 +408,7 @@ export class Launcher extends EventEmitter {
     }
     if (status === 'Running' || status === 'Paused') {
       if (!this.started) {
+        traceMark('domain-running');
         this.started = true;
         if (this.qemuTimer) clearTimeout(this.qemuTimer);
         this.qemuTimer = undefined;
@@ -534,6 +552,8 @@ export class Launcher extends EventEmitter {
   }
 
   private async shutdownParts(): Promise<void> {
+    // a daemon started early for a start-up that failed before the libvirtd stage took it
+    if (!this.session && this.config.daemon) this.session = await this.config.daemon.catch(() => undefined);
     await this.cmd?.stop(1000).catch(() => undefined);
     await this.dhcp?.stop().catch(() => undefined);
     await this.layer?.close().catch(() => undefined);

@@ -11,16 +11,11 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ExitCode, LauncherError } from './errors.js';
 import { parseLauncherFlags, parseStandaloneFlags } from './flags.js';
-import { Launcher } from './launcher.js';
-import { createLogger } from '@kubevirt-ts/log';
-import { execNativeMonitor } from '@kubevirt-ts/node-libvirt';
-import {
-  STANDALONE_CHILD_ENV,
-  runStandalone,
-  runStandaloneMonitor,
-  takeStandaloneVmi,
-} from './standalone.js';
-import { podConfig } from './pod-config.js';
+import { traceMark, traceProcess, traceToLog, traceToStderr } from './start-trace.js';
+import { STANDALONE_CHILD_ENV } from './standalone-env.js';
+// Everything else is imported by the command that needs it, when it needs it (start-up time: the wrapper
+// that becomes the native monitor loads almost nothing, and the launcher starts its libvirtd before it
+// loads gRPC and the domain manager; README "Start-up time").
 
 const USAGE = `usage:
   virt-launcher --name N --namespace NS --uid UID [--grace-period-seconds 30] [--qemu-timeout 5m]
@@ -35,6 +30,10 @@ const USAGE = `usage:
 
 async function runInPod(argv: string[]): Promise<number> {
   const flags = parseLauncherFlags(argv);
+  traceProcess('launcher');
+  if (flags.traceStart) traceToStderr();
+  traceMark('main');
+  const { createLogger } = await import('@kubevirt-ts/log');
   const logger = createLogger({
     component: 'virt-launcher',
     level: flags.logLevel,
@@ -45,7 +44,21 @@ async function runInPod(argv: string[]): Promise<number> {
       uid: flags.uid,
     },
   });
-  const launcher = new Launcher({ ...podConfig(flags), logger });
+  if (!flags.traceStart) traceToLog(logger);
+  const { podConfig } = await import('./pod-config.js');
+  const config = podConfig(flags);
+  // libvirtd boots while the rest of the launcher's modules load
+  const { startPrivateDaemonEarly } = await import('./early.js');
+  const { daemon, spawned } = startPrivateDaemonEarly({
+    baseDir: config.libvirtBaseDir,
+    user: config.libvirtUser,
+    logger,
+    capsCacheDir: config.capsCacheDir,
+  });
+  await spawned;
+  const { Launcher } = await import('./launcher.js');
+  traceMark('modules-loaded');
+  const launcher = new Launcher({ ...config, logger, daemon });
   const onSignal = (sig: NodeJS.Signals) => void launcher.terminate(sig);
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
@@ -70,16 +83,30 @@ function selfCommand(): string[] {
 async function runStandaloneCmd(argv: string[]): Promise<number> {
   const flags = parseStandaloneFlags(argv);
   const child = process.env[STANDALONE_CHILD_ENV];
-  if (child === undefined) return runStandaloneMonitor(flags, argv, selfCommand());
+  traceProcess(child === undefined ? 'wrapper' : 'launcher');
+  if (flags.traceStart) traceToStderr();
+  traceMark('main');
+  if (child === undefined) {
+    const { runStandaloneMonitor } = await import('./standalone-monitor.js');
+    return runStandaloneMonitor(flags, argv, selfCommand());
+  }
   delete process.env[STANDALONE_CHILD_ENV]; // not for libvirtd/QEMU
   if (child === 'owned') flags.removeWorkDir = true;
+  const { runStandalone } = await import('./standalone.js');
+  const { takeStandaloneVmi } = await import('./standalone-env.js');
   // the VMI the monitor process read and validated (none when too large: the file is read again)
   return runStandalone(flags, takeStandaloneVmi());
 }
 
 /** `monitor`: checks the flags, then becomes the native monitor running the launcher with them. */
-function runMonitorCmd(argv: string[]): never {
+async function runMonitorCmd(argv: string[]): Promise<never> {
   const flags = parseLauncherFlags(argv);
+  traceProcess('wrapper');
+  if (flags.traceStart) traceToStderr();
+  traceMark('main');
+  // only the monitor's part of node-libvirt: no addon, no converter
+  const { execNativeMonitor } = await import('@kubevirt-ts/node-libvirt/native-monitor');
+  traceMark('exec-monitor');
   try {
     return execNativeMonitor({
       command: [...selfCommand(), ...argv],
@@ -107,7 +134,7 @@ export async function main(argv: string[]): Promise<number> {
       return 0;
     }
     if (argv[0] === 'standalone') return await runStandaloneCmd(argv.slice(1));
-    if (argv[0] === 'monitor') return runMonitorCmd(argv.slice(1));
+    if (argv[0] === 'monitor') return await runMonitorCmd(argv.slice(1));
     return await runInPod(argv);
   } catch (e) {
     const err = e instanceof LauncherError ? e : new LauncherError((e as Error).stack ?? String(e));

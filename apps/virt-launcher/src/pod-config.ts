@@ -2,7 +2,7 @@ import path from 'node:path';
 import { LAUNCHER_GID, LAUNCHER_UID } from '@kubevirt-ts/converter';
 import { ExitCode, LauncherError } from './errors.js';
 import type { LauncherFlags } from './flags.js';
-import { createLayout } from './wiring.js';
+import { createLayout } from './layout.js';
 
 /** In-Pod launcher config from the flags: the converter's layout decides where files live. */
 export function podConfig(f: LauncherFlags) {

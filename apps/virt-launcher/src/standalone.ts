@@ -2,42 +2,31 @@
 // the same path as in a Pod: cmd server -> DomainManager -> converter -> libvirt -> QEMU. It plays
 // kubelet (a pod-like root dir with the mapped images) and a minimal virt-handler (a NotifyServer
 // printing domain events, a CmdClient sending SyncVirtualMachine).
-import { randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { chmod, mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { chmod, mkdir, rm, stat } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import {
-  parseManifests,
-  setVirtualMachineInstanceDefaults,
-  validateVirtualMachineInstance,
-  vmiFromManifest,
-  type VirtualMachineInstance,
-} from '@kubevirt-ts/api';
+import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import { LAUNCHER_GID, LAUNCHER_UID } from '@kubevirt-ts/converter';
-import { CmdClient, NotifyServer, launcherSocketPath, notifySocketPath } from '@kubevirt-ts/cmd-protocol';
 import { ExitCode, LauncherError } from './errors.js';
 import type { StandaloneFlags } from './flags.js';
-import { Launcher, type LauncherResult } from './launcher.js';
+import type { Launcher, LauncherResult } from './launcher.js';
 import { createLogger } from '@kubevirt-ts/log';
-import { execNativeMonitor } from '@kubevirt-ts/node-libvirt';
 import { PrepareError, stageLocalImages, type ImageInfo } from '@kubevirt-ts/disks';
+import { startPrivateDaemonEarly } from './early.js';
+import { createLayout } from './layout.js';
+import { loadVmi, makeWorkDir } from './standalone-monitor.js';
+import { traceMark, traceToLog } from './start-trace.js';
 
-/**
- * Set in the environment of the launcher a standalone monitor runs: 'owned' (the monitor made the
- * work dir, the launcher removes it at its end too) or 'given' (the user's --work-dir, kept).
- */
-export const STANDALONE_CHILD_ENV = 'KVTS_STANDALONE_CHILD';
-/**
- * Set by the standalone monitor process for the launcher it runs: the VMI it read, validated and
- * defaulted, as JSON, so the launcher neither parses nor validates the file again (the YAML parser alone
- * is about 3 MiB of the launcher's RSS) and both use the same VMI (uid included). Unset when the JSON is
- * larger than STANDALONE_VMI_ENV_MAX (the kernel limits one environment string to 128 KiB): the launcher
- * then reads the file itself.
- */
-export const STANDALONE_VMI_ENV = 'KVTS_STANDALONE_VMI';
-const STANDALONE_VMI_ENV_MAX = 64 * 1024;
+// the wrapper's part and the environment between the two processes live in modules of their own (start-up time)
+export { loadVmi, makeWorkDir, runStandaloneMonitor } from './standalone-monitor.js';
+export {
+  STANDALONE_CHILD_ENV,
+  STANDALONE_VMI_ENV,
+  standaloneChildEnv,
+  takeStandaloneVmi,
+} from './standalone-env.js';
 
 export interface StandaloneIO {
   /** progress lines (human readable) */
@@ -50,68 +39,6 @@ export interface StandaloneIO {
 
 /** The uid:gid the private libvirtd runs as when the launcher is root (upstream: qemu, 107). */
 export const QEMU_USER = { uid: LAUNCHER_UID, gid: LAUNCHER_GID };
-
-/** Reads, defaults and validates the VMI of a file; throws a LauncherError listing every field error. */
-export async function loadVmi(
-  file: string,
-  featureGates: readonly string[] = [],
-): Promise<VirtualMachineInstance> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (e) {
-    throw new LauncherError(
-      `--vmi: cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
-      ExitCode.USAGE,
-      'vmi',
-    );
-  }
-  let docs: unknown[];
-  try {
-    docs = parseManifests(text);
-  } catch (e) {
-    throw new LauncherError(`${file}: ${(e as Error).message}`, ExitCode.INVALID_VMI, 'vmi');
-  }
-  const first = docs.find((d) => d && typeof d === 'object');
-  if (!first)
-    throw new LauncherError(
-      `${file}: no VirtualMachineInstance or VirtualMachine in the file`,
-      ExitCode.INVALID_VMI,
-      'vmi',
-    );
-  let vmi: VirtualMachineInstance;
-  try {
-    vmi = vmiFromManifest(first) as VirtualMachineInstance;
-  } catch (e) {
-    throw new LauncherError(`${file}: ${(e as Error).message}`, ExitCode.INVALID_VMI, 'vmi');
-  }
-  // as a cluster admits it: validated as given and once defaulted (upstream validates after its defaults)
-  const defaulted = setVirtualMachineInstanceDefaults(vmi);
-  const errors = [
-    ...validateVirtualMachineInstance(vmi),
-    ...validateVirtualMachineInstance(defaulted),
-  ].filter((e, i, all) => all.findIndex((x) => x.path === e.path && x.reason === e.reason) === i);
-  // a hostDisk reaches the host's filesystem: only behind the HostDisk gate (--feature-gates HostDisk)
-  if (!featureGates.includes('HostDisk'))
-    (vmi.spec?.volumes ?? []).forEach((v, i) => {
-      if (v.hostDisk)
-        errors.push({
-          path: `spec.volumes[${i}].hostDisk`,
-          reason: 'hostDisk volumes need the HostDisk feature gate, which is off (--feature-gates HostDisk)',
-        });
-    });
-  if (errors.length > 0) {
-    throw new LauncherError(
-      `${file}: invalid VirtualMachineInstance:\n${errors.map((e) => `  ${e.path}: ${e.reason}`).join('\n')}`,
-      ExitCode.INVALID_VMI,
-      'vmi',
-    );
-  }
-  defaulted.metadata ??= {};
-  defaulted.metadata.namespace ||= 'default';
-  defaulted.metadata.uid ||= randomUUID();
-  return defaulted;
-}
 
 /** Follows a growing file (the serial console log) and writes what is appended. */
 export function tailFile(
@@ -163,13 +90,6 @@ export function tailFile(
       await read();
     },
   };
-}
-
-/** A new temp work dir (short: libvirt's per-domain unix sockets live under it, 107 bytes at most), 0755. */
-export async function makeWorkDir(): Promise<string> {
-  const d = await mkdtemp('/tmp/kv-');
-  await chmod(d, 0o755); // QEMU's user must get through
-  return d;
 }
 
 /** QEMU runs as an unprivileged user: the work dir and every dir above it must let it through. */
@@ -231,9 +151,58 @@ export async function startStandalone(
     level: flags.logLevel,
     identity: { kind: 'VirtualMachineInstance', namespace, name, uid },
   });
+  // without --trace-start, the start-up marks go to the JSON log at debug level
+  if (!flags.traceStart) traceToLog(logger);
   // sockets dirs are made 0700: keep them out of var/run/kubevirt, which holds the container disks QEMU reads
   const shareDir = path.join(root, 'handler');
   const socketsDir = flags.socketDir ?? path.join(root, 'sockets');
+  const libvirtBaseDir = path.join(root, 'lv');
+  const capsCacheDir =
+    process.env.KVTS_QEMU_CAPS_CACHE ??
+    path.join(
+      process.env.KVTS_CACHE ??
+        path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'kubevirt-ts'),
+      'qemu-capabilities',
+    );
+  let launcherResult: LauncherResult | undefined;
+  const cleanup = async () => {
+    if (ownRoot && !(flags.keepAfterFailure && launcherResult && launcherResult.exitCode !== 0)) {
+      await rm(root, { recursive: true, force: true }).catch(() => undefined);
+    }
+  };
+
+  // images first: a missing image fails before any daemon starts
+  let staged: Record<string, ImageInfo> = {};
+  try {
+    staged = await stageLocalImages(vmi, flags.images, createLayout(root), {
+      owner: libvirtUser,
+      onStep: (msg) => io.progress(msg),
+    });
+  } catch (e) {
+    await cleanup();
+    if (e instanceof PrepareError) throw new LauncherError(e.message, ExitCode.INVALID_VMI, 'images');
+    throw e;
+  }
+  traceMark('images-staged');
+
+  // libvirtd boots while the launcher's other modules (gRPC, the domain manager) load
+  const { daemon, spawned } = startPrivateDaemonEarly({
+    baseDir: libvirtBaseDir,
+    user: libvirtUser,
+    logger,
+    capsCacheDir,
+  });
+  await spawned;
+  let modules: [typeof import('./launcher.js'), typeof import('@kubevirt-ts/cmd-protocol')];
+  try {
+    modules = await Promise.all([import('./launcher.js'), import('@kubevirt-ts/cmd-protocol')]);
+  } catch (e) {
+    await daemon.then((d) => d.stop()).catch(() => undefined);
+    await cleanup();
+    throw e;
+  }
+  const [{ Launcher }, { CmdClient, NotifyServer, launcherSocketPath, notifySocketPath }] = modules;
+  traceMark('modules-loaded');
   const launcher = new Launcher({
     name,
     namespace,
@@ -245,41 +214,16 @@ export async function startStandalone(
     socketsDir,
     notifyDir: shareDir,
     shareDir,
-    libvirtBaseDir: path.join(root, 'lv'),
+    libvirtBaseDir,
     libvirtUser,
     keepAfterFailure: flags.keepAfterFailure,
     logger,
     // no Pod network namespace here: QEMU user-mode networking (the passt backend is refused by libvirt 9.0)
     podNetworkBinding: 'slirp',
-    capsCacheDir:
-      process.env.KVTS_QEMU_CAPS_CACHE ??
-      path.join(
-        process.env.KVTS_CACHE ??
-          path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'kubevirt-ts'),
-        'qemu-capabilities',
-      ),
+    capsCacheDir,
+    daemon,
   });
   launcher.on('stage', (stage: string, msg: string) => io.progress(`${stage}: ${msg}`));
-
-  const cleanup = async () => {
-    if (ownRoot && !(flags.keepAfterFailure && launcherResult && launcherResult.exitCode !== 0)) {
-      await rm(root, { recursive: true, force: true }).catch(() => undefined);
-    }
-  };
-  let launcherResult: LauncherResult | undefined;
-
-  // images first: a missing image fails before any daemon starts
-  let staged: Record<string, ImageInfo> = {};
-  try {
-    staged = await stageLocalImages(vmi, flags.images, launcher.paths, {
-      owner: libvirtUser,
-      onStep: (msg) => io.progress(msg),
-    });
-  } catch (e) {
-    await cleanup();
-    if (e instanceof PrepareError) throw new LauncherError(e.message, ExitCode.INVALID_VMI, 'images');
-    throw e;
-  }
 
   // the handler side: domain events printed as progress
   let lastState = '';
@@ -295,6 +239,7 @@ export async function startStandalone(
     onK8sEvent: () => undefined,
   });
   await notify.start();
+  traceMark('notify-server');
 
   try {
     await launcher.start();
@@ -351,6 +296,7 @@ export async function startStandalone(
     timeoutMs: flags.qemuTimeoutMs + 30_000,
   });
   try {
+    traceMark('sync-sent');
     await client.syncVMI(vmi, standaloneVmOptions(staged));
     io.progress('sync: domain defined and started');
   } catch (e) {
@@ -384,68 +330,6 @@ export async function runStandalone(
     const h = await startStandalone(flags, io, loaded);
     return await h.done;
   } catch (e) {
-    const err = e instanceof LauncherError ? e : new LauncherError((e as Error).message);
-    process.stderr.write(`virt-launcher standalone: ${err.message}\n`);
-    return err.exitCode;
-  }
-}
-
-/** The environment the standalone monitor process gives the launcher it runs (STANDALONE_CHILD_ENV, STANDALONE_VMI_ENV). */
-export function standaloneChildEnv(vmi: VirtualMachineInstance, ownWorkDir: boolean): Record<string, string> {
-  const json = JSON.stringify(vmi);
-  return {
-    [STANDALONE_CHILD_ENV]: ownWorkDir ? 'owned' : 'given',
-    ...(Buffer.byteLength(json) <= STANDALONE_VMI_ENV_MAX ? { [STANDALONE_VMI_ENV]: json } : {}),
-  };
-}
-
-/**
- * In the launcher the standalone monitor runs: the VMI it was given (undefined when none: read the file),
- * removing the variable from `env` (libvirtd and QEMU do not get it).
- */
-export function takeStandaloneVmi(env: NodeJS.ProcessEnv = process.env): VirtualMachineInstance | undefined {
-  const json = env[STANDALONE_VMI_ENV];
-  delete env[STANDALONE_VMI_ENV];
-  return json ? (JSON.parse(json) as VirtualMachineInstance) : undefined;
-}
-
-/**
- * CLI entry of `virt-launcher standalone` (the wrapper): checks the VMI (an invalid one starts nothing),
- * decides the work dir, then replaces this process with the native monitor (`execNativeMonitor`), which runs
- * the launcher (`launcherCommand` + `standalone` + argv, with STANDALONE_CHILD_ENV set), so QEMU and the
- * private daemons are stopped even when the launcher is killed. As root the launcher's tree runs in a PID
- * namespace of its own: the kernel ends it with the monitor. The monitor removes a work dir made here
- * (unless --keep-after-failure and a failure). Returns only on an error, with the exit code.
- */
-export async function runStandaloneMonitor(
-  flags: StandaloneFlags,
-  argv: string[],
-  launcherCommand: string[],
-): Promise<number> {
-  let vmi: VirtualMachineInstance;
-  try {
-    vmi = await loadVmi(flags.vmiFile, flags.featureGates); // for the grace period; an invalid VMI starts nothing
-  } catch (e) {
-    const err = e instanceof LauncherError ? e : new LauncherError((e as Error).message);
-    process.stderr.write(`virt-launcher standalone: ${err.message}\n`);
-    return err.exitCode;
-  }
-  const own = !flags.workDir;
-  const root = path.resolve(flags.workDir ?? (await makeWorkDir()));
-  try {
-    return execNativeMonitor(
-      {
-        command: [...launcherCommand, 'standalone', ...argv, ...(own ? ['--work-dir', root] : [])],
-        gracePeriodSeconds: flags.gracePeriodSeconds ?? vmi.spec?.terminationGracePeriodSeconds ?? 30,
-        removeDir: own ? root : undefined,
-        keepDirOnFailure: flags.keepAfterFailure,
-        pidNamespace: process.getuid?.() === 0,
-        progress: true,
-      },
-      { ...process.env, ...standaloneChildEnv(vmi, own) },
-    );
-  } catch (e) {
-    if (own) await rm(root, { recursive: true, force: true }).catch(() => undefined);
     const err = e instanceof LauncherError ? e : new LauncherError((e as Error).message);
     process.stderr.write(`virt-launcher standalone: ${err.message}\n`);
     return err.exitCode;

@@ -3,7 +3,7 @@
 import { accessSync, constants } from 'node:fs';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import type { Logger } from '@kubevirt-ts/log';
-import { createPodLayout, type ConverterContext, type PodLayout } from '@kubevirt-ts/converter';
+import type { ConverterContext } from '@kubevirt-ts/converter';
 import {
   ConnectionHolder,
   contextWithOptions,
@@ -15,20 +15,14 @@ import {
 } from '@kubevirt-ts/libvirt-manager';
 import type { Connection } from '@kubevirt-ts/node-libvirt';
 import { upstreamMigrationTarget } from '@kubevirt-ts/cmd-protocol';
+import { createLayout } from './layout.js';
+import { startPrivateDaemon, type SessionDaemon } from './early.js';
+
+export { createLayout, type SessionDaemon };
 
 // The native binding is loaded on first use only: importing this app's modules (tests, tools, the
 // monitor process) must not load libvirt into the process.
 const nodeLibvirt = () => import('@kubevirt-ts/node-libvirt');
-
-export function createLayout(root: string): PodLayout {
-  return createPodLayout(root === '/' ? '' : root);
-}
-
-export interface SessionDaemon {
-  uri: string;
-  pid: number;
-  stop(): Promise<void>;
-}
 
 /** A domain event as the launcher sees it. */
 export interface DomainEventLike {
@@ -42,6 +36,11 @@ export interface DomainLayer {
   onEvent(fn: (ev: DomainEventLike) => void): void;
   startWatching(): Promise<void>;
   libvirtVersion(): Promise<string>;
+  /**
+   * Has libvirtd load the QEMU capabilities of the domain's emulator (from the capability cache, or a probe)
+   * now, off the start path, rather than at the first define; best effort.
+   */
+  warmUp?(): Promise<void>;
   alive(): Promise<boolean>;
   close(): Promise<void>;
 }
@@ -63,6 +62,13 @@ export function kvmAvailable(allowEmulation: boolean): boolean {
     return false;
   }
 }
+
+const HOST_ARCH: Record<string, string> = {
+  x64: 'x86_64',
+  arm64: 'aarch64',
+  ppc64: 'ppc64le',
+  s390x: 's390x',
+};
 
 function versionString(v: number): string {
   return `${Math.floor(v / 1_000_000)}.${Math.floor(v / 1000) % 1000}.${v % 1000}`;
@@ -114,27 +120,8 @@ export function launcherContext(
 }
 
 export const openDomainLayer = {
-  async startDaemon(opts: {
-    baseDir: string;
-    user?: { uid: number; gid: number };
-    logger: Logger;
-    /** host-wide cache of QEMU capability probes (node-libvirt's seedQemuCaps) */
-    capsCacheDir?: string;
-  }): Promise<SessionDaemon> {
-    const { startSessionLibvirtd, seedQemuCaps } = await nodeLibvirt();
-    if (opts.capsCacheDir)
-      await seedQemuCaps(opts.baseDir, opts.capsCacheDir, opts.user).catch(() => undefined);
-    const s = await startSessionLibvirtd({
-      baseDir: opts.baseDir,
-      uid: opts.user?.uid,
-      gid: opts.user?.gid,
-      // no virtlogd (about 18 MiB RSS per VM): QEMU writes its log and the serial console log itself
-      // (qemu.conf stdio_handler = "file"); the launcher caps the serial log (serial-log.ts)
-      virtlogd: false,
-      logger: opts.logger,
-    });
-    return { uri: s.uri, pid: s.pid, stop: () => s.stop() };
-  },
+  /** the private libvirtd (early.ts; replaced by tests with a fake) */
+  startDaemon: startPrivateDaemon,
 
   async connect(
     daemon: SessionDaemon,
@@ -194,6 +181,14 @@ export const openDomainLayer = {
       manager,
       onEvent: (fn) => listeners.push(fn),
       startWatching: () => watcher.start(),
+      warmUp: async () => {
+        await (conn as unknown as Connection)
+          .getDomainCapabilities({
+            arch: HOST_ARCH[process.arch] ?? process.arch,
+            virttype: base.kvmAvailable ? 'kvm' : 'qemu',
+          })
+          .catch(() => undefined);
+      },
       libvirtVersion: async () =>
         versionString(Number(await (conn as unknown as Connection).getLibVersion())),
       alive: async () => {

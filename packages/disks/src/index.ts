@@ -6,7 +6,8 @@
 import { chown, copyFile, mkdir, open, readFile, readdir, rm, stat, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { parseQuantity, type VirtualMachineInstance } from '@kubevirt-ts/api';
-import { stringify as stringifyYaml } from 'yaml';
+// yaml (about 45 modules) is imported where a NoCloud disk needs it: the launcher loads this package on its
+// start path and most VMIs have no NoCloud disk
 import { run, which } from './exec.js';
 import { makeIsoFromDir, makeIsoFromFiles } from './iso.js';
 import type { ConfigSourceKind, PodLayout } from '@kubevirt-ts/converter';
@@ -327,7 +328,10 @@ export async function prepareVolumes(
       const iso = paths.cloudInitIso('noCloud', namespace, name);
       const files: Record<string, string> = {
         'user-data': data.userData,
-        'meta-data': stringifyYaml({ 'instance-id': `${name}.${namespace}`, 'local-hostname': name }),
+        'meta-data': (await import('yaml')).stringify({
+          'instance-id': `${name}.${namespace}`,
+          'local-hostname': name,
+        }),
       };
       if (data.networkData !== undefined) files['network-config'] = data.networkData;
       await makeIsoFromFiles(iso, 'cidata', files).catch((e: Error) => {

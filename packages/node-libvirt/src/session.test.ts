@@ -46,8 +46,12 @@ describe('session libvirtd (uid 107) with the test guest', () => {
   const added: DeviceEvent[] = [];
   const agents: AgentLifecycleEvent[] = [];
 
+  const spawns: number[] = [];
+  let answered = false;
+
   beforeAll(async () => {
-    env = await startTestEnv();
+    env = await startTestEnv({ onSpawn: (pid) => spawns.push(answered ? -pid : pid) });
+    answered = true;
     conn = await Connection.open(env.daemon.uri);
     conn.on('lifecycle', (e) => lifecycle.push(e));
     conn.on('reboot', (e) => reboots.push(e));
@@ -70,6 +74,8 @@ describe('session libvirtd (uid 107) with the test guest', () => {
     'runs libvirtd as uid 107 in session mode with its socket under baseDir',
     async () => {
       expect(env.daemon.socketPath.startsWith(env.baseDir)).toBe(true);
+      // onSpawn: called once, with libvirtd's pid, before startSessionLibvirtd resolved
+      expect(spawns).toEqual([env.daemon.pid]);
       const status = await readLog(`/proc/${env.daemon.pid}/status`);
       expect(status).toMatch(/^Uid:\s+107\s+107/m);
       expect(await conn.getURI()).toBe(env.daemon.uri);

@@ -53,6 +53,8 @@ export interface SessionLibvirtdOptions {
    * `setpriv --pdeathsig TERM` (util-linux). Default true when /usr/bin/setpriv exists.
    */
   dieWithParent?: boolean;
+  /** Called once libvirtd is spawned (before it answers), e.g. to start other work while it boots. */
+  onSpawn?: (pid: number) => void;
 }
 
 export interface SessionLibvirtd {
@@ -309,6 +311,7 @@ export async function startSessionLibvirtd(opts: SessionLibvirtdOptions): Promis
   forward(libvirtd, 'libvirtd', logger, tail);
   let spawnError: Error | undefined;
   libvirtd.on('error', (e) => (spawnError = e));
+  if (libvirtd.pid !== undefined) opts.onSpawn?.(libvirtd.pid);
 
   const uri = `qemu+unix:///session?socket=${socketPath}`;
   const deadline = Date.now() + (opts.timeoutMs ?? 30000);

@@ -93,13 +93,12 @@ describe('compute container and launcher command', () => {
 });
 
 describe('memory overhead formula', () => {
-  it('adds up launcher, libvirtd, virtlogd, QEMU, per-vCPU, IOThread, interface, video and page tables', () => {
+  it('adds up launcher, monitor, libvirtd, QEMU, per-vCPU, IOThread, interface, video and page tables (no virtlogd)', () => {
     const o = memoryOverhead(vmi(), { arch: 'amd64', additionalOverheadRatio: 1 });
     expect(o.parts).toEqual({
       launcher: 100 * Mi,
-      launcherMonitor: 25 * Mi,
+      launcherMonitor: 2 * Mi,
       libvirtd: 35 * Mi,
-      virtlogd: 20 * Mi,
       qemu: 30 * Mi,
       pageTables: (128 * Mi) / 512,
       vcpus: 8 * Mi,
@@ -108,8 +107,8 @@ describe('memory overhead formula', () => {
       interfaces: 1 * Mi, // the auto-attached pod interface
       video: 32 * Mi,
     });
-    // 259 MiB + 256 KiB, rounded up to a whole MiB
-    expect(o.bytes).toBe(260 * Mi);
+    // 216 MiB + 256 KiB, rounded up to a whole MiB
+    expect(o.bytes).toBe(217 * Mi);
   });
 
   it('adds the TCG translation cache when emulating', () => {
@@ -178,9 +177,9 @@ describe('memory overhead formula', () => {
 describe('resources', () => {
   it('requests the VMI memory plus the overhead, and 1/10 CPU per vCPU by default', () => {
     const r = compute(render(vmi())).resources!;
-    expect(r.requests!.memory).toBe(`${128 + 260}Mi`);
+    expect(r.requests!.memory).toBe(`${128 + 217}Mi`);
     expect(compute(render(vmi(), { useEmulation: true })).resources!.requests!.memory).toBe(
-      `${128 + 260 + 128}Mi`,
+      `${128 + 217 + 128}Mi`,
     );
     expect(r.requests!.cpu).toBe('100m');
     expect(r.requests!['ephemeral-storage']).toBe('50M');
