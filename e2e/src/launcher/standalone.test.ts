@@ -71,7 +71,7 @@ describe('virt-launcher standalone', () => {
     expect(existsSync(work)).toBe(true); // a given --work-dir is kept
   });
 
-  it('the default pod network (masquerade interface) boots: QEMU user-mode networking, no tap needed', async () => {
+  it('--pod-network slirp: the default pod network (masquerade interface) boots on QEMU user-mode networking, no tap needed', async () => {
     const vmi = tinyVmi('sa-podnet', { poweroff: true });
     delete vmi.spec.domain.devices!.autoattachPodInterface;
     const file = await writeVmiFile(
@@ -92,6 +92,8 @@ describe('virt-launcher standalone', () => {
       '--allow-emulation',
       '--work-dir',
       work,
+      '--pod-network',
+      'slirp',
     ]);
     const res = await p.exited;
     expect(p.stdout()).toContain(READY);

@@ -34,3 +34,5 @@ export type { DhcpOptions, DhcpServer, GuestDhcpOptions } from './phase2.js';
 export { parseResolvConf, readResolvConf } from './resolv.js';
 export type { DnsConfig } from './resolv.js';
 export { podNetworkConfigFile, writePodNetworkConfig } from './config-file.js';
+export { startPasst, passtArgs, PasstError } from './passt.js';
+export type { PasstOptions, PasstProcess } from './passt.js';
