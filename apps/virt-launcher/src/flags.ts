@@ -266,6 +266,8 @@ export function parseStandaloneFlags(argv: string[]): StandaloneFlags {
     libvirtGid: ug.gid,
     featureGates,
     podNetwork,
-    ...(v.passt !== undefined ? { passtBinary: v.passt.includes('/') ? path.resolve(v.passt) : v.passt } : {}),
+    ...(v.passt !== undefined
+      ? { passtBinary: v.passt.includes('/') ? path.resolve(v.passt) : v.passt }
+      : {}),
   };
 }

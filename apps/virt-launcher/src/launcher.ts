@@ -275,7 +275,8 @@ export class Launcher extends EventEmitter {
           self.passt = procs;
           for (const p of procs)
             void p.exited.then((r) => {
-              if (self.passt?.includes(p) && !self.finishing)
+              // while shutting down (a signal may reach passt with the launcher's process group) it is expected
+              if (self.passt?.includes(p) && !self.finishing && !self.terminating)
                 self.log.error(
                   `passt (interface ${p.nic.name}, pid ${p.pid}) exited (${r.signal ?? `code ${r.code}`}): the guest's NIC has no network`,
                   { reason: 'PasstExited', pid: p.pid },

@@ -615,10 +615,17 @@ describe('network', () => {
   });
   test("standalone passt (context podNetworkBinding 'passt'): no <interface>, QEMU passthrough args to the launcher's passt socket", () => {
     const base = (iface: object, extra: object = {}) =>
-      vmi({ devices: { interfaces: [iface as never] } }, { networks: [{ name: 'default', pod: {} }], ...extra });
+      vmi(
+        { devices: { interfaces: [iface as never] } },
+        { networks: [{ name: 'default', pod: {} }], ...extra },
+      );
     const layout = createPodLayout('/tmp/w,x');
     const ctx = { podNetworkBinding: 'passt' as const, layout };
-    const v = base({ name: 'default', masquerade: {}, ports: [{ port: 8080 }, { port: 53, protocol: 'UDP' }] });
+    const v = base({
+      name: 'default',
+      masquerade: {},
+      ports: [{ port: 8080 }, { port: 53, protocol: 'UDP' }],
+    });
     v.metadata!.uid = 'u1';
     const d = toDomain(v, ctx);
     expect(d.devices.interfaces).toBeUndefined();
@@ -639,37 +646,54 @@ describe('network', () => {
     // the MAC is stable for one VMI and interface, different for another uid
     expect(passtNics(v, ctx)[0]!.mac).toBe(nics[0]!.mac);
     expect(passtNics({ ...v, metadata: { ...v.metadata, uid: 'u2' } }, ctx)[0]!.mac).not.toBe(nics[0]!.mac);
-    // a comma in the path is doubled (QEMU's option escape)
+    // QEMU's JSON syntax: the path is a JSON string (no option-string escaping)
     expect(d.qemuArgs).toEqual([
       '-netdev',
-      'stream,id=kvts-passt0,server=off,addr.type=unix,addr.path=/tmp/w,,x/var/run/kubevirt-private/u1/passt0.sock',
+      `{"type":"stream","id":"kvts-passt0","server":false,"addr":{"type":"unix","path":"${sock}"}}`,
       '-device',
-      `virtio-net-pci-non-transitional,netdev=kvts-passt0,id=kvts-net0,mac=${nics[0]!.mac},romfile=`,
+      `{"driver":"virtio-net-pci-non-transitional","netdev":"kvts-passt0","id":"kvts-net0","mac":"${nics[0]!.mac}","romfile":""}`,
     ]);
     const xml = toDomainXml(d);
     expect(xml).toMatch(/^<domain type="kvm" xmlns:qemu="http:\/\/libvirt.org\/schemas\/domain\/qemu\/1.0">/);
     expect(xml).toContain(
-      '<qemu:commandline>\n    <qemu:arg value="-netdev"/>\n    <qemu:arg value="stream,id=kvts-passt0,',
+      '<qemu:commandline>\n    <qemu:arg value="-netdev"/>\n    <qemu:arg value="{&quot;type&quot;:&quot;stream&quot;,',
     );
     expect(xml).not.toContain('<interface');
     expect(parseDomainXml(xml)).toEqual(d);
     // the passt binding, a given MAC (normalized), boot order, ACPI index, an emulated model, transitional virtio
     const d2 = toDomain(
       base(
-        { name: 'default', passt: {}, macAddress: '02-AA-bb-00-00-01', bootOrder: 2, acpiIndex: 4, model: 'e1000' },
+        {
+          name: 'default',
+          passt: {},
+          macAddress: '02-AA-bb-00-00-01',
+          bootOrder: 2,
+          acpiIndex: 4,
+          model: 'e1000',
+        },
         {},
       ),
       ctx,
     );
-    expect(d2.qemuArgs![3]).toBe('e1000,netdev=kvts-passt0,id=kvts-net0,mac=02:aa:bb:00:00:01,bootindex=2,acpi-index=4');
+    expect(JSON.parse(d2.qemuArgs![3]!)).toEqual({
+      driver: 'e1000',
+      netdev: 'kvts-passt0',
+      id: 'kvts-net0',
+      mac: '02:aa:bb:00:00:01',
+      bootindex: 2,
+      'acpi-index': 4,
+    });
     expect(passtNics(base({ name: 'default', bridge: {}, model: 'e1000' }), ctx)[0]!.mtu).toBe(1500);
     const tv = base({ name: 'default', masquerade: {} });
     tv.spec.domain.devices!.useVirtioTransitional = true;
-    expect(toDomain(tv, ctx).qemuArgs![3]).toMatch(/^virtio-net-pci-transitional,/);
+    expect(JSON.parse(toDomain(tv, ctx).qemuArgs![3]!).driver).toBe('virtio-net-pci-transitional');
     // user strings never reach the QEMU arguments except the validated MAC: ids are the interface index
     const evil = base({ name: 'default', masquerade: {} });
     evil.metadata!.name = 'x,id=evil';
     expect(toDomain(evil, ctx).qemuArgs!.join(' ')).not.toContain('evil');
+    // a path with JSON metacharacters stays one string value
+    const odd = toDomain(v, { ...ctx, layout: createPodLayout('/tmp/a"b,c') }).qemuArgs![1]!;
+    expect(JSON.parse(odd).addr.path).toBe('/tmp/a"b,c/var/run/kubevirt-private/u1/passt0.sock');
     // refused with the field: a PCI address (QEMU places the NIC), SCTP ports, a bad MAC
     expect(
       err(() => toDomain(base({ name: 'default', masquerade: {}, pciAddress: '0000:00:0a.0' }), ctx)).message,
@@ -677,8 +701,9 @@ describe('network', () => {
       'spec.domain.devices.interfaces[0].pciAddress: not supported with the standalone passt network (QEMU places the NIC)',
     );
     expect(
-      err(() => toDomain(base({ name: 'default', masquerade: {}, ports: [{ port: 9, protocol: 'SCTP' }] }), ctx))
-        .path,
+      err(() =>
+        toDomain(base({ name: 'default', masquerade: {}, ports: [{ port: 9, protocol: 'SCTP' }] }), ctx),
+      ).path,
     ).toBe('spec.domain.devices.interfaces[0].ports[0].protocol');
     expect(err(() => toDomain(base({ name: 'default', masquerade: {}, macAddress: 'zz' }), ctx)).path).toBe(
       'spec.domain.devices.interfaces[0].macAddress',

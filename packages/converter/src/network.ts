@@ -61,22 +61,30 @@ function derivedMac(uid: string, name: string): string {
   return ['52', '54', '00', ...b.map((x) => x.toString(16).padStart(2, '0'))].join(':');
 }
 
-/** A value inside one QEMU option string: a comma is written twice (QEMU's escape). */
-function qemuOptValue(v: string): string {
-  return v.replace(/,/g, ',,');
-}
-
-/** QEMU arguments attaching each passt NIC: `-netdev stream` (client of passt's unix socket) + `-device`. */
+/**
+ * QEMU arguments attaching each passt NIC: `-netdev stream` (client of passt's unix socket) + `-device`,
+ * both in QEMU's JSON syntax: no option-string escaping to get wrong, and QEMU creates JSON `-device`s in
+ * command-line order after libvirt's own (which are JSON too), so the NIC takes a PCI slot libvirt left free
+ * (a keyval `-device` would be created first and could take a slot libvirt assigned).
+ */
 export function passtQemuArgs(nics: PasstNic[]): string[] {
   const out: string[] = [];
   for (const n of nics) {
     const id = `kvts-passt${n.index}`;
-    out.push('-netdev', `stream,id=${id},server=off,addr.type=unix,addr.path=${qemuOptValue(n.socket)}`);
-    let dev = `${n.device},netdev=${id},id=kvts-net${n.index},mac=${n.mac}`;
-    if (n.bootOrder !== undefined) dev += `,bootindex=${n.bootOrder}`;
-    else dev += ',romfile='; // no option ROM unless the NIC boots (as for libvirt's <rom enabled="no"/>)
-    if (n.acpiIndex !== undefined) dev += `,acpi-index=${n.acpiIndex}`;
-    out.push('-device', dev);
+    out.push(
+      '-netdev',
+      JSON.stringify({ type: 'stream', id, server: false, addr: { type: 'unix', path: n.socket } }),
+    );
+    const dev: Record<string, string | number> = {
+      driver: n.device,
+      netdev: id,
+      id: `kvts-net${n.index}`,
+      mac: n.mac,
+    };
+    if (n.bootOrder !== undefined) dev.bootindex = n.bootOrder;
+    else dev.romfile = ''; // no option ROM unless the NIC boots (as for libvirt's <rom enabled="no"/>)
+    if (n.acpiIndex !== undefined) dev['acpi-index'] = n.acpiIndex;
+    out.push('-device', JSON.stringify(dev));
   }
   return out;
 }
@@ -127,7 +135,8 @@ export function convertInterfaces(
       throw new ConversionError(`${p}.model`, `unknown interface model ${JSON.stringify(model)}`);
     if (binding === 'passt' && ctx.podNetworkBinding === 'passt') {
       // virtio: QEMU's virtio-net-pci-(non-)transitional, as libvirt turns the model into
-      const device = model === 'virtio' ? `virtio-net-pci-${vmodel.slice('virtio-'.length)}` : QEMU_NIC[model]!;
+      const device =
+        model === 'virtio' ? `virtio-net-pci-${vmodel.slice('virtio-'.length)}` : QEMU_NIC[model]!;
       passt.push(passtNic(vmi, ctx, iface, i, device));
       return;
     }
@@ -199,7 +208,10 @@ function passtNic(
     if (proto === 'TCP') tcpPorts.push(port.port);
     else if (proto === 'UDP') udpPorts.push(port.port);
     else
-      throw new ConversionError(`${p}.ports[${j}].protocol`, `${JSON.stringify(port.protocol)} is not forwarded by passt (TCP or UDP)`);
+      throw new ConversionError(
+        `${p}.ports[${j}].protocol`,
+        `${JSON.stringify(port.protocol)} is not forwarded by passt (TCP or UDP)`,
+      );
   });
   if (iface.bootOrder !== undefined && (!Number.isInteger(iface.bootOrder) || iface.bootOrder < 1))
     throw new ConversionError(`${p}.bootOrder`, 'must be a positive integer');

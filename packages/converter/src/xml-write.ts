@@ -416,7 +416,13 @@ export function domainElement(d: Domain): XEl {
   c.push(devicesToXml(d.devices));
   if (d.qemuArgs?.length) {
     // libvirt's QEMU namespace passthrough: each argument one <qemu:arg value=.../>, escaped as any value
-    c.push(el('qemu:commandline', undefined, d.qemuArgs.map((a) => el('qemu:arg', { value: a }))));
+    c.push(
+      el(
+        'qemu:commandline',
+        undefined,
+        d.qemuArgs.map((a) => el('qemu:arg', { value: a })),
+      ),
+    );
     return el('domain', { type: d.type, 'xmlns:qemu': QEMU_NS }, c);
   }
   return el('domain', { type: d.type }, c);

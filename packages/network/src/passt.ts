@@ -77,7 +77,8 @@ async function startOne(nic: PasstNic, o: PasstOptions): Promise<PasstProcess> {
   });
   const tail: string[] = [];
   const onLine = (line: string) => {
-    if (!line.trim()) return;
+    // passt also tries syslog, which a launcher (in a Pod, or in standalone's PID namespace) does not have
+    if (!line.trim() || /^Failed to send \d+ bytes to syslog$/.test(line.trim())) return;
     tail.push(line.trim());
     if (tail.length > 20) tail.shift();
     log?.debug(`passt: ${line.trim()}`, { component: 'passt', iface: nic.name, pid: child.pid });
