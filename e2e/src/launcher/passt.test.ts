@@ -170,7 +170,8 @@ describe('virt-launcher standalone: the pod network through passt', () => {
           60_000,
           500,
         );
-        expect(reply).toMatch(/^KUBEVIRT-TS-GUEST-TCP sa-passt /);
+        // the guest's listener answers with its hostname (passt's DHCP sends none: "(none)") and address
+        expect(reply).toBe(`KUBEVIRT-TS-GUEST-TCP (none) ${route!.address}`);
 
         // passt: the launcher's own child, as QEMU's user, its socket in the VMI's 0700 private dir
         const launcher = standaloneLauncher(p.child.pid!);
@@ -187,7 +188,8 @@ describe('virt-launcher standalone: the pod network through passt', () => {
         expect(passt.cmd).toContain(`--tcp-ports ${guestPort}`);
         expect(passt.cmd).not.toContain('--no-map-gw');
         // QEMU's command line: the NIC attached to that socket by -netdev stream
-        const qemu = descendants(launcher.pid)
+        // (libvirtd daemonizes QEMU: it is the monitor's, not the launcher's, descendant)
+        const qemu = descendants(p.child.pid!)
           .map((pid) => {
             try {
               return { pid, exe: readlinkSync(`/proc/${pid}/exe`) };
