@@ -240,6 +240,39 @@ describe('virt-launcher standalone: the pod network through passt', () => {
   );
 
   rootIt(
+    'the launcher killed with SIGKILL: its monitor ends passt too, nothing left',
+    async () => {
+      const file = await writeVmiFile(dir, podNetVmi('sa-passtkill', 'kvts.net'));
+      const work = path.join(dir, 'w');
+      const p = startLauncher([
+        'standalone',
+        '--vmi',
+        file,
+        '--image',
+        imageArg,
+        '--allow-emulation',
+        '--work-dir',
+        work,
+        '--grace-period-seconds',
+        '2',
+      ]);
+      try {
+        const passt = await waitFor('passt running', async () => (await passtProcs(work))[0], 180_000, 250);
+        const launcher = standaloneLauncher(p.child.pid!);
+        expect(descendants(launcher.pid)).toContain(passt.pid);
+        process.kill(launcher.pid, 'SIGKILL');
+        const res = await p.exited;
+        expect(res.code).not.toBe(0);
+        expect(await passtProcs(work)).toEqual([]);
+        expect(await processesMentioning(work)).toEqual([]);
+      } finally {
+        p.child.kill('SIGKILL');
+      }
+    },
+    240_000,
+  );
+
+  rootIt(
     'passt binary missing: the start fails naming it, nothing left behind',
     async () => {
       const file = await writeVmiFile(dir, podNetVmi('sa-nopasst', 'kvts.net'));
