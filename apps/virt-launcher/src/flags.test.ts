@@ -131,6 +131,21 @@ describe('standalone flags', () => {
     ]);
     expect(f).toMatchObject({ console: true, allowEmulation: true, socketDir: '/tmp/s' });
   });
+  it('--pod-network passt (default) or slirp, --passt PATH (a bare name stays a PATH lookup)', () => {
+    expect(parseStandaloneFlags(['--vmi', 'x'])).toMatchObject({ podNetwork: 'passt' });
+    expect(parseStandaloneFlags(['--vmi', 'x']).passtBinary).toBeUndefined();
+    expect(parseStandaloneFlags(['--vmi', 'x', '--pod-network', 'slirp']).podNetwork).toBe('slirp');
+    expect(parseStandaloneFlags(['--vmi', 'x', '--passt', '/opt/passt/bin/passt']).passtBinary).toBe(
+      '/opt/passt/bin/passt',
+    );
+    expect(parseStandaloneFlags(['--vmi', 'x', '--passt', 'passt']).passtBinary).toBe('passt');
+    expect(usageError(() => parseStandaloneFlags(['--vmi', 'x', '--pod-network', 'tap'])).message).toBe(
+      '--pod-network: must be passt or slirp, got "tap"',
+    );
+    expect(usageError(() => parseStandaloneFlags(['--vmi', 'x', '--passt', ''])).message).toBe(
+      '--passt: a path to the passt binary is required',
+    );
+  });
   it('requires --vmi and REF=PATH', () => {
     expect(usageError(() => parseStandaloneFlags([])).message).toMatch(/--vmi/);
     expect(usageError(() => parseStandaloneFlags(['--vmi', 'x', '--image', 'noequals'])).message).toMatch(

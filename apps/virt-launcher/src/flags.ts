@@ -53,6 +53,10 @@ export interface StandaloneFlags {
   featureGates: string[];
   /** remove workDir at the end although it was given (set for the launcher a standalone monitor runs) */
   removeWorkDir?: boolean;
+  /** how the pod network's interface is attached (no Pod network namespace here): passt (default) or slirp */
+  podNetwork: 'passt' | 'slirp';
+  /** the passt binary (--passt PATH); default `passt` from PATH */
+  passtBinary?: string;
 }
 
 function usage(msg: string): LauncherError {
@@ -227,6 +231,8 @@ export function parseStandaloneFlags(argv: string[]): StandaloneFlags {
         'trace-start': { type: 'boolean' },
         'libvirt-user': { type: 'string' },
         'feature-gates': { type: 'string', multiple: true },
+        'pod-network': { type: 'string' },
+        passt: { type: 'string' },
       },
     });
   } catch (e) {
@@ -234,6 +240,10 @@ export function parseStandaloneFlags(argv: string[]): StandaloneFlags {
   }
   const v = parsed.values;
   if (!v.vmi) throw usage('--vmi FILE.yaml is required');
+  const podNetwork = v['pod-network'] ?? 'passt';
+  if (podNetwork !== 'passt' && podNetwork !== 'slirp')
+    throw usage(`--pod-network: must be passt or slirp, got ${JSON.stringify(podNetwork)}`);
+  if (v.passt === '') throw usage('--passt: a path to the passt binary is required');
   const featureGates = (v['feature-gates'] ?? []).flatMap((g) => g.split(',')).filter((g) => g !== '');
   for (const g of featureGates)
     if (!STANDALONE_GATES.includes(g))
@@ -266,5 +276,9 @@ export function parseStandaloneFlags(argv: string[]): StandaloneFlags {
     libvirtUid: ug.uid,
     libvirtGid: ug.gid,
     featureGates,
+    podNetwork,
+    ...(v.passt !== undefined
+      ? { passtBinary: v.passt.includes('/') ? path.resolve(v.passt) : v.passt }
+      : {}),
   };
 }

@@ -11,8 +11,15 @@ import path from 'node:path';
 import type { Logger } from '@kubevirt-ts/log';
 import { CmdServer, NotifyClient, notifySocketPath, type CmdBackend } from '@kubevirt-ts/cmd-protocol';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
-import type { PodLayout } from '@kubevirt-ts/converter';
-import { podNetworkConfigFile, startGuestDhcp, withGuestMac, type DhcpServer } from '@kubevirt-ts/network';
+import { passtNics, type PodLayout } from '@kubevirt-ts/converter';
+import {
+  podNetworkConfigFile,
+  startGuestDhcp,
+  startPasst,
+  withGuestMac,
+  type DhcpServer,
+  type PasstProcess,
+} from '@kubevirt-ts/network';
 import { ExitCode, LauncherError } from './errors.js';
 import { ownStart, ownedLeftovers } from './procs.js';
 import { capLogFile } from './serial-log.js';
@@ -65,6 +72,8 @@ export interface LauncherConfig {
    * `libvirtd` stage waits for it instead of starting one. The launcher owns it: a failed start stops it.
    */
   daemon?: Promise<SessionDaemon>;
+  /** podNetworkBinding 'passt': the passt binary (default `passt` from PATH) */
+  passtBinary?: string;
 }
 
 export type Stage = 'dirs' | 'libvirtd' | 'connect' | 'cmd-server' | 'notify' | 'ready';
@@ -84,6 +93,8 @@ export class Launcher extends EventEmitter {
   private readonly log: Logger;
   /** the guest's DHCP server (masquerade/bridge pod interface, in-Pod mode); null: none needed */
   private dhcp: DhcpServer | null | undefined;
+  /** the passt processes of the pod network (standalone, podNetworkBinding 'passt'); undefined: not started */
+  private passt: PasstProcess[] | undefined;
   private session: SessionDaemon | undefined;
   private layer: DomainLayer | undefined;
   private cmd: CmdServer | undefined;
@@ -273,6 +284,25 @@ export class Launcher extends EventEmitter {
               log: self.log,
             })) ?? null;
         }
+        // standalone with passt: the launcher's own passt children, listening before QEMU connects
+        if (self.passt === undefined && self.config.podNetworkBinding === 'passt') {
+          const nics = passtNics(vmi, { podNetworkBinding: 'passt', layout: self.paths });
+          const procs = await startPasst(nics, {
+            binary: self.config.passtBinary,
+            user: process.getuid?.() === 0 ? self.config.libvirtUser : undefined,
+            log: self.log,
+          });
+          self.passt = procs;
+          for (const p of procs)
+            void p.exited.then((r) => {
+              // while shutting down (a signal may reach passt with the launcher's process group) it is expected
+              if (self.passt?.includes(p) && !self.finishing && !self.terminating)
+                self.log.error(
+                  `passt (interface ${p.nic.name}, pid ${p.pid}) exited (${r.signal ?? `code ${r.code}`}): the guest's NIC has no network`,
+                  { reason: 'PasstExited', pid: p.pid },
+                );
+            });
+        }
         if (!self.started && !self.qemuTimer) self.armQemuTimeout();
         try {
           // the bridge binding's MAC swap: the guest NIC takes the Pod interface's former MAC
@@ -287,6 +317,7 @@ export class Launcher extends EventEmitter {
             await self.dhcp.stop();
             self.dhcp = undefined;
           }
+          if (!self.started && self.passt) await self.stopPasst();
           throw e;
         }
         traceMark('sync-done');
@@ -556,6 +587,7 @@ export class Launcher extends EventEmitter {
     if (!this.session && this.config.daemon) this.session = await this.config.daemon.catch(() => undefined);
     await this.cmd?.stop(1000).catch(() => undefined);
     await this.dhcp?.stop().catch(() => undefined);
+    await this.stopPasst();
     await this.layer?.close().catch(() => undefined);
     await this.session?.stop().catch((e: Error) => this.log.warn(`stopping libvirtd: ${e.message}`));
     // QEMU outlives libvirtd; when libvirtd could not destroy it (e.g. it died), do it here. The pid files
@@ -579,6 +611,12 @@ export class Launcher extends EventEmitter {
         /* gone */
       }
     }
+  }
+
+  private async stopPasst(): Promise<void> {
+    const procs = this.passt ?? [];
+    this.passt = undefined;
+    await Promise.all(procs.map((p) => p.stop().catch(() => undefined)));
   }
 
   /** Stops everything after a failed start-up (no domain left behind). */

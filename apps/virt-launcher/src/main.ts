@@ -25,7 +25,7 @@ const USAGE = `usage:
   virt-launcher monitor <the same flags>
   virt-launcher standalone --vmi FILE.yaml [--image REF=PATH]... [--console] [--allow-emulation]
                 [--socket-dir DIR] [--work-dir DIR] [--grace-period-seconds N] [--qemu-timeout 5m]
-                [--log-level warn] [--keep-after-failure]
+                [--log-level warn] [--keep-after-failure] [--pod-network passt|slirp] [--passt PATH]
 `;
 
 async function runInPod(argv: string[]): Promise<number> {

@@ -218,8 +218,10 @@ export async function startStandalone(
     libvirtUser,
     keepAfterFailure: flags.keepAfterFailure,
     logger,
-    // no Pod network namespace here: QEMU user-mode networking (the passt backend is refused by libvirt 9.0)
-    podNetworkBinding: 'slirp',
+    // no Pod network namespace here: the launcher's own passt, attached with -netdev stream (libvirt 9.0
+    // has no passt backend), or QEMU's slirp with --pod-network slirp
+    podNetworkBinding: flags.podNetwork,
+    ...(flags.passtBinary !== undefined ? { passtBinary: flags.passtBinary } : {}),
     capsCacheDir,
     daemon,
   });

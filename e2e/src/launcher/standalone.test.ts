@@ -62,7 +62,7 @@ describe('virt-launcher standalone', () => {
     expect(existsSync(work)).toBe(true); // a given --work-dir is kept
   });
 
-  it('the default pod network (masquerade interface) boots: QEMU user-mode networking, no tap needed', async () => {
+  it('--pod-network slirp: the default pod network (masquerade interface) boots on QEMU user-mode networking, no tap needed', async () => {
     const vmi = tinyVmi('sa-podnet', { poweroff: true });
     delete vmi.spec.domain.devices!.autoattachPodInterface;
     const file = await writeVmiFile(
@@ -73,7 +73,7 @@ describe('virt-launcher standalone', () => {
       { name: 'default', masquerade: {} }, // as upstream's defaults: the model (virtio) is the converter's
     ]);
     const work = path.join(dir, 'w');
-    const p = startLauncher(standaloneArgs(file, work));
+    const p = startLauncher([...standaloneArgs(file, work), '--pod-network', 'slirp']);
     const res = await p.exited;
     expect(p.stdout()).toContain(READY);
     expect(p.stderr()).not.toContain("specified dev doesn't exist");

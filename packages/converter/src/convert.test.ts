@@ -2,7 +2,7 @@
 import { describe, expect, test } from '@jest/globals';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import { setVirtualMachineInstanceDefaults } from '@kubevirt-ts/api';
-import { toDomain } from './convert.js';
+import { passtNics, toDomain } from './convert.js';
 import { parseDomainXml, toDomainXml } from './xml.js';
 import { createPodLayout } from './layout.js';
 import { formatDeviceName } from './storage.js';
@@ -569,7 +569,7 @@ describe('network', () => {
       { type: 'user', model: 'e1000', rom: { enabled: 'no' }, alias: 'ua-default' },
     ]);
   });
-  test('passt: libvirt passt backend with the listed ports; binding {name: passt} alike; the standalone context turns the pod network to passt or slirp', () => {
+  test('passt: libvirt passt backend with the listed ports; binding {name: passt} alike; the standalone context slirp turns the pod network to slirp', () => {
     const base = (iface: object, networks: object[] = [{ name: 'default', pod: {} }]) =>
       vmi({ devices: { interfaces: [iface as never] } }, { networks: networks as never });
     const passt = conv(
@@ -598,10 +598,6 @@ describe('network', () => {
       backend: { type: 'passt' },
       portForward: [{ proto: 'tcp', ranges: [{ start: 8080 }] }],
     });
-    const standalone = toDomain(base({ name: 'default', masquerade: {}, ports: [{ port: 80 }] }), {
-      podNetworkBinding: 'passt',
-    }).devices.interfaces![0]!;
-    expect(standalone).toMatchObject({ type: 'user', backend: { type: 'passt' } });
     const slirp = toDomain(base({ name: 'default', bridge: {} }), { podNetworkBinding: 'slirp' }).devices
       .interfaces![0]!;
     expect(slirp.type).toBe('user');
@@ -616,6 +612,105 @@ describe('network', () => {
         conv(base({ name: 'default', passt: {} }, [{ name: 'default', multus: { networkName: 'x' } }])),
       ).path,
     ).toBe('spec.domain.devices.interfaces[0].passt');
+  });
+  test("standalone passt (context podNetworkBinding 'passt'): no <interface>, QEMU passthrough args to the launcher's passt socket", () => {
+    const base = (iface: object, extra: object = {}) =>
+      vmi(
+        { devices: { interfaces: [iface as never] } },
+        { networks: [{ name: 'default', pod: {} }], ...extra },
+      );
+    const layout = createPodLayout('/tmp/w,x');
+    const ctx = { podNetworkBinding: 'passt' as const, layout };
+    const v = base({
+      name: 'default',
+      masquerade: {},
+      ports: [{ port: 8080 }, { port: 53, protocol: 'UDP' }],
+    });
+    v.metadata!.uid = 'u1';
+    const d = toDomain(v, ctx);
+    expect(d.devices.interfaces).toBeUndefined();
+    const sock = '/tmp/w,x/var/run/kubevirt-private/u1/passt0.sock';
+    const nics = passtNics(v, ctx);
+    expect(nics).toEqual([
+      {
+        index: 0,
+        name: 'default',
+        socket: sock,
+        mac: expect.stringMatching(/^52:54:00(:[0-9a-f]{2}){3}$/),
+        device: 'virtio-net-pci-non-transitional',
+        mtu: 65520,
+        tcpPorts: [8080],
+        udpPorts: [53],
+      },
+    ]);
+    // the MAC is stable for one VMI and interface, different for another uid
+    expect(passtNics(v, ctx)[0]!.mac).toBe(nics[0]!.mac);
+    expect(passtNics({ ...v, metadata: { ...v.metadata, uid: 'u2' } }, ctx)[0]!.mac).not.toBe(nics[0]!.mac);
+    // QEMU's JSON syntax: the path is a JSON string (no option-string escaping)
+    expect(d.qemuArgs).toEqual([
+      '-netdev',
+      `{"type":"stream","id":"kvts-passt0","server":false,"addr":{"type":"unix","path":"${sock}"}}`,
+      '-device',
+      `{"driver":"virtio-net-pci-non-transitional","netdev":"kvts-passt0","id":"kvts-net0","mac":"${nics[0]!.mac}","romfile":""}`,
+    ]);
+    const xml = toDomainXml(d);
+    expect(xml).toMatch(/^<domain type="kvm" xmlns:qemu="http:\/\/libvirt.org\/schemas\/domain\/qemu\/1.0">/);
+    expect(xml).toContain(
+      '<qemu:commandline>\n    <qemu:arg value="-netdev"/>\n    <qemu:arg value="{&quot;type&quot;:&quot;stream&quot;,',
+    );
+    expect(xml).not.toContain('<interface');
+    expect(parseDomainXml(xml)).toEqual(d);
+    // the passt binding, a given MAC (normalized), boot order, ACPI index, an emulated model, transitional virtio
+    const d2 = toDomain(
+      base(
+        {
+          name: 'default',
+          passt: {},
+          macAddress: '02-AA-bb-00-00-01',
+          bootOrder: 2,
+          acpiIndex: 4,
+          model: 'e1000',
+        },
+        {},
+      ),
+      ctx,
+    );
+    expect(JSON.parse(d2.qemuArgs![3]!)).toEqual({
+      driver: 'e1000',
+      netdev: 'kvts-passt0',
+      id: 'kvts-net0',
+      mac: '02:aa:bb:00:00:01',
+      bootindex: 2,
+      'acpi-index': 4,
+    });
+    expect(passtNics(base({ name: 'default', bridge: {}, model: 'e1000' }), ctx)[0]!.mtu).toBe(1500);
+    const tv = base({ name: 'default', masquerade: {} });
+    tv.spec.domain.devices!.useVirtioTransitional = true;
+    expect(JSON.parse(toDomain(tv, ctx).qemuArgs![3]!).driver).toBe('virtio-net-pci-transitional');
+    // user strings never reach the QEMU arguments except the validated MAC: ids are the interface index
+    const evil = base({ name: 'default', masquerade: {} });
+    evil.metadata!.name = 'x,id=evil';
+    expect(toDomain(evil, ctx).qemuArgs!.join(' ')).not.toContain('evil');
+    // a path with JSON metacharacters stays one string value
+    const odd = toDomain(v, { ...ctx, layout: createPodLayout('/tmp/a"b,c') }).qemuArgs![1]!;
+    expect(JSON.parse(odd).addr.path).toBe('/tmp/a"b,c/var/run/kubevirt-private/u1/passt0.sock');
+    // refused with the field: a PCI address (QEMU places the NIC), SCTP ports, a bad MAC
+    expect(
+      err(() => toDomain(base({ name: 'default', masquerade: {}, pciAddress: '0000:00:0a.0' }), ctx)).message,
+    ).toBe(
+      'spec.domain.devices.interfaces[0].pciAddress: not supported with the standalone passt network (QEMU places the NIC)',
+    );
+    expect(
+      err(() =>
+        toDomain(base({ name: 'default', masquerade: {}, ports: [{ port: 9, protocol: 'SCTP' }] }), ctx),
+      ).path,
+    ).toBe('spec.domain.devices.interfaces[0].ports[0].protocol');
+    expect(err(() => toDomain(base({ name: 'default', masquerade: {}, macAddress: 'zz' }), ctx)).path).toBe(
+      'spec.domain.devices.interfaces[0].macAddress',
+    );
+    // without the context: none
+    expect(passtNics(v)).toEqual([]);
+    expect(toDomain(v).qemuArgs).toBeUndefined();
   });
   test('absent interfaces are skipped; unknown network and unimplemented bindings are errors', () => {
     const base = (iface: object) =>

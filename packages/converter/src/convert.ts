@@ -19,7 +19,7 @@ import {
   ioThreadPlan,
 } from './compute.js';
 import { assignIOThreads, convertDisks } from './storage.js';
-import { convertInterfaces } from './network.js';
+import { convertInterfaces, passtQemuArgs, type PasstNic } from './network.js';
 import { convertDevices } from './devices.js';
 
 /**
@@ -148,7 +148,8 @@ export function toDomain(vmi: ConvertedVmi, context: ConverterContext = {}): Dom
   const nextAuto = assignIOThreads(vmi, disks, plan);
   if (disks.length) d.devices.disks = disks;
   const ifaces = convertInterfaces(vmi, ctx, vcpus);
-  if (ifaces.length) d.devices.interfaces = ifaces;
+  if (ifaces.interfaces.length) d.devices.interfaces = ifaces.interfaces;
+  if (ifaces.passt.length) d.qemuArgs = passtQemuArgs(ifaces.passt);
   convertCPUTune(vmi, ctx, d);
   convertDevices(vmi, ctx, d.devices, vcpus, plan.use && d.iothreads !== undefined ? nextAuto : undefined);
   checkBootOrder(vmi);
@@ -169,4 +170,14 @@ function checkBootOrder(vmi: ConvertedVmi): void {
   (vmi.spec.domain.devices?.interfaces ?? []).forEach((x, i) => {
     if (x.state !== 'absent') note(x.bootOrder, `spec.domain.devices.interfaces[${i}].bootOrder`);
   });
+}
+
+/**
+ * The NICs of a VMI that go through a passt the launcher runs (context `podNetworkBinding: 'passt'`,
+ * standalone): socket, MAC, MTU and forwarded ports of each, exactly as {@link toDomain} attaches
+ * them. Empty without that context. Throws ConversionError as toDomain does for the interfaces.
+ */
+export function passtNics(vmi: ConvertedVmi, context: ConverterContext = {}): PasstNic[] {
+  if (context.podNetworkBinding !== 'passt') return [];
+  return convertInterfaces(vmi, resolveContext(vmi, context), 1).passt;
 }

@@ -1,6 +1,7 @@
 export type * from './model.js';
 export { toDomainXml, parseDomainXml, assertXmlSafe } from './xml.js';
-export { toDomain, domainName, resolveContext } from './convert.js';
+export { toDomain, domainName, resolveContext, passtNics } from './convert.js';
+export type { PasstNic } from './network.js';
 export type { ConverterContext, ResolvedContext, SMBios, EFIConfiguration, DiskInfo } from './context.js';
 export { DEFAULT_EFI } from './context.js';
 export { podLayout, createPodLayout, LAUNCHER_UID, LAUNCHER_GID, MAX_SOCKET_PATH_BYTES } from './layout.js';

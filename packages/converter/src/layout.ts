@@ -60,6 +60,8 @@ export interface PodLayout {
   nvramFile(vmiName: string): string;
   /** tap device name for the pod-network interface at index i of spec.domain.devices.interfaces */
   tapDevice(interfaceIndex: number): string;
+  /** unix socket of the passt the launcher runs for the interface at index i (standalone), in the VMI's private dir */
+  passtSocket(uid: string, interfaceIndex: number): string;
 }
 
 /** A name used as a path component (volume names, VMI name/namespace/uid): one component, no traversal. */
@@ -133,6 +135,7 @@ export function createPodLayout(root = ''): PodLayout {
       `${privateDir}/vmi-disks/${component('volume', v)}/${component('hostDisk path', path.posix.basename(hostPath))}`,
     nvramFile: (name) => `${r}/var/lib/libvirt/qemu/nvram/${component('name', name)}_VARS.fd`,
     tapDevice: (i) => `tap${i}`,
+    passtSocket: (uid, i) => `${vmiDir(uid)}/passt${i}.sock`,
   };
 }
 

@@ -103,6 +103,29 @@ describe('libvirt accepts every output', () => {
     expect(d.ok ? 'defined' : d.output).toBe('defined');
   });
 
+  test("the standalone passt NIC (QEMU passthrough): valid, defined, and libvirt's XML reads back to the same arguments", () => {
+    const vmi = setVirtualMachineInstanceDefaults({
+      apiVersion: 'kubevirt.io/v1',
+      kind: 'VirtualMachineInstance',
+      metadata: { name: 'passt', namespace: 'ns', uid: 'u-passt' },
+      spec: {
+        domain: {
+          resources: { requests: { memory: '64Mi' } },
+          devices: { interfaces: [{ name: 'default', masquerade: {}, ports: [{ port: 8080 }] }] },
+        },
+        networks: [{ name: 'default', pod: {} }],
+      },
+    });
+    const ours = toDomain(vmi, { ...CTX, podNetworkBinding: 'passt' });
+    expect(ours.qemuArgs).toHaveLength(4);
+    const xml = toDomainXml(ours);
+    const v = xmlValidate(xml);
+    expect(v.ok ? 'valid' : v.output).toBe('valid');
+    const dumped = daemon.defineAndDump(xml);
+    expect(dumped).toContain('<qemu:commandline>');
+    expect(parseDomainXml(dumped).qemuArgs).toEqual(ours.qemuArgs);
+  });
+
   test('libvirt reads back the serials and SMBIOS strings with metacharacters exactly', () => {
     const vec = vectors().find((v) => v.name === '15-xml-metachars')!;
     const vmi = structuredClone(vec.vmi);

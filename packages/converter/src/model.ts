@@ -32,6 +32,12 @@ export interface Domain {
   cpu?: CPU;
   clock?: Clock;
   devices: Devices;
+  /**
+   * Arguments appended to QEMU's command line through libvirt's QEMU namespace passthrough
+   * (`<qemu:commandline><qemu:arg value=.../>`, namespace `xmlns:qemu`): the standalone passt NIC
+   * (`-netdev stream` to the launcher's passt). libvirt marks such a domain tainted (custom-argv).
+   */
+  qemuArgs?: string[];
 }
 
 /** `<metadata><kubevirt xmlns="http://kubevirt.io">`: the VMI's uid and its termination grace

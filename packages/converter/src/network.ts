@@ -9,12 +9,97 @@ const IFACES = 'spec.domain.devices.interfaces';
 const MODELS = new Set(['virtio', 'e1000', 'e1000e', 'igb', 'ne2k_pci', 'pcnet', 'rtl8139']);
 const MAC_RE = /^[0-9a-fA-F]{2}([:-][0-9a-fA-F]{2}){5}$/;
 
-export function convertInterfaces(vmi: ConvertedVmi, ctx: ResolvedContext, vcpus: number): Interface[] {
+/**
+ * One NIC attached to a passt the launcher runs (standalone, context `podNetworkBinding: 'passt'`): what
+ * the converter writes into QEMU's command line (`-netdev stream` + `-device`) and what the launcher
+ * starts passt with. One source for both: {@link passtNics}.
+ */
+export interface PasstNic {
+  /** index in spec.domain.devices.interfaces */
+  index: number;
+  /** the interface's name */
+  name: string;
+  /** passt's unix socket (`layout.passtSocket(uid, index)`) */
+  socket: string;
+  /** the guest's MAC: the interface's macAddress, else one derived from the VMI's uid and the name */
+  mac: string;
+  /** QEMU device model (`virtio-net-pci-non-transitional`, `e1000`, ...) */
+  device: string;
+  /** MTU passt announces by DHCP: 65520 (passt's default) for virtio, 1500 for emulated NICs */
+  mtu: number;
+  /** `ports:` forwarded from the host to the guest, by protocol */
+  tcpPorts: number[];
+  udpPorts: number[];
+  bootOrder?: number;
+  acpiIndex?: number;
+}
+
+/** The interfaces of a VMI: libvirt `<interface>`s, and the NICs attached to the launcher's passt. */
+export interface ConvertedInterfaces {
+  interfaces: Interface[];
+  passt: PasstNic[];
+}
+
+/** QEMU device models of the interface models (QEMU 7.2 has no igb: QEMU refuses it when it starts). */
+const QEMU_NIC: Record<string, string> = {
+  e1000: 'e1000',
+  e1000e: 'e1000e',
+  igb: 'igb',
+  ne2k_pci: 'ne2k_pci',
+  pcnet: 'pcnet',
+  rtl8139: 'rtl8139',
+};
+
+/** A stable locally chosen MAC (QEMU/libvirt's 52:54:00 prefix) for a NIC without macAddress: FNV-1a of uid/name. */
+function derivedMac(uid: string, name: string): string {
+  let h = 0x811c9dc5;
+  for (const ch of `${uid}/${name}`) {
+    h ^= ch.codePointAt(0)!;
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  const b = [(h >>> 16) & 0xff, (h >>> 8) & 0xff, h & 0xff];
+  return ['52', '54', '00', ...b.map((x) => x.toString(16).padStart(2, '0'))].join(':');
+}
+
+/**
+ * QEMU arguments attaching each passt NIC: `-netdev stream` (client of passt's unix socket) + `-device`,
+ * both in QEMU's JSON syntax: no option-string escaping to get wrong, and QEMU creates JSON `-device`s in
+ * command-line order after libvirt's own (which are JSON too), so the NIC takes a PCI slot libvirt left free
+ * (a keyval `-device` would be created first and could take a slot libvirt assigned).
+ */
+export function passtQemuArgs(nics: PasstNic[]): string[] {
+  const out: string[] = [];
+  for (const n of nics) {
+    const id = `kvts-passt${n.index}`;
+    out.push(
+      '-netdev',
+      JSON.stringify({ type: 'stream', id, server: false, addr: { type: 'unix', path: n.socket } }),
+    );
+    const dev: Record<string, string | number> = {
+      driver: n.device,
+      netdev: id,
+      id: `kvts-net${n.index}`,
+      mac: n.mac,
+    };
+    if (n.bootOrder !== undefined) dev.bootindex = n.bootOrder;
+    else dev.romfile = ''; // no option ROM unless the NIC boots (as for libvirt's <rom enabled="no"/>)
+    if (n.acpiIndex !== undefined) dev['acpi-index'] = n.acpiIndex;
+    out.push('-device', JSON.stringify(dev));
+  }
+  return out;
+}
+
+export function convertInterfaces(
+  vmi: ConvertedVmi,
+  ctx: ResolvedContext,
+  vcpus: number,
+): ConvertedInterfaces {
   const ifaces = vmi.spec.domain.devices?.interfaces ?? [];
   const networks = new Map((vmi.spec.networks ?? []).map((n) => [n.name, n]));
   const multiQueue = vmi.spec.domain.devices?.networkInterfaceMultiqueue === true;
   const vmodel = virtioModel(vmi);
   const out: Interface[] = [];
+  const passt: PasstNic[] = [];
   const seen = new Set<string>();
   ifaces.forEach((iface, i) => {
     const p = `${IFACES}[${i}]`;
@@ -42,12 +127,19 @@ export function convertInterfaces(vmi: ConvertedVmi, ctx: ResolvedContext, vcpus
       throw new ConversionError(`${p}.masquerade`, 'masquerade is only allowed on the pod network');
     if (binding === 'passt' && !net.pod)
       throw new ConversionError(`${p}.${bindings[0]}`, 'passt is only allowed on the pod network');
-    // no Pod network namespace set up (standalone): the pod network goes through passt
+    // no Pod network namespace set up (standalone): the pod network goes through passt (or slirp)
     if (net.pod && ctx.podNetworkBinding && (binding === 'masquerade' || binding === 'bridge'))
       binding = ctx.podNetworkBinding;
     const model = iface.model || 'virtio';
     if (!MODELS.has(model))
       throw new ConversionError(`${p}.model`, `unknown interface model ${JSON.stringify(model)}`);
+    if (binding === 'passt' && ctx.podNetworkBinding === 'passt') {
+      // virtio: QEMU's virtio-net-pci-(non-)transitional, as libvirt turns the model into
+      const device =
+        model === 'virtio' ? `virtio-net-pci-${vmodel.slice('virtio-'.length)}` : QEMU_NIC[model]!;
+      passt.push(passtNic(vmi, ctx, iface, i, device));
+      return;
+    }
 
     const nicModel = model === 'virtio' ? vmodel : model;
     const out1: Interface =
@@ -85,7 +177,56 @@ export function convertInterfaces(vmi: ConvertedVmi, ctx: ResolvedContext, vcpus
       out1.address = pciAddress(iface.pciAddress, `${p}.pciAddress`) as Interface['address'];
     out.push(out1);
   });
-  return out;
+  return { interfaces: out, passt };
+}
+
+type VmiInterface = NonNullable<NonNullable<ConvertedVmi['spec']['domain']['devices']>['interfaces']>[number];
+
+function passtNic(
+  vmi: ConvertedVmi,
+  ctx: ResolvedContext,
+  iface: VmiInterface,
+  i: number,
+  device: string,
+): PasstNic {
+  const p = `${IFACES}[${i}]`;
+  if (iface.pciAddress)
+    throw new ConversionError(
+      `${p}.pciAddress`,
+      'not supported with the standalone passt network (QEMU places the NIC)',
+    );
+  let mac: string;
+  if (iface.macAddress !== undefined && iface.macAddress !== '') {
+    if (!MAC_RE.test(iface.macAddress))
+      throw new ConversionError(`${p}.macAddress`, `not a MAC address: ${JSON.stringify(iface.macAddress)}`);
+    mac = iface.macAddress.replace(/-/g, ':').toLowerCase();
+  } else mac = derivedMac(vmi.metadata?.uid ?? '', iface.name);
+  const tcpPorts: number[] = [];
+  const udpPorts: number[] = [];
+  (iface.ports ?? []).forEach((port, j) => {
+    const proto = (port.protocol ?? 'TCP').toUpperCase();
+    if (proto === 'TCP') tcpPorts.push(port.port);
+    else if (proto === 'UDP') udpPorts.push(port.port);
+    else
+      throw new ConversionError(
+        `${p}.ports[${j}].protocol`,
+        `${JSON.stringify(port.protocol)} is not forwarded by passt (TCP or UDP)`,
+      );
+  });
+  if (iface.bootOrder !== undefined && (!Number.isInteger(iface.bootOrder) || iface.bootOrder < 1))
+    throw new ConversionError(`${p}.bootOrder`, 'must be a positive integer');
+  return {
+    index: i,
+    name: iface.name,
+    socket: ctx.layout.passtSocket(vmi.metadata?.uid ?? '', i),
+    mac,
+    device,
+    mtu: device.startsWith('virtio') ? 65520 : 1500,
+    tcpPorts,
+    udpPorts,
+    ...(iface.bootOrder !== undefined ? { bootOrder: iface.bootOrder } : {}),
+    ...(iface.acpiIndex !== undefined ? { acpiIndex: iface.acpiIndex } : {}),
+  };
 }
 
 /** passt: each listed port is forwarded from the same port on the host side (the Pod, or this host standalone). */

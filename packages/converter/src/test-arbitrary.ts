@@ -354,9 +354,15 @@ export const vmiArb: fc.Arbitrary<Vmi> = fc
     } as Vmi;
   });
 
-/** The context a launcher would pass for a generated VMI: lun volumes are block PVCs. */
+/** The context a launcher would pass for a generated VMI: lun volumes are block PVCs; for about half of
+ * the VMIs whose pod interface passt can take (no PCI address, TCP/UDP ports), the standalone passt NIC. */
 export function contextFor(vmi: Vmi, base: ConverterContext = {}): ConverterContext {
   const isBlockPVC: Record<string, boolean> = {};
   for (const d of vmi.spec.domain.devices?.disks ?? []) if (d.lun) isBlockPVC[d.name] = true;
-  return { ...base, isBlockPVC };
+  const pod = new Set((vmi.spec.networks ?? []).filter((n) => n.pod).map((n) => n.name));
+  const passtOk = (vmi.spec.domain.devices?.interfaces ?? [])
+    .filter((i) => pod.has(i.name))
+    .every((i) => !i.pciAddress && (i.ports ?? []).every((p) => /^(TCP|UDP)?$/i.test(p.protocol ?? '')));
+  const standalone = passtOk && (vmi.metadata?.name?.length ?? 0) % 2 === 0;
+  return { ...base, isBlockPVC, ...(standalone ? { podNetworkBinding: 'passt' as const } : {}) };
 }

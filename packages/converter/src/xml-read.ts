@@ -581,5 +581,10 @@ export function parseDomainXml(xml: string): Domain {
   if (clock) d.clock = parseClock(clock);
   const devices = node(root, 'devices');
   if (devices) d.devices = parseDevices(devices);
+  // libvirt's QEMU passthrough; libvirt writes the namespace with the prefix qemu
+  const args = list(node(root, 'qemu:commandline'), 'qemu:arg').map((a) =>
+    reqAttr(a, 'value', 'qemu:commandline/qemu:arg'),
+  );
+  if (args.length) d.qemuArgs = args;
   return d;
 }

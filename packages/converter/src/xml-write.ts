@@ -58,6 +58,9 @@ export function escapeXml(value: string, tag: string, attr?: string): string {
   return value.replace(XML_META, (ch) => XML_ESCAPES[ch]!);
 }
 
+/** libvirt's XML namespace of the QEMU passthrough elements (`<qemu:commandline>`). */
+const QEMU_NS = 'http://libvirt.org/schemas/domain/qemu/1.0';
+
 type Attrs = Record<string, string | number | undefined>;
 
 /** An element: constant tag and attribute names; attribute values and text are model values. */
@@ -411,5 +414,16 @@ export function domainElement(d: Domain): XEl {
   if (d.cpu) c.push(cpuToXml(d.cpu));
   if (d.clock) c.push(clockToXml(d.clock));
   c.push(devicesToXml(d.devices));
+  if (d.qemuArgs?.length) {
+    // libvirt's QEMU namespace passthrough: each argument one <qemu:arg value=.../>, escaped as any value
+    c.push(
+      el(
+        'qemu:commandline',
+        undefined,
+        d.qemuArgs.map((a) => el('qemu:arg', { value: a })),
+      ),
+    );
+    return el('domain', { type: d.type, 'xmlns:qemu': QEMU_NS }, c);
+  }
   return el('domain', { type: d.type }, c);
 }

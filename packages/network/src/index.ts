@@ -65,3 +65,5 @@ export type {
 export { parseResolvConf, readResolvConf } from './resolv.js';
 export type { DnsConfig } from './resolv.js';
 export { podNetworkConfigFile, writePodNetworkConfig } from './config-file.js';
+export { startPasst, passtArgs, PasstError } from './passt.js';
+export type { PasstOptions, PasstProcess } from './passt.js';
