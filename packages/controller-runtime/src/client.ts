@@ -4,6 +4,7 @@
 // the cache all see one representation. Writes are counted (benchmarks: API writes per VMI).
 import { Agent as HttpsAgent, request as httpsRequest, type RequestOptions } from 'node:https';
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { ClusterAccess } from './kubeconfig.js';
 
 export interface ObjectMeta {
@@ -93,6 +94,8 @@ export function resourcePath(r: Resource, namespace?: string, name?: string, sub
 /** The API server's answer to a failed request; `status` is the HTTP status. */
 export class KubeApiError extends Error {
   readonly reason: string;
+  /** the answer's Retry-After header, in seconds, when it had one */
+  retryAfterSeconds?: number;
   constructor(
     readonly status: number,
     readonly body: string,
@@ -195,12 +198,36 @@ export class KubeClient {
     return { url, opts };
   }
 
+  /**
+   * One API call. Like client-go's REST client, a 429 or 503 answer with a Retry-After header (e.g. "storage is
+   * (re)initializing" from a just-started API server, or its max-in-flight limit) is sent again after that many
+   * seconds (at most 10 s each), up to 10 times; every other error is the caller's.
+   */
   async request<T>(
     method: string,
     path: string,
     body?: unknown,
     contentType = 'application/json',
   ): Promise<T> {
+    if (method !== 'GET') {
+      this.writes++;
+      this.writesByVerb[method] = (this.writesByVerb[method] ?? 0) + 1;
+    }
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.requestOnce<T>(method, path, body, contentType);
+      } catch (e) {
+        const wait =
+          e instanceof KubeApiError && (e.status === 429 || e.status === 503)
+            ? e.retryAfterSeconds
+            : undefined;
+        if (wait === undefined || attempt >= 10) throw e;
+        await sleep(Math.min(Math.max(wait, 0.1), 10) * 1000);
+      }
+    }
+  }
+
+  private async requestOnce<T>(method: string, path: string, body: unknown, contentType: string): Promise<T> {
     const { url, opts } = await this.prepare(method, path);
     const secure = url.protocol === 'https:';
     const payload = body === undefined ? undefined : JSON.stringify(body);
@@ -210,10 +237,6 @@ export class KubeClient {
         'Content-Type': contentType,
         'Content-Length': Buffer.byteLength(payload),
       };
-    if (method !== 'GET') {
-      this.writes++;
-      this.writesByVerb[method] = (this.writesByVerb[method] ?? 0) + 1;
-    }
     const send = secure ? httpsRequest : httpRequest;
     return new Promise<T>((resolve, reject) => {
       // The finished response stays referenced from its keep-alive socket (with our listeners) until the socket's
@@ -236,7 +259,13 @@ export class KubeClient {
           const text = Buffer.concat(chunks).toString('utf8');
           chunks = [];
           const status = res.statusCode ?? 0;
-          if (status < 200 || status > 299) return fail(new KubeApiError(status, text, method, path));
+          if (status < 200 || status > 299) {
+            const err = new KubeApiError(status, text, method, path);
+            const after = Number(res.headers['retry-after']);
+            if (res.headers['retry-after'] !== undefined && Number.isFinite(after))
+              err.retryAfterSeconds = after;
+            return fail(err);
+          }
           try {
             settle({ value: (text ? JSON.parse(text) : undefined) as T });
           } catch (e) {
