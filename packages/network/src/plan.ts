@@ -3,6 +3,7 @@
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import { isIPv6 } from 'node:net';
 import { LAUNCHER_UID, podLayout } from '@kubevirt-ts/converter';
+import { ipv6Bytes, ipv6String } from './dhcp6.js';
 
 export class NetworkConfigError extends Error {
   constructor(
@@ -145,29 +146,9 @@ export function guestAddresses6(
   return { gateway: bigIntToIp6(base + 1n), guest: bigIntToIp6(base + 2n), prefix };
 }
 
-function ip6ToBigInt(ip: string): bigint {
-  const [head, tail] = ip.includes('::') ? ip.split('::') : [ip, undefined];
-  const h = head ? head.split(':') : [];
-  const t = tail ? tail.split(':') : [];
-  const groups = tail === undefined ? h : [...h, ...Array<string>(8 - h.length - t.length).fill('0'), ...t];
-  return groups.reduce((a, g) => (a << 16n) + BigInt(parseInt(g, 16)), 0n);
-}
-
-/** RFC 5952 text of a 128-bit number (lowercase, longest run of two or more zero groups as ::). */
-function bigIntToIp6(n: bigint): string {
-  const g = Array.from({ length: 8 }, (_, i) => Number((n >> BigInt(112 - 16 * i)) & 0xffffn));
-  let best = -1;
-  let bestLen = 1;
-  for (let i = 0; i < 8;) {
-    let j = i;
-    while (j < 8 && g[j] === 0) j++;
-    if (j - i > bestLen) [best, bestLen] = [i, j - i];
-    i = j === i ? i + 1 : j;
-  }
-  const hex = g.map((x) => x.toString(16));
-  if (best < 0) return hex.join(':');
-  return `${hex.slice(0, best).join(':')}::${hex.slice(best + bestLen).join(':')}`;
-}
+// the address <-> 16 bytes conversions of the DHCPv6 code, read as one 128-bit number
+const ip6ToBigInt = (ip: string): bigint => BigInt(`0x${ipv6Bytes(ip).toString('hex')}`);
+const bigIntToIp6 = (n: bigint): string => ipv6String(Buffer.from(n.toString(16).padStart(32, '0'), 'hex'));
 
 /** Dotted netmask of a prefix length. */
 export function netmask(prefix: number): string {
