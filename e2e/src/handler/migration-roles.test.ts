@@ -52,6 +52,18 @@ const isRoot = process.getuid?.() === 0;
 const ended = (c: ChildProcess) => c.exitCode !== null || c.signalCode !== null;
 const lastBeat = (t: string) =>
   Math.max(0, ...[...t.matchAll(/KUBEVIRT-TS-GUEST-HEARTBEAT (\d+)/g)].map((m) => Number(m[1])));
+/** waits until the guest's serial log `file` shows heartbeat `n`; on a timeout the error carries the log's end */
+async function beatsReach(what: string, file: string, n: number): Promise<void> {
+  try {
+    await waitFor(what, async () => lastBeat(await readText(file)) >= n, 120_000);
+  } catch (e) {
+    const t = await readText(file);
+    throw new Error(
+      `${(e as Error).message} (heartbeat ${n}; ${file}: ${t.length} bytes, last heartbeat ${lastBeat(t)}, ` +
+        `ends with ${JSON.stringify(t.slice(-400))})`,
+    );
+  }
+}
 
 let env: TestEnv;
 let kc: KubeConfig;
@@ -440,11 +452,7 @@ d(
         async () => (await readText(src.serialLog)).includes(READY),
         300_000,
       );
-      await waitFor(
-        'heartbeats on node-a',
-        async () => lastBeat(await readText(src.serialLog)) >= 2,
-        120_000,
-      );
+      await beatsReach('heartbeats on node-a', src.serialLog, 2);
       const rssBefore = await rssMiB(handlers.get('node-a')!.child.pid!);
 
       await createVmim('mig-1', 'mig');
@@ -485,11 +493,7 @@ d(
       // the same guest (no new boot) goes on on node-b; the source launcher ended and its Pod completed
       const dst = podOfNode(v, 'node-b');
       const beatAtSwitch = lastBeat(await readText(src.serialLog));
-      await waitFor(
-        'heartbeats on node-b',
-        async () => lastBeat(await readText(dst.serialLog)) >= beatAtSwitch + 2,
-        120_000,
-      );
+      await beatsReach('heartbeats on node-b', dst.serialLog, beatAtSwitch + 2);
       const dstText = await readText(dst.serialLog);
       expect(dstText).not.toContain(READY);
       expect(await src.exited).toBe(0);
@@ -541,11 +545,7 @@ d(
       expect(v.status!.phase).toBe('Running');
       expect(v.status!.nodeName).toBe(srcNode);
       const b = lastBeat(await readText(src.serialLog));
-      await waitFor(
-        'heartbeats go on on the source',
-        async () => lastBeat(await readText(src.serialLog)) >= b + 2,
-        120_000,
-      );
+      await beatsReach('heartbeats go on on the source', src.serialLog, b + 2);
       expect(ended(src.launcher)).toBe(false);
     }, 900_000);
 
@@ -585,11 +585,7 @@ d(
       expect(v.status!.nodeName).toBe(srcNode);
       await waitFor('VMIM gone', async () => !(await getVmim('mig-3')));
       const b = lastBeat(await readText(src.serialLog));
-      await waitFor(
-        'heartbeats go on on the source',
-        async () => lastBeat(await readText(src.serialLog)) >= b + 2,
-        120_000,
-      );
+      await beatsReach('heartbeats go on on the source', src.serialLog, b + 2);
     }, 900_000);
 
     test("abort with a live target: the cluster's bandwidth cap is in libvirt's migrate params; deleting the VMIM cancels it, the target launcher goes away by itself and its Pod ends; the guest stays", async () => {
@@ -655,11 +651,7 @@ d(
       );
       console.log(`target handler sent SignalTargetPodCleanup: ${signalled}`);
       const b = lastBeat(await readText(src.serialLog));
-      await waitFor(
-        'heartbeats go on on the source',
-        async () => lastBeat(await readText(src.serialLog)) >= b + 2,
-        120_000,
-      );
+      await beatsReach('heartbeats go on on the source', src.serialLog, b + 2);
       expect(ended(src.launcher)).toBe(false);
     }, 900_000);
   },
