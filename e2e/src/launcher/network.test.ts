@@ -54,6 +54,9 @@ beforeAll(() => {
   if (isRoot) requireGuest();
 });
 
+/** a second address of the node netns on the Pod's link (NODE_IP is the Pod's gateway) */
+const NODE_IP_2 = '192.168.79.5';
+
 function netVmi(name: string, iface: object, kernelArgs: string): VirtualMachineInstance {
   const vmi = tinyVmi(name);
   const boot = vmi.spec.domain.firmware!.kernelBoot!;
@@ -259,7 +262,7 @@ describe('Pod network with a real guest, launcher in the Pod netns', () => {
   );
 
   rootIt(
-    "passt: no phase 1 (no bridge, no tap); the launcher's passt in the Pod netns gives the guest the Pod IP, gateway and DNS; node -> Pod IP:8080 (ports:) reaches the guest; the guest reaches the node as the Pod IP; QEMU's -netdev stream, no <interface>; no passt after SIGTERM",
+    "passt: no phase 1 (no bridge, no tap); the launcher's passt in the Pod netns gives the guest the Pod IP, gateway and DNS; node -> Pod IP:8080 (ports:) reaches the guest; the guest reaches a second node address as the Pod IP (the gateway address is passt's way to the Pod's loopback); QEMU's -netdev stream, no <interface>; no passt after SIGTERM",
     async () => {
       const net = createNet('t');
       let pod: Pod | undefined;
@@ -268,10 +271,12 @@ describe('Pod network with a real guest, launcher in the Pod netns', () => {
         const vmi = netVmi(
           'net-passt',
           { passt: {}, ports: [{ port: 8080 }] },
-          `kvts.net kvts.connect=${NODE_IP}:9090`,
+          `kvts.net kvts.connect=${NODE_IP_2}:9090`,
         );
         // phase 1 (virt-handler) does nothing for passt: no config, nothing in the Pod netns
         expect(planPodNetwork(vmi)!.binding).toBe('passt');
+        // passt maps the gateway address (NODE_IP) to the Pod's own loopback: the node's other address
+        sh(['ip', '-n', net.node, 'addr', 'add', `${NODE_IP_2}/24`, 'dev', 'node0']);
         const nodeSrv = tcpServer(net.node, 9090, undefined, '0.0.0.0', true);
         servers.push(nodeSrv.child);
         await nodeSrv.ready;
@@ -295,7 +300,7 @@ describe('Pod network with a real guest, launcher in the Pod netns', () => {
           async () => /KUBEVIRT-TS-GUEST-CONNECT (.*)/.exec(await readText(pod!.serialLog))?.[1],
           120_000,
         );
-        expect(connected.trim()).toBe(`${NODE_IP}:9090 ok ${POD_IP}`);
+        expect(connected.trim()).toBe(`${NODE_IP_2}:9090 ok ${POD_IP}`);
         // inbound: passt forwards the listed port of the Pod to the guest (the client speaks first: Debian's
         // passt 2023-03, see packages/network's README); the guest's listener may come up after its lease
         const reply = await waitFor(
