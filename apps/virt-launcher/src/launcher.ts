@@ -72,7 +72,7 @@ export interface LauncherConfig {
    * `libvirtd` stage waits for it instead of starting one. The launcher owns it: a failed start stops it.
    */
   daemon?: Promise<SessionDaemon>;
-  /** podNetworkBinding 'passt': the passt binary (default `passt` from PATH) */
+  /** the passt binary for NICs on passt (default `passt` from PATH) */
   passtBinary?: string;
 }
 
@@ -93,7 +93,7 @@ export class Launcher extends EventEmitter {
   private readonly log: Logger;
   /** the guest's DHCP server (masquerade/bridge pod interface, in-Pod mode); null: none needed */
   private dhcp: DhcpServer | null | undefined;
-  /** the passt processes of the pod network (standalone, podNetworkBinding 'passt'); undefined: not started */
+  /** the passt processes of the NICs on passt (passt binding; standalone, the pod network); undefined: not started */
   private passt: PasstProcess[] | undefined;
   private session: SessionDaemon | undefined;
   private layer: DomainLayer | undefined;
@@ -284,9 +284,13 @@ export class Launcher extends EventEmitter {
               log: self.log,
             })) ?? null;
         }
-        // standalone with passt: the launcher's own passt children, listening before QEMU connects
-        if (self.passt === undefined && self.config.podNetworkBinding === 'passt') {
-          const nics = passtNics(vmi, { podNetworkBinding: 'passt', layout: self.paths });
+        // the NICs on passt (the passt binding; standalone, the pod network): the launcher's own passt
+        // children, listening before QEMU connects (in a Pod, in the Pod's network namespace: the guest gets the Pod's addresses)
+        if (self.passt === undefined) {
+          const nics = passtNics(vmi, {
+            ...(self.config.podNetworkBinding ? { podNetworkBinding: self.config.podNetworkBinding } : {}),
+            layout: self.paths,
+          });
           const procs = await startPasst(nics, {
             binary: self.config.passtBinary,
             user: process.getuid?.() === 0 ? self.config.libvirtUser : undefined,

@@ -152,9 +152,12 @@ export class SerialLog {
 }
 
 /** One TCP exchange from the node (the test's own network namespace): what the peer says. */
-export function tcpLine(host: string, port: number): Promise<string> {
+export function tcpLine(host: string, port: number, send?: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    const c = net.connect(port, host);
+    // send: written first (Debian's passt 2023-03 forwards a connection once the client has spoken)
+    const c = net.connect(port, host, () => {
+      if (send !== undefined) c.write(send);
+    });
     let d = '';
     c.setTimeout(20_000, () => c.destroy(new Error(`${host}:${port}: timeout`)));
     c.on('data', (x) => (d += x.toString()));
@@ -163,10 +166,20 @@ export function tcpLine(host: string, port: number): Promise<string> {
   });
 }
 
-/** A listener on the node that answers each connection with the peer's address. */
-export function peerEcho(host: string, port: number): Promise<net.Server> {
+/**
+ * A listener on the node that answers each connection with the peer's address; `closeAfterPeer`: the
+ * close only after the peer's FIN (Debian's passt 2023-03 can drop its FIN to the guest otherwise).
+ */
+export function peerEcho(host: string, port: number, closeAfterPeer = false): Promise<net.Server> {
   return new Promise((resolve, reject) => {
-    const srv = net.createServer((c) => c.end(`${c.remoteAddress}\n`));
+    const srv = closeAfterPeer
+      ? net.createServer({ allowHalfOpen: true }, (c) => {
+          c.write(`${c.remoteAddress}\n`);
+          c.on('end', () => c.end());
+          c.on('error', () => undefined);
+          c.resume();
+        })
+      : net.createServer((c) => c.end(`${c.remoteAddress}\n`));
     srv.once('error', reject);
     srv.listen(port, host, () => resolve(srv));
   });

@@ -74,15 +74,23 @@ export function createNet(tag: string, o: { ipv6?: boolean } = {}): Net {
   };
 }
 
-/** A TCP server in `ns` answering each connection with `reply` (or the peer's address), then closing. */
+/**
+ * A TCP server in `ns` answering each connection with `reply` (or the peer's address), then closing;
+ * `closeAfterPeer`: the close only after the peer's FIN (Debian's passt 2023-03 can drop its FIN to the
+ * guest when the host side closes before the guest's data and FIN are through).
+ */
 export function tcpServer(
   ns: string,
   port: number,
   reply?: string,
   host = '0.0.0.0',
+  closeAfterPeer = false,
 ): { ready: Promise<void>; child: ChildProcess } {
   const answer = reply === undefined ? 'c.remoteAddress' : JSON.stringify(reply);
-  const code = `require('net').createServer(c=>{c.end(${answer}+'\\n')}).listen(${port},${JSON.stringify(host)},()=>console.log('up'))`;
+  const handler = closeAfterPeer
+    ? `c=>{c.write(${answer}+'\\n');c.on('end',()=>c.end());c.on('error',()=>{});c.resume()}`
+    : `c=>{c.end(${answer}+'\\n')}`;
+  const code = `require('net').createServer({allowHalfOpen:${closeAfterPeer}},${handler}).listen(${port},${JSON.stringify(host)},()=>console.log('up'))`;
   const child = spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', code], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -93,9 +101,13 @@ export function tcpServer(
   return { ready, child };
 }
 
-/** Connects from `ns` to host:port and returns the first line it was sent (or throws with the error code). */
-export function tcpGet(ns: string, host: string, port: number): string {
-  const code = `const c=require('net').connect(${port},${JSON.stringify(host)});let d='';c.setTimeout(30000,()=>{console.error('timeout');process.exit(3)});c.on('data',x=>d+=x);c.on('end',()=>process.stdout.write(d));c.on('error',e=>{console.error(e.code);process.exit(2)})`;
+/**
+ * Connects from `ns` to host:port and returns what it was sent (or throws with the error code); `send`:
+ * written first (a client that speaks first, for Debian's passt 2023-03, see packages/network's README).
+ */
+export function tcpGet(ns: string, host: string, port: number, send?: string): string {
+  const write = send === undefined ? '' : `,()=>c.write(${JSON.stringify(send)})`;
+  const code = `const c=require('net').connect(${port},${JSON.stringify(host)}${write});let d='';c.setTimeout(30000,()=>{console.error('timeout');process.exit(3)});c.on('data',x=>d+=x);c.on('end',()=>process.stdout.write(d));c.on('error',e=>{console.error(e.code);process.exit(2)})`;
   const r = spawnSync('ip', ['netns', 'exec', ns, process.execPath, '-e', code], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`connect ${host}:${port} from ${ns}: ${r.stderr.trim()}`);
   return r.stdout.trim();

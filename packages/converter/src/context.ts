@@ -83,11 +83,11 @@ export interface ConverterContext {
   /** log the serial console to a file beside its socket (upstream's serial console log). Default false. */
   serialConsoleLog?: boolean;
   /** the binding of the pod network's interface when no Pod network namespace is set up by phase 1
-   * (standalone): 'passt' (a passt the launcher runs, one per interface, listening on
-   * `layout.passtSocket(uid, i)`; the NIC is attached by `-netdev stream` through `qemuArgs`, not by
-   * libvirt's passt backend, which libvirt 9.0 lacks; the masquerade, bridge and passt bindings alike)
-   * or 'slirp' (QEMU user-mode networking; masquerade and bridge). Default: the binding the VMI names
-   * (a tap set up by phase 1; passt through libvirt's backend). */
+   * (standalone): 'passt' (the masquerade, bridge and passt bindings alike go through a passt the launcher
+   * runs) or 'slirp' (QEMU user-mode networking, every binding: no passt at all). Default: the binding the
+   * VMI names (masquerade/bridge: a tap set up by phase 1; passt: a passt the launcher runs, one per
+   * interface, listening on `layout.passtSocket(uid, i)`, attached by `-netdev stream` through
+   * `qemuArgs`: libvirt 9.0 has no passt backend). */
   podNetworkBinding?: 'passt' | 'slirp';
 }
 

@@ -569,47 +569,72 @@ describe('network', () => {
       { type: 'user', model: 'e1000', rom: { enabled: 'no' }, alias: 'ua-default' },
     ]);
   });
-  test('passt: libvirt passt backend with the listed ports; binding {name: passt} alike; the standalone context slirp turns the pod network to slirp', () => {
-    const base = (iface: object, networks: object[] = [{ name: 'default', pod: {} }]) =>
-      vmi({ devices: { interfaces: [iface as never] } }, { networks: networks as never });
-    const passt = conv(
-      base({
+  test("passt in a Pod (no context binding): no <interface>, no libvirt passt backend, -netdev stream to the launcher's passt; ports forwarded (none without ports:); masquerade keeps its tap; the standalone context slirp turns the pod network to slirp", () => {
+    const base = (ifaces: object[], networks: object[] = [{ name: 'default', pod: {} }]) =>
+      vmi({ devices: { interfaces: ifaces as never } }, { networks: networks as never });
+    const layout = createPodLayout('/r');
+    const v = base([
+      {
         name: 'default',
         passt: {},
         ports: [{ port: 8080 }, { port: 53, protocol: 'UDP' }, { port: 22, protocol: 'TCP' }],
-      }),
-    ).devices.interfaces![0]!;
-    expect(passt).toMatchObject({
-      type: 'user',
-      backend: { type: 'passt' },
-      portForward: [
-        { proto: 'tcp', ranges: [{ start: 8080 }, { start: 22 }] },
-        { proto: 'udp', ranges: [{ start: 53 }] },
-      ],
-    });
-    expect(passt.target).toBeUndefined();
-    const xml = toDomainXml(
-      conv(base({ name: 'default', binding: { name: 'passt' }, ports: [{ port: 8080 }] })),
-    );
-    expect(xml).toMatch(
-      /<interface type="user">\s*<portForward proto="tcp">\s*<range start="8080"\/>\s*<\/portForward>\s*<model type="[^"]+"\/>\s*<backend type="passt"\/>/,
-    );
-    expect(parseDomainXml(xml).devices.interfaces![0]).toMatchObject({
-      backend: { type: 'passt' },
-      portForward: [{ proto: 'tcp', ranges: [{ start: 8080 }] }],
-    });
-    const slirp = toDomain(base({ name: 'default', bridge: {} }), { podNetworkBinding: 'slirp' }).devices
-      .interfaces![0]!;
-    expect(slirp.type).toBe('user');
-    expect(slirp.backend).toBeUndefined();
-    expect(slirp.target).toBeUndefined();
-    expect(conv(base({ name: 'default', masquerade: {} })).devices.interfaces![0]!.target).toEqual({
-      dev: 'tap0',
-      managed: 'no',
-    });
+      },
+    ]);
+    v.metadata!.uid = 'u9';
+    const d = toDomain(v, { layout });
+    expect(d.devices.interfaces).toBeUndefined();
+    const sock = '/r/var/run/kubevirt-private/u9/passt0.sock';
+    const nics = passtNics(v, { layout });
+    expect(nics).toEqual([
+      {
+        index: 0,
+        name: 'default',
+        socket: sock,
+        mac: expect.stringMatching(/^52:54:00(:[0-9a-f]{2}){3}$/),
+        device: 'virtio-net-pci-non-transitional',
+        mtu: 65520,
+        tcpPorts: [8080, 22],
+        udpPorts: [53],
+      },
+    ]);
+    expect(d.qemuArgs).toEqual([
+      '-netdev',
+      `{"type":"stream","id":"kvts-passt0","server":false,"addr":{"type":"unix","path":"${sock}"}}`,
+      '-device',
+      `{"driver":"virtio-net-pci-non-transitional","netdev":"kvts-passt0","id":"kvts-net0","mac":"${nics[0]!.mac}","romfile":""}`,
+    ]);
+    const xml = toDomainXml(d);
+    expect(xml).not.toContain('<interface');
+    expect(xml).not.toContain('passt"');
+    expect(xml).not.toContain('portForward');
+    expect(xml).toContain('<qemu:commandline>');
+    expect(parseDomainXml(xml)).toEqual(d);
+    // binding {name: passt} alike; no ports: none forwarded (passt 2023-03's `all` needs a socket per port)
+    expect(passtNics(base([{ name: 'default', binding: { name: 'passt' } }]))).toMatchObject([
+      { index: 0, tcpPorts: [], udpPorts: [] },
+    ]);
+    // only one kind of ports listed: the other protocol forwards none
+    expect(passtNics(base([{ name: 'default', passt: {}, ports: [{ port: 80 }] }]))).toMatchObject([
+      { tcpPorts: [80], udpPorts: [] },
+    ]);
+    // masquerade / bridge in a Pod: the tap from phase 1, no passt
+    const masq = base([{ name: 'default', masquerade: {} }]);
+    expect(toDomain(masq).devices.interfaces![0]!.target).toEqual({ dev: 'tap0', managed: 'no' });
+    expect(passtNics(masq)).toEqual([]);
+    expect(toDomain(masq).qemuArgs).toBeUndefined();
+    // standalone slirp: every binding of the pod network, passt too, is slirp (no passt run)
+    for (const b of [{ bridge: {} }, { passt: {} }]) {
+      const slirpV = base([{ name: 'default', ...b }]);
+      const slirp = toDomain(slirpV, { podNetworkBinding: 'slirp' });
+      expect(slirp.devices.interfaces![0]!).toMatchObject({ type: 'user' });
+      expect(slirp.devices.interfaces![0]!.target).toBeUndefined();
+      expect(slirp.qemuArgs).toBeUndefined();
+      expect(passtNics(slirpV, { podNetworkBinding: 'slirp' })).toEqual([]);
+    }
+    // passt on a non-pod network: refused with the field
     expect(
       err(() =>
-        conv(base({ name: 'default', passt: {} }, [{ name: 'default', multus: { networkName: 'x' } }])),
+        conv(base([{ name: 'default', passt: {} }], [{ name: 'default', multus: { networkName: 'x' } }])),
       ).path,
     ).toBe('spec.domain.devices.interfaces[0].passt');
   });
@@ -698,7 +723,7 @@ describe('network', () => {
     expect(
       err(() => toDomain(base({ name: 'default', masquerade: {}, pciAddress: '0000:00:0a.0' }), ctx)).message,
     ).toBe(
-      'spec.domain.devices.interfaces[0].pciAddress: not supported with the standalone passt network (QEMU places the NIC)',
+      "spec.domain.devices.interfaces[0].pciAddress: not supported on an interface attached to the launcher's passt (QEMU places the NIC)",
     );
     expect(
       err(() =>
@@ -708,7 +733,7 @@ describe('network', () => {
     expect(err(() => toDomain(base({ name: 'default', masquerade: {}, macAddress: 'zz' }), ctx)).path).toBe(
       'spec.domain.devices.interfaces[0].macAddress',
     );
-    // without the context: none
+    // without the context (in a Pod) the masquerade interface has its tap: none
     expect(passtNics(v)).toEqual([]);
     expect(toDomain(v).qemuArgs).toBeUndefined();
   });

@@ -173,11 +173,12 @@ function checkBootOrder(vmi: ConvertedVmi): void {
 }
 
 /**
- * The NICs of a VMI that go through a passt the launcher runs (context `podNetworkBinding: 'passt'`,
- * standalone): socket, MAC, MTU and forwarded ports of each, exactly as {@link toDomain} attaches
- * them. Empty without that context. Throws ConversionError as toDomain does for the interfaces.
+ * The NICs of a VMI that go through a passt the launcher runs: its passt-binding interfaces (in a Pod as
+ * standalone), and standalone with context `podNetworkBinding: 'passt'` every pod network interface.
+ * Socket, MAC, MTU and forwarded ports of each, exactly as {@link toDomain} attaches them. Empty when
+ * there is none (and always with `podNetworkBinding: 'slirp'`). Throws ConversionError as toDomain does
+ * for the interfaces.
  */
 export function passtNics(vmi: ConvertedVmi, context: ConverterContext = {}): PasstNic[] {
-  if (context.podNetworkBinding !== 'passt') return [];
   return convertInterfaces(vmi, resolveContext(vmi, context), 1).passt;
 }

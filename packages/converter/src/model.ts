@@ -237,7 +237,8 @@ export interface DiskDriver {
 }
 
 /** `<interface>`: one NIC of the guest, from `spec.domain.devices.interfaces`: a tap device
- * (`ethernet`, set up by the launcher's network phase 1) or user-mode networking (`user`: slirp, or passt). */
+ * (`ethernet`, set up by the launcher's network phase 1) or user-mode networking (`user`: slirp). A NIC on
+ * the launcher's passt has none: it is in `qemuArgs`. */
 export interface Interface {
   type: 'ethernet' | 'user' | 'bridge' | 'network';
   mac?: string;
@@ -250,10 +251,6 @@ export interface Interface {
   acpi?: { index: number };
   alias?: string;
   address?: PciAddress;
-  /** type='user' with libvirt's passt backend (passt runs unprivileged, started by libvirt) */
-  backend?: { type: 'passt' };
-  /** passt: ports of the host side forwarded to the guest (<portForward proto=...><range start=.../>) */
-  portForward?: { proto: 'tcp' | 'udp'; ranges: { start: number }[] }[];
 }
 
 /** `<controller>`: a USB, SCSI, virtio-serial, PCI or SATA controller with its `index`. */

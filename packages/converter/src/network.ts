@@ -10,7 +10,8 @@ const MODELS = new Set(['virtio', 'e1000', 'e1000e', 'igb', 'ne2k_pci', 'pcnet',
 const MAC_RE = /^[0-9a-fA-F]{2}([:-][0-9a-fA-F]{2}){5}$/;
 
 /**
- * One NIC attached to a passt the launcher runs (standalone, context `podNetworkBinding: 'passt'`): what
+ * One NIC attached to a passt the launcher runs (an interface with the passt binding, in a Pod or
+ * standalone, and standalone with context `podNetworkBinding: 'passt'` every pod network interface): what
  * the converter writes into QEMU's command line (`-netdev stream` + `-device`) and what the launcher
  * starts passt with. One source for both: {@link passtNics}.
  */
@@ -27,7 +28,7 @@ export interface PasstNic {
   device: string;
   /** MTU passt announces by DHCP: 65520 (passt's default) for virtio, 1500 for emulated NICs */
   mtu: number;
-  /** `ports:` forwarded from the host to the guest, by protocol */
+  /** `ports:` forwarded from the host (the Pod, or this host standalone) to the guest, by protocol */
   tcpPorts: number[];
   udpPorts: number[];
   bootOrder?: number;
@@ -127,13 +128,17 @@ export function convertInterfaces(
       throw new ConversionError(`${p}.masquerade`, 'masquerade is only allowed on the pod network');
     if (binding === 'passt' && !net.pod)
       throw new ConversionError(`${p}.${bindings[0]}`, 'passt is only allowed on the pod network');
-    // no Pod network namespace set up (standalone): the pod network goes through passt (or slirp)
-    if (net.pod && ctx.podNetworkBinding && (binding === 'masquerade' || binding === 'bridge'))
-      binding = ctx.podNetworkBinding;
+    // no Pod network namespace set up (standalone): the pod network goes through the launcher's passt,
+    // or QEMU's slirp (`--pod-network slirp`: no passt at all, so the passt binding too)
+    if (net.pod && ctx.podNetworkBinding === 'passt' && (binding === 'masquerade' || binding === 'bridge'))
+      binding = 'passt';
+    if (net.pod && ctx.podNetworkBinding === 'slirp' && binding !== 'slirp') binding = 'slirp';
     const model = iface.model || 'virtio';
     if (!MODELS.has(model))
       throw new ConversionError(`${p}.model`, `unknown interface model ${JSON.stringify(model)}`);
-    if (binding === 'passt' && ctx.podNetworkBinding === 'passt') {
+    // passt, in a Pod as standalone: a passt the launcher runs, attached by -netdev stream (libvirt 9.0
+    // has no passt backend); phase 1 sets nothing up for it
+    if (binding === 'passt') {
       // virtio: QEMU's virtio-net-pci-(non-)transitional, as libvirt turns the model into
       const device =
         model === 'virtio' ? `virtio-net-pci-${vmodel.slice('virtio-'.length)}` : QEMU_NIC[model]!;
@@ -145,14 +150,12 @@ export function convertInterfaces(
     const out1: Interface =
       binding === 'slirp'
         ? { type: 'user', model: nicModel }
-        : binding === 'passt'
-          ? { type: 'user', model: nicModel, backend: { type: 'passt' }, ...passtPorts(iface.ports) }
-          : {
-              type: 'ethernet',
-              // the launcher's network setup creates this tap in the Pod and plugs it into the bridge / NAT
-              target: { dev: ctx.layout.tapDevice(i), managed: 'no' },
-              model: model === 'virtio' ? vmodel : model,
-            };
+        : {
+            type: 'ethernet',
+            // the launcher's network setup creates this tap in the Pod and plugs it into the bridge / NAT
+            target: { dev: ctx.layout.tapDevice(i), managed: 'no' },
+            model: model === 'virtio' ? vmodel : model,
+          };
     if (iface.macAddress !== undefined && iface.macAddress !== '') {
       if (!MAC_RE.test(iface.macAddress))
         throw new ConversionError(
@@ -161,8 +164,7 @@ export function convertInterfaces(
         );
       out1.mac = iface.macAddress.replace(/-/g, ':').toLowerCase();
     }
-    if (multiQueue && model === 'virtio' && binding !== 'passt')
-      out1.driver = { name: 'vhost', queues: vcpus };
+    if (multiQueue && model === 'virtio') out1.driver = { name: 'vhost', queues: vcpus };
     if (iface.bootOrder !== undefined) {
       if (!Number.isInteger(iface.bootOrder) || iface.bootOrder < 1)
         throw new ConversionError(`${p}.bootOrder`, 'must be a positive integer');
@@ -193,7 +195,7 @@ function passtNic(
   if (iface.pciAddress)
     throw new ConversionError(
       `${p}.pciAddress`,
-      'not supported with the standalone passt network (QEMU places the NIC)',
+      "not supported on an interface attached to the launcher's passt (QEMU places the NIC)",
     );
   let mac: string;
   if (iface.macAddress !== undefined && iface.macAddress !== '') {
@@ -227,18 +229,4 @@ function passtNic(
     ...(iface.bootOrder !== undefined ? { bootOrder: iface.bootOrder } : {}),
     ...(iface.acpiIndex !== undefined ? { acpiIndex: iface.acpiIndex } : {}),
   };
-}
-
-/** passt: each listed port is forwarded from the same port on the host side (the Pod, or this host standalone). */
-function passtPorts(
-  ports: { port: number; protocol?: string }[] | undefined,
-): Pick<Interface, 'portForward'> {
-  const out: NonNullable<Interface['portForward']> = [];
-  for (const proto of ['tcp', 'udp'] as const) {
-    const ranges = (ports ?? [])
-      .filter((x) => (x.protocol ?? 'TCP').toLowerCase() === proto)
-      .map((x) => ({ start: x.port }));
-    if (ranges.length) out.push({ proto, ranges });
-  }
-  return out.length ? { portForward: out } : {};
 }

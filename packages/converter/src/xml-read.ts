@@ -388,16 +388,6 @@ function parseInterface(n: XNode, i: number): Interface {
   if (acpi) it.acpi = { index: reqNum(attr(acpi, 'index'), `${p}/acpi/@index`) };
   put(it, 'alias', attr(node(n, 'alias'), 'name'));
   put(it, 'address', parseAddress(node(n, 'address')) as Interface['address']);
-  const backend = attr(node(n, 'backend'), 'type');
-  if (backend === 'passt') it.backend = { type: 'passt' };
-  const pfs = list(n, 'portForward');
-  if (pfs.length)
-    it.portForward = pfs.map((pf, j) => ({
-      proto: (attr(pf, 'proto') ?? 'tcp') as 'tcp' | 'udp',
-      ranges: list(pf, 'range').map((r) => ({
-        start: reqNum(attr(r, 'start'), `${p}/portForward[${j}]/range/@start`),
-      })),
-    }));
   return it;
 }
 

@@ -288,16 +288,7 @@ function interfaceToXml(i: Interface): ONode {
   const c: ONode[] = [];
   if (i.mac !== undefined) c.push(el('mac', { address: i.mac }));
   if (i.target) c.push(el('target', { dev: i.target.dev, managed: i.target.managed }));
-  for (const pf of i.portForward ?? [])
-    c.push(
-      el(
-        'portForward',
-        { proto: pf.proto },
-        pf.ranges.map((r) => el('range', { start: r.start })),
-      ),
-    );
   c.push(el('model', { type: i.model }));
-  if (i.backend) c.push(el('backend', { type: i.backend.type }));
   if (i.driver) c.push(el('driver', { name: i.driver.name, queues: i.driver.queues }));
   if (i.mtu !== undefined) c.push(el('mtu', { size: i.mtu }));
   if (i.boot) c.push(el('boot', { order: i.boot.order }));

@@ -155,6 +155,25 @@ describe('passt', () => {
     },
   );
 
+  test("passt unable to create its user namespace (a Pod's RuntimeDefault seccomp): the error says why", async () => {
+    // stands in for Debian's passt 2023-03 as a non-root user under a seccomp filter refusing unshare(2)
+    // (its message and exit code, seen with the real passt under such a filter)
+    const d = privateDir();
+    const fake = path.join(d, 'fake-passt');
+    writeFileSync(
+      fake,
+      '#!/bin/sh\necho "Couldn\'t create user namespace: Operation not permitted" >&2\nexit 1\n',
+      {
+        mode: 0o755,
+      },
+    );
+    const err = await startPasst([nic(path.join(d, 's'))], { binary: fake }).catch((e) => e);
+    expect(err).toBeInstanceOf(PasstError);
+    expect((err as Error).message).toBe(
+      "passt (interface default) exited with code 1 before its socket was ready: Couldn't create user namespace: Operation not permitted (passt run as a non-root user needs to create a user namespace: a container runtime's default seccomp profile (a Pod's RuntimeDefault) or the node (user.max_user_namespaces, kernel.unprivileged_userns_clone) forbids it here)",
+    );
+  });
+
   test('a passt that never binds is stopped after the ready timeout', async () => {
     const d = privateDir();
     const fake = path.join(d, 'fake-passt');

@@ -63,6 +63,12 @@ async function removeSocket(p: string): Promise<void> {
   }
 }
 
+/** Debian's passt (2023-03), run unprivileged, sandboxes itself in a new user namespace and exits when it cannot. */
+const USERNS_HINT =
+  " (passt run as a non-root user needs to create a user namespace: a container runtime's default seccomp" +
+  " profile (a Pod's RuntimeDefault) or the node (user.max_user_namespaces, kernel.unprivileged_userns_clone)" +
+  ' forbids it here)';
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function startOne(nic: PasstNic, o: PasstOptions): Promise<PasstProcess> {
@@ -136,7 +142,8 @@ async function startOne(nic: PasstNic, o: PasstOptions): Promise<PasstProcess> {
       const how = exit.signal ? `by signal ${exit.signal}` : `with code ${exit.code}`;
       throw new PasstError(
         `passt (interface ${nic.name}) exited ${how} before its socket was ready` +
-          (tail.length ? `: ${tail.slice(-5).join(' | ')}` : ''),
+          (tail.length ? `: ${tail.slice(-5).join(' | ')}` : '') +
+          (tail.some((l) => l.startsWith("Couldn't create user namespace")) ? USERNS_HINT : ''),
       );
     }
     try {

@@ -15,7 +15,7 @@ export class NetworkConfigError extends Error {
   }
 }
 
-/** Bindings set up in the Pod's network namespace by phase 1 (passt needs none: libvirt starts passt). */
+/** Bindings set up in the Pod's network namespace by phase 1 (passt needs none: the launcher runs passt). */
 export type PodBinding = 'masquerade' | 'bridge';
 export type Binding = PodBinding | 'passt';
 
