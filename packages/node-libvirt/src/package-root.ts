@@ -10,7 +10,9 @@ const NAME = '@kubevirt-ts/node-libvirt';
 
 function isThisPackage(dir: string): boolean {
   try {
-    return (JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as { name?: string }).name === NAME;
+    return (
+      (JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as { name?: string }).name === NAME
+    );
   } catch {
     return false;
   }
