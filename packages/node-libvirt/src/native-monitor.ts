@@ -5,9 +5,10 @@
 // decides its arguments replaces itself with it (process.execve): same pid, same stdio, no Node left.
 import { existsSync } from 'node:fs';
 import path from 'node:path';
+import { packageRoot } from './package-root.js';
 
 /** build/virt-launcher-monitor of this package */
-export const NATIVE_MONITOR = path.resolve(import.meta.dirname, '..', 'build', 'virt-launcher-monitor');
+export const NATIVE_MONITOR = path.join(packageRoot(), 'build', 'virt-launcher-monitor');
 
 export interface NativeMonitorOptions {
   /** the launcher command: [file, ...args] */

@@ -2,6 +2,7 @@
 import { createRequire } from 'node:module';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
+import { packageRoot } from './package-root.js';
 
 export interface NativeDomRef {
   name: string;
@@ -28,9 +29,8 @@ interface Addon {
   NativeConnection: new () => NativeConnection;
 }
 
-const pkgRoot = path.resolve(import.meta.dirname, '..');
-
 function load(): Addon {
+  const pkgRoot = packageRoot();
   const candidates = [
     process.env.KVTS_NODE_LIBVIRT_ADDON,
     path.join(pkgRoot, 'build', 'Release', 'kvts_libvirt.node'),
