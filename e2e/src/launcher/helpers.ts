@@ -2,7 +2,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
-import { chmod, mkdtemp, readFile, readdir, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setVirtualMachineInstanceDefaults, type VirtualMachineInstance } from '@kubevirt-ts/api';
@@ -34,6 +34,25 @@ export async function shortTmp(): Promise<string> {
   const d = await mkdtemp('/tmp/kv-');
   await chmod(d, 0o755); // QEMU runs as uid 107 and must get through
   return d;
+}
+
+/**
+ * A fresh {@link shortTmp} dir for each test of the calling `describe` block, removed after the test:
+ * call it in the block, then `dir()` in a test.
+ */
+export function tmpDirPerTest(): () => string {
+  let dir: string | undefined;
+  beforeEach(async () => {
+    dir = await shortTmp();
+  });
+  afterEach(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+    dir = undefined;
+  });
+  return () => {
+    if (!dir) throw new Error('tmpDirPerTest: no temp dir outside a test');
+    return dir;
+  };
 }
 
 /** The tiny guest VMI, defaulted as a cluster would. */
@@ -90,20 +109,40 @@ export function launcherNodeFlags(): string[] {
 }
 
 /** The standalone launcher's flags for the test guest: the VMI file, the guest's image, the console on
- * stdout, emulation (TCG), `work` as its work dir; `extra` flags after them. */
-export function standaloneArgs(file: string, work: string, ...extra: string[]): string[] {
+ * stdout (unless `console: false`), emulation (TCG), `work` as its work dir; `extra` flags after them. */
+export function standaloneArgs(
+  file: string,
+  work: string,
+  extra: string[] = [],
+  opts: { console?: boolean } = {},
+): string[] {
   return [
     'standalone',
     '--vmi',
     file,
     '--image',
     `${GUEST_IMAGE}=${GUEST_DIR}`,
-    '--console',
+    ...(opts.console === false ? [] : ['--console']),
     '--allow-emulation',
     '--work-dir',
     work,
     ...extra,
   ];
+}
+
+/**
+ * Writes `vmi` into `dir` and starts the standalone launcher on it ({@link standaloneArgs}) with `<dir>/w` as
+ * its work dir; the process and that work dir.
+ */
+export async function startStandalone(
+  dir: string,
+  vmi: unknown,
+  extra: string[] = [],
+  opts: { console?: boolean; processGroup?: boolean } = {},
+): Promise<Proc & { file: string; work: string }> {
+  const file = await writeVmiFile(dir, vmi);
+  const work = path.join(dir, 'w');
+  return { ...startLauncher(standaloneArgs(file, work, extra, opts), {}, opts.processGroup), file, work };
 }
 
 /**
