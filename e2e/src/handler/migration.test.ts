@@ -20,6 +20,7 @@ import {
   connectLauncher,
   LAUNCHER_MAIN,
   launcherNodeFlags,
+  processesInMountNs,
   launcherPodFlags,
   readText,
   READY,
@@ -76,26 +77,6 @@ function run(cmd: string, args: string[]): Promise<void> {
       code === 0 ? resolve() : reject(new Error(`${cmd} ${args.join(' ')}: ${code} ${err}`)),
     );
   });
-}
-
-/** pids of every process in the mount namespace of `pid` */
-async function processesInMountNs(pid: number): Promise<number[]> {
-  let ns: string;
-  try {
-    ns = await readlink(`/proc/${pid}/ns/mnt`);
-  } catch {
-    return [];
-  }
-  const out: number[] = [];
-  for (const e of await readdir('/proc')) {
-    if (!/^\d+$/.test(e)) continue;
-    try {
-      if ((await readlink(`/proc/${e}/ns/mnt`)) === ns) out.push(Number(e));
-    } catch {
-      /* gone */
-    }
-  }
-  return out;
 }
 
 async function findFile(dir: string, name: string): Promise<string | undefined> {

@@ -2,7 +2,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
-import { chmod, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, readdir, readlink, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setVirtualMachineInstanceDefaults, type VirtualMachineInstance } from '@kubevirt-ts/api';
@@ -260,6 +260,26 @@ export async function processesMentioning(needle: string): Promise<Array<{ pid: 
     if (!/^\d+$/.test(e)) continue;
     const cmd = (await readText(`/proc/${e}/cmdline`)).split('\0').join(' ');
     if (cmd.includes(needle) && Number(e) !== process.pid) out.push({ pid: Number(e), cmd });
+  }
+  return out;
+}
+
+/** pids of every process in the mount namespace of `pid` (none when it is gone). */
+export async function processesInMountNs(pid: number): Promise<number[]> {
+  let ns: string;
+  try {
+    ns = await readlink(`/proc/${pid}/ns/mnt`);
+  } catch {
+    return [];
+  }
+  const out: number[] = [];
+  for (const e of await readdir('/proc')) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      if ((await readlink(`/proc/${e}/ns/mnt`)) === ns) out.push(Number(e));
+    } catch {
+      /* gone */
+    }
   }
   return out;
 }
