@@ -125,6 +125,21 @@ export async function startSessionDaemon(): Promise<SessionDaemon> {
   };
 }
 
+/** A session daemon for the calling suite: started before its tests, stopped after them; `daemon()` in a test. */
+export function sessionDaemonForSuite(): () => SessionDaemon {
+  let daemon: SessionDaemon | undefined;
+  beforeAll(async () => {
+    daemon = await startSessionDaemon();
+  }, 60_000);
+  afterAll(async () => {
+    await daemon?.stop();
+  });
+  return () => {
+    if (!daemon) throw new Error('sessionDaemonForSuite: the daemon is not running');
+    return daemon;
+  };
+}
+
 /** libvirt's own schema check: `virt-xml-validate FILE domain`. */
 export function xmlValidate(xml: string): { ok: boolean; output: string } {
   const dir = mkdtempSync(path.join(tmpdir(), 'kvts-conv-validate-'));
