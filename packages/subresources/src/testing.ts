@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
 import { parseManifests, type VirtualMachineInstance } from '@kubevirt-ts/api';
 import { CmdClient } from '@kubevirt-ts/cmd-protocol';
-import { KubeClient, VMIS } from '@kubevirt-ts/controller-runtime';
+import { KubeClient, VMIS, VMS } from '@kubevirt-ts/controller-runtime';
 import { startHandlerEndpoint, type HandlerEndpoint } from '@kubevirt-ts/handler';
 import type { Logger } from '@kubevirt-ts/log';
 import { serverSideApply, startTestEnv, type KubeObject, type TestEnv } from '@kubevirt-ts/testenv';
@@ -340,6 +340,47 @@ export async function bindUserRoles(
       subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
     });
   }
+}
+
+/**
+ * VMs and VMIs in namespace `ns`, written with `admin` as the controllers would have made them (a minimal
+ * template), for the subresource suites.
+ */
+export function vmObjects(admin: KubeClient, ns: string) {
+  const template = { spec: { domain: { devices: {} }, terminationGracePeriodSeconds: 30 } };
+  return {
+    /** a VirtualMachine with `spec` and the minimal template */
+    async createVm(name: string, spec: Record<string, unknown>): Promise<void> {
+      await admin.create(VMS, ns, {
+        apiVersion: 'kubevirt.io/v1',
+        kind: 'VirtualMachine',
+        metadata: { name, namespace: ns },
+        spec: { ...spec, template },
+      } as never);
+    },
+    /** a VMI of the template's spec in `phase` on node-a, with `conditions` when given */
+    async createVmi(
+      name: string,
+      phase: string,
+      conditions?: { type: string; status: string }[],
+    ): Promise<{ metadata: { uid: string } }> {
+      const vmi = await admin.create<{ metadata: { uid: string } }>(VMIS, ns, {
+        apiVersion: 'kubevirt.io/v1',
+        kind: 'VirtualMachineInstance',
+        metadata: { name, namespace: ns },
+        spec: template.spec,
+      } as never);
+      const status = { phase, nodeName: 'node-a', ...(conditions && { conditions }) };
+      await admin.patch(VMIS, ns, name, { status }, 'merge');
+      return vmi;
+    },
+    getVm: (name: string) =>
+      admin.get<{ metadata?: object; spec: Record<string, unknown>; status?: Record<string, unknown> }>(
+        VMS,
+        ns,
+        name,
+      ),
+  };
 }
 
 /** {@link startStreamsTestStack}'s parts. */

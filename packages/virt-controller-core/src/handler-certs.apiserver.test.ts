@@ -23,11 +23,7 @@ let client: KubeClient;
 beforeAll(async () => {
   env = await startTestEnv();
   client = new KubeClient(env.kubeConfig());
-  await client.request('POST', '/api/v1/namespaces', {
-    apiVersion: 'v1',
-    kind: 'Namespace',
-    metadata: { name: NS },
-  });
+  await env.createNamespace(NS);
 }, 300000);
 afterAll(async () => {
   client?.close();

@@ -26,11 +26,7 @@ const received = new Map<string, Buffer>();
 
 beforeAll(async () => {
   stack = await startStreamsTestStack({ tmpPrefix: 'kvts-virtctl-console-', log });
-  await stack.admin.request('POST', '/api/v1/namespaces', {
-    apiVersion: 'v1',
-    kind: 'Namespace',
-    metadata: { name: NS },
-  });
+  await stack.env.createNamespace(NS);
   await bindUserRoles(stack.admin, NS, [
     ['alice', 'kubevirt-ts:view'],
     ['bob', 'kubevirt-ts:edit'],

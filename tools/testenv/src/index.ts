@@ -16,6 +16,7 @@ import { homedir, tmpdir } from 'node:os';
 import { join, delimiter } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
+import { kubeRequest } from './apply.js';
 
 /** Where built artifacts are cached: $KVTS_CACHE, else $XDG_CACHE_HOME/kubevirt-ts, else ~/.cache/kubevirt-ts. */
 export function cacheDir(): string {
@@ -113,6 +114,8 @@ export interface TestEnv {
   binaries: TestEnvBinaries;
   /** a fresh @kubernetes/client-node KubeConfig for the admin user */
   kubeConfig(): KubeConfig;
+  /** creates the namespace `name` as the admin user (`kubectl create namespace`) */
+  createNamespace(name: string): Promise<void>;
   /** stops kube-apiserver then etcd (TERM, KILL after 10 s) and removes dir; idempotent */
   stop(): Promise<void>;
 }
@@ -519,6 +522,11 @@ export async function startTestEnv(opts: StartOptions = {}): Promise<TestEnv> {
     log('kube-apiserver ready', { server, pid: apiserver.child.pid, startupMs });
 
     let stopped: Promise<void> | undefined;
+    const kubeConfig = () => {
+      const kc = new KubeConfig();
+      kc.loadFromString(kubeconfig);
+      return kc;
+    };
     return {
       server,
       dir,
@@ -528,10 +536,13 @@ export async function startTestEnv(opts: StartOptions = {}): Promise<TestEnv> {
       pids: { etcd: etcd.child.pid!, apiserver: apiserver.child.pid! },
       startupMs,
       binaries,
-      kubeConfig() {
-        const kc = new KubeConfig();
-        kc.loadFromString(kubeconfig);
-        return kc;
+      kubeConfig,
+      async createNamespace(name) {
+        await kubeRequest(kubeConfig(), 'POST', '/api/v1/namespaces', {
+          apiVersion: 'v1',
+          kind: 'Namespace',
+          metadata: { name },
+        });
       },
       stop() {
         stopped ??= cleanup();
