@@ -146,11 +146,7 @@ test('stop: of a stopped VM is a 409; of an Always VM sets runStrategy Halted; g
   const vmi = await createVmi('running', 'Running');
   await editor.request('PUT', `${SUB}/virtualmachines/running/stop`, { gracePeriod: 0 });
   expect((await getVm('running')).spec['runStrategy']).toBe('Halted');
-  const after = await admin.get<{ metadata?: object; spec: { terminationGracePeriodSeconds: number } }>(
-    VMIS,
-    NS,
-    'running',
-  );
+  const after = await objects.getVmi('running');
   expect(after.spec.terminationGracePeriodSeconds).toBe(0);
 
   // Manual: a Stop request naming the VMI's uid

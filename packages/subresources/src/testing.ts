@@ -374,6 +374,8 @@ export function vmObjects(admin: KubeClient, ns: string) {
       await admin.patch(VMIS, ns, name, { status }, 'merge');
       return vmi;
     },
+    getVmi: (name: string) =>
+      admin.get<{ metadata?: object; spec: { terminationGracePeriodSeconds: number } }>(VMIS, ns, name),
     getVm: (name: string) =>
       admin.get<{ metadata?: object; spec: Record<string, unknown>; status?: Record<string, unknown> }>(
         VMS,

@@ -4,7 +4,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { KubeClient } from '@kubevirt-ts/controller-runtime';
-import { VMIMS, VMIS } from '@kubevirt-ts/subresources';
+import { VMIMS } from '@kubevirt-ts/subresources';
 import {
   bindUserRoles,
   startAggregatedTestApi,
@@ -157,11 +157,7 @@ describe('against the aggregated API', () => {
     let r = await asBob('stop', 'vm-stop', '--force', '--grace-period=0');
     expect(r).toMatchObject({ code: 0, stdout: 'VM vm-stop was scheduled to stop\n' });
     expect((await getVm('vm-stop')).spec['runStrategy']).toBe('Halted');
-    const vmi = await admin.get<{ metadata?: object; spec: { terminationGracePeriodSeconds: number } }>(
-      VMIS,
-      NS,
-      'vm-stop',
-    );
+    const vmi = await objects.getVmi('vm-stop');
     expect(vmi.spec.terminationGracePeriodSeconds).toBe(0);
     await createVm('vm-stopped', { running: false });
     r = await asBob('stop', 'vm-stopped');
