@@ -1,7 +1,7 @@
 // Validity against libvirt itself: virt-xml-validate (libvirt's RelaxNG schema) and virDomainDefineXML
 // (virsh define) on a real private libvirtd with the qemu driver, for every reference vector and
 // every hand-written case.
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import { setVirtualMachineInstanceDefaults, validateVirtualMachineInstance } from '@kubevirt-ts/api';
 import { toDomain } from './convert.js';
 import { parseDomainXml, toDomainXml } from './xml.js';

@@ -1,7 +1,7 @@
 // Property-based: >= 10,000 random valid VMIs convert, serialize (byte-identical to fast-xml-parser's
 // builder output for the same element tree), parse back to the same model; a sample is checked by
 // libvirt (virt-xml-validate and virsh define on a private libvirtd).
-import { afterAll, beforeAll, expect, test } from '@jest/globals';
+import { expect, test } from '@jest/globals';
 import fc from 'fast-check';
 import { isDeepStrictEqual } from 'node:util';
 import { setVirtualMachineInstanceDefaults, validateVirtualMachineInstance } from '@kubevirt-ts/api';

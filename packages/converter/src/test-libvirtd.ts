@@ -5,6 +5,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { afterAll, beforeAll } from '@jest/globals';
 import { LAUNCHER_GID, LAUNCHER_UID } from './layout.js';
 
 export interface SessionDaemon {
