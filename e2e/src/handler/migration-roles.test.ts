@@ -29,6 +29,9 @@ import {
   LAUNCHER_MAIN,
   READY,
   REPO,
+  guestBeating,
+  lastBeat,
+  waitForBeat,
   launcherNodeFlags,
   processesInMountNs,
   readText,
@@ -52,8 +55,6 @@ const EMPTY = 'volumes/kubernetes.io~empty-dir';
 const isRoot = process.getuid?.() === 0;
 /** the launcher process ended (exit code, or killed by a signal) */
 const ended = (c: ChildProcess) => c.exitCode !== null || c.signalCode !== null;
-const lastBeat = (t: string) =>
-  Math.max(0, ...[...t.matchAll(/KUBEVIRT-TS-GUEST-HEARTBEAT (\d+)/g)].map((m) => Number(m[1])));
 
 let env: TestEnv;
 let kc: KubeConfig;
@@ -346,14 +347,17 @@ async function startMigration(name: string) {
   return { srcNode, src, logFrom, target };
 }
 
+/** Waits until the VMI `mig` reports the migration `migrationUid` failed with its abort Succeeded; the VMI. */
+const abortDone = (migrationUid: string) =>
+  waitFor('abort done', async () => {
+    const x = await getVmi('mig');
+    const s = x?.status?.migrationState;
+    return s?.migrationUid === migrationUid && s.failed && s.abortStatus === 'Succeeded' ? x : undefined;
+  });
+
 /** Waits for two more heartbeats of the guest on the launcher Pod `src`. */
 async function heartbeatsGoOn(src: LauncherPod): Promise<void> {
-  const b = lastBeat(await readText(src.serialLog));
-  await waitFor(
-    'heartbeats go on on the source',
-    async () => lastBeat(await readText(src.serialLog)) >= b + 2,
-    120_000,
-  );
+  await waitForBeat(src.serialLog, 'the source', lastBeat(await readText(src.serialLog)) + 2, 120_000);
 }
 
 const vmimPhase = (name: string, phases: string[], ms = 400_000) =>
@@ -442,16 +446,7 @@ d(
         250,
       );
       const src = podOfNode(running, 'node-a');
-      await waitFor(
-        'guest ready on node-a',
-        async () => (await readText(src.serialLog)).includes(READY),
-        300_000,
-      );
-      await waitFor(
-        'heartbeats on node-a',
-        async () => lastBeat(await readText(src.serialLog)) >= 2,
-        120_000,
-      );
+      await guestBeating(src.serialLog, 'node-a', 300_000, 120_000);
       const rssBefore = await rssMiB(handlers.get('node-a')!.child.pid!);
 
       await createVmim('mig-1', 'mig');
@@ -492,11 +487,7 @@ d(
       // the same guest (no new boot) goes on on node-b; the source launcher ended and its Pod completed
       const dst = podOfNode(v, 'node-b');
       const beatAtSwitch = lastBeat(await readText(src.serialLog));
-      await waitFor(
-        'heartbeats on node-b',
-        async () => lastBeat(await readText(dst.serialLog)) >= beatAtSwitch + 2,
-        120_000,
-      );
+      await waitForBeat(dst.serialLog, 'node-b', beatAtSwitch + 2, 120_000);
       const dstText = await readText(dst.serialLog);
       expect(dstText).not.toContain(READY);
       expect(await src.exited).toBe(0);
@@ -557,13 +548,7 @@ d(
       });
       // the frozen target goes (its connections close), the cancelled migration ends on the source
       await signalPod(target, 'SIGKILL');
-      const v = await waitFor('abort done', async () => {
-        const x = await getVmi('mig');
-        const s = x?.status?.migrationState;
-        return s?.migrationUid === m.metadata.uid && s.failed && s.abortStatus === 'Succeeded'
-          ? x
-          : undefined;
-      });
+      const v = await abortDone(m.metadata.uid);
       console.log(`aborted migration: ${JSON.stringify(v.status!.migrationState)}`);
       expect(v.status!.phase).toBe('Running');
       expect(v.status!.nodeName).toBe(srcNode);
@@ -594,13 +579,7 @@ d(
       });
       await waitFor('incoming QEMU on the target', () => hasQemu(target), 300_000, 20);
       await custom.deleteNamespacedCustomObject({ ...vmimApi, name: 'mig-4' });
-      const v = await waitFor('abort done', async () => {
-        const x = await getVmi('mig');
-        const s = x?.status?.migrationState;
-        return s?.migrationUid === m.metadata.uid && s.failed && s.abortStatus === 'Succeeded'
-          ? x
-          : undefined;
-      });
+      const v = await abortDone(m.metadata.uid);
       console.log(`aborted migration (live target): ${JSON.stringify(v.status!.migrationState)}`);
       expect(v.status!.phase).toBe('Running');
       expect(v.status!.nodeName).toBe(srcNode);

@@ -194,6 +194,31 @@ export async function readText(file: string): Promise<string> {
   }
 }
 
+/** The number of the guest's last heartbeat in serial console text (0: none yet). */
+export const lastBeat = (t: string): number =>
+  Math.max(0, ...[...t.matchAll(/KUBEVIRT-TS-GUEST-HEARTBEAT (\d+)/g)].map((m) => Number(m[1])));
+
+/** Waits until the guest's last heartbeat in the serial log `file` is `beat` or later. */
+export async function waitForBeat(
+  file: string,
+  where: string,
+  beat: number,
+  timeoutMs: number,
+): Promise<void> {
+  await waitFor(`heartbeats on ${where}`, async () => lastBeat(await readText(file)) >= beat, timeoutMs);
+}
+
+/** Waits for the guest's ready line in the serial log `file` (up to `readyMs`), then for its second heartbeat. */
+export async function guestBeating(
+  file: string,
+  where: string,
+  readyMs: number,
+  beatsMs: number,
+): Promise<void> {
+  await waitFor(`guest ready on ${where}`, async () => (await readText(file)).includes(READY), readyMs);
+  await waitForBeat(file, where, 2, beatsMs);
+}
+
 export function heartbeats(text: string): number {
   return (text.match(/KUBEVIRT-TS-GUEST-HEARTBEAT/g) ?? []).length;
 }
