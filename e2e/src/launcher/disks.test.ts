@@ -7,7 +7,7 @@ import {
   READY,
   processesMentioning,
   requireGuest,
-  startStandalone,
+  spawnStandalone,
   tinyVmi,
   tmpDirPerTest,
 } from './helpers.js';
@@ -81,7 +81,7 @@ describe('virt-launcher standalone: disks', () => {
     await writeFile(raw, Buffer.alloc(8 * 1024 * 1024));
     const qcow = path.join(dir(), 'disk.qcow2');
     execFileSync('qemu-img', ['create', '-q', '-f', 'qcow2', qcow, '24M']);
-    const p = await startStandalone(dir(), withDisks('sa-disks'), [
+    const p = await spawnStandalone(dir(), withDisks('sa-disks'), [
       ...['--image', `e2e/raw:1=${raw}`],
       ...['--image', `e2e/qcow:1=${qcow}`],
     ]);
@@ -147,7 +147,7 @@ describe('virt-launcher standalone: disks', () => {
     execFileSync('qemu-img', ['create', '-q', '-f', 'qcow2', '-b', secret, '-F', 'raw', chain]);
     const raw = path.join(dir(), 'raw.img');
     await writeFile(raw, Buffer.alloc(1024 * 1024));
-    const p = await startStandalone(
+    const p = await spawnStandalone(
       dir(),
       withDisks('sa-chain'),
       [...['--image', `e2e/raw:1=${raw}`], ...['--image', `e2e/qcow:1=${chain}`]],

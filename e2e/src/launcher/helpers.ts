@@ -134,7 +134,7 @@ export function standaloneArgs(
  * Writes `vmi` into `dir` and starts the standalone launcher on it ({@link standaloneArgs}) with `<dir>/w` as
  * its work dir; the process and that work dir.
  */
-export async function startStandalone(
+export async function spawnStandalone(
   dir: string,
   vmi: unknown,
   extra: string[] = [],

@@ -15,7 +15,7 @@ import {
   readText,
   requireGuest,
   standaloneLauncher,
-  startStandalone,
+  spawnStandalone,
   tinyVmi,
   tmpDirPerTest,
   waitFor,
@@ -102,7 +102,7 @@ describe('virt-launcher standalone: the pod network through passt', () => {
         `kvts.net kvts.port=${guestPort} kvts.connect=${route!.gateway}:${hostPort}`,
         [guestPort],
       );
-      const p = await startStandalone(dir(), vmi);
+      const p = await spawnStandalone(dir(), vmi);
       const { work } = p;
       try {
         const netLine = await waitFor(
@@ -220,7 +220,7 @@ describe('virt-launcher standalone: the pod network through passt', () => {
   rootIt(
     'the launcher killed with SIGKILL: its monitor ends passt too, nothing left',
     async () => {
-      const p = await startStandalone(
+      const p = await spawnStandalone(
         dir(),
         podNetVmi('sa-passtkill', 'kvts.net'),
         ['--grace-period-seconds', '2'],
@@ -248,7 +248,7 @@ describe('virt-launcher standalone: the pod network through passt', () => {
   rootIt(
     'passt binary missing: the start fails naming it, nothing left behind',
     async () => {
-      const p = await startStandalone(
+      const p = await spawnStandalone(
         dir(),
         podNetVmi('sa-nopasst', 'kvts.net'),
         ['--passt', path.join(dir(), 'no-such-passt')],
@@ -273,7 +273,7 @@ describe('virt-launcher standalone: the pod network through passt', () => {
       await new Promise<void>((r) => taken.listen(0, '::', r)); // both families
       const port = (taken.address() as net.AddressInfo).port;
       try {
-        const p = await startStandalone(dir(), podNetVmi('sa-passtfail', 'kvts.net', [port]), [], {
+        const p = await spawnStandalone(dir(), podNetVmi('sa-passtfail', 'kvts.net', [port]), [], {
           console: false,
         });
         const { work } = p;

@@ -21,7 +21,7 @@ import {
   waitFor,
   writeVmiFile,
   standaloneArgs,
-  startStandalone,
+  spawnStandalone,
   tmpDirPerTest,
 } from './helpers.js';
 
@@ -33,7 +33,7 @@ describe('virt-launcher standalone', () => {
   const dir = tmpDirPerTest();
 
   it('boots the tiny guest to its ready line and exits 0 when it powers off (kvts.poweroff)', async () => {
-    const p = await startStandalone(dir(), tinyVmi('sa-poweroff', { poweroff: true }));
+    const p = await spawnStandalone(dir(), tinyVmi('sa-poweroff', { poweroff: true }));
     const { work } = p;
     const res = await p.exited;
     expect(p.stdout()).toContain(READY);
@@ -59,7 +59,7 @@ describe('virt-launcher standalone', () => {
   it('--pod-network slirp: the default pod network (masquerade interface) boots on QEMU user-mode networking, no tap needed', async () => {
     const vmi = tinyVmi('sa-podnet', { poweroff: true });
     delete vmi.spec.domain.devices!.autoattachPodInterface;
-    const p = await startStandalone(
+    const p = await spawnStandalone(
       dir(),
       setVirtualMachineInstanceDefaults({ ...vmi, spec: { ...vmi.spec, networks: undefined } } as never),
       ['--pod-network', 'slirp'],
@@ -81,7 +81,7 @@ describe('virt-launcher standalone', () => {
   });
 
   it('Ctrl-C (SIGINT to the whole foreground process group) shuts the guest down through ACPI and exits 0', async () => {
-    const p = await startStandalone(dir(), tinyVmi('sa-sigterm'), ['--grace-period-seconds', '60'], {
+    const p = await spawnStandalone(dir(), tinyVmi('sa-sigterm'), ['--grace-period-seconds', '60'], {
       processGroup: true,
     });
     const { work } = p;
@@ -105,7 +105,7 @@ describe('virt-launcher standalone', () => {
     ['SIGHUP to the whole process group (the terminal closed)', 'SIGHUP', false],
     ['stdout and stderr readers gone (EPIPE), then SIGINT', 'SIGINT', true],
   ] as const)('%s: ACPI shutdown, exit 0, nothing left', async (_what, sig, breakPipes) => {
-    const p = await startStandalone(dir(), tinyVmi(`sa-${sig.toLowerCase()}`), [], { processGroup: true });
+    const p = await spawnStandalone(dir(), tinyVmi(`sa-${sig.toLowerCase()}`), [], { processGroup: true });
     const { work } = p;
     await waitFor('two heartbeats', () => heartbeats(p.stdout()) >= 2, 120_000);
     if (breakPipes) {
@@ -278,7 +278,7 @@ describe('virt-launcher standalone', () => {
   it('an invalid VMI: a clear error naming the field, exit 3, nothing started or left behind', async () => {
     const vmi = tinyVmi('sa-invalid') as unknown as { spec: { domain: { devices: { disks: unknown[] } } } };
     vmi.spec.domain.devices.disks = [{ name: 'nodisk', disk: { bus: 'virtio' } }];
-    const p = await startStandalone(dir(), vmi, [], { console: false });
+    const p = await spawnStandalone(dir(), vmi, [], { console: false });
     const { work } = p;
     const res = await p.exited;
     expect(res.code).toBe(3);

@@ -12,7 +12,7 @@ import {
   READY,
   processesMentioning,
   requireGuest,
-  startStandalone,
+  spawnStandalone,
   tinyVmi,
   tmpDirPerTest,
   waitFor,
@@ -43,7 +43,7 @@ function run(args: string[]): Promise<{ code: number | null; out: string }> {
   it('Ping, GetQemuVersion, GetDomain (name, uid, state), GetDomainStats, Pause, Unpause, Shutdown', async () => {
     const vmi = tinyVmi('upstream-client', { uid: '6f1c1b0e-5d1a-4c1e-9d7e-0a1b2c3d4e5f' });
     const sockets = path.join(dir(), 'socks');
-    const p = await startStandalone(dir(), vmi, ['--socket-dir', sockets]);
+    const p = await spawnStandalone(dir(), vmi, ['--socket-dir', sockets]);
     const { file, work } = p;
     try {
       await waitFor('ready line', () => p.stdout().includes(READY) || p.child.exitCode !== null, 120_000);
