@@ -211,11 +211,20 @@ export function parseHandlerFlags(argv: string[], env: NodeJS.ProcessEnv = proce
   };
 }
 
+/** The migration proxy's TLS options as read from files: the PEM contents, as Buffers. */
+export type MigrationTlsRead = MigrationTls & {
+  cert: Buffer;
+  key: Buffer;
+  ca: Buffer;
+  clientCert?: Buffer;
+  clientKey?: Buffer;
+};
+
 /** The migration proxy's TLS options (PEM contents) from the files the flags name (the mounted Secrets). */
 export function readMigrationTls(
   t: NonNullable<HandlerFlags['migrationFlags']['tls']>,
   read: (file: string) => Buffer = (f) => readFileSync(f),
-): MigrationTls {
+): MigrationTlsRead {
   return {
     cert: read(t.certFile),
     key: read(t.keyFile),

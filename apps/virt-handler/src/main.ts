@@ -76,16 +76,19 @@ async function main(): Promise<number> {
     log.info(`serving subresources (mutual TLS) on ${sub.address}:${endpoint.port}`);
   }
   if (mf.tls && migrationTls) {
+    // the watches start from what readMigrationTls read above: the files are read once at start
     const t = mf.tls;
     const mt = migrationTls;
     const served = { certFile: t.certFile, keyFile: t.keyFile, caFile: t.caFile };
-    tlsWatches.push(watchTlsFiles(served, await readTlsFiles(served), (m) => Object.assign(mt, m), { log }));
-    if (t.clientCertFile && t.clientKeyFile) {
+    const servedNow = { cert: mt.cert, key: mt.key, ca: mt.ca };
+    tlsWatches.push(watchTlsFiles(served, servedNow, (m) => Object.assign(mt, m), { log }));
+    if (t.clientCertFile && t.clientKeyFile && mt.clientCert && mt.clientKey) {
       const client = { certFile: t.clientCertFile, keyFile: t.clientKeyFile, caFile: t.caFile };
+      const clientNow = { cert: mt.clientCert, key: mt.clientKey, ca: mt.ca };
       tlsWatches.push(
         watchTlsFiles(
           client,
-          await readTlsFiles(client),
+          clientNow,
           (m) => Object.assign(mt, { clientCert: m.cert, clientKey: m.key, ca: m.ca }),
           { log },
         ),

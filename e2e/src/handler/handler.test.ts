@@ -7,11 +7,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { appendFileSync, existsSync } from 'node:fs';
 import { mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
-import { parseManifests, type VirtualMachineInstance } from '@kubevirt-ts/api';
+import type { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import { CmdClient } from '@kubevirt-ts/cmd-protocol';
-import { serverSideApply, startTestEnv, type KubeObject, type TestEnv } from '@kubevirt-ts/testenv';
-import { readFileSync, readdirSync } from 'node:fs';
+import type { TestEnv } from '@kubevirt-ts/testenv';
 import { spawn, type ChildProcess } from 'node:child_process';
 import {
   killMentioning,
@@ -38,6 +37,7 @@ import {
   tcpServer,
   type Net,
 } from '../launcher/net-helpers.js';
+import { startCrdTestEnv } from './helpers.js';
 import { setUpPodNetwork } from '@kubevirt-ts/handler';
 import { createLogger } from '@kubevirt-ts/log';
 
@@ -49,7 +49,6 @@ const FINALIZER = 'kubevirt.io/foregroundDeleteVirtualMachine';
 const EMPTY = 'volumes/kubernetes.io~empty-dir';
 
 let env: TestEnv;
-let kc: KubeConfig;
 let custom: CustomObjectsApi;
 let core: CoreV1Api;
 let base: string; // pods dir + handler dir
@@ -255,16 +254,7 @@ async function eventsOf(name: string): Promise<string[]> {
 
 beforeAll(async () => {
   requireGuest();
-  env = await startTestEnv();
-  kc = env.kubeConfig();
-  custom = kc.makeApiClient(CustomObjectsApi);
-  core = kc.makeApiClient(CoreV1Api);
-  const crdDir = path.join(REPO, 'deploy', 'crds');
-  const crds = readdirSync(crdDir)
-    .filter((f) => f.endsWith('.yaml'))
-    .flatMap((f) => parseManifests(readFileSync(path.join(crdDir, f), 'utf8')) as KubeObject[]);
-  await serverSideApply(kc, crds, { fieldManager: 'handler-e2e' });
-  await core.createNamespace({ body: { metadata: { name: NS } } });
+  ({ env, custom, core } = await startCrdTestEnv(NS, 'handler-e2e'));
   await core.createNode({ body: { metadata: { name: NODE } } });
   base = await shortTmp();
   handler = await startHandler();

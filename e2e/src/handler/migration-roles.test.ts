@@ -9,27 +9,31 @@
 // MigrateVirtualMachine, hand-off): the guest keeps running on node-b. Then a migration whose target
 // is killed fails and the guest stays; then an aborted one (the VMIM deleted) is cancelled.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { appendFileSync, existsSync, readdirSync, readFileSync } from 'node:fs';
-import { mkdir, readdir, readFile, readlink, rm, symlink, writeFile } from 'node:fs/promises';
+import { appendFileSync, existsSync, readFileSync } from 'node:fs';
+import { mkdir, readFile, readlink, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
-  CoreV1Api,
-  CustomObjectsApi,
   PatchStrategy,
   setHeaderOptions,
+  type CoreV1Api,
+  type CustomObjectsApi,
   type KubeConfig,
   type V1Pod,
 } from '@kubernetes/client-node';
 import { parseManifests, type VirtualMachineInstance } from '@kubevirt-ts/api';
 import { createLogger } from '@kubevirt-ts/log';
-import { serverSideApply, startTestEnv, type KubeObject, type TestEnv } from '@kubevirt-ts/testenv';
+import type { TestEnv } from '@kubevirt-ts/testenv';
 import { VirtController, ensureHandlerCertificates } from '@kubevirt-ts/virt-controller-core';
 import {
   LAUNCHER_MAIN,
   READY,
   REPO,
+  guestBeating,
+  lastBeat,
+  waitForBeat,
   launcherNodeFlags,
+  processesInMountNs,
   readText,
   requireGuest,
   shortTmp,
@@ -37,6 +41,7 @@ import {
   tinyVmi,
   waitFor,
 } from '../launcher/helpers.js';
+import { startCrdTestEnv } from './helpers.js';
 
 const HANDLER_MAIN = path.join(REPO, 'apps/virt-handler/dist/main.js');
 /** the namespace deploy/ installs into (the handler certificate Secrets live there) */
@@ -50,20 +55,6 @@ const EMPTY = 'volumes/kubernetes.io~empty-dir';
 const isRoot = process.getuid?.() === 0;
 /** the launcher process ended (exit code, or killed by a signal) */
 const ended = (c: ChildProcess) => c.exitCode !== null || c.signalCode !== null;
-const lastBeat = (t: string) =>
-  Math.max(0, ...[...t.matchAll(/KUBEVIRT-TS-GUEST-HEARTBEAT (\d+)/g)].map((m) => Number(m[1])));
-/** waits until the guest's serial log `file` shows heartbeat `n`; on a timeout the error carries the log's end */
-async function beatsReach(what: string, file: string, n: number): Promise<void> {
-  try {
-    await waitFor(what, async () => lastBeat(await readText(file)) >= n, 120_000);
-  } catch (e) {
-    const t = await readText(file);
-    throw new Error(
-      `${(e as Error).message} (heartbeat ${n}; ${file}: ${t.length} bytes, last heartbeat ${lastBeat(t)}, ` +
-        `ends with ${JSON.stringify(t.slice(-400))})`,
-    );
-  }
-}
 
 let env: TestEnv;
 let kc: KubeConfig;
@@ -111,21 +102,6 @@ function run(cmd: string, args: string[]): Promise<void> {
   );
 }
 
-/** pids of every process in the mount namespace of `pid` */
-async function processesInMountNs(pid: number): Promise<number[]> {
-  let ns: string;
-  try {
-    ns = await readlink(`/proc/${pid}/ns/mnt`);
-  } catch {
-    return [];
-  }
-  const out: number[] = [];
-  for (const e of await readdir('/proc')) {
-    if (!/^\d+$/.test(e)) continue;
-    if ((await readlink(`/proc/${e}/ns/mnt`).catch(() => '')) === ns) out.push(Number(e));
-  }
-  return out;
-}
 async function signalPod(p: LauncherPod, sig: NodeJS.Signals): Promise<void> {
   for (const pid of await processesInMountNs(p.holder.pid!))
     try {
@@ -352,6 +328,38 @@ async function createVmim(name: string, vmiName: string) {
     },
   });
 }
+/**
+ * Creates the VMIM `name` for the VMI `mig` and waits for its target launcher Pod (the first Pod not there
+ * before); the source node, its launcher Pod and how much of its stderr came before.
+ */
+async function startMigration(name: string) {
+  const before = (await getVmi('mig'))!;
+  const srcNode = before.status!.nodeName!;
+  const src = podOfNode(before, srcNode);
+  const logFrom = src.stderr().length;
+  const known = new Set(launcherPods.keys());
+  await createVmim(name, 'mig');
+  const target = await waitFor(
+    'target launcher pod',
+    () => [...launcherPods.values()].find((p) => !known.has(p.podUid)),
+    300_000,
+  );
+  return { srcNode, src, logFrom, target };
+}
+
+/** Waits until the VMI `mig` reports the migration `migrationUid` failed with its abort Succeeded; the VMI. */
+const abortDone = (migrationUid: string) =>
+  waitFor('abort done', async () => {
+    const x = await getVmi('mig');
+    const s = x?.status?.migrationState;
+    return s?.migrationUid === migrationUid && s.failed && s.abortStatus === 'Succeeded' ? x : undefined;
+  });
+
+/** Waits for two more heartbeats of the guest on the launcher Pod `src`. */
+async function heartbeatsGoOn(src: LauncherPod): Promise<void> {
+  await waitForBeat(src.serialLog, 'the source', lastBeat(await readText(src.serialLog)) + 2, 120_000);
+}
+
 const vmimPhase = (name: string, phases: string[], ms = 400_000) =>
   waitFor(
     `${name} in ${phases.join('/')}`,
@@ -374,16 +382,7 @@ d(
     beforeAll(async () => {
       requireGuest();
       await mkdir(POD_ROOT, { recursive: true, mode: 0o755 });
-      env = await startTestEnv();
-      kc = env.kubeConfig();
-      custom = kc.makeApiClient(CustomObjectsApi);
-      core = kc.makeApiClient(CoreV1Api);
-      const crdDir = path.join(REPO, 'deploy', 'crds');
-      const crds = readdirSync(crdDir)
-        .filter((f) => f.endsWith('.yaml'))
-        .flatMap((f) => parseManifests(readFileSync(path.join(crdDir, f), 'utf8')) as KubeObject[]);
-      await serverSideApply(kc, crds, { fieldManager: 'migration-roles-e2e' });
-      await core.createNamespace({ body: { metadata: { name: NS } } });
+      ({ env, kc, custom, core } = await startCrdTestEnv(NS, 'migration-roles-e2e'));
       for (const n of NODES) await core.createNode({ body: { metadata: { name: n } } });
       base = await shortTmp();
       controller = new VirtController({
@@ -447,12 +446,7 @@ d(
         250,
       );
       const src = podOfNode(running, 'node-a');
-      await waitFor(
-        'guest ready on node-a',
-        async () => (await readText(src.serialLog)).includes(READY),
-        300_000,
-      );
-      await beatsReach('heartbeats on node-a', src.serialLog, 2);
+      await guestBeating(src.serialLog, 'node-a', 300_000, 120_000);
       const rssBefore = await rssMiB(handlers.get('node-a')!.child.pid!);
 
       await createVmim('mig-1', 'mig');
@@ -493,7 +487,7 @@ d(
       // the same guest (no new boot) goes on on node-b; the source launcher ended and its Pod completed
       const dst = podOfNode(v, 'node-b');
       const beatAtSwitch = lastBeat(await readText(src.serialLog));
-      await beatsReach('heartbeats on node-b', dst.serialLog, beatAtSwitch + 2);
+      await waitForBeat(dst.serialLog, 'node-b', beatAtSwitch + 2, 120_000);
       const dstText = await readText(dst.serialLog);
       expect(dstText).not.toContain(READY);
       expect(await src.exited).toBe(0);
@@ -516,16 +510,7 @@ d(
     }, 900_000);
 
     test('a migration whose target Pod is killed fails: the VMIM is Failed, the guest keeps running on its node', async () => {
-      const before = (await getVmi('mig'))!;
-      const srcNode = before.status!.nodeName!;
-      const src = podOfNode(before, srcNode);
-      const known = new Set(launcherPods.keys());
-      await createVmim('mig-2', 'mig');
-      const target = await waitFor(
-        'target launcher pod',
-        () => [...launcherPods.values()].find((p) => !known.has(p.podUid)),
-        300_000,
-      );
+      const { srcNode, src, target } = await startMigration('mig-2');
       // freeze the target as soon as its incoming QEMU exists (mid-migration), then kill it
       await waitFor('incoming QEMU on the target', () => hasQemu(target), 300_000, 20);
       await signalPod(target, 'SIGSTOP');
@@ -544,22 +529,12 @@ d(
       );
       expect(v.status!.phase).toBe('Running');
       expect(v.status!.nodeName).toBe(srcNode);
-      const b = lastBeat(await readText(src.serialLog));
-      await beatsReach('heartbeats go on on the source', src.serialLog, b + 2);
+      await heartbeatsGoOn(src);
       expect(ended(src.launcher)).toBe(false);
     }, 900_000);
 
     test('abort: deleting the VMIM of a running migration cancels it on the source (abortStatus Succeeded); the guest stays', async () => {
-      const before = (await getVmi('mig'))!;
-      const srcNode = before.status!.nodeName!;
-      const src = podOfNode(before, srcNode);
-      const known = new Set(launcherPods.keys());
-      await createVmim('mig-3', 'mig');
-      const target = await waitFor(
-        'target launcher pod',
-        () => [...launcherPods.values()].find((p) => !known.has(p.podUid)),
-        300_000,
-      );
+      const { srcNode, src, target } = await startMigration('mig-3');
       // a stalled migration: the target frozen once its incoming QEMU exists
       await waitFor('incoming QEMU on the target', () => hasQemu(target), 300_000, 20);
       await signalPod(target, 'SIGSTOP');
@@ -573,33 +548,16 @@ d(
       });
       // the frozen target goes (its connections close), the cancelled migration ends on the source
       await signalPod(target, 'SIGKILL');
-      const v = await waitFor('abort done', async () => {
-        const x = await getVmi('mig');
-        const s = x?.status?.migrationState;
-        return s?.migrationUid === m.metadata.uid && s.failed && s.abortStatus === 'Succeeded'
-          ? x
-          : undefined;
-      });
+      const v = await abortDone(m.metadata.uid);
       console.log(`aborted migration: ${JSON.stringify(v.status!.migrationState)}`);
       expect(v.status!.phase).toBe('Running');
       expect(v.status!.nodeName).toBe(srcNode);
       await waitFor('VMIM gone', async () => !(await getVmim('mig-3')));
-      const b = lastBeat(await readText(src.serialLog));
-      await beatsReach('heartbeats go on on the source', src.serialLog, b + 2);
+      await heartbeatsGoOn(src);
     }, 900_000);
 
     test("abort with a live target: the cluster's bandwidth cap is in libvirt's migrate params; deleting the VMIM cancels it, the target launcher goes away by itself and its Pod ends; the guest stays", async () => {
-      const before = (await getVmi('mig'))!;
-      const srcNode = before.status!.nodeName!;
-      const src = podOfNode(before, srcNode);
-      const logFrom = src.stderr().length;
-      const known = new Set(launcherPods.keys());
-      await createVmim('mig-4', 'mig');
-      const target = await waitFor(
-        'target launcher pod',
-        () => [...launcherPods.values()].find((p) => !known.has(p.podUid)),
-        300_000,
-      );
+      const { srcNode, src, logFrom, target } = await startMigration('mig-4');
       const m = await vmimPhase('mig-4', ['Running', 'Failed', 'Succeeded']);
       expect(m.status!.phase).toBe('Running');
       // MigrateVirtualMachine's options from the cluster config reached the source's libvirt call (MiB/s)
@@ -621,13 +579,7 @@ d(
       });
       await waitFor('incoming QEMU on the target', () => hasQemu(target), 300_000, 20);
       await custom.deleteNamespacedCustomObject({ ...vmimApi, name: 'mig-4' });
-      const v = await waitFor('abort done', async () => {
-        const x = await getVmi('mig');
-        const s = x?.status?.migrationState;
-        return s?.migrationUid === m.metadata.uid && s.failed && s.abortStatus === 'Succeeded'
-          ? x
-          : undefined;
-      });
+      const v = await abortDone(m.metadata.uid);
       console.log(`aborted migration (live target): ${JSON.stringify(v.status!.migrationState)}`);
       expect(v.status!.phase).toBe('Running');
       expect(v.status!.nodeName).toBe(srcNode);
@@ -650,8 +602,7 @@ d(
         handlers.get(target.node)!.stderr(),
       );
       console.log(`target handler sent SignalTargetPodCleanup: ${signalled}`);
-      const b = lastBeat(await readText(src.serialLog));
-      await beatsReach('heartbeats go on on the source', src.serialLog, b + 2);
+      await heartbeatsGoOn(src);
       expect(ended(src.launcher)).toBe(false);
     }, 900_000);
   },

@@ -19,7 +19,11 @@ import { MigrationProxyManager } from '@kubevirt-ts/handler';
 import {
   connectLauncher,
   LAUNCHER_MAIN,
+  guestBeating,
+  lastBeat,
+  waitForBeat,
   launcherNodeFlags,
+  processesInMountNs,
   launcherPodFlags,
   readText,
   READY,
@@ -39,8 +43,6 @@ const quiet = {
   error: () => undefined,
   debug: () => undefined,
 };
-const lastBeat = (t: string) =>
-  Math.max(0, ...[...t.matchAll(/KUBEVIRT-TS-GUEST-HEARTBEAT (\d+)/g)].map((m) => Number(m[1])));
 /** what upstream's virt-handler sends (json.Marshal of cmdclient.MigrationOptions) */
 const OPTIONS = {
   Bandwidth: '0',
@@ -76,26 +78,6 @@ function run(cmd: string, args: string[]): Promise<void> {
       code === 0 ? resolve() : reject(new Error(`${cmd} ${args.join(' ')}: ${code} ${err}`)),
     );
   });
-}
-
-/** pids of every process in the mount namespace of `pid` */
-async function processesInMountNs(pid: number): Promise<number[]> {
-  let ns: string;
-  try {
-    ns = await readlink(`/proc/${pid}/ns/mnt`);
-  } catch {
-    return [];
-  }
-  const out: number[] = [];
-  for (const e of await readdir('/proc')) {
-    if (!/^\d+$/.test(e)) continue;
-    try {
-      if ((await readlink(`/proc/${e}/ns/mnt`)) === ns) out.push(Number(e));
-    } catch {
-      /* gone */
-    }
-  }
-  return out;
 }
 
 async function findFile(dir: string, name: string): Promise<string | undefined> {
@@ -237,16 +219,7 @@ d(
 
     test('the running guest moves to the target and keeps running there; the source domain ends', async () => {
       await src.client.syncVMI(vmi);
-      await waitFor(
-        'guest ready on the source',
-        async () => (await readText(src.serialLog)).includes(READY),
-        150_000,
-      );
-      await waitFor(
-        'heartbeats on the source',
-        async () => lastBeat(await readText(src.serialLog)) >= 2,
-        60_000,
-      );
+      await guestBeating(src.serialLog, 'the source', 150_000, 60_000);
       const proxies = await prepareProxies(src, dst, vmi);
       expect(Object.values(proxies.ports).sort()).toEqual([0, 49152]);
       try {
@@ -276,11 +249,7 @@ d(
         expect(source.bytesIn).toBeGreaterThan(4 * 1024 * 1024);
         expect(target.bytesIn).toBeGreaterThan(4 * 1024 * 1024);
         // the same guest (no new boot) goes on printing its heartbeat on the target's console
-        await waitFor(
-          'heartbeats on the target',
-          async () => lastBeat(await readText(dst.serialLog)) >= beatAtSwitch + 3,
-          90_000,
-        );
+        await waitForBeat(dst.serialLog, 'the target', beatAtSwitch + 3, 90_000);
         const dstText = await readText(dst.serialLog);
         expect(dstText).not.toContain(READY);
         const first = Number(/KUBEVIRT-TS-GUEST-HEARTBEAT (\d+)/.exec(dstText)?.[1]);
@@ -325,12 +294,7 @@ d(
         console.log(`failed migration: ${st.failureReason}`);
         expect(st.failureReason).toBeTruthy();
         expect(await domainStatus(dst)).toMatch(/^Running\//);
-        const before = lastBeat(await readText(dst.serialLog));
-        await waitFor(
-          'heartbeats go on on the source',
-          async () => lastBeat(await readText(dst.serialLog)) >= before + 2,
-          60_000,
-        );
+        await waitForBeat(dst.serialLog, 'the source', lastBeat(await readText(dst.serialLog)) + 2, 60_000);
       } finally {
         await proxies.stop();
         await cleanupPod(third);

@@ -1,23 +1,18 @@
 // virt-launcher standalone with every kind of disk a containerDisk user meets: real qemu-img images, a real
 // session libvirtd and QEMU under TCG, the test guest booted from them.
-import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import {
-  GUEST_DIR,
-  GUEST_IMAGE,
   READY,
   processesMentioning,
   requireGuest,
-  shortTmp,
-  startLauncher,
+  spawnStandalone,
   tinyVmi,
-  writeVmiFile,
+  tmpDirPerTest,
 } from './helpers.js';
 
 beforeAll(() => requireGuest());
-
-const imageArg = `${GUEST_IMAGE}=${GUEST_DIR}`;
 
 /** Every file under dir whose name matches re (the QEMU log of the domain is in the libvirt base dir). */
 async function findFiles(dir: string, re: RegExp): Promise<string[]> {
@@ -79,36 +74,18 @@ function withDisks(name: string) {
 }
 
 describe('virt-launcher standalone: disks', () => {
-  let dir: string;
-  beforeEach(async () => {
-    dir = await shortTmp();
-  });
-  afterEach(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
+  const dir = tmpDirPerTest();
 
   it('boots with a raw and a qcow2 containerDisk, an emptyDisk, NoCloud and ConfigDrive together', async () => {
-    const raw = path.join(dir, 'raw.img');
+    const raw = path.join(dir(), 'raw.img');
     await writeFile(raw, Buffer.alloc(8 * 1024 * 1024));
-    const qcow = path.join(dir, 'disk.qcow2');
+    const qcow = path.join(dir(), 'disk.qcow2');
     execFileSync('qemu-img', ['create', '-q', '-f', 'qcow2', qcow, '24M']);
-    const file = await writeVmiFile(dir, withDisks('sa-disks'));
-    const work = path.join(dir, 'w');
-    const p = startLauncher([
-      'standalone',
-      '--vmi',
-      file,
-      '--image',
-      imageArg,
-      '--image',
-      `e2e/raw:1=${raw}`,
-      '--image',
-      `e2e/qcow:1=${qcow}`,
-      '--console',
-      '--allow-emulation',
-      '--work-dir',
-      work,
+    const p = await spawnStandalone(dir(), withDisks('sa-disks'), [
+      ...['--image', `e2e/raw:1=${raw}`],
+      ...['--image', `e2e/qcow:1=${qcow}`],
     ]);
+    const { work } = p;
     const res = await p.exited;
     expect(p.stderr()).toContain('[virt-launcher] domain: Running (Booted)');
     expect(p.stdout()).toContain(READY);
@@ -164,29 +141,19 @@ describe('virt-launcher standalone: disks', () => {
   });
 
   it('refuses a containerDisk image that has a backing file, before any daemon starts', async () => {
-    const secret = path.join(dir, 'host-secret.raw');
+    const secret = path.join(dir(), 'host-secret.raw');
     await writeFile(secret, Buffer.alloc(1024 * 1024, 0x53));
-    const chain = path.join(dir, 'chain.qcow2');
+    const chain = path.join(dir(), 'chain.qcow2');
     execFileSync('qemu-img', ['create', '-q', '-f', 'qcow2', '-b', secret, '-F', 'raw', chain]);
-    const vmi = withDisks('sa-chain');
-    const file = await writeVmiFile(dir, vmi);
-    const raw = path.join(dir, 'raw.img');
+    const raw = path.join(dir(), 'raw.img');
     await writeFile(raw, Buffer.alloc(1024 * 1024));
-    const work = path.join(dir, 'w');
-    const p = startLauncher([
-      'standalone',
-      '--vmi',
-      file,
-      '--image',
-      imageArg,
-      '--image',
-      `e2e/raw:1=${raw}`,
-      '--image',
-      `e2e/qcow:1=${chain}`,
-      '--allow-emulation',
-      '--work-dir',
-      work,
-    ]);
+    const p = await spawnStandalone(
+      dir(),
+      withDisks('sa-chain'),
+      [...['--image', `e2e/raw:1=${raw}`], ...['--image', `e2e/qcow:1=${chain}`]],
+      { console: false },
+    );
+    const { work } = p;
     const res = await p.exited;
     expect(res.code).not.toBe(0);
     expect(p.stderr()).toContain('spec.volumes[1].containerDisk.image: image has a backing file');

@@ -2,7 +2,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
-import { chmod, mkdtemp, readFile, readdir, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, readdir, readlink, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setVirtualMachineInstanceDefaults, type VirtualMachineInstance } from '@kubevirt-ts/api';
@@ -34,6 +34,25 @@ export async function shortTmp(): Promise<string> {
   const d = await mkdtemp('/tmp/kv-');
   await chmod(d, 0o755); // QEMU runs as uid 107 and must get through
   return d;
+}
+
+/**
+ * A fresh {@link shortTmp} dir for each test of the calling `describe` block, removed after the test:
+ * call it in the block, then `dir()` in a test.
+ */
+export function tmpDirPerTest(): () => string {
+  let dir: string | undefined;
+  beforeEach(async () => {
+    dir = await shortTmp();
+  });
+  afterEach(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+    dir = undefined;
+  });
+  return () => {
+    if (!dir) throw new Error('tmpDirPerTest: no temp dir outside a test');
+    return dir;
+  };
 }
 
 /** The tiny guest VMI, defaulted as a cluster would. */
@@ -90,20 +109,40 @@ export function launcherNodeFlags(): string[] {
 }
 
 /** The standalone launcher's flags for the test guest: the VMI file, the guest's image, the console on
- * stdout, emulation (TCG), `work` as its work dir; `extra` flags after them. */
-export function standaloneArgs(file: string, work: string, ...extra: string[]): string[] {
+ * stdout (unless `console: false`), emulation (TCG), `work` as its work dir; `extra` flags after them. */
+export function standaloneArgs(
+  file: string,
+  work: string,
+  extra: string[] = [],
+  opts: { console?: boolean } = {},
+): string[] {
   return [
     'standalone',
     '--vmi',
     file,
     '--image',
     `${GUEST_IMAGE}=${GUEST_DIR}`,
-    '--console',
+    ...(opts.console === false ? [] : ['--console']),
     '--allow-emulation',
     '--work-dir',
     work,
     ...extra,
   ];
+}
+
+/**
+ * Writes `vmi` into `dir` and starts the standalone launcher on it ({@link standaloneArgs}) with `<dir>/w` as
+ * its work dir; the process and that work dir.
+ */
+export async function spawnStandalone(
+  dir: string,
+  vmi: unknown,
+  extra: string[] = [],
+  opts: { console?: boolean; processGroup?: boolean } = {},
+): Promise<Proc & { file: string; work: string }> {
+  const file = await writeVmiFile(dir, vmi);
+  const work = path.join(dir, 'w');
+  return { ...startLauncher(standaloneArgs(file, work, extra, opts), {}, opts.processGroup), file, work };
 }
 
 /**
@@ -153,6 +192,42 @@ export async function readText(file: string): Promise<string> {
   } catch {
     return '';
   }
+}
+
+/** The number of the guest's last heartbeat in serial console text (0: none yet). */
+export const lastBeat = (t: string): number =>
+  Math.max(0, ...[...t.matchAll(/KUBEVIRT-TS-GUEST-HEARTBEAT (\d+)/g)].map((m) => Number(m[1])));
+
+/**
+ * Waits until the guest's last heartbeat in the serial log `file` is `beat` or later. On a timeout the error says how
+ * far the log got and how it ends.
+ */
+export async function waitForBeat(
+  file: string,
+  where: string,
+  beat: number,
+  timeoutMs: number,
+): Promise<void> {
+  try {
+    await waitFor(`heartbeats on ${where}`, async () => lastBeat(await readText(file)) >= beat, timeoutMs);
+  } catch (e) {
+    const t = await readText(file);
+    throw new Error(
+      `${(e as Error).message} (heartbeat ${beat}; ${file}: ${t.length} bytes, last heartbeat ${lastBeat(t)}, ` +
+        `ends with ${JSON.stringify(t.slice(-400))})`,
+    );
+  }
+}
+
+/** Waits for the guest's ready line in the serial log `file` (up to `readyMs`), then for its second heartbeat. */
+export async function guestBeating(
+  file: string,
+  where: string,
+  readyMs: number,
+  beatsMs: number,
+): Promise<void> {
+  await waitFor(`guest ready on ${where}`, async () => (await readText(file)).includes(READY), readyMs);
+  await waitForBeat(file, where, 2, beatsMs);
 }
 
 export function heartbeats(text: string): number {
@@ -221,6 +296,26 @@ export async function processesMentioning(needle: string): Promise<Array<{ pid: 
     if (!/^\d+$/.test(e)) continue;
     const cmd = (await readText(`/proc/${e}/cmdline`)).split('\0').join(' ');
     if (cmd.includes(needle) && Number(e) !== process.pid) out.push({ pid: Number(e), cmd });
+  }
+  return out;
+}
+
+/** pids of every process in the mount namespace of `pid` (none when it is gone). */
+export async function processesInMountNs(pid: number): Promise<number[]> {
+  let ns: string;
+  try {
+    ns = await readlink(`/proc/${pid}/ns/mnt`);
+  } catch {
+    return [];
+  }
+  const out: number[] = [];
+  for (const e of await readdir('/proc')) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      if ((await readlink(`/proc/${e}/ns/mnt`)) === ns) out.push(Number(e));
+    } catch {
+      /* gone */
+    }
   }
   return out;
 }

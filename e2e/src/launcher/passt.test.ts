@@ -5,28 +5,23 @@
 // `ports:`). Only loopback is a network target here.
 import { spawnSync } from 'node:child_process';
 import { readFileSync, readdirSync, readlinkSync, statSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { setVirtualMachineInstanceDefaults, type VirtualMachineInstance } from '@kubevirt-ts/api';
 import {
-  GUEST_DIR,
-  GUEST_IMAGE,
   READY,
   descendants,
   processesMentioning,
   readText,
   requireGuest,
-  shortTmp,
   standaloneLauncher,
-  startLauncher,
+  spawnStandalone,
   tinyVmi,
+  tmpDirPerTest,
   waitFor,
-  writeVmiFile,
 } from './helpers.js';
 
 const isRoot = process.getuid?.() === 0;
-const imageArg = `${GUEST_IMAGE}=${GUEST_DIR}`;
 
 /** The host's IPv4 default route (passt gives the guest its gateway and the address of its interface). */
 function defaultRoute(): { gateway: string; address: string } | undefined {
@@ -86,13 +81,7 @@ function uidOf(pid: number): number {
 }
 
 describe('virt-launcher standalone: the pod network through passt', () => {
-  let dir: string;
-  beforeEach(async () => {
-    dir = await shortTmp();
-  });
-  afterEach(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
+  const dir = tmpDirPerTest();
 
   rootIt(
     'the guest gets its lease from passt, reaches the host loopback via the gateway, is reached on a forwarded port; no passt after',
@@ -113,19 +102,8 @@ describe('virt-launcher standalone: the pod network through passt', () => {
         `kvts.net kvts.port=${guestPort} kvts.connect=${route!.gateway}:${hostPort}`,
         [guestPort],
       );
-      const file = await writeVmiFile(dir, vmi);
-      const work = path.join(dir, 'w');
-      const p = startLauncher([
-        'standalone',
-        '--vmi',
-        file,
-        '--image',
-        imageArg,
-        '--console',
-        '--allow-emulation',
-        '--work-dir',
-        work,
-      ]);
+      const p = await spawnStandalone(dir(), vmi);
+      const { work } = p;
       try {
         const netLine = await waitFor(
           "the guest's DHCP lease line",
@@ -242,20 +220,15 @@ describe('virt-launcher standalone: the pod network through passt', () => {
   rootIt(
     'the launcher killed with SIGKILL: its monitor ends passt too, nothing left',
     async () => {
-      const file = await writeVmiFile(dir, podNetVmi('sa-passtkill', 'kvts.net'));
-      const work = path.join(dir, 'w');
-      const p = startLauncher([
-        'standalone',
-        '--vmi',
-        file,
-        '--image',
-        imageArg,
-        '--allow-emulation',
-        '--work-dir',
-        work,
-        '--grace-period-seconds',
-        '2',
-      ]);
+      const p = await spawnStandalone(
+        dir(),
+        podNetVmi('sa-passtkill', 'kvts.net'),
+        ['--grace-period-seconds', '2'],
+        {
+          console: false,
+        },
+      );
+      const { work } = p;
       try {
         const passt = await waitFor('passt running', async () => (await passtProcs(work))[0], 180_000, 250);
         const launcher = standaloneLauncher(p.child.pid!);
@@ -275,24 +248,17 @@ describe('virt-launcher standalone: the pod network through passt', () => {
   rootIt(
     'passt binary missing: the start fails naming it, nothing left behind',
     async () => {
-      const file = await writeVmiFile(dir, podNetVmi('sa-nopasst', 'kvts.net'));
-      const work = path.join(dir, 'w');
-      const p = startLauncher([
-        'standalone',
-        '--vmi',
-        file,
-        '--image',
-        imageArg,
-        '--allow-emulation',
-        '--work-dir',
-        work,
-        '--passt',
-        path.join(dir, 'no-such-passt'),
-      ]);
+      const p = await spawnStandalone(
+        dir(),
+        podNetVmi('sa-nopasst', 'kvts.net'),
+        ['--passt', path.join(dir(), 'no-such-passt')],
+        { console: false },
+      );
+      const { work } = p;
       const res = await p.exited;
       expect(res.code).toBe(1);
       expect(p.stderr()).toContain(
-        `passt: ${path.join(dir, 'no-such-passt')} not found: install passt (Debian's passt package), or run standalone with --pod-network slirp`,
+        `passt: ${path.join(dir(), 'no-such-passt')} not found: install passt (Debian's passt package), or run standalone with --pod-network slirp`,
       );
       expect(p.stderr()).not.toContain('domain: Running');
       expect(await processesMentioning(work)).toEqual([]);
@@ -307,18 +273,10 @@ describe('virt-launcher standalone: the pod network through passt', () => {
       await new Promise<void>((r) => taken.listen(0, '::', r)); // both families
       const port = (taken.address() as net.AddressInfo).port;
       try {
-        const file = await writeVmiFile(dir, podNetVmi('sa-passtfail', 'kvts.net', [port]));
-        const work = path.join(dir, 'w');
-        const p = startLauncher([
-          'standalone',
-          '--vmi',
-          file,
-          '--image',
-          imageArg,
-          '--allow-emulation',
-          '--work-dir',
-          work,
-        ]);
+        const p = await spawnStandalone(dir(), podNetVmi('sa-passtfail', 'kvts.net', [port]), [], {
+          console: false,
+        });
+        const { work } = p;
         const res = await p.exited;
         expect(res.code).toBe(1);
         expect(p.stderr()).toMatch(

@@ -1,7 +1,7 @@
 // virt-launcher standalone as a user runs it: a real process, real session libvirtd, QEMU under TCG.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { existsSync, readFileSync, readdirSync, readlinkSync, statSync } from 'node:fs';
-import { chmod, mkdir, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { CmdClient, launcherSocketPath } from '@kubevirt-ts/cmd-protocol';
 import { loadVmi } from '@kubevirt-ts/virt-launcher';
@@ -14,7 +14,6 @@ import {
   heartbeats,
   processesMentioning,
   requireGuest,
-  shortTmp,
   startLauncher,
   tinyVmi,
   standaloneLauncher,
@@ -22,6 +21,8 @@ import {
   waitFor,
   writeVmiFile,
   standaloneArgs,
+  spawnStandalone,
+  tmpDirPerTest,
 } from './helpers.js';
 
 beforeAll(() => requireGuest());
@@ -29,18 +30,11 @@ beforeAll(() => requireGuest());
 const imageArg = `${GUEST_IMAGE}=${GUEST_DIR}`;
 
 describe('virt-launcher standalone', () => {
-  let dir: string;
-  beforeEach(async () => {
-    dir = await shortTmp();
-  });
-  afterEach(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
+  const dir = tmpDirPerTest();
 
   it('boots the tiny guest to its ready line and exits 0 when it powers off (kvts.poweroff)', async () => {
-    const file = await writeVmiFile(dir, tinyVmi('sa-poweroff', { poweroff: true }));
-    const work = path.join(dir, 'w');
-    const p = startLauncher(standaloneArgs(file, work));
+    const p = await spawnStandalone(dir(), tinyVmi('sa-poweroff', { poweroff: true }));
+    const { work } = p;
     const res = await p.exited;
     expect(p.stdout()).toContain(READY);
     expect(p.stdout()).toContain('KUBEVIRT-TS-GUEST-POWEROFF kvts.poweroff');
@@ -65,15 +59,15 @@ describe('virt-launcher standalone', () => {
   it('--pod-network slirp: the default pod network (masquerade interface) boots on QEMU user-mode networking, no tap needed', async () => {
     const vmi = tinyVmi('sa-podnet', { poweroff: true });
     delete vmi.spec.domain.devices!.autoattachPodInterface;
-    const file = await writeVmiFile(
-      dir,
+    const p = await spawnStandalone(
+      dir(),
       setVirtualMachineInstanceDefaults({ ...vmi, spec: { ...vmi.spec, networks: undefined } } as never),
+      ['--pod-network', 'slirp'],
     );
-    expect(JSON.parse(readFileSync(file, 'utf8')).spec.domain.devices.interfaces).toEqual([
+    const { work } = p;
+    expect(JSON.parse(readFileSync(p.file, 'utf8')).spec.domain.devices.interfaces).toEqual([
       { name: 'default', masquerade: {} }, // as upstream's defaults: the model (virtio) is the converter's
     ]);
-    const work = path.join(dir, 'w');
-    const p = startLauncher([...standaloneArgs(file, work), '--pod-network', 'slirp']);
     const res = await p.exited;
     expect(p.stdout()).toContain(READY);
     expect(p.stderr()).not.toContain("specified dev doesn't exist");
@@ -87,9 +81,10 @@ describe('virt-launcher standalone', () => {
   });
 
   it('Ctrl-C (SIGINT to the whole foreground process group) shuts the guest down through ACPI and exits 0', async () => {
-    const file = await writeVmiFile(dir, tinyVmi('sa-sigterm'));
-    const work = path.join(dir, 'w');
-    const p = startLauncher(standaloneArgs(file, work, '--grace-period-seconds', '60'), {}, true);
+    const p = await spawnStandalone(dir(), tinyVmi('sa-sigterm'), ['--grace-period-seconds', '60'], {
+      processGroup: true,
+    });
+    const { work } = p;
     await waitFor('two heartbeats', () => heartbeats(p.stdout()) >= 2, 120_000);
     // what a terminal's Ctrl-C does: every process of the job's group gets SIGINT, so the private
     // libvirtd and QEMU must not be in it (they would die before the ACPI shutdown)
@@ -110,9 +105,8 @@ describe('virt-launcher standalone', () => {
     ['SIGHUP to the whole process group (the terminal closed)', 'SIGHUP', false],
     ['stdout and stderr readers gone (EPIPE), then SIGINT', 'SIGINT', true],
   ] as const)('%s: ACPI shutdown, exit 0, nothing left', async (_what, sig, breakPipes) => {
-    const file = await writeVmiFile(dir, tinyVmi(`sa-${sig.toLowerCase()}`));
-    const work = path.join(dir, 'w');
-    const p = startLauncher(standaloneArgs(file, work), {}, true);
+    const p = await spawnStandalone(dir(), tinyVmi(`sa-${sig.toLowerCase()}`), [], { processGroup: true });
+    const { work } = p;
     await waitFor('two heartbeats', () => heartbeats(p.stdout()) >= 2, 120_000);
     if (breakPipes) {
       // the reader goes away (as `| tee` killed by Ctrl-C): the next writes fail with EPIPE
@@ -132,7 +126,7 @@ describe('virt-launcher standalone', () => {
   });
 
   it('the launcher killed with SIGKILL: its monitor stops QEMU within the grace period, removes its temp work dir, exits non-zero', async () => {
-    const file = await writeVmiFile(dir, tinyVmi('sa-kill9'));
+    const file = await writeVmiFile(dir(), tinyVmi('sa-kill9'));
     const grace = 5;
     const p = startLauncher(
       [
@@ -181,7 +175,7 @@ describe('virt-launcher standalone', () => {
   (asRoot ? it : it.skip)(
     `${asRoot ? '' : '[skipped: needs root, the PID namespace is made as root only] '}the monitor itself killed with SIGKILL: the kernel ends the run's PID namespace (no QEMU, libvirtd or launcher left) and its PID 1 removes the temp work dir`,
     async () => {
-      const file = await writeVmiFile(dir, tinyVmi('sa-mon9'));
+      const file = await writeVmiFile(dir(), tinyVmi('sa-mon9'));
       const p = startLauncher(
         ['standalone', '--vmi', file, '--image', imageArg, '--console', '--allow-emulation'],
         {},
@@ -224,16 +218,16 @@ describe('virt-launcher standalone', () => {
 
   it('--socket-dir exposes the cmd socket: a CmdClient reads the domain and shuts it down by ACPI, exit 0; no virtlogd, QEMU appends to the serial log itself', async () => {
     const vmi = tinyVmi('sa-socket');
-    const file = await writeVmiFile(dir, vmi);
+    const file = await writeVmiFile(dir(), vmi);
     // both dirs exist already, with modes of the user's choosing: the launcher never changes them
-    const work = path.join(dir, 'w');
-    const sockets = path.join(dir, 'socks');
+    const work = path.join(dir(), 'w');
+    const sockets = path.join(dir(), 'socks');
     await mkdir(work, { mode: 0o751 });
     await chmod(work, 0o751);
     await mkdir(sockets, { mode: 0o750 });
     await chmod(sockets, 0o750);
     const p = startLauncher(
-      standaloneArgs(file, work, '--socket-dir', sockets, '--grace-period-seconds', '60'),
+      standaloneArgs(file, work, ['--socket-dir', sockets, '--grace-period-seconds', '60']),
     );
     let client: CmdClient | undefined;
     try {
@@ -284,18 +278,8 @@ describe('virt-launcher standalone', () => {
   it('an invalid VMI: a clear error naming the field, exit 3, nothing started or left behind', async () => {
     const vmi = tinyVmi('sa-invalid') as unknown as { spec: { domain: { devices: { disks: unknown[] } } } };
     vmi.spec.domain.devices.disks = [{ name: 'nodisk', disk: { bus: 'virtio' } }];
-    const file = await writeVmiFile(dir, vmi);
-    const work = path.join(dir, 'w');
-    const p = startLauncher([
-      'standalone',
-      '--vmi',
-      file,
-      '--image',
-      imageArg,
-      '--allow-emulation',
-      '--work-dir',
-      work,
-    ]);
+    const p = await spawnStandalone(dir(), vmi, [], { console: false });
+    const { work } = p;
     const res = await p.exited;
     expect(res.code).toBe(3);
     expect(p.stderr()).toMatch(/spec\.domain\.devices\.disks\[0\]/);
@@ -305,7 +289,7 @@ describe('virt-launcher standalone', () => {
   });
 
   it('an unmapped image reference is refused before anything starts', async () => {
-    const file = await writeVmiFile(dir, tinyVmi('sa-noimage'));
+    const file = await writeVmiFile(dir(), tinyVmi('sa-noimage'));
     const p = startLauncher(['standalone', '--vmi', file, '--allow-emulation']);
     const res = await p.exited;
     expect(res.code).toBe(3);
@@ -313,8 +297,8 @@ describe('virt-launcher standalone', () => {
   });
 
   it('bad flags exit 2 with the flag named', async () => {
-    await writeFile(path.join(dir, 'x.yaml'), 'kind: VirtualMachineInstance\n');
-    const p = startLauncher(['standalone', '--vmi', path.join(dir, 'x.yaml'), '--image', 'nope']);
+    await writeFile(path.join(dir(), 'x.yaml'), 'kind: VirtualMachineInstance\n');
+    const p = startLauncher(['standalone', '--vmi', path.join(dir(), 'x.yaml'), '--image', 'nope']);
     expect((await p.exited).code).toBe(2);
     expect(p.stderr()).toContain('--image: expected REF=PATH');
     const q = startLauncher(['--name', 'a', '--namespace', 'b', '--uid', 'c', '--hook-sidecars', '1']);

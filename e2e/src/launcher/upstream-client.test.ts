@@ -5,7 +5,6 @@
 // skipped, visibly.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { launcherSocketPath } from '@kubevirt-ts/cmd-protocol';
 import {
@@ -13,12 +12,10 @@ import {
   READY,
   processesMentioning,
   requireGuest,
-  shortTmp,
-  startLauncher,
+  spawnStandalone,
   tinyVmi,
+  tmpDirPerTest,
   waitFor,
-  writeVmiFile,
-  standaloneArgs,
 } from './helpers.js';
 
 const CLIENT = process.env.KVTS_UPSTREAM_CMDCLIENT ?? path.join(CACHE, 'upstream-cmdclient', 'kv-cmdclient');
@@ -40,21 +37,14 @@ function run(args: string[]): Promise<{ code: number | null; out: string }> {
 }
 
 (have ? describe : describe.skip)("upstream's cmd client (v1.1.0) against our launcher", () => {
-  let dir: string;
   beforeAll(() => requireGuest());
-  beforeEach(async () => {
-    dir = await shortTmp();
-  });
-  afterEach(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
+  const dir = tmpDirPerTest();
 
   it('Ping, GetQemuVersion, GetDomain (name, uid, state), GetDomainStats, Pause, Unpause, Shutdown', async () => {
     const vmi = tinyVmi('upstream-client', { uid: '6f1c1b0e-5d1a-4c1e-9d7e-0a1b2c3d4e5f' });
-    const file = await writeVmiFile(dir, vmi);
-    const work = path.join(dir, 'w');
-    const sockets = path.join(dir, 'socks');
-    const p = startLauncher(standaloneArgs(file, work, '--socket-dir', sockets));
+    const sockets = path.join(dir(), 'socks');
+    const p = await spawnStandalone(dir(), vmi, ['--socket-dir', sockets]);
+    const { file, work } = p;
     try {
       await waitFor('ready line', () => p.stdout().includes(READY) || p.child.exitCode !== null, 120_000);
       expect(p.stdout()).toContain(READY);

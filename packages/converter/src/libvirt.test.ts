@@ -1,11 +1,11 @@
 // Validity against libvirt itself: virt-xml-validate (libvirt's RelaxNG schema) and virDomainDefineXML
 // (virsh define) on a real private libvirtd with the qemu driver, for every reference vector and
 // every hand-written case.
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import { setVirtualMachineInstanceDefaults, validateVirtualMachineInstance } from '@kubevirt-ts/api';
 import { toDomain } from './convert.js';
 import { parseDomainXml, toDomainXml } from './xml.js';
-import { startSessionDaemon, xmlValidate, type SessionDaemon } from './test-libvirtd.js';
+import { sessionDaemonForSuite, xmlValidate } from './test-libvirtd.js';
 import { vectors } from './test-util.js';
 import { CASES } from './test-cases.js';
 import type { ConverterContext } from './context.js';
@@ -21,13 +21,7 @@ const CTX: ConverterContext = {
   isBlockDV: {},
 };
 
-let daemon: SessionDaemon;
-beforeAll(async () => {
-  daemon = await startSessionDaemon();
-}, 60_000);
-afterAll(async () => {
-  await daemon?.stop();
-});
+const daemon = sessionDaemonForSuite();
 
 const inputs = [
   // 15-xml-metachars' disk serial is refused by API validation and libvirt alike (parity.test.ts): drop it here
@@ -45,7 +39,7 @@ describe('libvirt accepts every output', () => {
     const xml = toDomainXml(toDomain(setVirtualMachineInstanceDefaults(vmi), CTX));
     const v = xmlValidate(xml);
     expect([name, v.ok ? 'valid' : v.output]).toEqual([name, 'valid']);
-    const d = daemon.define(xml);
+    const d = daemon().define(xml);
     expect([name, d.ok ? 'defined' : d.output]).toEqual([name, 'defined']);
   });
 
@@ -53,7 +47,7 @@ describe('libvirt accepts every output', () => {
     "%s: parseDomainXml reads libvirt's own XML back to the same devices",
     (_n, vmi) => {
       const ours = toDomain(setVirtualMachineInstanceDefaults(vmi), CTX);
-      const back = parseDomainXml(daemon.defineAndDump(toDomainXml(ours)));
+      const back = parseDomainXml(daemon().defineAndDump(toDomainXml(ours)));
       expect(back.name).toBe(ours.name);
       expect(back.type).toBe(ours.type);
       expect(back.memory).toBe(ours.memory);
@@ -99,7 +93,7 @@ describe('libvirt accepts every output', () => {
     );
     const v = xmlValidate(xml);
     expect(v.ok ? 'valid' : v.output).toBe('valid');
-    const d = daemon.define(xml);
+    const d = daemon().define(xml);
     expect(d.ok ? 'defined' : d.output).toBe('defined');
   });
 
@@ -121,7 +115,7 @@ describe('libvirt accepts every output', () => {
     const xml = toDomainXml(ours);
     const v = xmlValidate(xml);
     expect(v.ok ? 'valid' : v.output).toBe('valid');
-    const dumped = daemon.defineAndDump(xml);
+    const dumped = daemon().defineAndDump(xml);
     expect(dumped).toContain('<qemu:commandline>');
     expect(parseDomainXml(dumped).qemuArgs).toEqual(ours.qemuArgs);
   });
@@ -132,7 +126,7 @@ describe('libvirt accepts every output', () => {
     vmi.spec.domain.devices!.disks![0]!.serial = 'x_.+- 1';
     vmi.spec.domain.chassis = { manufacturer: '</chassis><qemu:commandline>&amp;\'"' };
     const xml = toDomainXml(toDomain(setVirtualMachineInstanceDefaults(vmi), CTX));
-    const back = daemon.defineAndDump(xml);
+    const back = daemon().defineAndDump(xml);
     const d = parseDomainXml(back);
     expect(d.devices.disks?.[0]?.serial).toBe('x_.+- 1');
     expect(d.sysinfo?.system?.find((e) => e.name === 'serial')?.value).toBe('a<b>&\'"c');

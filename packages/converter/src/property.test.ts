@@ -1,7 +1,7 @@
 // Property-based: >= 10,000 random valid VMIs convert, serialize (byte-identical to fast-xml-parser's
 // builder output for the same element tree), parse back to the same model; a sample is checked by
 // libvirt (virt-xml-validate and virsh define on a private libvirtd).
-import { afterAll, beforeAll, expect, test } from '@jest/globals';
+import { expect, test } from '@jest/globals';
 import fc from 'fast-check';
 import { isDeepStrictEqual } from 'node:util';
 import { setVirtualMachineInstanceDefaults, validateVirtualMachineInstance } from '@kubevirt-ts/api';
@@ -9,18 +9,12 @@ import { toDomain } from './convert.js';
 import { domainElement, parseDomainXml, toDomainXml } from './xml.js';
 import { libraryXml } from './test-xml-oracle.js';
 import { contextFor, vmiArb } from './test-arbitrary.js';
-import { startSessionDaemon, xmlValidate, type SessionDaemon } from './test-libvirtd.js';
+import { sessionDaemonForSuite, xmlValidate } from './test-libvirtd.js';
 
 const RUNS = Number(process.env.KVTS_CONVERTER_PROPERTY_RUNS ?? 10_000);
 const SAMPLE_EVERY = Math.max(1, Math.floor(RUNS / 40));
 
-let daemon: SessionDaemon;
-beforeAll(async () => {
-  daemon = await startSessionDaemon();
-}, 60_000);
-afterAll(async () => {
-  await daemon?.stop();
-});
+const daemon = sessionDaemonForSuite();
 
 const normalize = (x: unknown) => JSON.parse(JSON.stringify(x)) as unknown;
 
@@ -61,7 +55,7 @@ test(`${RUNS} random valid VMIs: XML is what fast-xml-parser's builder writes, p
           .join('\n'),
         vmi: JSON.stringify(s.vmi),
       });
-    const d = daemon.define(s.xml);
+    const d = daemon().define(s.xml);
     if (!d.ok) failures.push({ define: d.output.trim(), vmi: JSON.stringify(s.vmi) });
   }
   expect(failures).toEqual([]);

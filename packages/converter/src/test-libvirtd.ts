@@ -5,6 +5,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { afterAll, beforeAll } from '@jest/globals';
 import { LAUNCHER_GID, LAUNCHER_UID } from './layout.js';
 
 export interface SessionDaemon {
@@ -122,6 +123,21 @@ export async function startSessionDaemon(): Promise<SessionDaemon> {
       }
       rmSync(base, { recursive: true, force: true });
     },
+  };
+}
+
+/** A session daemon for the calling suite: started before its tests, stopped after them; `daemon()` in a test. */
+export function sessionDaemonForSuite(): () => SessionDaemon {
+  let daemon: SessionDaemon | undefined;
+  beforeAll(async () => {
+    daemon = await startSessionDaemon();
+  }, 60_000);
+  afterAll(async () => {
+    await daemon?.stop();
+  });
+  return () => {
+    if (!daemon) throw new Error('sessionDaemonForSuite: the daemon is not running');
+    return daemon;
   };
 }
 

@@ -333,6 +333,17 @@ export class VmiController {
       );
   }
 
+  /** The VMI's ghost record: its launcher's socket and Pod on this node (kept across handler restarts). */
+  private recordGhost(vmi: VirtualMachineInstance, socketFile: string, podUid: string): Promise<void> {
+    return this.ghosts.put({
+      name: vmi.metadata.name!,
+      namespace: vmi.metadata.namespace!,
+      uid: vmi.metadata.uid!,
+      socketFile,
+      podUid,
+    });
+  }
+
   /** Is the launcher there? (Ping; a refused connection or a vanished socket is "gone".) */
   private async alive(l: Launcher | undefined): Promise<boolean> {
     if (!l || !existsSync(l.socketPath)) return false;
@@ -540,13 +551,7 @@ export class VmiController {
     if (alive && l && domainActive(domain) && (deleting || isFinal(phase))) {
       await this.shutdown(vmi, l, ghost, key);
     } else if (alive && l && podUid && !domain && !deleting && !isFinal(phase) && !this.synced.has(uid)) {
-      await this.ghosts.put({
-        name: vmi.metadata.name!,
-        namespace: vmi.metadata.namespace!,
-        uid,
-        socketFile: l.socketPath,
-        podUid,
-      });
+      await this.recordGhost(vmi, l.socketPath, podUid);
       try {
         await this.o.containerDisks?.mount(vmi, podUid);
         const net = await this.networkSetup(vmi, {
@@ -721,13 +726,7 @@ export class VmiController {
     // migration is over and its listeners closed, there is nothing left to prepare or publish)
     const beforeStart = !ms.startTimestamp && !migrationOver(ms);
     if (beforeStart && !this.preparedTargets.has(prepared)) {
-      await this.ghosts.put({
-        name: vmi.metadata.name!,
-        namespace: vmi.metadata.namespace!,
-        uid,
-        socketFile: l.socketPath,
-        podUid,
-      });
+      await this.recordGhost(vmi, l.socketPath, podUid);
       const shareDir = podPublicDir(this.o.podsDir, podUid);
       const ref: LauncherRef = { socketPath: l.socketPath, podUid, shareDir };
       try {

@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeApiError, KubeClient, type Resource } from '@kubevirt-ts/controller-runtime';
 import { startTestEnv, type TestEnv } from '@kubevirt-ts/testenv';
-import { VMIMS, VMIS, VMS } from './verbs.js';
-import { bindUserRoles, startAggregatedTestApi, type AggregatedTestApi } from './testing.js';
+import { VMIMS, VMIS } from './verbs.js';
+import { bindUserRoles, startAggregatedTestApi, vmObjects, type AggregatedTestApi } from './testing.js';
 
 const NS = 'default';
 const SUB = `/apis/subresources.kubevirt.io/v1/namespaces/${NS}`;
@@ -16,6 +16,7 @@ const SUB = `/apis/subresources.kubevirt.io/v1/namespaces/${NS}`;
 let env: TestEnv;
 let api: AggregatedTestApi;
 let admin: KubeClient;
+let objects: ReturnType<typeof vmObjects>;
 let viewer: KubeClient;
 let editor: KubeClient;
 
@@ -29,6 +30,7 @@ beforeAll(async () => {
   env = await startTestEnv();
   api = await startAggregatedTestApi(env);
   admin = api.client;
+  objects = vmObjects(admin, NS);
   // alice may view, bob may edit (in "default" only), through RoleBindings to deploy/'s ClusterRoles
   await bindUserRoles(admin, NS, [
     ['alice', 'kubevirt-ts:view'],
@@ -45,36 +47,11 @@ afterAll(async () => {
   await env?.stop();
 });
 
-const template = { spec: { domain: { devices: {} }, terminationGracePeriodSeconds: 30 } };
-async function createVm(name: string, spec: Record<string, unknown>): Promise<void> {
-  await admin.create(VMS, NS, {
-    apiVersion: 'kubevirt.io/v1',
-    kind: 'VirtualMachine',
-    metadata: { name, namespace: NS },
-    spec: { ...spec, template },
-  } as never);
-}
+const createVm = (name: string, spec: Record<string, unknown>) => objects.createVm(name, spec);
 /** a VMI as the controllers would have made it, with the given phase and conditions */
-async function createVmi(
-  name: string,
-  phase: string,
-  conditions: { type: string; status: string }[] = [],
-): Promise<{ metadata: { uid: string } }> {
-  const vmi = await admin.create<{ metadata: { uid: string; name: string; namespace: string } }>(VMIS, NS, {
-    apiVersion: 'kubevirt.io/v1',
-    kind: 'VirtualMachineInstance',
-    metadata: { name, namespace: NS },
-    spec: template.spec,
-  } as never);
-  await admin.patch(VMIS, NS, name, { status: { phase, nodeName: 'node-a', conditions } }, 'merge');
-  return vmi;
-}
-const getVm = (name: string) =>
-  admin.get<{ metadata?: object; spec: Record<string, unknown>; status?: Record<string, unknown> }>(
-    VMS,
-    NS,
-    name,
-  );
+const createVmi = (name: string, phase: string, conditions: { type: string; status: string }[] = []) =>
+  objects.createVmi(name, phase, conditions);
+const getVm = (name: string) => objects.getVm(name);
 
 /** the failure of a request, as { status, body } */
 async function failure(
@@ -169,11 +146,7 @@ test('stop: of a stopped VM is a 409; of an Always VM sets runStrategy Halted; g
   const vmi = await createVmi('running', 'Running');
   await editor.request('PUT', `${SUB}/virtualmachines/running/stop`, { gracePeriod: 0 });
   expect((await getVm('running')).spec['runStrategy']).toBe('Halted');
-  const after = await admin.get<{ metadata?: object; spec: { terminationGracePeriodSeconds: number } }>(
-    VMIS,
-    NS,
-    'running',
-  );
+  const after = await objects.getVmi('running');
   expect(after.spec.terminationGracePeriodSeconds).toBe(0);
 
   // Manual: a Stop request naming the VMI's uid
@@ -325,11 +298,7 @@ test('authorization: kubevirt-ts:view cannot start or pause, edit can; no rights
   expect(f.status).toBe(403);
   await editor.request('PUT', `${SUB}/virtualmachines/authz/start`);
   expect((await getVm('authz')).spec['running']).toBe(true);
-  await admin.request('POST', '/api/v1/namespaces', {
-    apiVersion: 'v1',
-    kind: 'Namespace',
-    metadata: { name: 'other' },
-  });
+  await env.createNamespace('other');
   f = await failure(
     editor.request('PUT', '/apis/subresources.kubevirt.io/v1/namespaces/other/virtualmachines/x/start'),
   );

@@ -128,11 +128,7 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'kvts-rotation-'));
   env = await startTestEnv();
   client = new KubeClient(env.kubeConfig());
-  await client.request('POST', '/api/v1/namespaces', {
-    apiVersion: 'v1',
-    kind: 'Namespace',
-    metadata: { name: NS },
-  });
+  await env.createNamespace(NS);
   manager = new HandlerCertManager({
     client,
     namespace: NS,

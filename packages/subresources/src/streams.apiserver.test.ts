@@ -4,96 +4,44 @@
 // would serve, here in a temp dir laid out as the Pod's private emptyDir (<private>/<vmi uid>/virt-serial0,
 // virt-vnc). The "serial port" echoes what it receives; the "VNC server" greets with RFB 003.008.
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, rm, symlink } from 'node:fs/promises';
-import { createServer, type Server, type Socket } from 'node:net';
+import { rm, symlink } from 'node:fs/promises';
+import type { Socket } from 'node:net';
 import { join } from 'node:path';
-import { tmpdir } from 'node:os';
 import { KubeConfig } from '@kubernetes/client-node';
 import WebSocket from 'ws';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
-import { CmdClient } from '@kubevirt-ts/cmd-protocol';
-import { KubeClient, type Resource } from '@kubevirt-ts/controller-runtime';
-import { startHandlerEndpoint, type HandlerEndpoint } from '@kubevirt-ts/handler';
 import { createLogger } from '@kubevirt-ts/log';
-import { startTestEnv, type TestEnv } from '@kubevirt-ts/testenv';
-import { bindUserRoles, issueHandlerTls, startAggregatedTestApi, type AggregatedTestApi } from './testing.js';
+import { bindUserRoles, startStreamsTestStack, type StreamsTestStack } from './testing.js';
 
-const VMIS: Resource = {
-  group: 'kubevirt.io',
-  version: 'v1',
-  plural: 'virtualmachineinstances',
-  namespaced: true,
-};
 const NS = 'default';
 const log = createLogger({ component: 'test', silent: true });
 
-let env: TestEnv;
-let api: AggregatedTestApi;
-let admin: KubeClient;
-let dir: string;
+let stack: StreamsTestStack;
+let admin: StreamsTestStack['admin'];
 let privateDir: string;
-let endpoint: HandlerEndpoint;
-const vmis = new Map<string, VirtualMachineInstance>();
-const servers: Server[] = [];
 /** what the fake serial port of each VMI received, and its open connections */
 const serial = new Map<string, { got: Buffer[]; conns: Socket[] }>();
+const vmis = new Map<string, VirtualMachineInstance>();
 let aliceKc: KubeConfig;
-let nowhere: CmdClient;
 let bobKc: KubeConfig;
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'kvts-streams-'));
-  privateDir = join(dir, 'pod', 'private');
-  await mkdir(privateDir, { recursive: true });
-  const tls = await issueHandlerTls(dir);
-  const { controllerCA, serving } = tls;
-  env = await startTestEnv();
-  admin = new KubeClient(env.kubeConfig());
-  // no cmd rpc is made for streams: a client to nowhere stands in for the launcher's
-  nowhere = new CmdClient(join(dir, 'no-such-socket'));
-  endpoint = await startHandlerEndpoint({
-    ...serving,
-    clientCA: controllerCA,
-    host: '127.0.0.1',
-    port: 0,
-    log,
-    launcherUid: process.getuid!(),
-    pingIntervalMs: 300,
-    lookup: (namespace, name) => {
-      const vmi = vmis.get(`${namespace}/${name}`);
-      return vmi ? { vmi, client: nowhere, privateDir } : undefined;
-    },
-  });
-  api = await startAggregatedTestApi(env, {
-    handler: { tls, port: endpoint.port },
-  });
+  stack = await startStreamsTestStack({ tmpPrefix: 'kvts-streams-', log, pingIntervalMs: 300 });
+  ({ admin, privateDir } = stack);
   await bindUserRoles(admin, NS, [
     ['alice', 'kubevirt-ts:view'],
     ['bob', 'kubevirt-ts:edit'],
   ]);
   aliceKc = new KubeConfig();
-  aliceKc.loadFromFile(await api.userKubeconfig('alice'));
+  aliceKc.loadFromFile(await stack.api.userKubeconfig('alice'));
   bobKc = new KubeConfig();
-  bobKc.loadFromFile(await api.userKubeconfig('bob'));
+  bobKc.loadFromFile(await stack.api.userKubeconfig('bob'));
 }, 300000);
 
 afterAll(async () => {
-  for (const s of servers) s.close();
   for (const v of serial.values()) for (const c of v.conns) c.destroy();
-  await endpoint?.close();
-  nowhere?.close();
-  await api?.stop();
-  admin?.close();
-  await env?.stop();
-  await rm(dir, { recursive: true, force: true });
+  await stack?.stop();
 });
-
-const listen = (path: string, onConn: (c: Socket) => void) =>
-  new Promise<void>((resolve) => {
-    const s = createServer(onConn);
-    servers.push(s);
-    s.listen(path, resolve);
-  });
 
 /** a Running VMI on node-a whose "launcher" serves an echoing serial port and a VNC greeting */
 async function runningVmi(
@@ -101,35 +49,17 @@ async function runningVmi(
   devices: Record<string, unknown> = {},
   phase = 'Running',
 ): Promise<VirtualMachineInstance> {
-  await admin.create(VMIS, NS, {
-    apiVersion: 'kubevirt.io/v1',
-    kind: 'VirtualMachineInstance',
-    metadata: { name, namespace: NS },
-    spec: { domain: { devices, resources: { requests: { memory: '64Mi' } } } },
-  } as never);
-  const vmi = await admin.patch<VirtualMachineInstance>(
-    VMIS,
-    NS,
-    name,
-    { status: { phase, nodeName: 'node-a' } },
-    'merge', // the VMI has no status subresource (as upstream): status is written with the object
-  );
-  vmis.set(`${NS}/${name}`, vmi);
-  const uidDir = join(privateDir, vmi.metadata!.uid!);
-  await mkdir(uidDir, { recursive: true });
+  const vmi = await stack.createVmi(NS, name, { devices, phase });
+  vmis.set(name, vmi);
   const rec = { got: [] as Buffer[], conns: [] as Socket[] };
   serial.set(name, rec);
-  await listen(join(uidDir, 'virt-serial0'), (c) => {
+  await stack.serveStreams(vmi, (c) => {
     rec.conns.push(c);
     c.on('data', (d: Buffer) => {
       rec.got.push(d);
       c.write(d); // a terminal echoes what is typed
     });
     c.on('error', () => undefined);
-  });
-  await listen(join(uidDir, 'virt-vnc'), (c) => {
-    c.on('error', () => undefined);
-    c.write('RFB 003.008\n');
   });
   return vmi;
 }
@@ -315,7 +245,7 @@ test('virt-handler refuses a socket path the Pod turned into a symlink', async (
   await rm(join(uidDir, 'virt-serial0'));
   // the "launcher" points its console at another socket (here: con1's) to make root connect there
   await symlink(
-    join(privateDir, vmis.get(`${NS}/con1`)!.metadata!.uid!, 'virt-serial0'),
+    join(privateDir, vmis.get('con1')!.metadata!.uid!, 'virt-serial0'),
     join(uidDir, 'virt-serial0'),
   );
   const before = serial.get('con1')!.conns.length;

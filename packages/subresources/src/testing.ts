@@ -6,13 +6,18 @@
 // port is our listening port (the aggregator dials https://localhost:PORT and verifies our certificate
 // for `<service>.<namespace>.svc` against the APIService's caBundle, exactly as on a cluster).
 import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, readdir, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
-import { parseManifests } from '@kubevirt-ts/api';
-import { KubeClient } from '@kubevirt-ts/controller-runtime';
-import { serverSideApply, type KubeObject, type TestEnv } from '@kubevirt-ts/testenv';
+import { parseManifests, type VirtualMachineInstance } from '@kubevirt-ts/api';
+import { CmdClient } from '@kubevirt-ts/cmd-protocol';
+import { KubeClient, VMIS, VMS } from '@kubevirt-ts/controller-runtime';
+import { startHandlerEndpoint, type HandlerEndpoint } from '@kubevirt-ts/handler';
+import type { Logger } from '@kubevirt-ts/log';
+import { serverSideApply, startTestEnv, type KubeObject, type TestEnv } from '@kubevirt-ts/testenv';
 import { HANDLER_TLS_NAME, handlerConnector } from './handler-connector.js';
 import { startSubresourceServer, type SubresourceServer } from './server.js';
 import type { NodeConnector } from './verbs.js';
@@ -335,4 +340,174 @@ export async function bindUserRoles(
       subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
     });
   }
+}
+
+/**
+ * VMs and VMIs in namespace `ns`, written with `admin` as the controllers would have made them (a minimal
+ * template), for the subresource suites.
+ */
+export function vmObjects(admin: KubeClient, ns: string) {
+  const template = { spec: { domain: { devices: {} }, terminationGracePeriodSeconds: 30 } };
+  return {
+    /** a VirtualMachine with `spec` and the minimal template */
+    async createVm(name: string, spec: Record<string, unknown>): Promise<void> {
+      await admin.create(VMS, ns, {
+        apiVersion: 'kubevirt.io/v1',
+        kind: 'VirtualMachine',
+        metadata: { name, namespace: ns },
+        spec: { ...spec, template },
+      } as never);
+    },
+    /** a VMI of the template's spec in `phase` on node-a, with `conditions` when given */
+    async createVmi(
+      name: string,
+      phase: string,
+      conditions?: { type: string; status: string }[],
+    ): Promise<{ metadata: { uid: string } }> {
+      const vmi = await admin.create<{ metadata: { uid: string } }>(VMIS, ns, {
+        apiVersion: 'kubevirt.io/v1',
+        kind: 'VirtualMachineInstance',
+        metadata: { name, namespace: ns },
+        spec: template.spec,
+      } as never);
+      const status = { phase, nodeName: 'node-a', ...(conditions && { conditions }) };
+      await admin.patch(VMIS, ns, name, { status }, 'merge');
+      return vmi;
+    },
+    getVmi: (name: string) =>
+      admin.get<{ metadata?: object; spec: { terminationGracePeriodSeconds: number } }>(VMIS, ns, name),
+    getVm: (name: string) =>
+      admin.get<{ metadata?: object; spec: Record<string, unknown>; status?: Record<string, unknown> }>(
+        VMS,
+        ns,
+        name,
+      ),
+  };
+}
+
+/** {@link startStreamsTestStack}'s parts. */
+export interface StreamsTestStack {
+  env: TestEnv;
+  api: AggregatedTestApi;
+  /** admin client */
+  admin: KubeClient;
+  /** the launcher Pods' private dir: a VMI's serial and VNC sockets are in `<privateDir>/<uid>/` */
+  privateDir: string;
+  endpoint: HandlerEndpoint;
+  /**
+   * Creates the VMI `namespace/name` (64Mi, `devices`) and writes its phase with node `node-a` (the VMI has no
+   * status subresource, as upstream: status is written with the object); the handler endpoint serves it from then.
+   */
+  createVmi(
+    namespace: string,
+    name: string,
+    opts?: { phase?: string; devices?: Record<string, unknown> },
+  ): Promise<VirtualMachineInstance>;
+  /** Writes the VMI's phase (node `node-a`) as {@link createVmi} does. */
+  setPhase(namespace: string, name: string, phase: string): Promise<VirtualMachineInstance>;
+  /**
+   * The unix sockets the VMI's launcher Pod would serve: its serial port (`virt-serial0`, each connection
+   * handed to `serial`) and its VNC server (`virt-vnc`, greets with `RFB 003.008`).
+   */
+  serveStreams(vmi: VirtualMachineInstance, serial: (c: Socket) => void): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * The console and VNC streams end to end except QEMU: a testenv kube-apiserver, the aggregated API in this process
+ * ({@link startAggregatedTestApi}) and virt-handler's real endpoint (@kubevirt-ts/handler) over mutual TLS, whose
+ * launcher Pods are the VMIs made by `createVmi`, their private dirs under a temp dir named from `tmpPrefix`.
+ * Streams make no cmd rpc: the launcher client is one to a socket that does not exist.
+ */
+export async function startStreamsTestStack(opts: {
+  tmpPrefix: string;
+  log?: Logger;
+  pingIntervalMs?: number;
+}): Promise<StreamsTestStack> {
+  const dir = await mkdtemp(join(tmpdir(), opts.tmpPrefix));
+  const privateDir = join(dir, 'pod', 'private');
+  const vmis = new Map<string, VirtualMachineInstance>();
+  const servers: Server[] = [];
+  let env: TestEnv | undefined;
+  let admin: KubeClient | undefined;
+  let endpoint: HandlerEndpoint | undefined;
+  let api: AggregatedTestApi | undefined;
+  const nowhere = new CmdClient(join(dir, 'no-such-socket'));
+  const stop = async () => {
+    for (const s of servers) s.close();
+    await endpoint?.close();
+    nowhere.close();
+    await api?.stop();
+    admin?.close();
+    await env?.stop();
+    await rm(dir, { recursive: true, force: true });
+  };
+  try {
+    await mkdir(privateDir, { recursive: true });
+    const tls = await issueHandlerTls(dir);
+    env = await startTestEnv();
+    admin = new KubeClient(env.kubeConfig());
+    endpoint = await startHandlerEndpoint({
+      ...tls.serving,
+      clientCA: tls.controllerCA,
+      host: '127.0.0.1',
+      port: 0,
+      log: opts.log,
+      launcherUid: process.getuid!(),
+      pingIntervalMs: opts.pingIntervalMs,
+      lookup: (namespace, name) => {
+        const vmi = vmis.get(`${namespace}/${name}`);
+        return vmi ? { vmi, client: nowhere, privateDir } : undefined;
+      },
+    });
+    api = await startAggregatedTestApi(env, { handler: { tls, port: endpoint.port } });
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  const client = admin;
+  const setPhase = async (namespace: string, name: string, phase: string) => {
+    const vmi = await client.patch<VirtualMachineInstance>(
+      VMIS,
+      namespace,
+      name,
+      { status: { phase, nodeName: 'node-a' } },
+      'merge',
+    );
+    vmis.set(`${namespace}/${name}`, vmi);
+    return vmi;
+  };
+  const listen = (path: string, onConn: (c: Socket) => void) =>
+    new Promise<void>((resolve) => {
+      const s = createServer(onConn);
+      servers.push(s);
+      s.listen(path, resolve);
+    });
+  return {
+    env,
+    api,
+    admin,
+    privateDir,
+    endpoint,
+    async createVmi(namespace, name, o = {}) {
+      await client.create(VMIS, namespace, {
+        apiVersion: 'kubevirt.io/v1',
+        kind: 'VirtualMachineInstance',
+        metadata: { name, namespace },
+        spec: { domain: { devices: o.devices ?? {}, resources: { requests: { memory: '64Mi' } } } },
+      } as never);
+      return setPhase(namespace, name, o.phase ?? 'Running');
+    },
+    setPhase,
+    async serveStreams(vmi, serial) {
+      const uidDir = join(privateDir, vmi.metadata!.uid!);
+      await mkdir(uidDir, { recursive: true });
+      await listen(join(uidDir, 'virt-serial0'), serial);
+      await listen(join(uidDir, 'virt-vnc'), (c) => {
+        c.on('error', () => undefined);
+        c.write('RFB 003.008\n');
+      });
+    },
+    stop,
+  };
 }

@@ -23,11 +23,7 @@ let client: KubeClient;
 beforeAll(async () => {
   env = await startTestEnv();
   client = new KubeClient(env.kubeConfig());
-  await client.request('POST', '/api/v1/namespaces', {
-    apiVersion: 'v1',
-    kind: 'Namespace',
-    metadata: { name: NS },
-  });
+  await env.createNamespace(NS);
 }, 300000);
 afterAll(async () => {
   client?.close();
@@ -35,6 +31,11 @@ afterAll(async () => {
 });
 
 const unb64 = (s: string) => Buffer.from(s, 'base64').toString('utf8');
+/** the data (base64) of the Secret `name` in NS */
+const secretData = async (name: string) =>
+  (await client.get<{ metadata?: object; data: Record<string, string> }>(SECRETS, NS, name)).data;
+const decoded = (data: Record<string, string>) =>
+  Object.fromEntries(Object.entries(data).map(([k, v]) => [k, unb64(v)]));
 
 /** a TLS server with virt-handler's Secret, as the endpoint is configured; resolves whether `client` got through */
 async function handshake(
@@ -71,19 +72,11 @@ async function handshake(
 
 test('the Secrets are made once; every replica reuses them; only virt-controller is a client virt-handler accepts', async () => {
   const first = await ensureHandlerCertificates(client, NS);
-  const secret = await client.get<{ metadata?: object; data: Record<string, string> }>(
-    SECRETS,
-    NS,
-    HANDLER_CERTS_SECRET,
-  );
-  const served = Object.fromEntries(Object.entries(secret.data).map(([k, v]) => [k, unb64(v)]));
+  const secret = await secretData(HANDLER_CERTS_SECRET);
+  const served = decoded(secret);
   expect(Object.keys(served).sort()).toEqual(['ca.crt', 'tls.crt', 'tls.key']);
-  const caSecret = await client.get<{ metadata?: object; data: Record<string, string> }>(
-    SECRETS,
-    NS,
-    HANDLER_CA_SECRET,
-  );
-  expect(unb64(caSecret.data['ca.crt']!)).toBe(first.ca);
+  const caSecret = await secretData(HANDLER_CA_SECRET);
+  expect(unb64(caSecret['ca.crt']!)).toBe(first.ca);
   expect(served['ca.crt']).toBe(first.ca);
   const handlerCert = new X509Certificate(served['tls.crt']!);
   expect(handlerCert.checkHost('virt-handler')).toBe('virt-handler');
@@ -93,12 +86,8 @@ test('the Secrets are made once; every replica reuses them; only virt-controller
   const second = await ensureHandlerCertificates(client, NS);
   expect(second.ca).toBe(first.ca);
   expect(second.cert).not.toBe(first.cert);
-  const again = await client.get<{ metadata?: object; data: Record<string, string> }>(
-    SECRETS,
-    NS,
-    HANDLER_CERTS_SECRET,
-  );
-  expect(again.data).toEqual(secret.data);
+  const again = await secretData(HANDLER_CERTS_SECRET);
+  expect(again).toEqual(secret);
 
   expect(await handshake(served, first)).toEqual({ ok: true });
   expect(await handshake(served, second)).toEqual({ ok: true });
@@ -111,12 +100,8 @@ test('the Secrets are made once; every replica reuses them; only virt-controller
   expect(asClient.ok).toBe(false);
 
   // virt-handler's client certificate (the migration proxy's source side): same CA, TLS client only, its own name
-  const hc = await client.get<{ metadata?: object; data: Record<string, string> }>(
-    SECRETS,
-    NS,
-    HANDLER_CLIENT_CERTS_SECRET,
-  );
-  const handlerClient = Object.fromEntries(Object.entries(hc.data).map(([k, v]) => [k, unb64(v)]));
+  const hc = await secretData(HANDLER_CLIENT_CERTS_SECRET);
+  const handlerClient = decoded(hc);
   expect(Object.keys(handlerClient).sort()).toEqual(['ca.crt', 'tls.crt', 'tls.key']);
   expect(handlerClient['ca.crt']).toBe(first.ca);
   const hcCert = new X509Certificate(handlerClient['tls.crt']!);
@@ -131,7 +116,5 @@ test('the Secrets are made once; every replica reuses them; only virt-controller
   ).toEqual({
     ok: true,
   });
-  expect(
-    (await client.get<{ metadata?: object; data: object }>(SECRETS, NS, HANDLER_CLIENT_CERTS_SECRET)).data,
-  ).toEqual(hc.data);
+  expect(await secretData(HANDLER_CLIENT_CERTS_SECRET)).toEqual(hc);
 }, 300000);

@@ -178,3 +178,32 @@ export async function kubeletRuns(api: KubeClient, pod: Pod, node: string, image
     'status',
   );
 }
+
+/**
+ * A VirtualMachine in `ns` with two errors (`running` together with `runStrategy`, a disk name given twice): what
+ * the admission suites apply to see every error with its field path.
+ */
+export function invalidVm(ns: string) {
+  return {
+    apiVersion: 'kubevirt.io/v1',
+    kind: 'VirtualMachine',
+    metadata: { name: 'bad', namespace: ns },
+    spec: {
+      running: true,
+      runStrategy: 'Always',
+      template: {
+        spec: {
+          domain: {
+            devices: {
+              disks: [
+                { name: 'root', disk: {} },
+                { name: 'root', disk: {} },
+              ],
+            },
+            resources: { requests: { memory: '64Mi' } },
+          },
+        },
+      },
+    },
+  };
+}

@@ -34,7 +34,7 @@ import {
   startManagedWebhooks,
   type ManagedWebhooksOptions,
 } from './webhook-certs.js';
-import { deployObjects, repoRoot, startApiserver } from './test-apiserver.js';
+import { deployObjects, invalidVm, repoRoot, startApiserver } from './test-apiserver.js';
 
 const NS = 'certs-test';
 const CTRL_NS = 'kubevirt-ts';
@@ -87,6 +87,9 @@ function servedSerial(p: number): Promise<string> {
     s.on('error', reject);
   });
 }
+
+/** a short-lived replica set: serving certificate 20 s, CA 40 s, renewed at half their life, checked every 500 ms */
+const SHORT_LIVED = { certValidityMs: 20000, caValidityMs: 40000, renewAfter: 0.5, checkIntervalMs: 500 };
 
 function managedOptions(o: Partial<ManagedWebhooksOptions> & { port: number }): ManagedWebhooksOptions {
   return {
@@ -193,28 +196,7 @@ describe("deploy/'s webhooks with the certificate virt-controller manages", () =
   });
 
   it('kubectl apply of an invalid VM prints the same messages as kv-validate', async () => {
-    const bad = {
-      apiVersion: 'kubevirt.io/v1',
-      kind: 'VirtualMachine',
-      metadata: { name: 'bad', namespace: NS },
-      spec: {
-        running: true,
-        runStrategy: 'Always',
-        template: {
-          spec: {
-            domain: {
-              devices: {
-                disks: [
-                  { name: 'root', disk: {} },
-                  { name: 'root', disk: {} },
-                ],
-              },
-              resources: { requests: { memory: '64Mi' } },
-            },
-          },
-        },
-      },
-    };
+    const bad = invalidVm(NS);
     const file = join(dir, 'bad-vm.json');
     writeFileSync(file, JSON.stringify(bad));
     const kv = spawnSync(process.execPath, [join(repoRoot, 'packages/api/bin/kv-validate.js'), file], {
@@ -245,15 +227,7 @@ describe("deploy/'s webhooks with the certificate virt-controller manages", () =
     // a short-lived replica set: serving certificate 20 s, CA 40 s, renewed at half their life, checked every 500 ms
     await serving!.close();
     await api.delete(SECRETS, CTRL_NS, SECRET);
-    const short = await startManagedWebhooks(
-      managedOptions({
-        port,
-        certValidityMs: 20000,
-        caValidityMs: 40000,
-        renewAfter: 0.5,
-        checkIntervalMs: 500,
-      }),
-    );
+    const short = await startManagedWebhooks(managedOptions({ port, ...SHORT_LIVED }));
     closers.push(short.close);
     serving = short;
     const first = await api.get<Secret>(SECRETS, CTRL_NS, SECRET);
@@ -350,15 +324,7 @@ describe("deploy/'s webhooks with the certificate virt-controller manages", () =
       type: 'kubernetes.io/tls',
       data: { 'tls.crt': f('op.crt'), 'tls.key': f('op.key'), 'ca.crt': f('op-ca.crt') },
     } as Secret);
-    const op = await startManagedWebhooks(
-      managedOptions({
-        port,
-        certValidityMs: 20000,
-        caValidityMs: 40000,
-        renewAfter: 0.5,
-        checkIntervalMs: 500,
-      }),
-    );
+    const op = await startManagedWebhooks(managedOptions({ port, ...SHORT_LIVED }));
     closers.push(op.close);
     expect(await servedSerial(port)).toBe(
       new X509Certificate(readFileSync(join(dir, 'op.crt'))).serialNumber,

@@ -14,7 +14,7 @@ import { KubeClient, type KubeObject, type Resource } from '@kubevirt-ts/control
 import type { TestEnv } from '@kubevirt-ts/testenv';
 import { formatFieldError } from './admission.js';
 import { VMIMS, VMIS, VMS, VMI_FINALIZER, type Vm, type Vmi } from './common.js';
-import { startApiserver } from './test-apiserver.js';
+import { invalidVm, startApiserver } from './test-apiserver.js';
 import { MUTATE_PATH, VALIDATE_PATH, startWebhookServer, type WebhookServer } from './webhook.js';
 
 const NS = 'hook-test';
@@ -155,28 +155,7 @@ afterAll(async () => {
   if (certDir) rmSync(certDir, { recursive: true, force: true });
 });
 
-const badVm = {
-  apiVersion: 'kubevirt.io/v1',
-  kind: 'VirtualMachine',
-  metadata: { name: 'bad', namespace: NS },
-  spec: {
-    running: true,
-    runStrategy: 'Always',
-    template: {
-      spec: {
-        domain: {
-          devices: {
-            disks: [
-              { name: 'root', disk: {} },
-              { name: 'root', disk: {} },
-            ],
-          },
-          resources: { requests: { memory: '64Mi' } },
-        },
-      },
-    },
-  },
-};
+const badVm = invalidVm(NS);
 
 describe('admission webhooks through the API server', () => {
   it('kubectl apply of an invalid VM prints every error with its field path, as kv-validate does', async () => {

@@ -4,111 +4,46 @@
 // dir laid out as its private emptyDir: the "serial port" echoes what it receives, the "VNC server" greets.
 // alice is bound to kubevirt-ts:view, bob to kubevirt-ts:edit.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { connect, createServer, type Server, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import type { VirtualMachineInstance } from '@kubevirt-ts/api';
-import { CmdClient } from '@kubevirt-ts/cmd-protocol';
-import { KubeClient } from '@kubevirt-ts/controller-runtime';
-import { startHandlerEndpoint, type HandlerEndpoint } from '@kubevirt-ts/handler';
 import { createLogger } from '@kubevirt-ts/log';
-import { VMIS } from '@kubevirt-ts/subresources';
 import {
   bindUserRoles,
-  issueHandlerTls,
-  startAggregatedTestApi,
-  type AggregatedTestApi,
+  startStreamsTestStack,
+  type StreamsTestStack,
 } from '@kubevirt-ts/subresources/testing';
-import { startTestEnv, type TestEnv } from '@kubevirt-ts/testenv';
 
 const CLI = fileURLToPath(new URL('./cli.js', import.meta.url));
 const NS = 'vms';
 const log = createLogger({ component: 'test', silent: true });
 
-let env: TestEnv;
-let api: AggregatedTestApi;
-let admin: KubeClient;
-let dir: string;
-let privateDir: string;
-let endpoint: HandlerEndpoint;
-let nowhere: CmdClient;
+let stack: StreamsTestStack;
 let alice: string;
 let bob: string;
-const vmis = new Map<string, VirtualMachineInstance>();
-const servers: Server[] = [];
 const children: ChildProcessWithoutNullStreams[] = [];
 /** what each VMI's serial port received */
 const received = new Map<string, Buffer>();
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'kvts-virtctl-console-'));
-  privateDir = join(dir, 'pod', 'private');
-  await mkdir(privateDir, { recursive: true });
-  const tls = await issueHandlerTls(dir);
-  const { controllerCA, serving } = tls;
-  env = await startTestEnv();
-  admin = new KubeClient(env.kubeConfig());
-  nowhere = new CmdClient(join(dir, 'no-such-socket')); // streams make no cmd rpc
-  endpoint = await startHandlerEndpoint({
-    ...serving,
-    clientCA: controllerCA,
-    host: '127.0.0.1',
-    port: 0,
-    log,
-    launcherUid: process.getuid!(),
-    lookup: (namespace, name) => {
-      const vmi = vmis.get(`${namespace}/${name}`);
-      return vmi ? { vmi, client: nowhere, privateDir } : undefined;
-    },
-  });
-  api = await startAggregatedTestApi(env, {
-    handler: { tls, port: endpoint.port },
-  });
-  await admin.request('POST', '/api/v1/namespaces', {
-    apiVersion: 'v1',
-    kind: 'Namespace',
-    metadata: { name: NS },
-  });
-  await bindUserRoles(admin, NS, [
+  stack = await startStreamsTestStack({ tmpPrefix: 'kvts-virtctl-console-', log });
+  await stack.env.createNamespace(NS);
+  await bindUserRoles(stack.admin, NS, [
     ['alice', 'kubevirt-ts:view'],
     ['bob', 'kubevirt-ts:edit'],
   ]);
-  alice = await api.userKubeconfig('alice', [], NS);
-  bob = await api.userKubeconfig('bob', [], NS);
+  alice = await stack.api.userKubeconfig('alice', [], NS);
+  bob = await stack.api.userKubeconfig('bob', [], NS);
 }, 300000);
 
 afterAll(async () => {
   for (const c of children) c.kill('SIGKILL');
-  for (const s of servers) s.close();
-  await endpoint?.close();
-  nowhere?.close();
-  await api?.stop();
-  admin?.close();
-  await env?.stop();
-  await rm(dir, { recursive: true, force: true });
+  await stack?.stop();
 });
 
-const listen = (path: string, onConn: (c: Socket) => void) =>
-  new Promise<void>((resolve) => {
-    const s = createServer(onConn);
-    servers.push(s);
-    s.listen(path, resolve);
-  });
-
 async function vmi(name: string, phase = 'Running'): Promise<void> {
-  await admin.create(VMIS, NS, {
-    apiVersion: 'kubevirt.io/v1',
-    kind: 'VirtualMachineInstance',
-    metadata: { name, namespace: NS },
-    spec: { domain: { devices: {}, resources: { requests: { memory: '64Mi' } } } },
-  } as never);
-  await setPhase(name, phase);
-  const uidDir = join(privateDir, vmis.get(`${NS}/${name}`)!.metadata!.uid!);
-  await mkdir(uidDir, { recursive: true });
+  const v = await stack.createVmi(NS, name, { phase });
   received.set(name, Buffer.alloc(0));
-  await listen(join(uidDir, 'virt-serial0'), (c) => {
+  await stack.serveStreams(v, (c) => {
     c.on('error', () => undefined);
     c.write('login: ');
     c.on('data', (d: Buffer) => {
@@ -116,21 +51,8 @@ async function vmi(name: string, phase = 'Running'): Promise<void> {
       c.write(d);
     });
   });
-  await listen(join(uidDir, 'virt-vnc'), (c) => {
-    c.on('error', () => undefined);
-    c.write('RFB 003.008\n');
-  });
 }
-async function setPhase(name: string, phase: string): Promise<void> {
-  const v = await admin.patch<VirtualMachineInstance>(
-    VMIS,
-    NS,
-    name,
-    { status: { phase, nodeName: 'node-a' } },
-    'merge', // the VMI has no status subresource (as upstream): status is written with the object
-  );
-  vmis.set(`${NS}/${name}`, v);
-}
+const setPhase = (name: string, phase: string) => stack.setPhase(NS, name, phase);
 
 /** virtctl as a child process with piped stdin (not a terminal), or `onTty` under script(1) (a pseudo-terminal);
  * its output so far, and its exit */

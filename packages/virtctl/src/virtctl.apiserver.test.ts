@@ -4,10 +4,11 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { KubeClient } from '@kubevirt-ts/controller-runtime';
-import { VMIMS, VMIS, VMS } from '@kubevirt-ts/subresources';
+import { VMIMS } from '@kubevirt-ts/subresources';
 import {
   bindUserRoles,
   startAggregatedTestApi,
+  vmObjects,
   type AggregatedTestApi,
 } from '@kubevirt-ts/subresources/testing';
 import { startTestEnv, type TestEnv } from '@kubevirt-ts/testenv';
@@ -18,6 +19,7 @@ const NS = 'vms';
 let env: TestEnv;
 let api: AggregatedTestApi;
 let admin: KubeClient;
+let objects: ReturnType<typeof vmObjects>;
 let alice: string;
 let bob: string;
 
@@ -45,11 +47,8 @@ beforeAll(async () => {
   env = await startTestEnv();
   api = await startAggregatedTestApi(env);
   admin = api.client;
-  await admin.request('POST', '/api/v1/namespaces', {
-    apiVersion: 'v1',
-    kind: 'Namespace',
-    metadata: { name: NS },
-  });
+  objects = vmObjects(admin, NS);
+  await env.createNamespace(NS);
   await bindUserRoles(admin, NS, [
     ['alice', 'kubevirt-ts:view'],
     ['bob', 'kubevirt-ts:edit'],
@@ -64,31 +63,10 @@ afterAll(async () => {
   await env?.stop();
 });
 
-const template = { spec: { domain: { devices: {} }, terminationGracePeriodSeconds: 30 } };
-async function createVm(name: string, spec: Record<string, unknown>): Promise<void> {
-  await admin.create(VMS, NS, {
-    apiVersion: 'kubevirt.io/v1',
-    kind: 'VirtualMachine',
-    metadata: { name, namespace: NS },
-    spec: { ...spec, template },
-  } as never);
-}
-async function createVmi(name: string, phase: string): Promise<string> {
-  const vmi = await admin.create<{ metadata: { uid: string } }>(VMIS, NS, {
-    apiVersion: 'kubevirt.io/v1',
-    kind: 'VirtualMachineInstance',
-    metadata: { name, namespace: NS },
-    spec: template.spec,
-  } as never);
-  await admin.patch(VMIS, NS, name, { status: { phase, nodeName: 'node-a' } }, 'merge');
-  return vmi.metadata.uid;
-}
-const getVm = (name: string) =>
-  admin.get<{ metadata?: object; spec: Record<string, unknown>; status?: Record<string, unknown> }>(
-    VMS,
-    NS,
-    name,
-  );
+const createVm = (name: string, spec: Record<string, unknown>) => objects.createVm(name, spec);
+/** a VMI in `phase` on node-a; its uid */
+const createVmi = async (name: string, phase: string) => (await objects.createVmi(name, phase)).metadata.uid;
+const getVm = (name: string) => objects.getVm(name);
 
 describe('usage (no cluster needed)', () => {
   test('--help per verb, exit 0', async () => {
@@ -179,11 +157,7 @@ describe('against the aggregated API', () => {
     let r = await asBob('stop', 'vm-stop', '--force', '--grace-period=0');
     expect(r).toMatchObject({ code: 0, stdout: 'VM vm-stop was scheduled to stop\n' });
     expect((await getVm('vm-stop')).spec['runStrategy']).toBe('Halted');
-    const vmi = await admin.get<{ metadata?: object; spec: { terminationGracePeriodSeconds: number } }>(
-      VMIS,
-      NS,
-      'vm-stop',
-    );
+    const vmi = await objects.getVmi('vm-stop');
     expect(vmi.spec.terminationGracePeriodSeconds).toBe(0);
     await createVm('vm-stopped', { running: false });
     r = await asBob('stop', 'vm-stopped');

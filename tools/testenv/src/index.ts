@@ -16,6 +16,7 @@ import { homedir, tmpdir } from 'node:os';
 import { join, delimiter } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
+import { kubeRequest } from './apply.js';
 
 /** Where built artifacts are cached: $KVTS_CACHE, else $XDG_CACHE_HOME/kubevirt-ts, else ~/.cache/kubevirt-ts. */
 export function cacheDir(): string {
@@ -113,6 +114,8 @@ export interface TestEnv {
   binaries: TestEnvBinaries;
   /** a fresh @kubernetes/client-node KubeConfig for the admin user */
   kubeConfig(): KubeConfig;
+  /** creates the namespace `name` as the admin user (`kubectl create namespace`) */
+  createNamespace(name: string): Promise<void>;
   /** stops kube-apiserver then etcd (TERM, KILL after 10 s) and removes dir; idempotent */
   stop(): Promise<void>;
 }
@@ -146,40 +149,31 @@ function run(cmd: string, args: string[], cwd: string): Promise<void> {
 /** Generates CA, apiserver serving cert, admin client cert (openssl) and service-account keys (node:crypto). */
 async function generateCertificates(dir: string): Promise<void> {
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  await run(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      ...ec,
-      '-keyout',
-      'ca.key',
-      '-out',
-      'ca.crt',
-      '-days',
-      '365',
-      '-subj',
-      '/CN=kubevirt-ts-testenv-ca',
-      '-addext',
-      'basicConstraints=critical,CA:TRUE',
-      '-addext',
-      'keyUsage=critical,keyCertSign,cRLSign',
-    ],
-    dir,
-  );
-  await writeFile(
-    join(dir, 'server.ext'),
-    'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n' +
-      'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc\n',
-  );
-  await writeFile(
-    join(dir, 'client.ext'),
-    'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n',
-  );
-  for (const [name, subj, ext] of [
-    ['server', '/CN=kube-apiserver', 'server.ext'],
-    ['admin', '/O=system:masters/CN=kubevirt-ts-admin', 'client.ext'],
-  ] as const) {
+  /** a self-signed CA: `<name>.crt`, `<name>.key` */
+  const makeCA = (name: string, cn: string) =>
+    run(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        ...ec,
+        '-keyout',
+        `${name}.key`,
+        '-out',
+        `${name}.crt`,
+        '-days',
+        '365',
+        '-subj',
+        `/CN=${cn}`,
+        '-addext',
+        'basicConstraints=critical,CA:TRUE',
+        '-addext',
+        'keyUsage=critical,keyCertSign,cRLSign',
+      ],
+      dir,
+    );
+  /** a key and a certificate `<name>.crt` for `subj` with the extensions of file `ext`, signed by CA `ca` */
+  const issue = async (name: string, subj: string, ext: string, ca: string) => {
     await run(
       'openssl',
       ['req', '-new', ...ec, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subj],
@@ -193,9 +187,9 @@ async function generateCertificates(dir: string): Promise<void> {
         '-in',
         `${name}.csr`,
         '-CA',
-        'ca.crt',
+        `${ca}.crt`,
         '-CAkey',
-        'ca.key',
+        `${ca}.key`,
         '-CAcreateserial',
         '-days',
         '365',
@@ -206,67 +200,24 @@ async function generateCertificates(dir: string): Promise<void> {
       ],
       dir,
     );
-  }
+  };
+  await makeCA('ca', 'kubevirt-ts-testenv-ca');
+  await writeFile(
+    join(dir, 'server.ext'),
+    'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n' +
+      'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc\n',
+  );
+  await writeFile(
+    join(dir, 'client.ext'),
+    'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n',
+  );
+  await issue('server', '/CN=kube-apiserver', 'server.ext', 'ca');
+  await issue('admin', '/O=system:masters/CN=kubevirt-ts-admin', 'client.ext', 'ca');
   // The aggregation layer (front proxy): its own CA, and the client certificate kube-apiserver presents to
   // aggregated API servers (they trust the CA and the name through the extension-apiserver-authentication
   // ConfigMap in kube-system, then read the user from the X-Remote-* headers).
-  await run(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      ...ec,
-      '-keyout',
-      'front-proxy-ca.key',
-      '-out',
-      'front-proxy-ca.crt',
-      '-days',
-      '365',
-      '-subj',
-      '/CN=kubevirt-ts-testenv-front-proxy-ca',
-      '-addext',
-      'basicConstraints=critical,CA:TRUE',
-      '-addext',
-      'keyUsage=critical,keyCertSign,cRLSign',
-    ],
-    dir,
-  );
-  await run(
-    'openssl',
-    [
-      'req',
-      '-new',
-      ...ec,
-      '-keyout',
-      'front-proxy-client.key',
-      '-out',
-      'front-proxy-client.csr',
-      '-subj',
-      '/CN=front-proxy-client',
-    ],
-    dir,
-  );
-  await run(
-    'openssl',
-    [
-      'x509',
-      '-req',
-      '-in',
-      'front-proxy-client.csr',
-      '-CA',
-      'front-proxy-ca.crt',
-      '-CAkey',
-      'front-proxy-ca.key',
-      '-CAcreateserial',
-      '-days',
-      '365',
-      '-extfile',
-      'client.ext',
-      '-out',
-      'front-proxy-client.crt',
-    ],
-    dir,
-  );
+  await makeCA('front-proxy-ca', 'kubevirt-ts-testenv-front-proxy-ca');
+  await issue('front-proxy-client', '/CN=front-proxy-client', 'client.ext', 'front-proxy-ca');
   const sa = generateKeyPairSync('rsa', { modulusLength: 2048 });
   await writeFile(join(dir, 'sa.key'), sa.privateKey.export({ type: 'pkcs8', format: 'pem' }), {
     mode: 0o600,
@@ -571,6 +522,11 @@ export async function startTestEnv(opts: StartOptions = {}): Promise<TestEnv> {
     log('kube-apiserver ready', { server, pid: apiserver.child.pid, startupMs });
 
     let stopped: Promise<void> | undefined;
+    const kubeConfig = () => {
+      const kc = new KubeConfig();
+      kc.loadFromString(kubeconfig);
+      return kc;
+    };
     return {
       server,
       dir,
@@ -580,10 +536,13 @@ export async function startTestEnv(opts: StartOptions = {}): Promise<TestEnv> {
       pids: { etcd: etcd.child.pid!, apiserver: apiserver.child.pid! },
       startupMs,
       binaries,
-      kubeConfig() {
-        const kc = new KubeConfig();
-        kc.loadFromString(kubeconfig);
-        return kc;
+      kubeConfig,
+      async createNamespace(name) {
+        await kubeRequest(kubeConfig(), 'POST', '/api/v1/namespaces', {
+          apiVersion: 'v1',
+          kind: 'Namespace',
+          metadata: { name },
+        });
       },
       stop() {
         stopped ??= cleanup();
