@@ -307,8 +307,13 @@ describe('migration controller', () => {
       return v?.status?.migrationState?.abortRequested ? v : undefined;
     });
     expect(vmi.status?.migrationState?.abortRequested).toBe(true);
-    const m = (await getVmim('mig-g'))!;
-    expect(m.status?.conditions?.find((c) => c.type === CONDITION_ABORT_REQUESTED)?.status).toBe('True');
+    // the VMIM's condition is a write of its own (after the VMI's): waited for, not read at one instant
+    const m = await until('the VMIM marked AbortRequested', async () => {
+      const x = await getVmim('mig-g');
+      return x?.status?.conditions?.find((c) => c.type === CONDITION_ABORT_REQUESTED)?.status === 'True'
+        ? x
+        : undefined;
+    });
     expect(m.status?.phase).toBe('Running');
     // the source handler aborts
     await handlerWrites('g', {
