@@ -26,5 +26,10 @@ await build({
   banner: {
     js: "import { createRequire as __kvtsCreateRequire } from 'node:module'; const require = __kvtsCreateRequire(import.meta.url);",
   },
+  // loaded by Node itself: `await import('yaml')` (a NoCloud disk's meta-data) of a CommonJS package gets its named
+  // exports from Node's interop; esbuild's namespace of a bundled CommonJS module in a dynamic import had none
+  // (`stringify is not a function`, found by e2e/src/launcher/disks.test.ts). It is a dependency of the launcher's
+  // packages, installed beside it.
+  external: ['yaml'],
   logLevel: 'warning',
 });
