@@ -200,7 +200,7 @@ for t in "${targets[@]}"; do
   case "$t" in
     pause) build_pause ;;
     virt-launcher) build_app virt-launcher essential "$IMG_PKGS_LAUNCHER" ;;
-    virt-controller) build_app virt-controller extract "$IMG_PKGS_BASE" ;;
+    virt-controller) build_app virt-controller extract "$IMG_PKGS_CONTROLLER" ;;
     virt-handler) build_app virt-handler extract "$IMG_PKGS_HANDLER" ;;
     guest) build_guest ;;
     *) die "unknown image '$t' (pause, virt-launcher, virt-controller, virt-handler, guest)" ;;

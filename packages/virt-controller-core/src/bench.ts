@@ -10,18 +10,18 @@
 //   deleted; after the second the bench plays the kubelet (bind + run every Pod) and counts
 //   the controller's API writes per VMI from create to Scheduled (its Events apart: they go through
 //   their own client); memory of this process (controller + bench driver) at the end, after a GC when
-//   run with --expose-gc (npm run bench does); then the memory of the controller alone (bench-child.js, a
-//   fresh controller process over the same objects).
+//   run with --expose-gc (npm run bench does); then the memory of the controller alone: apps/virt-controller's
+//   executable as deploy/ runs it, a fresh process over the same objects (controllerProcessMemory).
 import { setTimeout as sleep } from 'node:timers/promises';
-import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseManifests } from '@kubevirt-ts/api';
 import { KubeClient, PODS, type KubeObject } from '@kubevirt-ts/controller-runtime';
 import { createLogger } from '@kubevirt-ts/log';
 import { renderLaunchPod } from '@kubevirt-ts/renderer';
-import { serverSideApply, startTestEnv, type KubeObject as TestObject } from '@kubevirt-ts/testenv';
+import { freePort, serverSideApply, startTestEnv, type KubeObject as TestObject } from '@kubevirt-ts/testenv';
 import { VMIS, nowTimestamp, type Vmi } from './common.js';
 import type { Pod } from './context.js';
 import { VirtController } from './manager.js';
@@ -125,7 +125,141 @@ function deployedNode(): { flags: string[]; env: Record<string, string> } {
       .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])
       .filter(([k]) => k !== 'PATH'),
   ) as Record<string, string>;
+  // a preloaded library that is not there is skipped by the dynamic loader with a warning: measure what the image runs
+  for (const lib of env['LD_PRELOAD']?.split(/[\s:]+/).filter(Boolean) ?? [])
+    if (!existsSync(lib))
+      throw new Error(
+        `bench: ${lib} (LD_PRELOAD of apps/virt-controller's Containerfile) is missing: bash tools/setup.sh`,
+      );
   return { flags, env };
+}
+
+/** the namespace deploy/ installs into (the Lease, the webhook and handler certificate Secrets) */
+const DEPLOY_NAMESPACE = 'kubevirt-ts';
+/** the controller's executable, as its image runs it */
+const APP_MAIN = join(repoRoot, 'apps/virt-controller/dist/main.js');
+/** how long the controller process is watched idling once ready (V8's memory reducer acts after a few seconds) */
+const IDLE_SECONDS = 30;
+
+/** the virt-controller container's arguments in deploy/40-virt-controller.yaml */
+function deployedArgs(): string[] {
+  type Doc = {
+    kind?: string;
+    spec?: { template?: { spec?: { containers?: { name: string; args?: string[] }[] } } };
+  };
+  const docs = parseManifests(
+    readFileSync(join(repoRoot, 'deploy/40-virt-controller.yaml'), 'utf8'),
+  ) as Doc[];
+  const c = docs
+    .find((d) => d.kind === 'Deployment')
+    ?.spec?.template?.spec?.containers?.find((x) => x.name === 'virt-controller');
+  if (!c?.args) throw new Error('bench: no virt-controller container args in deploy/40-virt-controller.yaml');
+  return c.args;
+}
+
+const rssMiB = (pid: number) =>
+  +(Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) / 1024).toFixed(1);
+
+/** a process's largest mappings by RSS (anonymous ones grouped), for KVTS_BENCH_SMAPS */
+function largestMappings(pid: number): string[] {
+  const by = new Map<string, number>();
+  let cur = '';
+  for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
+    const h = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (h) cur = h[1] || '[anon]';
+    const r = /^Rss:\s+(\d+) kB/.exec(line);
+    if (r) by.set(cur, (by.get(cur) ?? 0) + Number(r[1]));
+  }
+  return [...by]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 8)
+    .map(([k, v]) => `${(v / 1024).toFixed(1)} MiB ${k}`);
+}
+
+/**
+ * Start the controller's executable with `flags` (node's) and `env` (beside PATH) and deploy/'s arguments (its ports
+ * moved to free ones), wait until it is the leader with every one of the `n` VMIs cached and reconciled and its
+ * queues empty, then read its RSS every second for IDLE_SECONDS; stop it with SIGTERM (it must exit 0).
+ */
+async function controllerProcessMemory(
+  kubeconfig: string,
+  flags: string[],
+  env: Record<string, string>,
+  n: number,
+) {
+  if (!existsSync(APP_MAIN))
+    throw new Error(`bench: ${APP_MAIN} is missing: build apps/virt-controller first`);
+  const ports = { metrics: await freePort(), webhook: await freePort(), subresources: await freePort() };
+  const child = spawn(
+    process.execPath,
+    [
+      ...flags,
+      APP_MAIN,
+      ...deployedArgs(),
+      `--kubeconfig=${kubeconfig}`,
+      `--metrics-port=${ports.metrics}`,
+      `--webhook-port=${ports.webhook}`,
+      `--subresources-port=${ports.subresources}`,
+    ],
+    {
+      // its log (stderr) is shown only if it fails
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: {
+        PATH: process.env['PATH'],
+        KVTS_NAMESPACE: DEPLOY_NAMESPACE,
+        POD_NAME: 'virt-controller-bench',
+        ...env,
+      },
+    },
+  );
+  let log = '';
+  child.stderr!.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-4000)));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  let metrics = '';
+  const metric = (name: string, labels: string) =>
+    [...metrics.matchAll(new RegExp(`^${name}\\{${labels}\\} (\\S+)$`, 'gm'))].reduce(
+      (a, m) => a + Number(m[1]),
+      0,
+    );
+  try {
+    const t0 = performance.now();
+    for (;;) {
+      if (child.exitCode !== null)
+        throw new Error(`bench: virt-controller exited (${child.exitCode}):\n${log}`);
+      metrics = await fetch(`http://127.0.0.1:${ports.metrics}/metrics`).then(
+        (r) => r.text(),
+        () => '',
+      );
+      if (
+        metric('kubevirt_ts_vmi_phase_count', 'phase="Scheduled"') === n &&
+        metric('kubevirt_ts_controller_reconcile_total', 'controller="vmi",[^}]*') >= n &&
+        metric('kubevirt_ts_controller_queue_depth', '[^}]*') === 0
+      )
+        break;
+      if (performance.now() - t0 > 180_000)
+        throw new Error(
+          `bench: virt-controller not ready after 180 s; its metrics:\n${metrics}\nits log:\n${log}`,
+        );
+      await sleep(500);
+    }
+    const readySec = (performance.now() - t0) / 1000;
+    const rss: number[] = [];
+    for (let i = 0; i <= IDLE_SECONDS; i++) {
+      rss.push(rssMiB(child.pid!));
+      if (i < IDLE_SECONDS) await sleep(1000);
+    }
+    if (process.env['KVTS_BENCH_SMAPS']) process.stderr.write(`${largestMappings(child.pid!).join('\n')}\n`);
+    return {
+      readySec: +readySec.toFixed(1),
+      rssMiBWhenReady: rss[0],
+      [`rssMiBAfter${IDLE_SECONDS}sIdle`]: rss.at(-1),
+      rssMiBIdleMinMax: [Math.min(...rss), Math.max(...rss)],
+    };
+  } finally {
+    child.kill('SIGTERM');
+    const code = await exited;
+    if (code !== 0) process.stderr.write(`bench: virt-controller exited with ${code} on SIGTERM:\n${log}\n`);
+  }
 }
 
 /** CPU seconds (user + system) of a process so far, from /proc */
@@ -319,33 +453,34 @@ try {
     fromStart: `${pct(c.podsPerSecond, a.podsPerSecond, b.podsPerSecond)}%`,
   }));
 
-  // the controller alone: a fresh controller process over the same 1000 VMIs and Pods (caches full, every
-  // VMI Scheduled), memory after a GC: with node's defaults, and as deploy/ runs it (the node flags and the
-  // environment of apps/virt-controller's Containerfile, read from it). KVTS_BENCH_SMAPS=1: the child prints its
-  // largest mappings on stderr (where the RSS is); KVTS_BENCH_VARIANTS='{"name":{"flags":[..],"env":{..}}}' adds
-  // variants to measure
+  // the controller alone, as deploy/ runs it: apps/virt-controller's executable (its bundle, dist/main.js) with the
+  // node flags and environment of its Containerfile and the Deployment's arguments (leader election, managed webhook
+  // and handler certificates, the admission, subresource and metrics servers), a fresh process over the same 1000
+  // VMIs and Pods (caches full, every VMI Scheduled); its RSS read from /proc while it idles, with no forced GC (what
+  // the kubelet and `kubectl top` see). Node's defaults (no flags, no environment) for comparison;
+  // KVTS_BENCH_VARIANTS='{"name":{"flags":[..],"env":{..}}}' adds variants (e.g. "--heapsnapshot-signal=SIGUSR2");
+  // KVTS_BENCH_SMAPS=1 prints each one's largest mappings at the end (where the RSS is)
+  await api.create(NSR, undefined, {
+    apiVersion: 'v1',
+    kind: 'Namespace',
+    metadata: { name: DEPLOY_NAMESPACE },
+  } as KubeObject);
+  await serverSideApply(
+    kc,
+    parseManifests(readFileSync(join(repoRoot, 'deploy', '30-config.yaml'), 'utf8')) as TestObject[],
+    { fieldManager: 'bench' },
+  );
+  const deployed = deployedNode();
   const variants: Record<string, { flags: string[]; env?: Record<string, string> }> = {
-    controllerAlone: { flags: [] },
-    controllerAloneAsDeployed: deployedNode(),
+    controllerAsDeployed: deployed,
+    controllerNodeDefaults: { flags: [] },
     ...(JSON.parse(process.env['KVTS_BENCH_VARIANTS'] ?? '{}') as Record<
       string,
       { flags: string[]; env?: Record<string, string> }
     >),
   };
-  for (const [name, v] of Object.entries(variants)) {
-    const child = execFileSync(
-      process.execPath,
-      [
-        '--expose-gc',
-        ...v.flags,
-        fileURLToPath(new URL('./bench-child.js', import.meta.url)),
-        env.kubeconfigPath,
-        String(N),
-      ],
-      { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...v.env } },
-    );
-    out[name] = JSON.parse(child) as { rssMiB: number; heapUsedMiB: number; writes: number };
-  }
+  for (const [name, v] of Object.entries(variants))
+    out[name] = await controllerProcessMemory(env.kubeconfigPath, v.flags, v.env ?? {}, N);
 } finally {
   await env.stop();
 }

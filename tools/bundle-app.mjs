@@ -1,0 +1,39 @@
+// An app's executable: dist/main.js, esbuild's bundle of dist/cli.js (tsc's output of src/cli.ts) and every module it
+// loads, written into dist/main.js and dist/chunks/ (each dynamic import() is a chunk, loaded when it runs).
+// Run by the app's `npm run build` after tsc, from the app's directory:
+//   node ../../tools/bundle-app.mjs [--minify] [--external PKG]...
+// Why: Node resolves, reads and links each ES module file on its own (hundreds per app: start-up time), and keeps
+// every module's source text in its heap (memory: --minify drops the whitespace and comments, the names stay for
+// stack traces). Packages keep their separate modules; only apps' entries are bundled.
+import { rm } from 'node:fs/promises';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { build } from 'esbuild';
+
+const { values } = parseArgs({
+  options: {
+    minify: { type: 'boolean', default: false },
+    external: { type: 'string', multiple: true, default: [] },
+  },
+});
+const dist = path.resolve('dist');
+
+await rm(path.join(dist, 'chunks'), { recursive: true, force: true });
+await build({
+  entryPoints: { main: path.join(dist, 'cli.js') },
+  outdir: dist,
+  bundle: true,
+  splitting: true,
+  chunkNames: 'chunks/[name]-[hash]',
+  format: 'esm',
+  platform: 'node',
+  target: 'node22',
+  minifyWhitespace: values.minify,
+  minifySyntax: values.minify,
+  // CommonJS dependencies (winston, gRPC) call require(): give the ES module output a real one
+  banner: {
+    js: "import { createRequire as __kvtsCreateRequire } from 'node:module'; const require = __kvtsCreateRequire(import.meta.url);",
+  },
+  external: values.external,
+  logLevel: 'warning',
+});
