@@ -28,6 +28,8 @@ export {
   DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS,
 } from './defaults.js';
 export { parseManifests, vmiFromManifest } from './manifests.js';
+/** the `yaml` library, loaded on first use (the packages' one lazy loader) */
+export { yaml } from './yaml-lazy.js';
 export { pointerToPath, joinPath } from './paths.js';
 export { LAUNCHER_UID, LAUNCHER_GID, MAX_SOCKET_PATH_BYTES } from './runtime.js';
 export {

@@ -5,7 +5,7 @@
 // genisoimage/xorriso.
 import { chown, copyFile, mkdir, open, readFile, readdir, rm, stat, symlink } from 'node:fs/promises';
 import path from 'node:path';
-import { parseQuantity, type VirtualMachineInstance } from '@kubevirt-ts/api';
+import { parseQuantity, yaml, type VirtualMachineInstance } from '@kubevirt-ts/api';
 // yaml (about 45 modules) is imported where a NoCloud disk needs it: the launcher loads this package on its
 // start path and most VMIs have no NoCloud disk
 import { run, which } from './exec.js';
@@ -328,7 +328,7 @@ export async function prepareVolumes(
       const iso = paths.cloudInitIso('noCloud', namespace, name);
       const files: Record<string, string> = {
         'user-data': data.userData,
-        'meta-data': (await import('yaml')).stringify({
+        'meta-data': yaml().stringify({
           'instance-id': `${name}.${namespace}`,
           'local-hostname': name,
         }),
