@@ -17,10 +17,10 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort } from '@kubevirt-ts/testenv';
 import { cleanToolingEnv } from './tooling-env.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -73,17 +73,6 @@ let verdaccio: ChildProcess | undefined;
 let npmrc = ''; // the publisher's user config: the registry's auth token
 let publishLog = '';
 let firstVersions = new Map<string, string>();
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 async function until(what: string, ok: () => Promise<boolean>, ms = 60_000): Promise<void> {
   const end = Date.now() + ms;

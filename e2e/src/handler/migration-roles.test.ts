@@ -49,7 +49,8 @@ const DEPLOY_NS = 'kubevirt-ts';
 const MIGRATION_BANDWIDTH = '2Mi';
 const NS = 'migr';
 const NODES = ['node-a', 'node-b'] as const;
-const POD_ROOT = '/run/kvts-migr-roles-root';
+// per run: two runs at once (a developer's and CI's) do not share the mount point
+const POD_ROOT = `/run/kvts-migr-roles-${process.pid}`;
 const SHARE = `${POD_ROOT}/share`;
 const EMPTY = 'volumes/kubernetes.io~empty-dir';
 const isRoot = process.getuid?.() === 0;

@@ -4,7 +4,7 @@
 // sockets under its share dir, named from the VMI uid) is what carries libvirt's and QEMU's streams.
 //
 // Each "Pod" is a mount namespace (unshare + nsenter, root only) in which the Pod's root dir on the host
-// is bind-mounted at the same path, /run/kvts-migr-root, as two Pods see the same paths in a cluster:
+// is bind-mounted at the same path, /run/kvts-migr-<pid>, as two Pods see the same paths in a cluster:
 // the incoming QEMU listens on the same socket path as the one the source QEMU connects to, and the
 // domain's files (serial log, kernel) keep their paths on the target. The test plays both handlers'
 // migration roles over the cmd sockets: target prepares (SyncMigrationTarget) and opens the TCP listeners,
@@ -34,7 +34,8 @@ import {
   waitFor,
 } from '../launcher/helpers.js';
 
-const POD_ROOT = '/run/kvts-migr-root';
+// per run: two runs at once (a developer's and CI's) do not share the mount point
+const POD_ROOT = `/run/kvts-migr-${process.pid}`;
 const SHARE = `${POD_ROOT}/share`;
 const isRoot = process.getuid?.() === 0;
 const quiet = {
@@ -62,7 +63,7 @@ interface MigrPod {
   stderr(): string;
   client: CmdClient;
   serialLog: string;
-  /** host path of the Pod's /run/kvts-migr-root/share */
+  /** host path of the Pod's $POD_ROOT/share */
   share: string;
   libvirtSocket: string;
   kill(): Promise<void>;

@@ -8,6 +8,7 @@ import { readFileSync, readdirSync, readlinkSync, statSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { setVirtualMachineInstanceDefaults, type VirtualMachineInstance } from '@kubevirt-ts/api';
+import { freePort } from '@kubevirt-ts/testenv';
 import {
   READY,
   descendants,
@@ -46,15 +47,6 @@ else if (!route)
 beforeAll(() => {
   if (canRun) requireGuest();
 });
-
-/** A free TCP port on loopback (both families), for the guest's listener and passt's forward. */
-async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '::', r));
-  const port = (s.address() as net.AddressInfo).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
 
 function podNetVmi(name: string, kernelArgs: string, ports?: number[]): VirtualMachineInstance {
   const vmi = tinyVmi(name);
@@ -96,7 +88,7 @@ describe('virt-launcher standalone: the pod network through passt', () => {
       });
       await new Promise<void>((r) => hostLn.listen(0, '127.0.0.1', r));
       const hostPort = (hostLn.address() as net.AddressInfo).port;
-      const guestPort = await freePort();
+      const guestPort = await freePort('::'); // free on both loopbacks: the guest's listener and passt's forward
       const vmi = podNetVmi(
         'sa-passt',
         `kvts.net kvts.port=${guestPort} kvts.connect=${route!.gateway}:${hostPort}`,

@@ -569,6 +569,43 @@ describe('network', () => {
       { type: 'user', model: 'e1000', rom: { enabled: 'no' }, alias: 'ua-default' },
     ]);
   });
+  /**
+   * What every passt NIC converts to: no <interface>, one NIC on the launcher's passt socket (its ports), QEMU's
+   * -netdev stream / -device pair in JSON syntax, and a domain XML that parses back to the same domain.
+   */
+  const expectPasstDomain = (
+    v: VirtualMachineInstance,
+    ctx: Parameters<typeof toDomain>[1],
+    sock: string,
+    tcpPorts: number[],
+    udpPorts: number[],
+  ) => {
+    const d = toDomain(v, ctx);
+    expect(d.devices.interfaces).toBeUndefined();
+    const nics = passtNics(v, ctx);
+    expect(nics).toEqual([
+      {
+        index: 0,
+        name: 'default',
+        socket: sock,
+        mac: expect.stringMatching(/^52:54:00(:[0-9a-f]{2}){3}$/),
+        device: 'virtio-net-pci-non-transitional',
+        mtu: 65520,
+        tcpPorts,
+        udpPorts,
+      },
+    ]);
+    expect(d.qemuArgs).toEqual([
+      '-netdev',
+      `{"type":"stream","id":"kvts-passt0","server":false,"addr":{"type":"unix","path":"${sock}"}}`,
+      '-device',
+      `{"driver":"virtio-net-pci-non-transitional","netdev":"kvts-passt0","id":"kvts-net0","mac":"${nics[0]!.mac}","romfile":""}`,
+    ]);
+    const xml = toDomainXml(d);
+    expect(xml).not.toContain('<interface');
+    expect(parseDomainXml(xml)).toEqual(d);
+    return { d, nics, xml };
+  };
   test("passt in a Pod (no context binding): no <interface>, no libvirt passt backend, -netdev stream to the launcher's passt; ports forwarded (none without ports:); masquerade keeps its tap; the standalone context slirp turns the pod network to slirp", () => {
     const base = (ifaces: object[], networks: object[] = [{ name: 'default', pod: {} }]) =>
       vmi({ devices: { interfaces: ifaces as never } }, { networks: networks as never });
@@ -581,34 +618,16 @@ describe('network', () => {
       },
     ]);
     v.metadata!.uid = 'u9';
-    const d = toDomain(v, { layout });
-    expect(d.devices.interfaces).toBeUndefined();
-    const sock = '/r/var/run/kubevirt-private/u9/passt0.sock';
-    const nics = passtNics(v, { layout });
-    expect(nics).toEqual([
-      {
-        index: 0,
-        name: 'default',
-        socket: sock,
-        mac: expect.stringMatching(/^52:54:00(:[0-9a-f]{2}){3}$/),
-        device: 'virtio-net-pci-non-transitional',
-        mtu: 65520,
-        tcpPorts: [8080, 22],
-        udpPorts: [53],
-      },
-    ]);
-    expect(d.qemuArgs).toEqual([
-      '-netdev',
-      `{"type":"stream","id":"kvts-passt0","server":false,"addr":{"type":"unix","path":"${sock}"}}`,
-      '-device',
-      `{"driver":"virtio-net-pci-non-transitional","netdev":"kvts-passt0","id":"kvts-net0","mac":"${nics[0]!.mac}","romfile":""}`,
-    ]);
-    const xml = toDomainXml(d);
-    expect(xml).not.toContain('<interface');
+    const { xml } = expectPasstDomain(
+      v,
+      { layout },
+      '/r/var/run/kubevirt-private/u9/passt0.sock',
+      [8080, 22],
+      [53],
+    );
     expect(xml).not.toContain('passt"');
     expect(xml).not.toContain('portForward');
     expect(xml).toContain('<qemu:commandline>');
-    expect(parseDomainXml(xml)).toEqual(d);
     // binding {name: passt} alike; no ports: none forwarded (passt 2023-03's `all` needs a socket per port)
     expect(passtNics(base([{ name: 'default', binding: { name: 'passt' } }]))).toMatchObject([
       { index: 0, tcpPorts: [], udpPorts: [] },
@@ -652,39 +671,16 @@ describe('network', () => {
       ports: [{ port: 8080 }, { port: 53, protocol: 'UDP' }],
     });
     v.metadata!.uid = 'u1';
-    const d = toDomain(v, ctx);
-    expect(d.devices.interfaces).toBeUndefined();
+    // QEMU's JSON syntax: the path is a JSON string (no option-string escaping)
     const sock = '/tmp/w,x/var/run/kubevirt-private/u1/passt0.sock';
-    const nics = passtNics(v, ctx);
-    expect(nics).toEqual([
-      {
-        index: 0,
-        name: 'default',
-        socket: sock,
-        mac: expect.stringMatching(/^52:54:00(:[0-9a-f]{2}){3}$/),
-        device: 'virtio-net-pci-non-transitional',
-        mtu: 65520,
-        tcpPorts: [8080],
-        udpPorts: [53],
-      },
-    ]);
+    const { nics, xml } = expectPasstDomain(v, ctx, sock, [8080], [53]);
     // the MAC is stable for one VMI and interface, different for another uid
     expect(passtNics(v, ctx)[0]!.mac).toBe(nics[0]!.mac);
     expect(passtNics({ ...v, metadata: { ...v.metadata, uid: 'u2' } }, ctx)[0]!.mac).not.toBe(nics[0]!.mac);
-    // QEMU's JSON syntax: the path is a JSON string (no option-string escaping)
-    expect(d.qemuArgs).toEqual([
-      '-netdev',
-      `{"type":"stream","id":"kvts-passt0","server":false,"addr":{"type":"unix","path":"${sock}"}}`,
-      '-device',
-      `{"driver":"virtio-net-pci-non-transitional","netdev":"kvts-passt0","id":"kvts-net0","mac":"${nics[0]!.mac}","romfile":""}`,
-    ]);
-    const xml = toDomainXml(d);
     expect(xml).toMatch(/^<domain type="kvm" xmlns:qemu="http:\/\/libvirt.org\/schemas\/domain\/qemu\/1.0">/);
     expect(xml).toContain(
       '<qemu:commandline>\n    <qemu:arg value="-netdev"/>\n    <qemu:arg value="{&quot;type&quot;:&quot;stream&quot;,',
     );
-    expect(xml).not.toContain('<interface');
-    expect(parseDomainXml(xml)).toEqual(d);
     // the passt binding, a given MAC (normalized), boot order, ACPI index, an emulated model, transitional virtio
     const d2 = toDomain(
       base(

@@ -120,13 +120,13 @@ export interface TestEnv {
   stop(): Promise<void>;
 }
 
-/** Asks the kernel for a free loopback TCP port. */
-export function freePort(): Promise<number> {
+/** Asks the kernel for a free TCP port on `host` (default 127.0.0.1; `::` for one free on both loopbacks). */
+export function freePort(host = '127.0.0.1'): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.unref();
     srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
+    srv.listen(0, host, () => {
       const addr = srv.address();
       const port = typeof addr === 'object' && addr ? addr.port : 0;
       srv.close(() => resolve(port));
