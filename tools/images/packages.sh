@@ -2,8 +2,10 @@
 # base: what the official Node.js binary needs (glibc, libstdc++, libgcc) plus CA certificates and tzdata-free basics.
 IMG_PKGS_BASE="libc6,libstdc++6,libgcc-s1,ca-certificates"
 # virt-handler: Pod networking phase 1 in a launcher Pod's network namespace: ip (iproute2), nft (nftables),
-# nsenter (util-linux) to enter the namespace (sysctls there are written by Node under nsenter: no procps)
-IMG_PKGS_HANDLER="$IMG_PKGS_BASE,iproute2,nftables,util-linux"
+# nsenter (util-linux) to enter the namespace (sysctls there are written by Node under nsenter: no procps); the
+# containers tools' seccomp profile (golang-github-containers-common, only its files: the image is extracted), the base
+# of the launcher Pods' profile the handler installs (packages/handler/src/seccomp.ts)
+IMG_PKGS_HANDLER="$IMG_PKGS_BASE,iproute2,nftables,util-linux,golang-github-containers-common"
 # virt-launcher: libvirt (session daemon), QEMU, disks, cloud-init ISOs, guest networking, a reaping PID 1
 IMG_PKGS_LAUNCHER="$IMG_PKGS_BASE,libvirt-daemon,libvirt-daemon-driver-qemu,libvirt-clients,qemu-system-x86,qemu-utils,genisoimage,xorriso,nftables,iproute2,passt,tini,util-linux"
 # virt-controller: jemalloc, its allocator (apps/virt-controller/Containerfile: it gives freed memory back to the

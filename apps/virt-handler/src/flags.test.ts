@@ -95,6 +95,10 @@ describe('virt-handler flags', () => {
     });
     expect(f.migrationFlags.address).toBe('10.0.0.7');
     expect(f.subresource?.clientNames).toEqual(['virt-controller']);
+    // the launcher Pods' seccomp profile goes into kubelet's dir, mounted at the same path
+    expect(f.seccompProfileDir).toBe('/var/lib/kubelet/seccomp');
+    expect(f.seccompBaseProfile).toBeUndefined();
+    expect(yaml).toMatch(/mountPath: \/var\/lib\/kubelet\/seccomp\n/);
     // every file is in a Secret volume the DaemonSet mounts
     const mounts = [...yaml.matchAll(/mountPath: (\/etc\/virt-handler\/[a-z-]+)/g)].map((m) => m[1]!);
     for (const file of [t.certFile, t.keyFile, t.caFile, t.clientCertFile!, t.clientKeyFile!])
@@ -123,6 +127,18 @@ describe('virt-handler flags', () => {
     expect(() =>
       parseHandlerFlags(['--node-name=x', '--subresource-client-names=virt-controller'], {}),
     ).toThrow(/--subresource-client-names: .*with the --subresource-\*-file flags/);
+  });
+  it('seccomp: off unless a dir is given; absolute paths; the base only with the dir', () => {
+    expect(parseHandlerFlags(['--node-name=x'], {}).seccompProfileDir).toBeUndefined();
+    expect(
+      parseHandlerFlags(['--node-name=x', '--seccomp-profile-dir=/s', '--seccomp-base-profile=/b.json'], {}),
+    ).toMatchObject({ seccompProfileDir: '/s', seccompBaseProfile: '/b.json' });
+    expect(() => parseHandlerFlags(['--node-name=x', '--seccomp-profile-dir=seccomp'], {})).toThrow(
+      '--seccomp-profile-dir: must be an absolute path, got "seccomp"',
+    );
+    expect(() => parseHandlerFlags(['--node-name=x', '--seccomp-base-profile=/b.json'], {})).toThrow(
+      '--seccomp-base-profile: only with --seccomp-profile-dir',
+    );
   });
   it('names the bad flag', () => {
     expect(() => parseHandlerFlags([], {})).toThrow(/--node-name: required/);

@@ -18,7 +18,9 @@ export const USAGE = `usage: virt-handler --node-name NODE [--kubeconfig FILE] [
                     [--subresource-client-names virt-controller[,NAME...]]
                     [--launcher-libvirt-socket /var/run/libvirt/run/libvirt/libvirt-sock]
 
-                    [--container-disk-helper /usr/bin/kvts-hostmount] [--host-pods-dir /var/lib/kubelet/pods]`;
+                    [--container-disk-helper /usr/bin/kvts-hostmount] [--host-pods-dir /var/lib/kubelet/pods]
+                    [--seccomp-profile-dir /var/lib/kubelet/seccomp]
+                    [--seccomp-base-profile /usr/share/containers/seccomp.json]`;
 
 export class FlagError extends Error {}
 
@@ -49,6 +51,9 @@ export interface HandlerFlags {
   };
   containerDiskHelper?: string;
   hostPodsDir: string;
+  /** kubelet's seccomp dir: install the launcher Pods' profile there (off when unset) */
+  seccompProfileDir?: string;
+  seccompBaseProfile?: string;
   /** the migration roles: the address published to sources, the TCP bind address, mutual TLS files (all three or none) */
   migrationFlags: {
     address?: string;
@@ -117,6 +122,8 @@ export function parseHandlerFlags(argv: string[], env: NodeJS.ProcessEnv = proce
           'migration-server-name',
           'subresource-client-names',
           'launcher-libvirt-socket',
+          'seccomp-profile-dir',
+          'seccomp-base-profile',
         ].map((n) => [n, { type: 'string' as const }]),
       ),
     }) as { values: Record<string, string | undefined> });
@@ -157,6 +164,13 @@ export function parseHandlerFlags(argv: string[], env: NodeJS.ProcessEnv = proce
     throw new FlagError(
       `--launcher-libvirt-socket: must be an absolute path in the launcher Pod, got ${JSON.stringify(socket)}`,
     );
+  for (const f of ['seccomp-profile-dir', 'seccomp-base-profile']) {
+    const v = values[f];
+    if (v !== undefined && !v.startsWith('/'))
+      throw new FlagError(`--${f}: must be an absolute path, got ${JSON.stringify(v)}`);
+  }
+  if (values['seccomp-base-profile'] !== undefined && values['seccomp-profile-dir'] === undefined)
+    throw new FlagError('--seccomp-base-profile: only with --seccomp-profile-dir');
   return {
     nodeName,
     kubeconfig: values.kubeconfig ?? env.KUBECONFIG,
@@ -189,6 +203,9 @@ export function parseHandlerFlags(argv: string[], env: NodeJS.ProcessEnv = proce
     containerDiskHelper: (values['container-disk-helper'] ?? '/usr/bin/kvts-hostmount') || undefined,
     // kubelet's pod dir in the host's mount namespace (where container disks are mounted); default: --pods-dir
     hostPodsDir: values['host-pods-dir'] ?? values['pods-dir'] ?? '/var/lib/kubelet/pods',
+    // off unless asked (deploy/ asks): the handler writes into kubelet's dir only when told where it is
+    seccompProfileDir: values['seccomp-profile-dir'],
+    seccompBaseProfile: values['seccomp-base-profile'],
     migrationFlags: {
       address: values['migration-address'] ?? env.MY_POD_IP,
       bindAddress: values['migration-bind-address'],

@@ -1,14 +1,10 @@
 // The passt binding on the single-node cluster (tools/cluster.sh): a VM whose pod interface is
 // `interfaces: [{name: default, passt: {}, ports: [{port: 8080}]}]` boots on the real node; virt-handler runs no
-// phase 1 for it, the launcher runs passt in its Pod (uid 107, RuntimeDefault seccomp, no capability), passt's DHCP
-// hands the Pod IP with the CNI's gateway to the guest, the node reaches the guest at the Pod IP on the listed port,
-// and the guest reaches the node with the Pod IP as its own address. Runs only when the cluster is up with the images
-// loaded (as vm.test.ts).
-//
-// NOT YET PASSING, so skipped unless KVTS_PASST_IN_POD=1: Debian's passt 2023-03 run as a non-root user creates a
-// user namespace for its sandbox and exits when it cannot, and the launcher Pod's RuntimeDefault seccomp profile
-// refuses unshare(2) without CAP_SYS_ADMIN (packages/network's README). Ready for when the launcher Pod's
-// seccomp profile allows it.
+// phase 1 for it, the launcher runs passt in its Pod (uid 107, no capability, under the Localhost seccomp profile
+// virt-handler installs on the node: containerd's RuntimeDefault refuses the user namespace passt, run as a non-root
+// user, sandboxes itself in), passt's DHCP hands the Pod IP with the CNI's gateway to the guest, the node reaches the
+// guest at the Pod IP on the listed port, and the guest reaches the node with the Pod IP as its own address. Runs
+// only when the cluster is up with the images loaded (as vm.test.ts).
 import { readFileSync } from 'node:fs';
 import type net from 'node:net';
 import path from 'node:path';
@@ -26,12 +22,7 @@ import {
   tcpLine,
 } from './cluster.js';
 
-const gate = clusterGate();
-const { requireCluster } = gate;
-const BLOCKED =
-  "passt cannot create its user namespace under the launcher Pod's RuntimeDefault seccomp; KVTS_PASST_IN_POD=1 runs it";
-const reason = gate.reason ?? (process.env.KVTS_PASST_IN_POD === '1' ? undefined : BLOCKED);
-const clusterTest = reason ? test.skip : gate.clusterTest;
+const { reason, requireCluster, clusterTest } = clusterGate();
 const NS = 'default';
 const VM = 'tiny-passt';
 const SLOW = 900_000;
@@ -114,7 +105,17 @@ describe(`The passt binding on the single-node cluster (${reason ? `skipped: ${r
       const passt = (await processesMentioning(vmi.metadata.uid)).filter((p) => p.cmd.startsWith('passt '));
       expect(passt).toHaveLength(1);
       expect(passt[0]!.cmd).toContain('--tcp-ports 8080 --udp-ports none');
-      expect(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${passt[0]!.pid}/status`, 'utf8'))![1]).toBe('107');
+      const status = readFileSync(`/proc/${passt[0]!.pid}/status`, 'utf8');
+      expect(/^Uid:\s+(\d+)/m.exec(status)![1]).toBe('107');
+      // under the Localhost profile virt-handler installed (a seccomp filter: mode 2), without capabilities
+      expect(pod.spec.securityContext.seccompProfile).toEqual({
+        type: 'Localhost',
+        localhostProfile: 'kubevirt-ts/kubevirt.json',
+      });
+      const profile = JSON.parse(readFileSync('/var/lib/kubelet/seccomp/kubevirt-ts/kubevirt.json', 'utf8'));
+      expect(profile.defaultAction).toBe('SCMP_ACT_ERRNO');
+      expect(/^Seccomp:\s+(\d+)/m.exec(status)![1]).toBe('2');
+      expect(/^CapEff:\s+(\w+)/m.exec(status)![1]).toBe('0000000000000000');
       // inbound from the node: passt forwards the Pod IP's port 8080 to the guest (the client speaks first)
       const reply = await waitFor(
         'the guest answering at the Pod IP:8080',

@@ -6,6 +6,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { appendFileSync, existsSync } from 'node:fs';
 import { mkdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { release } from 'node:os';
 import path from 'node:path';
 import type { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
@@ -38,7 +39,12 @@ import {
   type Net,
 } from '../launcher/net-helpers.js';
 import { startCrdTestEnv } from './helpers.js';
-import { setUpPodNetwork } from '@kubevirt-ts/handler';
+import {
+  DEFAULT_SECCOMP_BASE,
+  SECCOMP_PROFILE_NAME,
+  launcherSeccompProfile,
+  setUpPodNetwork,
+} from '@kubevirt-ts/handler';
 import { createLogger } from '@kubevirt-ts/log';
 
 const HANDLER_MAIN = path.join(REPO, 'apps/virt-handler/dist/main.js');
@@ -89,6 +95,8 @@ async function startHandler(): Promise<HandlerProc> {
       '', // no kubelet here (device plugins: packages/handler/src/device-plugin.test.ts)
       '--container-disk-helper',
       '', // the test puts the kernelBoot files in the Pods itself (container disk mounts: e2e/src/cluster)
+      '--seccomp-profile-dir',
+      path.join(base, 'seccomp'), // a "kubelet seccomp dir" of the test's own (the real base: Debian's profile)
     ],
     { stdio: ['ignore', 'ignore', 'pipe'] },
   );
@@ -292,6 +300,12 @@ describe('virt-handler with real launchers and a real kube-apiserver', () => {
       const node = await core.readNode({ name: NODE });
       expect(node.metadata!.labels!['kubevirt.io/schedulable']).toBe('true');
       expect(node.metadata!.annotations!['kubevirt.io/heartbeat']).toMatch(/^\d{4}-\d\d-\d\dT/);
+      // the launcher Pods' seccomp profile, installed before the node was marked schedulable
+      const profile = JSON.parse(await readText(path.join(base, 'seccomp', SECCOMP_PROFILE_NAME)));
+      expect(profile).toEqual(
+        launcherSeccompProfile(await readText(DEFAULT_SECCOMP_BASE), { kernel: release() }),
+      );
+      expect(handler!.stderr()).toMatch(/"msg":"seccomp profile installed: [^"]*kubevirt-ts\/kubevirt.json"/);
       // /healthz and /metrics
       expect(await (await fetch(`${handler!.http}/healthz`)).text()).toBe('ok\n');
       const metrics = await (await fetch(`${handler!.http}/metrics`)).text();

@@ -15,6 +15,7 @@ import { MigrationProxyManager, type MigrationTls } from './migration-proxy.js';
 import { LABEL_MIGRATION_TARGET_NODE } from './migration-roles.js';
 import { KubeApiWriter, VMIS, HEARTBEAT_ANNOTATION, NODE_NAME_LABEL, SCHEDULABLE_LABEL } from './kube.js';
 import { DevicePlugin, KUBEVIRT_DEVICES } from './device-plugin.js';
+import { installSeccompProfile } from './seccomp.js';
 import { discoverLaunchers, podPrivateDir } from './launchers.js';
 import { MetricsText, addDomainStats, type StatsLike } from './metrics.js';
 import {
@@ -57,6 +58,13 @@ export interface HandlerOptions {
   hostPodsDir?: string;
   /** the migration roles; `false` turns them off (migrations touching this node are then left alone) */
   migration?: false | HandlerMigrationOptions;
+  /**
+   * kubelet's seccomp dir (e.g. /var/lib/kubelet/seccomp): the launcher Pods' Localhost profile
+   * (kubevirt-ts/kubevirt.json, ./seccomp.ts) is installed there before the node is marked schedulable (off when unset)
+   */
+  seccompProfileDir?: string;
+  /** the profile it is made from (default /usr/share/containers/seccomp.json) */
+  seccompBaseProfile?: string;
 }
 
 export interface HandlerMigrationOptions extends Partial<
@@ -185,6 +193,11 @@ export class Handler {
 
   async start(): Promise<void> {
     const o = this.opts;
+    // before anything else: a launcher Pod naming the profile cannot start on this node without it
+    if (o.seccompProfileDir) {
+      const r = await installSeccompProfile(o.seccompProfileDir, o.seccompBaseProfile);
+      this.log.info(`seccomp profile ${r.written ? 'installed' : 'already installed'}: ${r.path}`);
+    }
     await this.notify.start();
     const found = await discoverLaunchers(o.podsDir, o.launcherUid ?? LAUNCHER_UID, this.log, this.warned);
     await this.controller.resync(found);

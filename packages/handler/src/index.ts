@@ -37,3 +37,4 @@ export * from './subresource-endpoint.js';
 export * from './container-disks.js';
 export * from './launcher-socket.js';
 export * from './tls-files.js';
+export * from './seccomp.js';

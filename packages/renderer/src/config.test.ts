@@ -32,6 +32,11 @@ describe('rendererConfigFromData', () => {
       c,
     );
     expect(pod.spec!.containers[0]!.image).toBe(c.launcherImage);
+    // the profile virt-handler installs on each node (deploy/41-virt-handler.yaml: --seccomp-profile-dir)
+    expect(pod.spec!.securityContext!.seccompProfile).toEqual({
+      type: 'Localhost',
+      localhostProfile: 'kubevirt-ts/kubevirt.json',
+    });
   });
 
   it('converts types and parses JSON arrays', () => {
@@ -62,6 +67,10 @@ describe('rendererConfigFromData', () => {
     [{ launcherImage: 'x', progressTimeout: '0' }, 'config.progressTimeout'],
     [{ launcherImage: 'x', completionTimeoutPerGiB: '1.5' }, 'config.completionTimeoutPerGiB'],
     [{ launcherImage: 'x', allowPostCopy: 'maybe' }, 'data.allowPostCopy'],
+    [{ launcherImage: 'x', launcherSeccompProfile: '' }, 'config.launcherSeccompProfile'],
+    [{ launcherImage: 'x', launcherSeccompProfile: '/etc/seccomp.json' }, 'config.launcherSeccompProfile'],
+    [{ launcherImage: 'x', launcherSeccompProfile: '../../etc/x.json' }, 'config.launcherSeccompProfile'],
+    [{ launcherImage: 'x', launcherSeccompProfile: 'a//b.json' }, 'config.launcherSeccompProfile'],
   ])('rejects %j naming %s', (data, path) => {
     try {
       rendererConfigFromData(data as Record<string, string>);

@@ -22,6 +22,13 @@ export interface RendererConfig {
   /** seconds added to the VMI's grace period for the Pod, so the launcher can destroy QEMU after the guest's time is up (default 15) */
   gracePeriodBufferSeconds?: number;
   /**
+   * The launcher Pod's seccomp profile (upstream's `seccompConfiguration.virtualMachineInstanceProfile.customProfile`):
+   * `"RuntimeDefault"` (the container runtime's default profile; the default here) or the name of a Localhost profile
+   * under kubelet's seccomp dir, like `"kubevirt-ts/kubevirt.json"`, the profile virt-handler installs on each node
+   * (deploy/ selects it: passt needs it, RuntimeDefault refuses the user namespace passt sandboxes itself in).
+   */
+  launcherSeccompProfile?: string;
+  /**
    * the launcher wrapper inside the image: apps/virt-launcher's `virt-launcher monitor`, which becomes its native
    * monitor (upstream: virt-launcher-monitor; reaps as a subreaper, gives QEMU its grace period), under tini as the
    * container's PID 1 (default), the combination the cluster e2e runs: tini reaps whatever is left to PID 1.
@@ -182,6 +189,7 @@ export function resolveConfig(c: RendererConfig): ResolvedConfig {
     additionalOverheadRatio: c.additionalOverheadRatio ?? 1,
     qemuTimeoutSeconds: c.qemuTimeoutSeconds ?? 240,
     gracePeriodBufferSeconds: c.gracePeriodBufferSeconds ?? 15,
+    launcherSeccompProfile: c.launcherSeccompProfile ?? 'RuntimeDefault',
     launcherCommand: c.launcherCommand ?? ['/usr/bin/tini', '-g', '--', '/usr/bin/virt-launcher', 'monitor'],
     keepAfterFailure: c.keepAfterFailure ?? false,
     pvcVolumeModes: c.pvcVolumeModes,
@@ -201,6 +209,18 @@ export function resolveConfig(c: RendererConfig): ResolvedConfig {
   if (!Number.isInteger(r.gracePeriodBufferSeconds) || r.gracePeriodBufferSeconds < 0) {
     throw new RenderError('config.gracePeriodBufferSeconds', 'must be a non-negative integer');
   }
+  const sp = r.launcherSeccompProfile;
+  if (
+    typeof sp !== 'string' ||
+    (sp !== 'RuntimeDefault' &&
+      (sp === '' ||
+        sp.startsWith('/') ||
+        sp.split('/').some((seg) => seg === '' || seg === '.' || seg === '..')))
+  )
+    throw new RenderError(
+      'config.launcherSeccompProfile',
+      `must be "RuntimeDefault" or a profile path relative to kubelet's seccomp dir (like "kubevirt-ts/kubevirt.json"), got ${JSON.stringify(sp)}`,
+    );
   if (r.launcherCommand.length === 0) throw new RenderError('config.launcherCommand', 'must not be empty');
   r.featureGates.forEach((g, i) => {
     if (!(FEATURE_GATES as readonly string[]).includes(g))
@@ -230,7 +250,13 @@ const NUM_KEYS = [
   'completionTimeoutPerGiB',
   'progressTimeout',
 ] as const;
-const STR_KEYS = ['launcherImage', 'imagePullPolicy', 'arch', 'bandwidthPerMigration'] as const;
+const STR_KEYS = [
+  'launcherImage',
+  'imagePullPolicy',
+  'arch',
+  'bandwidthPerMigration',
+  'launcherSeccompProfile',
+] as const;
 
 /**
  * RendererConfig from the data of the kubevirt-ts config object (ConfigMap kubevirt-ts-config in deploy/30-config.yaml):

@@ -673,6 +673,15 @@ describe('security context', () => {
     expect(p.spec!.securityContext!.sysctls).toEqual([
       { name: 'net.ipv4.ip_unprivileged_port_start', value: '67' },
     ]);
+    // a Localhost profile from the cluster config (deploy/ names the one virt-handler installs)
+    const local = render(vmi(), { launcherSeccompProfile: 'kubevirt-ts/kubevirt.json' });
+    expect(local.spec!.securityContext!.seccompProfile).toEqual({
+      type: 'Localhost',
+      localhostProfile: 'kubevirt-ts/kubevirt.json',
+    });
+    expect(
+      render(vmi(), { launcherSeccompProfile: 'RuntimeDefault' }).spec!.securityContext!.seccompProfile,
+    ).toEqual({ type: 'RuntimeDefault' });
     const noNet = render(vmi({ domain: { devices: { autoattachPodInterface: false } } }));
     expect(compute(noNet).securityContext!.capabilities!.add).toBeUndefined();
     expect(noNet.spec!.securityContext!.sysctls).toBeUndefined();

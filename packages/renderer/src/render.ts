@@ -541,14 +541,17 @@ export function renderLaunchPod(vmi: VirtualMachineInstance, rendererConfig: Ren
       ...(spec.subdomain ? { subdomain: label('spec.subdomain', spec.subdomain, 'subdomain') } : {}),
       restartPolicy: 'Never',
       terminationGracePeriodSeconds: grace + config.gracePeriodBufferSeconds,
-      // RuntimeDefault seccomp: QEMU, libvirtd and the launcher need no blocked syscall (post-copy migration
-      // would need userfaultfd, which it blocks; kubevirt-ts does not do post-copy)
+      // seccomp: RuntimeDefault by default (QEMU, libvirtd and the launcher need no syscall it blocks; passt does:
+      // the user namespace of its sandbox), or the Localhost profile virt-handler installs (config.launcherSeccompProfile)
       securityContext: {
         runAsUser: LAUNCHER_UID,
         runAsGroup: LAUNCHER_UID,
         fsGroup: LAUNCHER_UID,
         runAsNonRoot: true,
-        seccompProfile: { type: 'RuntimeDefault' },
+        seccompProfile:
+          config.launcherSeccompProfile === 'RuntimeDefault'
+            ? { type: 'RuntimeDefault' }
+            : { type: 'Localhost', localhostProfile: config.launcherSeccompProfile },
         // ports below 1024 in the Pod's own network namespace (DHCP for the guest): see unprivilegedPortStart
         ...(portStart !== undefined
           ? { sysctls: [{ name: 'net.ipv4.ip_unprivileged_port_start', value: String(portStart) }] }

@@ -301,6 +301,12 @@ export const HANDLER_HOST_PATHS: HostPath[] = [
     why: 'registers the devices.kubevirt.io/kvm, tun and vhost-net device plugins with kubelet',
   },
   {
+    name: 'kubelet-seccomp',
+    path: '/var/lib/kubelet/seccomp',
+    type: 'DirectoryOrCreate',
+    why: "installs the launcher Pods' seccomp profile (kubevirt-ts/kubevirt.json) where kubelet reads Localhost profiles",
+  },
+  {
     name: 'virt-share-dir',
     path: '/var/run/kubevirt',
     type: 'DirectoryOrCreate',
@@ -600,6 +606,9 @@ export function deployObjects({
           additionalOverheadRatio: '1',
           qemuTimeoutSeconds: '240',
           gracePeriodBufferSeconds: '15',
+          // the launcher Pods' seccomp profile, installed on each node by virt-handler (--seccomp-profile-dir):
+          // containers' default profile (user namespaces for passt's sandbox) plus userfaultfd
+          launcherSeccompProfile: 'kubevirt-ts/kubevirt.json',
           // feature gates, off by default: e.g. ["HostDisk"] lets VMIs use hostDisk volumes (node files)
           featureGates: '[]',
         },
@@ -791,6 +800,7 @@ export function deployObjects({
                   args: [
                     '--pods-dir=/pods',
                     '--host-pods-dir=/var/lib/kubelet/pods',
+                    '--seccomp-profile-dir=/var/lib/kubelet/seccomp',
                     `--subresource-cert-file=${HANDLER_CERTS_DIR}/tls.crt`,
                     `--subresource-key-file=${HANDLER_CERTS_DIR}/tls.key`,
                     `--subresource-client-ca-file=${HANDLER_CERTS_DIR}/ca.crt`,
