@@ -79,6 +79,12 @@ cmd_up() {
   modprobe br_netfilter 2>/dev/null || true
   sysctl -qw net.ipv4.ip_forward=1 || true
   [ -e /proc/sys/net/bridge/bridge-nf-call-iptables ] && sysctl -qw net.bridge.bridge-nf-call-iptables=1 || true
+  # /run/netns a shared mount point of its own before the CNI puts Pod netns there, as `ip netns add` makes it: else
+  # the first `ip netns add` later (the network tests) bind-mounts /run/netns over itself, hiding the Pods' nsfs
+  # mounts under it, and `down` can no longer remove their files (EBUSY)
+  mkdir -p /run/netns
+  mountpoint -q /run/netns || mount --bind /run/netns /run/netns
+  mount --make-shared /run/netns
 
   start etcd etcd --name kvts --data-dir "$STATE_DIR/etcd" \
     --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
