@@ -114,6 +114,22 @@ app_bundle() {
   find "$dest/node_modules" \( -name '*.map' -o -name '*.d.ts' -o -name '*.d.ts.map' \) -type f -delete
 }
 
+# deb_file PACKAGE PATH DEST: one file of a Debian package (from the apt sources the rootfs comes from), without the
+# package's dependencies; the .deb is cached by its name and version
+deb_file() {
+  local pkg="$1" file="$2" dest="$3" debs="$cache/images/debs" version deb
+  version="$(apt-cache policy "$pkg" | awk '/Candidate:/ {print $2}')"
+  [ -n "$version" ] && [ "$version" != "(none)" ] || die "$pkg: no candidate version in the apt sources"
+  mkdir -p "$debs"
+  deb="$(ls "$debs/${pkg}_${version//:/%3a}_"*.deb 2>/dev/null | head -n 1 || true)"
+  if [ -z "$deb" ]; then
+    (cd "$debs" && apt-get download -qq -o APT::Sandbox::User=root "$pkg=$version" >&2) || die "$pkg: apt-get download failed"
+    deb="$(ls "$debs/${pkg}_${version//:/%3a}_"*.deb | head -n 1)"
+  fi
+  dpkg-deb --fsys-tarfile "$deb" | tar -xOf - ".$file" >"$dest" || die "$pkg $version has no $file"
+  [ -s "$dest" ] || die "$pkg $version: $file is empty"
+}
+
 # finish NAME IMAGE-ID VERSION: tag, export, record
 declare -A IDS DIGESTS SIZES TAGS
 finish() {
@@ -168,7 +184,10 @@ build_app() {
   cp "$node_dir/bin/node" "$ctx/node/bin/node"
   app_bundle "$app" "$ctx/opt/kubevirt-ts"
   if [ "$app" = virt-launcher ]; then cp "$(static_bin container-disk)" "$ctx/container-disk"; fi
-  if [ "$app" = virt-handler ]; then cp "$(static_bin hostmount)" "$ctx/kvts-hostmount"; fi
+  if [ "$app" = virt-handler ]; then
+    cp "$(static_bin hostmount)" "$ctx/kvts-hostmount"
+    deb_file "${IMG_FILE_HANDLER_SECCOMP%%:*}" "${IMG_FILE_HANDLER_SECCOMP#*:}" "$ctx/seccomp.json"
+  fi
   log "buildah bud $app"
   buildah bud --quiet --layers=false --network=none -f "apps/$app/Containerfile" -t "$REPO/$app:build" "$ctx" >/dev/null
   local c

@@ -2,10 +2,12 @@
 # base: what the official Node.js binary needs (glibc, libstdc++, libgcc) plus CA certificates and tzdata-free basics.
 IMG_PKGS_BASE="libc6,libstdc++6,libgcc-s1,ca-certificates"
 # virt-handler: Pod networking phase 1 in a launcher Pod's network namespace: ip (iproute2), nft (nftables),
-# nsenter (util-linux) to enter the namespace (sysctls there are written by Node under nsenter: no procps); the
-# containers tools' seccomp profile (golang-github-containers-common, only its files: the image is extracted), the base
-# of the launcher Pods' profile the handler installs (packages/handler/src/seccomp.ts)
-IMG_PKGS_HANDLER="$IMG_PKGS_BASE,iproute2,nftables,util-linux,golang-github-containers-common"
+# nsenter (util-linux) to enter the namespace (sysctls there are written by Node under nsenter: no procps)
+IMG_PKGS_HANDLER="$IMG_PKGS_BASE,iproute2,nftables,util-linux"
+# virt-handler also gets one file of a package: the containers tools' seccomp profile, the base of the launcher Pods'
+# profile it installs (packages/handler/src/seccomp.ts); the package itself would bring its dependencies along (the CNI
+# plugins, 45 MiB)
+IMG_FILE_HANDLER_SECCOMP="golang-github-containers-common:/usr/share/containers/seccomp.json"
 # virt-launcher: libvirt (session daemon), QEMU, disks, cloud-init ISOs, guest networking, a reaping PID 1
 IMG_PKGS_LAUNCHER="$IMG_PKGS_BASE,libvirt-daemon,libvirt-daemon-driver-qemu,libvirt-clients,qemu-system-x86,qemu-utils,genisoimage,xorriso,nftables,iproute2,passt,tini,util-linux"
 # virt-controller: jemalloc, its allocator (apps/virt-controller/Containerfile: it gives freed memory back to the
