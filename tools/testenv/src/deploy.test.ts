@@ -382,7 +382,12 @@ describe('deploy/ on a real kube-apiserver', () => {
         .filter((v) => v.hostPath)
         .map((v) => v.hostPath?.path)
         .sort(),
-    ).toEqual(['/var/lib/kubelet/device-plugins', '/var/lib/kubelet/pods', '/var/run/kubevirt']);
+    ).toEqual([
+      '/var/lib/kubelet/device-plugins',
+      '/var/lib/kubelet/pods',
+      '/var/lib/kubelet/seccomp',
+      '/var/run/kubevirt',
+    ]);
     // applying again changes nothing and does not fail (idempotent)
     for (const f of deployFiles)
       await serverSideApply(kc, readObjects(f), { fieldManager: 'kubevirt-ts-deploy' });
