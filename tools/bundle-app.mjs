@@ -1,7 +1,7 @@
 // An app's executable: dist/main.js, esbuild's bundle of dist/cli.js (tsc's output of src/cli.ts) and every module it
 // loads, written into dist/main.js and dist/chunks/ (each dynamic import() is a chunk, loaded when it runs).
 // Run by the app's `npm run build` after tsc, from the app's directory:
-//   node ../../tools/bundle-app.mjs [--minify] [--external PKG]...
+//   node ../../tools/bundle-app.mjs [--minify]
 // Why: Node resolves, reads and links each ES module file on its own (hundreds per app: start-up time), and keeps
 // every module's source text in its heap (memory: --minify drops the whitespace and comments, the names stay for
 // stack traces). Packages keep their separate modules; only apps' entries are bundled.
@@ -11,10 +11,7 @@ import { parseArgs } from 'node:util';
 import { build } from 'esbuild';
 
 const { values } = parseArgs({
-  options: {
-    minify: { type: 'boolean', default: false },
-    external: { type: 'string', multiple: true, default: [] },
-  },
+  options: { minify: { type: 'boolean', default: false } },
 });
 const dist = path.resolve('dist');
 
@@ -34,6 +31,5 @@ await build({
   banner: {
     js: "import { createRequire as __kvtsCreateRequire } from 'node:module'; const require = __kvtsCreateRequire(import.meta.url);",
   },
-  external: values.external,
   logLevel: 'warning',
 });

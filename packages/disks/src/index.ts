@@ -6,8 +6,6 @@
 import { chown, copyFile, mkdir, open, readFile, readdir, rm, stat, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { parseQuantity, yaml, type VirtualMachineInstance } from '@kubevirt-ts/api';
-// yaml (about 45 modules) is imported where a NoCloud disk needs it: the launcher loads this package on its
-// start path and most VMIs have no NoCloud disk
 import { run, which } from './exec.js';
 import { makeIsoFromDir, makeIsoFromFiles } from './iso.js';
 import type { ConfigSourceKind, PodLayout } from '@kubevirt-ts/converter';
@@ -328,6 +326,8 @@ export async function prepareVolumes(
       const iso = paths.cloudInitIso('noCloud', namespace, name);
       const files: Record<string, string> = {
         'user-data': data.userData,
+        // yaml (about 45 modules) is loaded on first use (api's yaml()): the launcher loads this package on its
+        // start path and most VMIs have no NoCloud disk
         'meta-data': yaml().stringify({
           'instance-id': `${name}.${namespace}`,
           'local-hostname': name,

@@ -209,13 +209,11 @@ export function resolveConfig(c: RendererConfig): ResolvedConfig {
   if (!Number.isInteger(r.gracePeriodBufferSeconds) || r.gracePeriodBufferSeconds < 0) {
     throw new RenderError('config.gracePeriodBufferSeconds', 'must be a non-negative integer');
   }
+  // a relative path: no empty segment (so not absolute, not empty), no '.' or '..'
   const sp = r.launcherSeccompProfile;
   if (
     typeof sp !== 'string' ||
-    (sp !== 'RuntimeDefault' &&
-      (sp === '' ||
-        sp.startsWith('/') ||
-        sp.split('/').some((seg) => seg === '' || seg === '.' || seg === '..')))
+    (sp !== 'RuntimeDefault' && sp.split('/').some((seg) => ['', '.', '..'].includes(seg)))
   )
     throw new RenderError(
       'config.launcherSeccompProfile',
