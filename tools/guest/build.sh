@@ -56,7 +56,7 @@ root="$work/root"
 mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,run,etc/acpi/PWRF,lib/modules}
 cp "$busybox_bin" "$root/bin/busybox"
 for applet in sh mount umount mkdir cat echo sleep grep modprobe poweroff reboot acpid ls cut sync dmesg ps kill \
-  dd tr sed head ip udhcpc nc hostname wc; do
+  dd tr sed head ip udhcpc nc hostname wc timeout; do
   ln -s busybox "$root/bin/$applet"
 done
 # kvts.net6: busybox has no DHCPv6 client here (no udhcpc6 in Debian's busybox), so ISC dhclient (Debian

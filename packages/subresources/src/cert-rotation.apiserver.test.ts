@@ -269,8 +269,11 @@ test('leaves renewed twice and the CA rotated in two steps, without a failed cal
     );
     expect(signedBy(duringServed['tls.crt']!, ca0['ca.crt']!)).toBe(true);
     // virt-controller trusted the bundle while it was published (read from the history: on a loaded machine the
-    // manager may already be a step further when the Secret is read)
-    expect(clientCas).toContain(published['bundle.crt']);
+    // manager may already be a step further when the Secret is read; and its client TLS may be handed over a moment
+    // after the Secret is written: CI saw the history without it at this point)
+    await until('virt-controller trusting the published bundle', async () =>
+      clientCas.includes(published['bundle.crt']!),
+    );
 
     // step 2: the new CA signs; every leaf is re-issued by it
     const promoted = await seen(
