@@ -2,9 +2,11 @@
 // The main job's build (tools/setup.sh --run): compiles an app and the workspace packages it imports at run
 // time (its `dependencies`, transitively; not devDependencies) file by file with TypeScript's
 // `transpileModule`, without the test files (`*.test.ts`, `test-*.ts`) and without type checking, then runs
-// each project's `build:native` npm script when it has one (the libvirt addon, the launcher's monitor).
+// each project's `build:native` npm script when it has one (the libvirt addon, the launcher's monitor) and its
+// `build:bundle` script when it has one (an app's executable, dist/main.js: tools/bundle-app.mjs, as its full
+// `npm run build` does; tools/setup.sh --run points it at the lock file's esbuild).
 // The type check is the full build's (`nx run-many -t build`, `tsc -b`, which the test mode runs): that is
-// why this needs only the app's runtime dependencies and the `typescript` package, not @types/* or jest.
+// why this needs only the app's runtime dependencies and the `typescript` and `esbuild` packages, not @types/* or jest.
 // Compiling one file at a time gives tsc's own JavaScript because the sources keep to `isolatedModules`
 // (set in tsconfig.base.json, so `tsc -b` refuses what a per-file compile would get wrong, such as
 // re-exporting a type without `export type`). No .d.ts and no .tsbuildinfo are written, and a project's
@@ -146,10 +148,11 @@ for (const dir of buildOrder(path.resolve(repo, appArg))) {
     console.log(`[run-build] ${pkg.name}: ${count} files compared with tsc's output`);
     continue;
   }
-  if (pkg.scripts?.['build:native']) {
-    const r = spawnSync('npm', ['run', '--silent', 'build:native'], { cwd: dir, stdio: 'inherit' });
+  for (const script of ['build:native', 'build:bundle']) {
+    if (!pkg.scripts?.[script]) continue;
+    const r = spawnSync('npm', ['run', '--silent', script], { cwd: dir, stdio: 'inherit' });
     if (r.error) throw r.error;
-    if (r.status !== 0) die(`${pkg.name}: npm run build:native failed (${r.status ?? r.signal})`);
+    if (r.status !== 0) die(`${pkg.name}: npm run ${script} failed (${r.status ?? r.signal})`);
   }
   console.log(`[run-build] ${pkg.name}: ${count ? `${count} files compiled` : 'up to date'}`);
 }

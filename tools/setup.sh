@@ -67,7 +67,7 @@ have="$(cat "$stamp" 2>/dev/null || true)"
 # build:native) under Node 24 afterwards. Any install of the same lock file serves the main job (a full one
 # too); the test mode replaces a main-job install by a full one.
 run_ci_pid=
-ts_pid=
+tool_pids=
 if [ "$mode" = run ]; then
   case "$have" in *" $lock_hash") run_ci=no ;; *) run_ci=yes ;; esac
   if [ "$run_ci" = yes ]; then
@@ -76,11 +76,15 @@ if [ "$mode" = run ]; then
       --no-audit --no-fund --loglevel=error && echo "run $lock_hash" >"$stamp") &
     run_ci_pid=$!
   fi
-  # a full install has typescript; the main job's does not
-  if [ "$run_ci" = yes ] || [ ! -f node_modules/typescript/package.json ]; then
-    ts_out="$(mktemp)"
-    bash tools/typescript-install.sh >"$ts_out" &
-    ts_pid=$!
+  # a full install has the build tools; the main job's does not: the lock's typescript (tools/run-build.mjs
+  # compiles with it), esbuild and its platform binary (tools/bundle-app.mjs bundles the launcher with them)
+  if [ "$run_ci" = yes ] || [ ! -f node_modules/typescript/package.json ] || [ ! -f node_modules/esbuild/package.json ]; then
+    tools_out="$(mktemp -d)"
+    esbuild_platform="$(node -p '`@esbuild/${process.platform}-${process.arch}`')"
+    for p in typescript esbuild "$esbuild_platform"; do
+      bash tools/lock-package-install.sh "$p" >"$tools_out/${p//\//+}" &
+      tool_pids="$tool_pids $!"
+    done
   fi
 fi
 
@@ -99,18 +103,24 @@ else
     if npm ci --no-audit --no-fund --loglevel=error; then echo "$want" >"$stamp"; else npm_status=$?; fi
   fi
 fi
-ts_status=0
-[ -z "$ts_pid" ] || wait "$ts_pid" || ts_status=$?
+tool_status=0
+for pid in $tool_pids; do wait "$pid" || tool_status=$?; done
 steps_status=0
 wait "$steps_pid" || steps_status=$?
 [ "$npm_status" = 0 ] || { echo "setup: npm ci failed ($npm_status)" >&2; exit 1; }
-[ "$ts_status" = 0 ] || { echo "setup: tools/typescript-install.sh failed ($ts_status)" >&2; exit 1; }
+[ "$tool_status" = 0 ] || { echo "setup: tools/lock-package-install.sh failed ($tool_status)" >&2; exit 1; }
 [ "$steps_status" = 0 ] || { echo "setup: a tools/setup.d step failed ($steps_status)" >&2; exit 1; }
 
 if [ "$mode" = run ]; then
   # tsc's output without its type check (the test mode's full build has it): see tools/run-build.mjs
   log "building virt-launcher and what it imports"
-  if [ -n "$ts_pid" ]; then typescript="$(cat "$ts_out")"; rm -f "$ts_out"; else typescript=node_modules/typescript; fi
+  typescript=node_modules/typescript
+  if [ -n "$tool_pids" ]; then
+    typescript="$(cat "$tools_out/typescript")"
+    export KVTS_ESBUILD_DIR="$(cat "$tools_out/esbuild")"
+    export ESBUILD_BINARY_PATH="$(cat "$tools_out/${esbuild_platform//\//+}")/bin/esbuild"
+    rm -rf "$tools_out"
+  fi
   node tools/run-build.mjs "$typescript" >/dev/null
   log "ready"
   exit 0
