@@ -7,7 +7,10 @@
 #      of it and all its children, /usr/bin/time), peak RSS, and the time of each of its steps;
 #   2. `bash tools/run.sh` after it (setup's checks again, then the launcher) until the guest's ready line;
 #   3. the sum of both: the main job on a fresh machine; the load average before and after.
-# Then it stops the guest with SIGINT (as Ctrl-C does) and removes everything it made.
+# Then it stops the guest with SIGINT (as Ctrl-C does) and removes everything it made. It fails (exit 1, with the
+# tail of the output) when setup fails, when run.sh ends before the ready line or does not print it within
+# KVTS_MAIN_JOB_LIMIT seconds (default 600), or when run.sh does not exit 0 after SIGINT. tools/test.sh runs it
+# (CI proves the main job from a fresh clone).
 # Root only (the main job is).   bash tools/bench-main-job.sh [REF]    (REF: a commit of this repository, default HEAD)
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -50,8 +53,14 @@ grep '^\[setup +' "$work/setup.log" | sed 's/^/    /'
 
 "${clean_env[@]}" bash tools/run.sh >"$work/console.log" 2>&1 </dev/null &
 run_pid=$!
+limit=${KVTS_MAIN_JOB_LIMIT:-600}
 until grep -q KUBEVIRT-TS-GUEST-READY "$work/console.log" 2>/dev/null; do
   kill -0 "$run_pid" 2>/dev/null || { tail -n 30 "$work/console.log" >&2; echo "bench-main-job: run.sh ended early" >&2; exit 1; }
+  if awk -v t1="$t1" -v now="$(date +%s.%N)" -v l="$limit" 'BEGIN { exit !(now - t1 > l) }'; then
+    tail -n 30 "$work/console.log" >&2
+    echo "bench-main-job: no ready line from run.sh within $limit s" >&2
+    exit 1
+  fi
   sleep 0.1
 done
 t2=$(date +%s.%N)
@@ -65,3 +74,4 @@ awk -v w="$wall" -v u="$user" -v s="$sys" -v r="$rss" -v t0="$t0" -v t1="$t1" -v
   printf "main job, fresh:        %6.1f s wall (%d min %d s)\n", t2 - t0, int((t2 - t0) / 60), (t2 - t0) % 60
 }'
 echo "load average at the end: $(load); run.sh exit after SIGINT: $status"
+[ "$status" = 0 ] || { tail -n 30 "$work/console.log" >&2; echo "bench-main-job: run.sh exited $status after SIGINT" >&2; exit 1; }

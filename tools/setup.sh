@@ -29,7 +29,8 @@ APT_PKGS=(
 # only for the tests: the test control plane's etcd; protoc for tools/gen-proto.sh; ISC dhclient, the DHCPv6
 # client of packages/network's namespace tests (the test guest downloads its own copy, see tools/guest/build.sh);
 # jemalloc, the virt-controller image's allocator, for npm run bench:controller to run it as the image does
-[ "$mode" = run ] || APT_PKGS+=(protobuf-compiler etcd-server isc-dhcp-client libjemalloc2)
+# time: /usr/bin/time, with which tools/bench-main-job.sh (run by tools/test.sh) measures the main job
+[ "$mode" = run ] || APT_PKGS+=(protobuf-compiler etcd-server isc-dhcp-client libjemalloc2 time)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -12,8 +12,9 @@ import { fileURLToPath } from 'node:url';
 import { cleanToolingEnv } from './tooling-env.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const SHARED = process.env.KVTS_SHARED_DIR ?? path.join(ROOT, '..', 'shared');
-const REFERENCE = path.join(SHARED, 'reference', 'converter');
+// the converter's reference vectors and domain-facts tool (packages/converter/test-fixtures/README.md)
+const FIXTURES = path.join(ROOT, 'packages', 'converter', 'test-fixtures');
+const REFERENCE = path.join(FIXTURES, 'reference');
 
 const PACKAGES = [
   'api',
@@ -384,7 +385,7 @@ describe.each(RUNTIMES)('bins from the tarballs under Node %s', (rt) => {
     const actual = path.join(work, `actual-${rt}.xml`);
     writeFileSync(actual, xml);
     const facts = run('python3', [
-      path.join(SHARED, 'tools', 'domain-facts.py'),
+      path.join(FIXTURES, 'domain-facts.py'),
       path.join(REFERENCE, '09-masquerade-ports.xml'),
       actual,
     ]);

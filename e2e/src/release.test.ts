@@ -24,8 +24,8 @@ import { freePort } from '@kubevirt-ts/testenv';
 import { cleanToolingEnv } from './tooling-env.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const SHARED = process.env.KVTS_SHARED_DIR ?? path.join(ROOT, '..', 'shared');
-const VECTOR = path.join(SHARED, 'reference', 'converter');
+// the converter's reference vectors (packages/converter/test-fixtures/README.md)
+const VECTOR = path.join(ROOT, 'packages', 'converter', 'test-fixtures', 'reference');
 
 /** The projects `nx release` handles (nx.json release.projects), read from their package.json files. */
 function releasedPackages(root: string): Map<string, { dir: string; version: string; deps: string[] }> {

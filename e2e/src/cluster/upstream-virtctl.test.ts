@@ -1,4 +1,4 @@
-// Upstream KubeVirt's own virtctl (v1.1.0, built from a fetched kubevirt/kubevirt by tools/upstream-virtctl.sh) against
+// Upstream KubeVirt's own virtctl (v1.1.0, built from upstream's cmd/virtctl: see packages/virtctl/README.md) against
 // kubevirt-ts on the single-node cluster (tools/cluster.sh), with the cluster's admin kubeconfig: kube-apiserver's
 // aggregation layer -> virt-controller's subresources.kubevirt.io -> virt-handler (mutual TLS) -> the launcher.
 // Each verb as a user types it, its output and exit status as upstream's virtctl prints them against upstream's
@@ -21,7 +21,7 @@ const UPSTREAM = process.env.KVTS_UPSTREAM_VIRTCTL ?? path.join(CACHE, 'upstream
 const gate = clusterGate();
 const missing = existsSync(UPSTREAM)
   ? undefined
-  : `upstream virtctl ${TAG} not built (${UPSTREAM}): run bash tools/upstream-virtctl.sh with a fetched kubevirt/kubevirt (KV_MIRROR)`;
+  : `upstream virtctl ${TAG} not found at ${UPSTREAM} (KVTS_UPSTREAM_VIRTCTL names it; see packages/virtctl/README.md)`;
 if (missing) console.warn(`upstream-virtctl.test skipped: ${missing}`);
 const reason = gate.reason ?? missing;
 const clusterTest = missing ? test.skip : gate.clusterTest;

@@ -1,8 +1,8 @@
 // Upstream KubeVirt v1.1.0's own cmd client (pkg/virt-handler/cmd-client, the code upstream's virt-handler runs)
 // driving our standalone launcher over its real socket: every call succeeds and the domain it decodes has our
-// domain's name, uid and state. The client is built from a fetched upstream checkout by
-// ../shared/tools/upstream-cmdclient/build.sh (see packages/cmd-protocol/README.md); without it the test is
-// skipped, visibly.
+// domain's name, uid and state. The client is a small command around upstream's cmd-client package, built from
+// upstream's source outside this repository (see packages/cmd-protocol/README.md); without it the test is skipped,
+// visibly.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -22,8 +22,8 @@ const CLIENT = process.env.KVTS_UPSTREAM_CMDCLIENT ?? path.join(CACHE, 'upstream
 const have = existsSync(CLIENT);
 if (!have)
   console.warn(
-    `upstream-client.test: ${CLIENT} is missing (build it with KV_MIRROR=<kubevirt git dir> OUT=${CLIENT} ` +
-      'bash ../shared/tools/upstream-cmdclient/build.sh): skipped',
+    `upstream-client.test: ${CLIENT} is missing (KVTS_UPSTREAM_CMDCLIENT names it; see ` +
+      'packages/cmd-protocol/README.md): skipped',
   );
 
 function run(args: string[]): Promise<{ code: number | null; out: string }> {

@@ -9,9 +9,8 @@ import { parseManifests } from './manifests.js';
 import type { VirtualMachineInstance } from './schemas.js';
 import { validateObject } from './validate.js';
 
-// ../shared beside the repository, or KVTS_SHARED_DIR
-const shared = process.env.KVTS_SHARED_DIR ?? fileURLToPath(new URL('../../../../shared', import.meta.url));
-const dir = join(shared, 'reference', 'converter');
+// the converter's reference VMIs (packages/converter/test-fixtures/README.md)
+const dir = fileURLToPath(new URL('../../converter/test-fixtures/reference', import.meta.url));
 const texts = readdirSync(dir)
   .filter((f) => f.endsWith('.yaml'))
   .map((f) => readFileSync(join(dir, f), 'utf8'));

@@ -3,10 +3,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** ../shared beside the repository (as CI lays it out), or KVTS_SHARED_DIR. */
-export const SHARED_DIR =
-  process.env.KVTS_SHARED_DIR ?? fileURLToPath(new URL('../../../../shared', import.meta.url));
-export const REFERENCE_DIR = join(SHARED_DIR, 'reference', 'converter');
+/** The converter's reference VMIs (packages/converter/test-fixtures/README.md). */
+export const REFERENCE_DIR = fileURLToPath(new URL('../../converter/test-fixtures/reference', import.meta.url));
 
 export function referenceYamls(): { file: string; text: string }[] {
   return readdirSync(REFERENCE_DIR)

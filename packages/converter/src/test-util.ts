@@ -14,11 +14,10 @@ import { toDomain } from './convert.js';
 import { toDomainXml } from './xml.js';
 import type { ConverterContext } from './context.js';
 
-/** ../shared beside the repository (as CI lays it out), or KVTS_SHARED_DIR. */
-export const SHARED_DIR =
-  process.env.KVTS_SHARED_DIR ?? fileURLToPath(new URL('../../../../shared', import.meta.url));
-export const REFERENCE_DIR = path.join(SHARED_DIR, 'reference', 'converter');
-export const FACTS_TOOL = path.join(SHARED_DIR, 'tools', 'domain-facts.py');
+/** The package's test fixtures (test-fixtures/README.md): the reference vectors and the domain-facts tool. */
+export const FIXTURES_DIR = fileURLToPath(new URL('../test-fixtures', import.meta.url));
+export const REFERENCE_DIR = path.join(FIXTURES_DIR, 'reference');
+export const FACTS_TOOL = path.join(FIXTURES_DIR, 'domain-facts.py');
 
 export interface Vector {
   name: string;

@@ -2,7 +2,7 @@
 // installed, every reference VMI (and the same VMI wrapped in a VirtualMachine) is created through the
 // server, schema-invalid objects are rejected by it, and the launcher Pod rendered for each VMI is
 // accepted by the server, under the "restricted" Pod Security Standard where the VMI allows it.
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
@@ -23,17 +23,8 @@ import { renderLaunchPod } from './index.js';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 const crdDir = join(repoRoot, 'deploy', 'crds');
-/** ../shared/reference/converter next to the work tree (or KVTS_SHARED_DIR) */
-function referenceDir(): string {
-  const candidates = [process.env.KVTS_SHARED_DIR, join(repoRoot, '..', 'shared'), '/work/shared'].filter(
-    (d): d is string => !!d,
-  );
-  for (const d of candidates)
-    if (existsSync(join(d, 'reference', 'converter'))) return join(d, 'reference', 'converter');
-  throw new Error(`reference VMIs not found (looked in ${candidates.join(', ')}); set KVTS_SHARED_DIR`);
-}
-
-const refDir = referenceDir();
+// the converter's reference VMIs (packages/converter/test-fixtures/README.md)
+const refDir = join(repoRoot, 'packages', 'converter', 'test-fixtures', 'reference');
 const references = readdirSync(refDir)
   .filter((f) => f.endsWith('.yaml'))
   .sort()

@@ -1,6 +1,6 @@
 // Benchmark: renderLaunchPod throughput over the reference VMIs (defaults applied). Prints numbers; asserts nothing.
 //   npm run bench -w @kubevirt-ts/renderer [-- ITERATIONS]
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
@@ -11,11 +11,8 @@ import {
 import { renderLaunchPod, memoryOverhead } from './index.js';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
-const dir = [process.env.KVTS_SHARED_DIR, join(repoRoot, '..', 'shared'), '/work/shared']
-  .filter((d): d is string => !!d)
-  .map((d) => join(d, 'reference', 'converter'))
-  .find((d) => existsSync(d));
-if (!dir) throw new Error('reference VMIs not found: set KVTS_SHARED_DIR');
+// the converter's reference VMIs (packages/converter/test-fixtures/README.md)
+const dir = join(repoRoot, 'packages', 'converter', 'test-fixtures', 'reference');
 const vmis = readdirSync(dir)
   .filter((f) => f.endsWith('.yaml'))
   .sort()

@@ -14,10 +14,8 @@ import {
 import { toDomain } from '../convert.js';
 import { parseDomainXml, toDomainXml } from '../xml.js';
 
-// ../shared/reference/converter beside the repository, or $KVTS_SHARED_DIR/reference/converter
-const REF =
-  (process.env.KVTS_SHARED_DIR ?? fileURLToPath(new URL('../../../../../shared', import.meta.url))) +
-  '/reference/converter/';
+// the package's reference vectors (test-fixtures/README.md)
+const REF = fileURLToPath(new URL('../../test-fixtures/reference/', import.meta.url));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
 
