@@ -51,6 +51,7 @@ async function main(): Promise<number> {
     log,
     configNamespace: flags.configNamespace,
     configName: flags.configName,
+    baseConfig: { launcherImage: flags.launcherImage },
     vmWorkers: flags.vmWorkers,
     vmiWorkers: flags.vmiWorkers,
     heartbeatTimeoutMs: flags.heartbeatTimeoutSeconds * 1000,

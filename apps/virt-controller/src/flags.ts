@@ -5,6 +5,8 @@ export interface ControllerFlags {
   kubeconfig?: string;
   configNamespace: string;
   configName: string;
+  /** the virt-launcher image of launcher Pods */
+  launcherImage: string;
   vmWorkers: number;
   vmiWorkers: number;
   leaderElect: boolean;
@@ -55,8 +57,10 @@ const posInt = (flag: string, v: string | undefined, dflt: number): number => {
 
 export const USAGE = `usage: virt-controller [flags]
   --kubeconfig PATH          kubeconfig (default: $KUBECONFIG, else the in-cluster service account)
-  --config-namespace NS      namespace of the kubevirt-ts config object (default kubevirt-ts)
-  --config-name NAME         name of the config object (default kubevirt-ts-config)
+  --launcher-image REF       the virt-launcher image of launcher Pods (required)
+  --config-namespace NS      namespace of the KubeVirt CR, the cluster's configuration, read live (default:
+                             $KVTS_NAMESPACE, else kubevirt-ts)
+  --config-name NAME         its name (default kubevirt)
   --vm-workers N             VM controller workers (default 3)
   --vmi-workers N            VMI controller workers (default 10)
   --leader-elect             run the controllers only while holding the Lease
@@ -112,6 +116,7 @@ export function parseControllerFlags(
         kubeconfig: { type: 'string' },
         'config-namespace': { type: 'string' },
         'config-name': { type: 'string' },
+        'launcher-image': { type: 'string' },
         'vm-workers': { type: 'string' },
         'vmi-workers': { type: 'string' },
         'leader-elect': { type: 'boolean' },
@@ -161,13 +166,17 @@ export function parseControllerFlags(
     throw new UsageError(
       '--manage-handler-certs and --handler-client-* are two ways to get the handler certificates: give one',
     );
+  const launcherImage = v['launcher-image'];
+  if (!launcherImage)
+    throw new UsageError('--launcher-image is required (the virt-launcher image of launcher Pods)');
   const level = v['log-level'];
   if (level !== undefined && !['error', 'warn', 'info', 'debug'].includes(level))
     throw new UsageError(`--log-level: must be error, warn, info or debug, got ${JSON.stringify(level)}`);
   return {
     kubeconfig: v.kubeconfig ?? env['KUBECONFIG'],
-    configNamespace: v['config-namespace'] ?? 'kubevirt-ts',
-    configName: v['config-name'] ?? 'kubevirt-ts-config',
+    configNamespace: v['config-namespace'] ?? env['KVTS_NAMESPACE'] ?? 'kubevirt-ts',
+    configName: v['config-name'] ?? 'kubevirt',
+    launcherImage,
     vmWorkers: posInt('vm-workers', v['vm-workers'], 3),
     vmiWorkers: posInt('vmi-workers', v['vmi-workers'], 10),
     leaderElect: v['leader-elect'] ?? false,

@@ -3,6 +3,7 @@
 // x-kubernetes-preserve-unknown-fields), no TypeBox keywords, maps as additionalProperties.
 import type { TSchema } from '@sinclair/typebox';
 import { yaml } from './yaml-lazy.js';
+import { KubeVirtSchema } from './kubevirt-cr.js';
 import {
   API_GROUP,
   VirtualMachineInstanceMigrationSchema,
@@ -109,8 +110,8 @@ export interface KindInfo {
 const AGE = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
 const READY = { name: 'Ready', type: 'string', jsonPath: ".status.conditions[?(@.type=='Ready')].status" };
 
-/** The three CRDs of kubevirt.io/v1 this project serves (VirtualMachine, VirtualMachineInstance,
- * VirtualMachineInstanceMigration), with upstream's names and printer columns. */
+/** The CRDs of kubevirt.io/v1 this project serves (VirtualMachine, VirtualMachineInstance,
+ * VirtualMachineInstanceMigration, KubeVirt), with upstream's names and printer columns. */
 export const CRD_KINDS: KindInfo[] = [
   {
     kind: 'VirtualMachine',
@@ -146,6 +147,14 @@ export const CRD_KINDS: KindInfo[] = [
       { name: 'VMI', type: 'string', jsonPath: '.spec.vmiName' },
       AGE,
     ],
+  },
+  {
+    kind: 'KubeVirt',
+    plural: 'kubevirts',
+    singular: 'kubevirt',
+    shortNames: ['kv', 'kvs'],
+    schema: KubeVirtSchema,
+    columns: [AGE, { name: 'Phase', type: 'string', jsonPath: '.status.phase' }],
   },
 ];
 

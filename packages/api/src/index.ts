@@ -32,6 +32,7 @@ export { parseManifests, vmiFromManifest } from './manifests.js';
 export { yaml } from './yaml-lazy.js';
 export { pointerToPath, joinPath } from './paths.js';
 export { LAUNCHER_UID, LAUNCHER_GID, MAX_SOCKET_PATH_BYTES } from './runtime.js';
+export * from './kubevirt-cr.js';
 export {
   crdFor,
   generateCrdFiles,

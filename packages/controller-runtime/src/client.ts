@@ -52,7 +52,14 @@ export interface Resource {
 }
 
 export const PODS: Resource = { group: '', version: 'v1', plural: 'pods', namespaced: true };
-export const CONFIGMAPS: Resource = { group: '', version: 'v1', plural: 'configmaps', namespaced: true };
+/** apps/v1 Deployments and DaemonSets (virt-operator reads the components' rollout) */
+export const DEPLOYMENTS: Resource = {
+  group: 'apps',
+  version: 'v1',
+  plural: 'deployments',
+  namespaced: true,
+};
+export const DAEMONSETS: Resource = { group: 'apps', version: 'v1', plural: 'daemonsets', namespaced: true };
 export const LEASES: Resource = {
   group: 'coordination.k8s.io',
   version: 'v1',
@@ -78,6 +85,14 @@ export const VMIMS: Resource = {
   group: 'kubevirt.io',
   version: 'v1',
   plural: 'virtualmachineinstancemigrations',
+  namespaced: true,
+};
+
+/** kubevirt.io/v1 KubeVirt: the cluster's configuration (one CR in the install namespace) */
+export const KUBEVIRTS: Resource = {
+  group: 'kubevirt.io',
+  version: 'v1',
+  plural: 'kubevirts',
   namespaced: true,
 };
 

@@ -1,27 +1,42 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { parseManifests } from '@kubevirt-ts/api';
+import { kubeVirtNotImplemented, parseManifests, type KubeVirtConfiguration } from '@kubevirt-ts/api';
 import {
   migrationConfiguration,
   MIGRATION_DEFAULTS,
-  rendererConfigFromData,
+  rendererConfigFromKubeVirt,
   renderLaunchPod,
   RenderError,
+  type RendererConfig,
 } from './index.js';
 
-const deployConfig = fileURLToPath(new URL('../../../deploy/30-config.yaml', import.meta.url));
+const deployOperator = fileURLToPath(new URL('../../../deploy/39-virt-operator.yaml', import.meta.url));
+const base: RendererConfig = { launcherImage: 'x:1' };
 
-describe('rendererConfigFromData', () => {
-  it('reads the committed config object in deploy/', () => {
-    const [cm] = parseManifests(readFileSync(deployConfig, 'utf8')) as {
-      kind: string;
-      data: Record<string, string>;
+function pathOf(f: () => unknown): string {
+  try {
+    f();
+  } catch (e) {
+    expect(e).toBeInstanceOf(RenderError);
+    return (e as RenderError).path;
+  }
+  throw new Error('expected a RenderError');
+}
+
+describe('rendererConfigFromKubeVirt', () => {
+  it("reads the default KubeVirt CR deploy/'s virt-operator creates, every field of which kubevirt-ts implements", () => {
+    const [dep] = parseManifests(readFileSync(deployOperator, 'utf8')) as {
+      spec: { template: { spec: { containers: { args: string[] }[] } } };
     }[];
-    expect(cm!.kind).toBe('ConfigMap');
-    const c = rendererConfigFromData(cm!.data);
-    expect(c.launcherImage).toMatch(/virt-launcher:/);
+    const arg = dep!.spec.template.spec.containers[0]!.args.find((a) =>
+      a.startsWith('--default-configuration='),
+    );
+    const kv = {
+      spec: { configuration: JSON.parse(arg!.slice(arg!.indexOf('=') + 1)) as KubeVirtConfiguration },
+    };
+    expect(kubeVirtNotImplemented(kv)).toEqual([]);
+    const c = rendererConfigFromKubeVirt(kv.spec.configuration, { launcherImage: 'reg/virt-launcher:1' });
     expect(c.useEmulation).toBe(false);
-    expect(c.cpuAllocationRatio).toBe(10);
     const pod = renderLaunchPod(
       {
         apiVersion: 'kubevirt.io/v1',
@@ -31,7 +46,7 @@ describe('rendererConfigFromData', () => {
       },
       c,
     );
-    expect(pod.spec!.containers[0]!.image).toBe(c.launcherImage);
+    expect(pod.spec!.containers[0]!.image).toBe('reg/virt-launcher:1');
     // the profile virt-handler installs on each node (deploy/41-virt-handler.yaml: --seccomp-profile-dir)
     expect(pod.spec!.securityContext!.seccompProfile).toEqual({
       type: 'Localhost',
@@ -39,51 +54,92 @@ describe('rendererConfigFromData', () => {
     });
   });
 
-  it('converts types and parses JSON arrays', () => {
+  it("maps upstream's fields onto the renderer's, over the flags' base", () => {
     expect(
-      rendererConfigFromData({
-        launcherImage: 'x:1',
-        useEmulation: 'true',
-        memoryOvercommit: '150',
-        launcherCommand: '["/bin/launcher","--v"]',
-      }),
+      rendererConfigFromKubeVirt(
+        {
+          developerConfiguration: {
+            useEmulation: true,
+            featureGates: ['HostDisk'],
+            cpuAllocationRatio: 4,
+            memoryOvercommit: 150,
+          },
+          imagePullPolicy: 'Never',
+          additionalGuestMemoryOverheadRatio: '1.5',
+          seccompConfiguration: {
+            virtualMachineInstanceProfile: { customProfile: { runtimeDefaultProfile: true } },
+          },
+        },
+        { ...base, qemuTimeoutSeconds: 60 },
+      ),
     ).toEqual({
       launcherImage: 'x:1',
+      qemuTimeoutSeconds: 60,
       useEmulation: true,
+      featureGates: ['HostDisk'],
+      cpuAllocationRatio: 4,
       memoryOvercommit: 150,
-      launcherCommand: ['/bin/launcher', '--v'],
+      imagePullPolicy: 'Never',
+      additionalOverheadRatio: 1.5,
+      launcherSeccompProfile: 'RuntimeDefault',
     });
+    expect(rendererConfigFromKubeVirt(undefined, base)).toEqual(base);
+    expect(rendererConfigFromKubeVirt({}, base)).toEqual(base);
   });
 
+  const custom = (customProfile: object) => ({
+    seccompConfiguration: { virtualMachineInstanceProfile: { customProfile } },
+  });
   it.each([
-    [{ launcherImage: 'x', useEmulation: 'yes' }, 'data.useEmulation'],
-    [{ launcherImage: 'x', cpuAllocationRatio: 'ten' }, 'data.cpuAllocationRatio'],
-    [{ launcherImage: 'x', launcherCommand: '/bin/sh' }, 'data.launcherCommand'],
-    [{ launcherImage: 'x', colour: 'blue' }, 'data.colour'],
-    [{}, 'config.launcherImage'],
-    [{ launcherImage: 'x', memoryOvercommit: '-5' }, 'config.memoryOvercommit'],
-    [{ launcherImage: 'x', bandwidthPerMigration: 'fast' }, 'config.bandwidthPerMigration'],
-    [{ launcherImage: 'x', bandwidthPerMigration: '-1Mi' }, 'config.bandwidthPerMigration'],
-    [{ launcherImage: 'x', progressTimeout: '0' }, 'config.progressTimeout'],
-    [{ launcherImage: 'x', completionTimeoutPerGiB: '1.5' }, 'config.completionTimeoutPerGiB'],
-    [{ launcherImage: 'x', allowPostCopy: 'maybe' }, 'data.allowPostCopy'],
-    [{ launcherImage: 'x', launcherSeccompProfile: '' }, 'config.launcherSeccompProfile'],
-    [{ launcherImage: 'x', launcherSeccompProfile: '/etc/seccomp.json' }, 'config.launcherSeccompProfile'],
-    [{ launcherImage: 'x', launcherSeccompProfile: '../../etc/x.json' }, 'config.launcherSeccompProfile'],
-    [{ launcherImage: 'x', launcherSeccompProfile: 'a//b.json' }, 'config.launcherSeccompProfile'],
-  ])('rejects %j naming %s', (data, path) => {
-    try {
-      rendererConfigFromData(data as Record<string, string>);
-    } catch (e) {
-      expect(e).toBeInstanceOf(RenderError);
-      expect((e as RenderError).path).toBe(path);
-      return;
-    }
-    throw new Error('expected an error');
+    [
+      { developerConfiguration: { featureGates: ['HostDisk', 'Hostdisk'] } },
+      'spec.configuration.developerConfiguration.featureGates[1]',
+    ],
+    [
+      { developerConfiguration: { memoryOvercommit: -5 } },
+      'spec.configuration.developerConfiguration.memoryOvercommit',
+    ],
+    [{ additionalGuestMemoryOverheadRatio: 'lots' }, 'spec.configuration.additionalGuestMemoryOverheadRatio'],
+    [{ additionalGuestMemoryOverheadRatio: '0.5' }, 'spec.configuration.additionalGuestMemoryOverheadRatio'],
+    [
+      { migrations: { bandwidthPerMigration: 'fast' } },
+      'spec.configuration.migrations.bandwidthPerMigration',
+    ],
+    [
+      { migrations: { bandwidthPerMigration: '-1Mi' } },
+      'spec.configuration.migrations.bandwidthPerMigration',
+    ],
+    [{ migrations: { progressTimeout: 0 } }, 'spec.configuration.migrations.progressTimeout'],
+    [
+      { migrations: { completionTimeoutPerGiB: 1.5 } },
+      'spec.configuration.migrations.completionTimeoutPerGiB',
+    ],
+    [
+      custom({ localhostProfile: '' }),
+      'spec.configuration.seccompConfiguration.virtualMachineInstanceProfile.customProfile',
+    ],
+    [
+      custom({ localhostProfile: '/etc/seccomp.json' }),
+      'spec.configuration.seccompConfiguration.virtualMachineInstanceProfile.customProfile',
+    ],
+    [
+      custom({ localhostProfile: '../../etc/x.json' }),
+      'spec.configuration.seccompConfiguration.virtualMachineInstanceProfile.customProfile',
+    ],
+    [
+      custom({ localhostProfile: 'a.json', runtimeDefaultProfile: true }),
+      'spec.configuration.seccompConfiguration.virtualMachineInstanceProfile.customProfile',
+    ],
+  ])('rejects %j naming %s', (configuration, path) => {
+    expect(pathOf(() => rendererConfigFromKubeVirt(configuration as never, base))).toBe(path);
+  });
+
+  it('needs the launcher image from the flags', () => {
+    expect(pathOf(() => rendererConfigFromKubeVirt({}, { launcherImage: '' }))).toBe('config.launcherImage');
   });
 
   it("reads upstream's migration options (spec.configuration.migrations) with upstream's defaults", () => {
-    expect(migrationConfiguration(rendererConfigFromData({ launcherImage: 'x' }))).toEqual({
+    expect(migrationConfiguration(rendererConfigFromKubeVirt({}, base))).toEqual({
       bandwidthPerMigration: '0Mi',
       completionTimeoutPerGiB: 150,
       progressTimeout: 150,
@@ -94,18 +150,7 @@ describe('rendererConfigFromData', () => {
       parallelOutboundMigrationsPerNode: 2,
     });
     expect(migrationConfiguration(undefined)).toEqual(MIGRATION_DEFAULTS);
-    const c = rendererConfigFromData({
-      launcherImage: 'x',
-      bandwidthPerMigration: '64Mi',
-      completionTimeoutPerGiB: '30',
-      progressTimeout: '60',
-      allowAutoConverge: 'true',
-      allowPostCopy: 'true',
-      unsafeMigrationOverride: 'true',
-      parallelMigrationsPerCluster: '3',
-      parallelOutboundMigrationsPerNode: '1',
-    });
-    expect(migrationConfiguration(c)).toEqual({
+    const migrations = {
       bandwidthPerMigration: '64Mi',
       completionTimeoutPerGiB: 30,
       progressTimeout: 60,
@@ -114,6 +159,39 @@ describe('rendererConfigFromData', () => {
       unsafeMigrationOverride: true,
       parallelMigrationsPerCluster: 3,
       parallelOutboundMigrationsPerNode: 1,
-    });
+    };
+    expect(migrationConfiguration(rendererConfigFromKubeVirt({ migrations }, base))).toEqual(migrations);
+  });
+});
+
+describe('kubeVirtNotImplemented', () => {
+  it("lists the set fields kubevirt-ts does not implement, not the empty ones of upstream's own CR", () => {
+    expect(
+      kubeVirtNotImplemented({
+        spec: {
+          certificateRotateStrategy: {},
+          customizeComponents: {},
+          workloadUpdateStrategy: {},
+          imagePullPolicy: 'IfNotPresent',
+          configuration: {
+            developerConfiguration: {
+              featureGates: [],
+              useEmulation: true,
+              logVerbosity: { virtLauncher: 4 },
+            },
+            network: { defaultNetworkInterface: 'bridge' },
+            migrations: { allowPostCopy: true, nodeDrainTaintKey: 'x' },
+          },
+          infra: { replicas: 3 },
+        },
+      }),
+    ).toEqual([
+      'spec.configuration.developerConfiguration.logVerbosity',
+      'spec.configuration.network',
+      'spec.configuration.migrations.nodeDrainTaintKey',
+      'spec.infra',
+    ]);
+    expect(kubeVirtNotImplemented({ spec: { imagePullPolicy: 'Always' } })).toEqual(['spec.imagePullPolicy']);
+    expect(kubeVirtNotImplemented({})).toEqual([]);
   });
 });

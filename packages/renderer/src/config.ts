@@ -1,5 +1,6 @@
-// Cluster-wide settings the renderer needs (from the kubevirt-ts config object in deploy/).
-import { parseQuantity } from '@kubevirt-ts/api';
+// Cluster-wide settings the renderer needs: the KubeVirt CR's spec.configuration (deploy/30-kubevirt.yaml) on top of
+// what virt-controller's flags set.
+import { parseQuantity, type KubeVirtConfiguration } from '@kubevirt-ts/api';
 
 export interface RendererConfig {
   /** the virt-launcher image, e.g. "registry.example.com/kubevirt-ts/virt-launcher:0.1.0" (required) */
@@ -230,69 +231,92 @@ export function resolveConfig(c: RendererConfig): ResolvedConfig {
   return r;
 }
 
-const BOOL_KEYS = [
-  'useEmulation',
-  'keepAfterFailure',
-  'allowAutoConverge',
-  'allowPostCopy',
-  'unsafeMigrationOverride',
-] as const;
-const NUM_KEYS = [
-  'cpuAllocationRatio',
-  'memoryOvercommit',
-  'additionalOverheadRatio',
-  'qemuTimeoutSeconds',
-  'gracePeriodBufferSeconds',
-  'parallelMigrationsPerCluster',
-  'parallelOutboundMigrationsPerNode',
-  'completionTimeoutPerGiB',
-  'progressTimeout',
-] as const;
-const STR_KEYS = [
-  'launcherImage',
-  'imagePullPolicy',
-  'arch',
-  'bandwidthPerMigration',
-  'launcherSeccompProfile',
-] as const;
+/** Where each RendererConfig field comes from in the KubeVirt CR (what an error names). */
+const CR_PATHS: Partial<Record<keyof RendererConfig, string>> = {
+  useEmulation: 'spec.configuration.developerConfiguration.useEmulation',
+  featureGates: 'spec.configuration.developerConfiguration.featureGates',
+  cpuAllocationRatio: 'spec.configuration.developerConfiguration.cpuAllocationRatio',
+  memoryOvercommit: 'spec.configuration.developerConfiguration.memoryOvercommit',
+  imagePullPolicy: 'spec.configuration.imagePullPolicy',
+  additionalOverheadRatio: 'spec.configuration.additionalGuestMemoryOverheadRatio',
+  launcherSeccompProfile:
+    'spec.configuration.seccompConfiguration.virtualMachineInstanceProfile.customProfile',
+  ...Object.fromEntries(
+    Object.keys(MIGRATION_DEFAULTS).map((k) => [k, `spec.configuration.migrations.${k}`]),
+  ),
+};
 
 /**
- * RendererConfig from the data of the kubevirt-ts config object (ConfigMap kubevirt-ts-config in deploy/30-config.yaml):
- * one string key per field; `launcherCommand`, `imagePullSecrets` and `featureGates` as JSON arrays. Unknown keys and bad values
- * throw RenderError naming `data.<key>`.
+ * RendererConfig from the KubeVirt CR's `spec.configuration` (upstream's shapes and names; see
+ * {@link KubeVirtConfiguration}) on top of `base`, what only the controller's flags set (the launcher image, above
+ * all). Fields the CR leaves out keep their defaults. A bad value throws RenderError naming its path in the CR, e.g.
+ * `spec.configuration.migrations.bandwidthPerMigration`. Fields kubevirt-ts does not implement are not read here:
+ * `kubeVirtNotImplemented()` of @kubevirt-ts/api lists them (virt-operator reports them in a condition).
  */
-export function rendererConfigFromData(data: Record<string, string> | undefined): RendererConfig {
-  const d = data ?? {};
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(d)) {
-    if ((STR_KEYS as readonly string[]).includes(k)) out[k] = v;
-    else if ((BOOL_KEYS as readonly string[]).includes(k)) {
-      if (v !== 'true' && v !== 'false')
-        throw new RenderError(`data.${k}`, `must be "true" or "false", got ${JSON.stringify(v)}`);
-      out[k] = v === 'true';
-    } else if ((NUM_KEYS as readonly string[]).includes(k)) {
-      const n = Number(v);
-      if (v.trim() === '' || !Number.isFinite(n))
-        throw new RenderError(`data.${k}`, `must be a number, got ${JSON.stringify(v)}`);
-      out[k] = n;
-    } else if (k === 'launcherCommand' || k === 'imagePullSecrets' || k === 'featureGates') {
-      let arr: unknown;
-      try {
-        arr = JSON.parse(v);
-      } catch {
-        arr = undefined;
-      }
-      if (!Array.isArray(arr) || !arr.every((x) => typeof x === 'string'))
-        throw new RenderError(`data.${k}`, 'must be a JSON array of strings');
-      out[k] = arr;
-    } else {
+export function rendererConfigFromKubeVirt(
+  configuration: KubeVirtConfiguration | undefined,
+  base: RendererConfig,
+): RendererConfig {
+  const c = configuration ?? {};
+  const dev = c.developerConfiguration ?? {};
+  const m = c.migrations ?? {};
+  const out: RendererConfig = { ...base };
+  const set = <K extends keyof RendererConfig>(k: K, v: RendererConfig[K] | undefined) => {
+    if (v !== undefined) out[k] = v;
+  };
+  set('useEmulation', dev.useEmulation);
+  set('featureGates', dev.featureGates);
+  set('cpuAllocationRatio', dev.cpuAllocationRatio);
+  set('memoryOvercommit', dev.memoryOvercommit);
+  set('imagePullPolicy', c.imagePullPolicy);
+  const ratio = c.additionalGuestMemoryOverheadRatio;
+  if (ratio !== undefined) {
+    const n = typeof ratio === 'string' && ratio.trim() !== '' ? Number(ratio) : NaN;
+    if (!(n >= 1))
       throw new RenderError(
-        `data.${k}`,
-        `unknown key (known: ${[...STR_KEYS, ...BOOL_KEYS, ...NUM_KEYS, 'launcherCommand', 'imagePullSecrets', 'featureGates'].join(', ')})`,
+        CR_PATHS.additionalOverheadRatio!,
+        `must be a number of at least 1.0, like "1.5", got ${JSON.stringify(ratio)}`,
       );
-    }
+    out.additionalOverheadRatio = n;
   }
-  const config = out as unknown as RendererConfig;
-  resolveConfig(config); // validates (launcherImage required, positive numbers)
-  return config;
+  const profile = c.seccompConfiguration?.virtualMachineInstanceProfile?.customProfile;
+  if (profile?.localhostProfile !== undefined && profile.runtimeDefaultProfile)
+    throw new RenderError(
+      CR_PATHS.launcherSeccompProfile!,
+      'localhostProfile and runtimeDefaultProfile: give one',
+    );
+  if (profile?.localhostProfile !== undefined) out.launcherSeccompProfile = profile.localhostProfile;
+  else if (profile?.runtimeDefaultProfile) out.launcherSeccompProfile = 'RuntimeDefault';
+  for (const k of Object.keys(MIGRATION_DEFAULTS) as (keyof MigrationConfiguration)[])
+    set(k, m[k] as RendererConfig[typeof k]);
+  if (typeof m.bandwidthPerMigration === 'number')
+    out.bandwidthPerMigration = String(m.bandwidthPerMigration);
+  try {
+    resolveConfig(out); // validates
+  } catch (e) {
+    // name the CR's field, not the renderer's
+    if (!(e instanceof RenderError)) throw e;
+    const [, key, rest] = /^config\.(\w+)(.*)$/.exec(e.path) ?? [];
+    const crPath = key && CR_PATHS[key as keyof RendererConfig];
+    throw crPath ? new RenderError(`${crPath}${rest}`, e.reason) : e;
+  }
+  return out;
+}
+
+/**
+ * What is wrong with a KubeVirt CR's `spec.configuration` (a message naming the field, e.g.
+ * `spec.configuration.migrations.progressTimeout: must be a positive integer, got 0`), or undefined when the
+ * renderer takes it. virt-operator reports it in the CR's Degraded condition; virt-controller keeps its previous
+ * configuration meanwhile.
+ */
+export function kubeVirtConfigurationError(
+  configuration: KubeVirtConfiguration | undefined,
+): string | undefined {
+  try {
+    rendererConfigFromKubeVirt(configuration, { launcherImage: 'any' }); // the image is the controller's flag
+    return undefined;
+  } catch (e) {
+    if (e instanceof RenderError) return e.message;
+    throw e;
+  }
 }

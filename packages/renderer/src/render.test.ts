@@ -4,7 +4,7 @@ import { setVirtualMachineInstanceDefaults, type VirtualMachineInstance } from '
 type V1Networks = NonNullable<VirtualMachineInstance['spec']['networks']>;
 import {
   renderLaunchPod,
-  rendererConfigFromData,
+  rendererConfigFromKubeVirt,
   memoryOverhead,
   RenderError,
   OVERHEAD,
@@ -426,7 +426,10 @@ describe('volumes', () => {
       'config.featureGates[0]',
     );
     expect(
-      rendererConfigFromData({ launcherImage: 'x:1', featureGates: '["HostDisk"]' }).featureGates,
+      rendererConfigFromKubeVirt(
+        { developerConfiguration: { featureGates: ['HostDisk'] } },
+        { launcherImage: 'x:1' },
+      ).featureGates,
     ).toEqual(['HostDisk']);
   });
 

@@ -1,5 +1,5 @@
 // @kubevirt-ts/virt-controller-core: the VM and VMI controllers of virt-controller.
-export { VirtController, CONFIG_NAME, CONFIG_NAMESPACE, type VirtControllerOptions } from './manager.js';
+export { VirtController, CONFIG_NAMESPACE, type VirtControllerOptions } from './manager.js';
 export { VmController, startBackoffSeconds, MAX_CRASHLOOP_BACKOFF_SECONDS } from './vm.js';
 export { VmiController, isPodReady, isPodDownOrGoingDown } from './vmi.js';
 export {

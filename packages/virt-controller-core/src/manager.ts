@@ -1,11 +1,11 @@
-// virt-controller's controllers wired together: informers on VMs, VMIs, launcher Pods and the config
-// object; a work queue per controller; expectations lowered by the informers' events.
+// virt-controller's controllers wired together: informers on VMs, VMIs, launcher Pods and the KubeVirt CR (the
+// cluster's configuration, read live); a work queue per controller; expectations lowered by the informers' events.
 import type { ClusterAccess } from '@kubevirt-ts/controller-runtime';
 import {
-  CONFIGMAPS,
   ControllerExpectations,
   EventRecorder,
   Informer,
+  KUBEVIRTS,
   KubeClient,
   MetricsRegistry,
   PODS,
@@ -15,10 +15,11 @@ import {
   type KubeObject,
 } from '@kubevirt-ts/controller-runtime';
 import { createLogger, type Logger } from '@kubevirt-ts/log';
+import { KUBEVIRT_CR_NAME, type KubeVirt } from '@kubevirt-ts/api';
 import {
   LABEL_APP,
   LABEL_CREATED_BY,
-  rendererConfigFromData,
+  rendererConfigFromKubeVirt,
   type RendererConfig,
 } from '@kubevirt-ts/renderer';
 import { VMIMS, VMIS, VMS, controllerRef, errorMessage, isFinal, type Vm, type Vmi } from './common.js';
@@ -28,16 +29,21 @@ import { VmiController } from './vmi.js';
 import { MigrationController, type Vmim } from './migration.js';
 import { NODES, NodeController, type Node } from './node.js';
 
+/** the install namespace, where the KubeVirt CR lives (default) */
 export const CONFIG_NAMESPACE = 'kubevirt-ts';
-export const CONFIG_NAME = 'kubevirt-ts-config';
 
 export interface VirtControllerOptions {
   kubeConfig: ClusterAccess;
   log?: Logger;
-  /** namespace of the config object (default kubevirt-ts) */
+  /** namespace of the KubeVirt CR (default kubevirt-ts) and its name (default kubevirt) */
   configNamespace?: string;
   configName?: string;
-  /** use this instead of the config object (tests, benchmarks) */
+  /**
+   * What only the controller's flags set (the launcher image above all); the KubeVirt CR's spec.configuration is
+   * read on top of it, live. Required unless `rendererConfig` is given.
+   */
+  baseConfig?: RendererConfig;
+  /** use this instead of the KubeVirt CR (tests, benchmarks) */
   rendererConfig?: RendererConfig;
   /** workers per controller (upstream defaults: VM 3, VMI 10) */
   vmWorkers?: number;
@@ -64,7 +70,7 @@ export class VirtController {
   /** Events go through their own client: they are not the state machine's writes */
   readonly eventClient: KubeClient;
   readonly recorder: EventRecorder;
-  private readonly configInformer: Informer<KubeObject & { data?: Record<string, string> }> | undefined;
+  private readonly configInformer: Informer<KubeVirt & KubeObject> | undefined;
   private config: RendererConfig | undefined;
   private readonly podIndex = new Map<string, Map<string, Pod>>();
   private workers: Promise<void>[] = [];
@@ -117,13 +123,16 @@ export class VirtController {
       log,
     });
     this.config = opts.rendererConfig;
-    if (!opts.rendererConfig)
+    if (!opts.rendererConfig) {
+      if (!opts.baseConfig)
+        throw new Error('VirtController: baseConfig (the launcher image) or rendererConfig is needed');
       this.configInformer = new Informer(this.client, {
-        resource: CONFIGMAPS,
+        resource: KUBEVIRTS,
         namespace: opts.configNamespace ?? CONFIG_NAMESPACE,
-        fieldSelector: `metadata.name=${opts.configName ?? CONFIG_NAME}`,
+        fieldSelector: `metadata.name=${opts.configName ?? KUBEVIRT_CR_NAME}`,
         log,
       });
+    }
     this.ctx = {
       client: this.client,
       recorder: this.recorder,
@@ -242,17 +251,23 @@ export class VirtController {
       ctx.podExpectations.deletionObserved(key);
       ctx.vmiQueue.add(key);
     });
-    const onConfig = (cm: KubeObject & { data?: Record<string, string> }, present: boolean) => {
+    const onConfig = (kv: KubeVirt, present: boolean) => {
       if (!present) {
-        this.log.warn('the config object was deleted; launcher Pods cannot be rendered until it is back');
+        this.log.warn('the KubeVirt CR was deleted; launcher Pods cannot be rendered until it is back');
         this.config = undefined;
         return;
       }
       try {
-        this.config = rendererConfigFromData(cm.data);
-        this.log.info('cluster config loaded', { launcherImage: this.config.launcherImage });
+        this.config = rendererConfigFromKubeVirt(kv.spec.configuration, this.opts.baseConfig!);
+        this.log.info('cluster configuration loaded from the KubeVirt CR', {
+          generation: kv.metadata.generation,
+          useEmulation: this.config.useEmulation ?? false,
+        });
       } catch (e) {
-        this.log.error('the config object is invalid; keeping the previous one', { reason: errorMessage(e) });
+        // virt-operator reports the same error in the CR's Degraded condition
+        this.log.error('the KubeVirt CR configuration is invalid; keeping the previous one', {
+          reason: errorMessage(e),
+        });
       }
       // VMIs that could not get a Pod without it
       for (const vmi of ctx.vmis.list())

@@ -125,6 +125,10 @@ describe('deploy/ is generated', () => {
       true,
     );
     for (const want of [
+      `ServiceAccount/${gen.OPERATOR}`,
+      `Role/${gen.OPERATOR}`,
+      `RoleBinding/${gen.OPERATOR}`,
+      'Deployment/virt-operator',
       `ServiceAccount/${gen.CONTROLLER}`,
       `ServiceAccount/${gen.HANDLER}`,
       `ClusterRole/${gen.CONTROLLER}`,
@@ -133,9 +137,6 @@ describe('deploy/ is generated', () => {
       `RoleBinding/${gen.CONTROLLER}`,
       `ClusterRole/${gen.HANDLER}`,
       `ClusterRoleBinding/${gen.HANDLER}`,
-      `Role/${gen.HANDLER}`,
-      `RoleBinding/${gen.HANDLER}`,
-      `ConfigMap/${gen.CONFIG_NAME}`,
       'Deployment/virt-controller',
       'PodDisruptionBudget/virt-controller',
       'DaemonSet/virt-handler',
@@ -150,9 +151,13 @@ describe('deploy/ is generated', () => {
       'CustomResourceDefinition/virtualmachines.kubevirt.io',
       'CustomResourceDefinition/virtualmachineinstances.kubevirt.io',
       'CustomResourceDefinition/virtualmachineinstancemigrations.kubevirt.io',
+      'CustomResourceDefinition/kubevirts.kubevirt.io',
     ]) {
       expect(kinds).toContain(want);
     }
+    // virt-handler reads no configuration (no Role); virt-operator needs no cluster-wide right
+    for (const none of [`Role/${gen.HANDLER}`, `ClusterRole/${gen.OPERATOR}`])
+      expect(kinds).not.toContain(none);
   });
 
   it('every RBAC rule carries its reason as a comment', () => {
@@ -181,7 +186,7 @@ type Need = {
 const ALL_VERBS = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete', 'deletecollection'];
 
 /** What each component needs (from its job, written independently of deploy/'s rules). */
-const NEEDS: Record<'controller' | 'handler', Need[]> = {
+const NEEDS: Record<'controller' | 'handler' | 'operator', Need[]> = {
   controller: [
     { group: 'kubevirt.io', resource: 'virtualmachines', verbs: ['get', 'list', 'watch', 'update', 'patch'] },
     { group: 'kubevirt.io', resource: 'virtualmachines', subresource: 'status', verbs: ['update', 'patch'] },
@@ -215,11 +220,12 @@ const NEEDS: Record<'controller' | 'handler', Need[]> = {
       name: 'kubevirt-ts-controller',
       verbs: ['get', 'update', 'create'],
     },
+    // the cluster's configuration: the KubeVirt CR, read live
     {
-      group: '',
-      resource: 'configmaps',
+      group: 'kubevirt.io',
+      resource: 'kubevirts',
       namespace: 'kubevirt-ts',
-      name: 'kubevirt-ts-config',
+      name: 'kubevirt',
       verbs: ['get', 'list', 'watch'],
     },
     // the admission webhooks' TLS: its Secret (made once, read and renewed by every replica) and the caBundle
@@ -285,20 +291,34 @@ const NEEDS: Record<'controller' | 'handler', Need[]> = {
     { group: '', resource: 'nodes', verbs: ['get', 'patch'] },
     { group: '', resource: 'events', verbs: ['create', 'patch'] },
     { group: 'events.k8s.io', resource: 'events', verbs: ['create', 'patch'] },
+  ],
+  operator: [
+    // the KubeVirt CRs of the install namespace: their status, and the default CR when there is none
     {
-      group: '',
-      resource: 'configmaps',
+      group: 'kubevirt.io',
+      resource: 'kubevirts',
       namespace: 'kubevirt-ts',
-      name: 'kubevirt-ts-config',
-      verbs: ['get', 'list', 'watch'],
+      verbs: ['get', 'list', 'watch', 'create'],
     },
+    {
+      group: 'kubevirt.io',
+      resource: 'kubevirts',
+      subresource: 'status',
+      namespace: 'kubevirt-ts',
+      verbs: ['update'],
+    },
+    // the components' rollout, read only
+    { group: 'apps', resource: 'deployments', namespace: 'kubevirt-ts', verbs: ['get', 'list', 'watch'] },
+    { group: 'apps', resource: 'daemonsets', namespace: 'kubevirt-ts', verbs: ['get', 'list', 'watch'] },
   ],
 };
 
 /** Every (resource, namespace, name) the matrix checks: what they need plus what they must never get. */
 const TARGETS: Omit<Need, 'verbs'>[] = [
   ...new Map(
-    [...NEEDS.controller, ...NEEDS.handler].map(({ verbs: _v, ...t }) => [JSON.stringify(t), t] as const),
+    [...NEEDS.controller, ...NEEDS.handler, ...NEEDS.operator].map(
+      ({ verbs: _v, ...t }) => [JSON.stringify(t), t] as const,
+    ),
   ).values(),
   { group: '', resource: 'secrets' },
   { group: '', resource: 'secrets', namespace: 'kubevirt-ts' },
@@ -311,6 +331,9 @@ const TARGETS: Omit<Need, 'verbs'>[] = [
   },
   { group: '', resource: 'configmaps' },
   { group: '', resource: 'configmaps', namespace: 'kubevirt-ts', name: 'other-config' },
+  { group: 'kubevirt.io', resource: 'kubevirts' },
+  { group: 'kubevirt.io', resource: 'kubevirts', namespace: 'kubevirt-ts', name: 'other' },
+  { group: 'kubevirt.io', resource: 'kubevirts', subresource: 'status' },
   { group: '', resource: 'pods', subresource: 'exec' },
   { group: '', resource: 'pods', subresource: 'log' },
   { group: '', resource: 'pods', subresource: 'status' },
@@ -339,7 +362,7 @@ const TARGETS: Omit<Need, 'verbs'>[] = [
 
 /** A need covers a check when group/resource/subresource/verb match and its scope contains the check's:
  *  no namespace = every namespace; a namespace = any name in it; a name = that object only. */
-function expectedAllowed(who: 'controller' | 'handler', t: Omit<Need, 'verbs'>, verb: string): boolean {
+function expectedAllowed(who: keyof typeof NEEDS, t: Omit<Need, 'verbs'>, verb: string): boolean {
   return NEEDS[who].some(
     (n) =>
       n.group === t.group &&
@@ -393,10 +416,10 @@ describe('deploy/ on a real kube-apiserver', () => {
       await serverSideApply(kc, readObjects(f), { fieldManager: 'kubevirt-ts-deploy' });
   });
 
-  it.each(['controller', 'handler'] as const)(
+  it.each(['controller', 'handler', 'operator'] as const)(
     'the %s service account can do exactly what it needs (SubjectAccessReview matrix)',
     async (who) => {
-      const sa = who === 'controller' ? gen.CONTROLLER : gen.HANDLER;
+      const sa = { controller: gen.CONTROLLER, handler: gen.HANDLER, operator: gen.OPERATOR }[who];
       const authz = kc.makeApiClient(AuthorizationV1Api);
       const mismatches: string[] = [];
       let checked = 0;
@@ -480,17 +503,13 @@ describe('deploy/ on a real kube-apiserver', () => {
         `/apis/coordination.k8s.io/v1/namespaces/${gen.NAMESPACE}/leases/${gen.LEASE_NAME}`,
       ),
     ).toBe(200);
+    const kubevirts = `/apis/kubevirt.io/v1/namespaces/${gen.NAMESPACE}/kubevirts`;
+    // the CR is not there yet (virt-operator creates it): allowed, 404
+    expect(await req(gen.CONTROLLER, 'GET', `${kubevirts}/${gen.KUBEVIRT_CR}`)).toBe(404);
     expect(
-      await req(gen.CONTROLLER, 'GET', `/api/v1/namespaces/${gen.NAMESPACE}/configmaps/${gen.CONFIG_NAME}`),
+      await req(gen.CONTROLLER, 'GET', `${kubevirts}?fieldSelector=metadata.name%3D${gen.KUBEVIRT_CR}`),
     ).toBe(200);
-    expect(
-      await req(
-        gen.CONTROLLER,
-        'GET',
-        `/api/v1/namespaces/${gen.NAMESPACE}/configmaps?fieldSelector=metadata.name%3D${gen.CONFIG_NAME}`,
-      ),
-    ).toBe(200);
-    expect(await req(gen.CONTROLLER, 'GET', `/api/v1/namespaces/${gen.NAMESPACE}/configmaps`)).toBe(403);
+    expect(await req(gen.CONTROLLER, 'GET', kubevirts)).toBe(403);
     expect(await req(gen.CONTROLLER, 'GET', '/api/v1/namespaces/default/secrets')).toBe(403);
     // its webhook Secret only: allowed (404, none yet), another Secret of its namespace denied
     expect(

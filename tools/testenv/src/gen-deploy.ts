@@ -1,5 +1,6 @@
 // Generates deploy/*.yaml: namespace, CRDs (symlinks to deploy/crds, which @kubevirt-ts/api generates),
-// service accounts, least-privilege RBAC for virt-controller and virt-handler, the config object, the
+// service accounts, least-privilege RBAC for virt-operator, virt-controller and virt-handler, the
+// virt-operator Deployment (which creates the KubeVirt CR, the cluster's configuration, when there is none), the
 // virt-controller Deployment and the virt-handler DaemonSet. File name prefixes give the order
 // `kubectl apply -f deploy/` applies them in.
 //
@@ -69,7 +70,6 @@ export type DeployObject = (
   | V1ClusterRoleBinding
   | V1Role
   | V1RoleBinding
-  | V1ConfigMap
   | V1Deployment
   | V1PodDisruptionBudget
   | V1Service
@@ -95,7 +95,21 @@ export interface DeployOptions {
 export const NAMESPACE = 'kubevirt-ts';
 export const CONTROLLER = 'kubevirt-ts-controller';
 export const HANDLER = 'kubevirt-ts-handler';
-export const CONFIG_NAME = 'kubevirt-ts-config';
+export const OPERATOR = 'kubevirt-ts-operator';
+/** the KubeVirt CR: the cluster's configuration (upstream's name) */
+export const KUBEVIRT_CR = 'kubevirt';
+/**
+ * spec.configuration of the KubeVirt CR virt-operator creates when the namespace has none (kubectl cannot create a
+ * custom resource in the same `apply` as its CRD): the launcher Pods' seccomp profile is the one virt-handler installs
+ * on each node (--seccomp-profile-dir): containers' default profile (user namespaces for passt's sandbox) plus
+ * userfaultfd. Everything else keeps upstream's defaults; feature gates are off (e.g. "HostDisk": hostDisk volumes).
+ */
+export const DEFAULT_CONFIGURATION = {
+  developerConfiguration: { useEmulation: false, featureGates: [] as string[] },
+  seccompConfiguration: {
+    virtualMachineInstanceProfile: { customProfile: { localhostProfile: 'kubevirt-ts/kubevirt.json' } },
+  },
+};
 export const LEASE_NAME = 'kubevirt-ts-controller';
 /** the admission webhooks: their TLS Secret (made and rotated by virt-controller), Service and configurations */
 export const WEBHOOK_SECRET = 'kubevirt-ts-webhook-certs';
@@ -231,11 +245,11 @@ export const CONTROLLER_NAMESPACE_RULES: Rule[] = [
     why: 'get/update: leader election between the 2 replicas, on its own Lease only',
   },
   {
-    apiGroups: [''],
-    resources: ['configmaps'],
-    resourceNames: [CONFIG_NAME],
+    apiGroups: ['kubevirt.io'],
+    resources: ['kubevirts'],
+    resourceNames: [KUBEVIRT_CR],
     verbs: ['get', 'list', 'watch'],
-    why: 'get/list/watch: the kubevirt-ts config object only (launcher image, emulation, overcommit); list/watch with fieldSelector metadata.name',
+    why: "get/list/watch: the KubeVirt CR's spec.configuration (emulation, overcommit, migrations, seccomp profile), read live; this CR only, list/watch with fieldSelector metadata.name",
   },
 ];
 
@@ -272,13 +286,28 @@ export const HANDLER_CLUSTER_RULES: Rule[] = [
   },
 ];
 
-export const HANDLER_NAMESPACE_RULES: Rule[] = [
+/** virt-handler reads no configuration: what it needs comes with each VMI (e.g. its migration configuration) */
+export const HANDLER_NAMESPACE_RULES: Rule[] = [];
+
+export const OPERATOR_CLUSTER_RULES: Rule[] = [];
+export const OPERATOR_NAMESPACE_RULES: Rule[] = [
   {
-    apiGroups: [''],
-    resources: ['configmaps'],
-    resourceNames: [CONFIG_NAME],
+    apiGroups: ['kubevirt.io'],
+    resources: ['kubevirts'],
+    verbs: ['get', 'list', 'watch', 'create'],
+    why: 'get/list/watch: the KubeVirt CRs of the install namespace, whose status it owns; create: the default CR when the namespace has none (create cannot be limited to a name)',
+  },
+  {
+    apiGroups: ['kubevirt.io'],
+    resources: ['kubevirts/status'],
+    verbs: ['update'],
+    why: 'update status: phase, conditions (Available, Progressing, Degraded, Created, NotImplemented), observedGeneration, versions',
+  },
+  {
+    apiGroups: ['apps'],
+    resources: ['deployments', 'daemonsets'],
     verbs: ['get', 'list', 'watch'],
-    why: 'get/list/watch: the kubevirt-ts config object only',
+    why: "get/list/watch: the virt-controller Deployment's and the virt-handler DaemonSet's rollout, which the CR's status reports (no write: nothing here needs a restart when the configuration changes)",
   },
 ];
 
@@ -450,6 +479,7 @@ export interface DeployImages {
   controller: string;
   handler: string;
   launcher: string;
+  operator: string;
 }
 
 function images(registry: string, tag: string): DeployImages {
@@ -457,6 +487,7 @@ function images(registry: string, tag: string): DeployImages {
     controller: `${registry}/virt-controller:${tag}`,
     handler: `${registry}/virt-handler:${tag}`,
     launcher: `${registry}/virt-launcher:${tag}`,
+    operator: `${registry}/virt-operator:${tag}`,
   };
 }
 
@@ -484,11 +515,17 @@ export function pinnedImages(file: string, json: string): DeployImages {
       );
     return `${e.image.slice(0, e.image.lastIndexOf(':'))}@${e.digest}`;
   };
-  return { controller: pin('virt-controller'), handler: pin('virt-handler'), launcher: pin('virt-launcher') };
+  return {
+    controller: pin('virt-controller'),
+    handler: pin('virt-handler'),
+    launcher: pin('virt-launcher'),
+    operator: pin('virt-operator'),
+  };
 }
 
+/** a ClusterRole and a Role with their bindings to the component's ServiceAccount (none for an empty rule list) */
 function rbacDocs(name: string, clusterRules: Rule[], nsRules: Rule[]): DeployObject[] {
-  return [
+  const docs: DeployObject[] = [
     {
       apiVersion: 'rbac.authorization.k8s.io/v1',
       kind: 'ClusterRole',
@@ -518,6 +555,7 @@ function rbacDocs(name: string, clusterRules: Rule[], nsRules: Rule[]): DeployOb
       subjects: [{ kind: 'ServiceAccount', name, namespace: NAMESPACE }],
     },
   ];
+  return [...(clusterRules.length ? docs.slice(0, 2) : []), ...(nsRules.length ? docs.slice(2) : [])];
 }
 
 const restrictedContainer: V1SecurityContext = {
@@ -540,7 +578,6 @@ export function deployObjects({
       name: 'KVTS_NAMESPACE',
       valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } },
     },
-    { name: 'KVTS_CONFIG', value: CONFIG_NAME },
   ];
   return {
     '00-namespace.yaml': [
@@ -554,11 +591,12 @@ export function deployObjects({
         },
       },
     ],
-    '10-service-accounts.yaml': [CONTROLLER, HANDLER].map((name) => ({
+    '10-service-accounts.yaml': [OPERATOR, CONTROLLER, HANDLER].map((name) => ({
       apiVersion: 'v1',
       kind: 'ServiceAccount',
       metadata: { name, namespace: NAMESPACE, labels: labels(name) },
     })),
+    '19-rbac-operator.yaml': rbacDocs(OPERATOR, OPERATOR_CLUSTER_RULES, OPERATOR_NAMESPACE_RULES),
     '20-rbac-controller.yaml': rbacDocs(CONTROLLER, CONTROLLER_CLUSTER_RULES, CONTROLLER_NAMESPACE_RULES),
     '21-rbac-handler.yaml': rbacDocs(HANDLER, HANDLER_CLUSTER_RULES, HANDLER_NAMESPACE_RULES),
     '22-rbac-users.yaml': Object.entries(USER_ROLES)
@@ -591,26 +629,42 @@ export function deployObjects({
             ],
           })),
       ),
-    '30-config.yaml': [
+    '39-virt-operator.yaml': [
       {
-        apiVersion: 'v1',
-        kind: 'ConfigMap',
-        metadata: { name: CONFIG_NAME, namespace: NAMESPACE, labels: labels('config') },
-        // read by @kubevirt-ts/renderer rendererConfigFromData(); every key optional except launcherImage
-        data: {
-          launcherImage: img.launcher,
-          imagePullPolicy: 'IfNotPresent',
-          useEmulation: 'false',
-          cpuAllocationRatio: '10',
-          memoryOvercommit: '100',
-          additionalOverheadRatio: '1',
-          qemuTimeoutSeconds: '240',
-          gracePeriodBufferSeconds: '15',
-          // the launcher Pods' seccomp profile, installed on each node by virt-handler (--seccomp-profile-dir):
-          // containers' default profile (user namespaces for passt's sandbox) plus userfaultfd
-          launcherSeccompProfile: 'kubevirt-ts/kubevirt.json',
-          // feature gates, off by default: e.g. ["HostDisk"] lets VMIs use hostDisk volumes (node files)
-          featureGates: '[]',
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        metadata: { name: 'virt-operator', namespace: NAMESPACE, labels: labels('virt-operator') },
+        spec: {
+          // one replica writes the CR's status (no leader election); Recreate: never two at once
+          replicas: 1,
+          selector: { matchLabels: { 'kubevirt.io': 'virt-operator' } },
+          strategy: { type: 'Recreate' },
+          template: {
+            metadata: { labels: { ...labels('virt-operator'), 'kubevirt.io': 'virt-operator' } },
+            spec: {
+              serviceAccountName: OPERATOR,
+              securityContext: {
+                runAsNonRoot: true,
+                runAsUser: 65532,
+                runAsGroup: 65532,
+                seccompProfile: { type: 'RuntimeDefault' },
+              },
+              containers: [
+                {
+                  name: 'virt-operator',
+                  image: img.operator,
+                  imagePullPolicy: 'IfNotPresent',
+                  args: [
+                    `--kubevirt-version=v${tag}`,
+                    `--default-configuration=${JSON.stringify(DEFAULT_CONFIGURATION)}`,
+                  ],
+                  env: envCommon,
+                  resources: { requests: { cpu: '10m', memory: '64Mi' }, limits: { memory: '256Mi' } },
+                  securityContext: restrictedContainer,
+                },
+              ],
+            },
+          },
         },
       },
     ],
@@ -652,6 +706,7 @@ export function deployObjects({
                   image: img.controller,
                   imagePullPolicy: 'IfNotPresent',
                   args: [
+                    `--launcher-image=${img.launcher}`,
                     '--leader-elect',
                     `--lease-name=${LEASE_NAME}`,
                     `--webhook-secret=${WEBHOOK_SECRET}`,
@@ -908,7 +963,7 @@ export function webhookConfigurations(): [V1MutatingWebhookConfiguration, V1Vali
 }
 
 const COMMENTS: Record<string, string> = {
-  '00-namespace.yaml': 'Namespace of virt-controller and virt-handler.',
+  '00-namespace.yaml': 'Namespace of virt-operator, virt-controller, virt-handler and the KubeVirt CR.',
   '10-service-accounts.yaml': 'One ServiceAccount per component.',
   '20-rbac-controller.yaml':
     'virt-controller: least privilege. Each rule says why each verb is needed; anything else is denied.',
@@ -916,8 +971,10 @@ const COMMENTS: Record<string, string> = {
     'virt-handler: least privilege. Each rule says why each verb is needed; anything else is denied.',
   '22-rbac-users.yaml':
     'Roles for people: kubevirt-ts:view and kubevirt-ts:edit, aggregated into the built-in view, edit and admin ClusterRoles; kubevirt-ts:default (the version of subresources.kubevirt.io) bound to every signed-in user.',
-  '30-config.yaml':
-    'The kubevirt-ts config object (RendererConfig of @kubevirt-ts/renderer, one key per field).',
+  '19-rbac-operator.yaml':
+    'virt-operator: least privilege. Each rule says why each verb is needed; anything else is denied.',
+  '39-virt-operator.yaml':
+    "virt-operator: owns the KubeVirt CR (the cluster's configuration, read live by virt-controller): creates the default one when the namespace has none, and keeps its status (phase, conditions, observedGeneration) true to the components' rollout.",
   '40-virt-controller.yaml':
     'virt-controller: 2 replicas, one active at a time through leader election on a Lease; a PodDisruptionBudget keeps one; every replica serves the admission webhooks behind the Service.',
   '41-virt-handler.yaml': 'virt-handler: one per node; host paths listed with the reason each is needed.',

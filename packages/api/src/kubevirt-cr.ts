@@ -1,0 +1,124 @@
+// The KubeVirt custom resource (kubevirt.io/v1 KubeVirt): the cluster's configuration, in upstream's shape.
+// `spec.configuration` holds what kubevirt-ts implements, typed as upstream types it (so the CRD refuses a wrong
+// type with the field's path); every other field upstream's CR may carry is kept as given (a manifest written for
+// upstream applies unchanged) and listed by kubeVirtNotImplemented(), which virt-operator reports in the CR's
+// `NotImplemented` condition: nothing is silently ignored.
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { Arr, Bool, Enum, Loose, Opt, Quantity, Str, UInt } from './schema-helpers.js';
+import { API_VERSION, ConditionSchema, ObjectMetaSchema } from './schemas.js';
+
+const PullPolicy = () => Enum(['Always', 'IfNotPresent', 'Never']);
+const PosInt = (description?: string) =>
+  Type.Integer({ minimum: 1, ...(description ? { description } : {}) });
+
+/** `spec.configuration.developerConfiguration`: the parts kubevirt-ts implements. */
+export const DeveloperConfigurationSchema = Loose({
+  useEmulation: Opt(Bool('no /dev/kvm: QEMU emulates the CPU (TCG); launcher Pods ask for no kvm device')),
+  featureGates: Opt(Arr(Str(), 'feature gates turned on; known: HostDisk')),
+  cpuAllocationRatio: Opt(PosInt('vCPUs per requested host CPU when a VMI requests no CPU (default 10)')),
+  memoryOvercommit: Opt(PosInt('guest memory / (memoryOvercommit/100) is requested (percent, default 100)')),
+});
+
+/** `spec.configuration.migrations` (upstream's MigrationConfiguration): the parts kubevirt-ts implements. */
+export const MigrationConfigurationSchema = Loose({
+  parallelMigrationsPerCluster: Opt(
+    PosInt('migrations with a target Pod at once in the cluster (default 5)'),
+  ),
+  parallelOutboundMigrationsPerNode: Opt(PosInt('outgoing migrations at once per source node (default 2)')),
+  bandwidthPerMigration: Opt(Quantity('bandwidth cap per migration, per second (default 0Mi: unlimited)')),
+  completionTimeoutPerGiB: Opt(PosInt('seconds per GiB of guest memory before a migration is aborted (150)')),
+  progressTimeout: Opt(PosInt('seconds without progress before a migration is aborted (default 150)')),
+  allowAutoConverge: Opt(Bool()),
+  allowPostCopy: Opt(Bool()),
+  unsafeMigrationOverride: Opt(Bool()),
+});
+
+/** `spec.configuration.seccompConfiguration`: the launcher Pods' seccomp profile. */
+export const SeccompConfigurationSchema = Loose({
+  virtualMachineInstanceProfile: Opt(
+    Loose({
+      customProfile: Opt(
+        Loose({
+          localhostProfile: Opt(
+            Str('a profile under kubelet\'s seccomp dir, e.g. "kubevirt-ts/kubevirt.json"'),
+          ),
+          runtimeDefaultProfile: Opt(Bool("the container runtime's default profile")),
+        }),
+      ),
+    }),
+  ),
+});
+
+/** `spec.configuration` (upstream's KubeVirtConfiguration): the fields kubevirt-ts implements. */
+export const KubeVirtConfigurationSchema = Loose({
+  developerConfiguration: Opt(DeveloperConfigurationSchema),
+  imagePullPolicy: Opt(PullPolicy()),
+  migrations: Opt(MigrationConfigurationSchema),
+  seccompConfiguration: Opt(SeccompConfigurationSchema),
+  additionalGuestMemoryOverheadRatio: Opt(
+    Str('multiplies the computed memory overhead of a launcher Pod, e.g. "1.5" (default "1.0")'),
+  ),
+});
+export type KubeVirtConfiguration = Static<typeof KubeVirtConfigurationSchema>;
+
+export const KubeVirtSpecSchema = Loose({
+  configuration: Opt(KubeVirtConfigurationSchema),
+});
+
+export const KubeVirtStatusSchema = Loose({
+  phase: Opt(Str('Deploying, Deployed, Deleting or Deleted')),
+  conditions: Opt(Arr(ConditionSchema)),
+  observedGeneration: Opt(Type.Integer()),
+  operatorVersion: Opt(Str()),
+  observedKubeVirtVersion: Opt(Str()),
+  targetKubeVirtVersion: Opt(Str()),
+  observedKubeVirtRegistry: Opt(Str()),
+  targetKubeVirtRegistry: Opt(Str()),
+});
+export type KubeVirtStatus = Static<typeof KubeVirtStatusSchema>;
+
+/** TypeBox schema of the KubeVirt custom resource (kubevirt.io/v1 KubeVirt). */
+export const KubeVirtSchema = Type.Object(
+  {
+    apiVersion: Type.Literal(API_VERSION),
+    kind: Type.Literal('KubeVirt'),
+    metadata: ObjectMetaSchema,
+    spec: KubeVirtSpecSchema,
+    status: Opt(KubeVirtStatusSchema),
+  },
+  { description: "KubeVirt: the cluster's virtualization configuration and the installation's status" },
+);
+export type KubeVirt = Static<typeof KubeVirtSchema>;
+
+/** The KubeVirt CR's name in upstream's docs and in deploy/ (`kubectl get kubevirt kubevirt -n <namespace>`). */
+export const KUBEVIRT_CR_NAME = 'kubevirt';
+
+/** spec fields upstream's own CR manifest sets to these values, which are what kubevirt-ts does anyway */
+const MATCHES_WHAT_WE_DO: Record<string, unknown> = { 'spec.imagePullPolicy': 'IfNotPresent' };
+
+const isEmpty = (v: unknown) =>
+  v === null ||
+  v === undefined ||
+  (Array.isArray(v) && v.length === 0) ||
+  (typeof v === 'object' && !Array.isArray(v) && Object.keys(v as object).length === 0);
+
+/**
+ * The paths of the fields of a KubeVirt CR's `spec` that kubevirt-ts does not implement (set, non-empty, and not in
+ * {@link KubeVirtSchema}), e.g. `spec.configuration.network.defaultNetworkInterface`, `spec.infra`. Empty objects
+ * and lists (upstream's own CR has `certificateRotateStrategy: {}`) mean nothing and are not listed.
+ */
+export function kubeVirtNotImplemented(kv: { spec?: unknown }): string[] {
+  const out: string[] = [];
+  const walk = (value: unknown, schema: TSchema | undefined, path: string) => {
+    if (isEmpty(value)) return;
+    if (!schema) {
+      if (!(path in MATCHES_WHAT_WE_DO && MATCHES_WHAT_WE_DO[path] === value)) out.push(path);
+      return;
+    }
+    const props = (schema as { properties?: Record<string, TSchema> }).properties;
+    if (!props || typeof value !== 'object' || Array.isArray(value)) return; // a typed leaf: the CRD checks it
+    for (const [k, v] of Object.entries(value as Record<string, unknown>)) walk(v, props[k], `${path}.${k}`);
+  };
+  walk(kv.spec, KubeVirtSpecSchema, 'spec');
+  return out;
+}
