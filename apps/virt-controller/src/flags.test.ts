@@ -3,12 +3,15 @@ import { fileURLToPath } from 'node:url';
 import { parseManifests } from '@kubevirt-ts/api';
 import { UsageError, parseControllerFlags } from './flags.js';
 
+const L = '--launcher-image=reg/virt-launcher:1';
+
 describe('virt-controller flags', () => {
   it('defaults (upstream worker counts, the Lease deploy/ names, identity from POD_NAME)', () => {
-    expect(parseControllerFlags([], { POD_NAME: 'vc-1', POD_NAMESPACE: 'ns1' }, 'host')).toEqual({
+    expect(parseControllerFlags([L], { POD_NAME: 'vc-1', POD_NAMESPACE: 'ns1' }, 'host')).toEqual({
       kubeconfig: undefined,
       configNamespace: 'kubevirt-ts',
-      configName: 'kubevirt-ts-config',
+      configName: 'kubevirt',
+      launcherImage: 'reg/virt-launcher:1',
       vmWorkers: 3,
       vmiWorkers: 10,
       leaderElect: false,
@@ -38,26 +41,26 @@ describe('virt-controller flags', () => {
       handlerPort: 8186,
     });
     expect(
-      parseControllerFlags(['--handler-ca-validity=600', '--handler-cert-validity=120'], {}, 'h'),
+      parseControllerFlags([L, '--handler-ca-validity=600', '--handler-cert-validity=120'], {}, 'h'),
     ).toMatchObject({ handlerCaValiditySeconds: 600, handlerCertValiditySeconds: 120 });
     expect(
       parseControllerFlags(
-        ['--handler-client-cert-file=c', '--handler-client-key-file=k', '--handler-ca-file=ca'],
+        [L, '--handler-client-cert-file=c', '--handler-client-key-file=k', '--handler-ca-file=ca'],
         { POD_NAMESPACE: 'kv' },
         'h',
       ).handlerClient,
     ).toEqual({ certFile: 'c', keyFile: 'k', caFile: 'ca', port: 8186, namespace: 'kv' });
-    expect(() => parseControllerFlags(['--handler-ca-file=ca'], {}, 'h')).toThrow(
+    expect(() => parseControllerFlags([L, '--handler-ca-file=ca'], {}, 'h')).toThrow(
       '--handler-client-cert-file, --handler-client-key-file and --handler-ca-file go together',
     );
-    expect(parseControllerFlags(['--subresources-port=0'], {}, 'h').subresourcesPort).toBe(0);
-    expect(() => parseControllerFlags(['--subresources-port=x'], {}, 'h')).toThrow(
+    expect(parseControllerFlags([L, '--subresources-port=0'], {}, 'h').subresourcesPort).toBe(0);
+    expect(() => parseControllerFlags([L, '--subresources-port=x'], {}, 'h')).toThrow(
       '--subresources-port: must be a positive integer, got "x"',
     );
-    expect(parseControllerFlags([], {}, 'host').identity).toBe('host');
+    expect(parseControllerFlags([L], {}, 'host').identity).toBe('host');
   });
   it('takes the flags deploy/ passes', () => {
-    const f = parseControllerFlags(['--leader-elect', '--lease-name=x', '--vmi-workers', '4'], {}, 'h');
+    const f = parseControllerFlags([L, '--leader-elect', '--lease-name=x', '--vmi-workers', '4'], {}, 'h');
     expect(f).toMatchObject({ leaderElect: true, leaseName: 'x', vmiWorkers: 4 });
     const dep = parseManifests(
       readFileSync(
@@ -67,6 +70,9 @@ describe('virt-controller flags', () => {
     )[0] as { spec: { template: { spec: { containers: { args: string[] }[] } } } };
     const args = dep.spec.template.spec.containers[0]!.args;
     expect(parseControllerFlags(args, { KVTS_NAMESPACE: 'kubevirt-ts' }, 'h')).toMatchObject({
+      launcherImage: 'ghcr.io/kubevirt-ts/virt-launcher:0.1.0',
+      configNamespace: 'kubevirt-ts',
+      configName: 'kubevirt',
       leaderElect: true,
       leaseName: 'kubevirt-ts-controller',
       webhookSecret: 'kubevirt-ts-webhook-certs',
@@ -79,13 +85,14 @@ describe('virt-controller flags', () => {
     });
     expect(
       parseControllerFlags(
-        ['--webhook-extra-sans= 127.0.0.1 ,vc.example', '--webhook-cert-validity=60'],
+        [L, '--webhook-extra-sans= 127.0.0.1 ,vc.example', '--webhook-cert-validity=60'],
         {},
         'h',
       ),
     ).toMatchObject({ webhookExtraSans: ['127.0.0.1', 'vc.example'], webhookCertValiditySeconds: 60 });
   });
   it.each([
+    [[], /--launcher-image is required/],
     [['--vm-workers=0'], /--vm-workers: must be a positive integer/],
     [['--log-level=loud'], /--log-level/],
     [['--nope'], /nope/],
@@ -104,7 +111,8 @@ describe('virt-controller flags', () => {
       ],
       /--manage-handler-certs and --handler-client-\* are two ways/,
     ],
-  ])('refuses %j', (argv, re) => {
+  ])('refuses %j', (args, re) => {
+    const argv = args.length ? [L, ...args] : args;
     expect(() => parseControllerFlags(argv, {}, 'h')).toThrow(UsageError);
     expect(() => parseControllerFlags(argv, {}, 'h')).toThrow(re);
   });

@@ -1,6 +1,7 @@
 // virt-controller as processes against a real kube-apiserver (tools/testenv) with deploy/'s namespace,
-// CRDs and config object: two replicas with --leader-elect, one leads; it turns a VMI into a launcher
-// Pod; on SIGTERM it exits 0 and releases the Lease, and the other replica takes over.
+// CRDs and a KubeVirt CR: two replicas with --leader-elect, one leads; it turns a VMI into a launcher
+// Pod with the image of --launcher-image; a patch of the KubeVirt CR's configuration takes effect without a
+// restart; on SIGTERM it exits 0 and releases the Lease, and the other replica takes over.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
@@ -9,13 +10,14 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseManifests } from '@kubevirt-ts/api';
-import { KubeClient, LEASES, PODS, type Lease } from '@kubevirt-ts/controller-runtime';
+import { KUBEVIRTS, KubeClient, LEASES, PODS, type Lease } from '@kubevirt-ts/controller-runtime';
 import { VMIS, type Pod, type Vmi } from '@kubevirt-ts/virt-controller-core';
 import { freePort, serverSideApply, startTestEnv, type KubeObject, type TestEnv } from '@kubevirt-ts/testenv';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 const main = fileURLToPath(new URL('./main.js', import.meta.url));
 const NS = 'proc-test';
+const LAUNCHER_IMAGE = 'registry.example/kubevirt-ts/virt-launcher:test';
 let env: TestEnv;
 let api: KubeClient;
 const procs: ChildProcess[] = [];
@@ -54,6 +56,7 @@ function replica(
       main,
       '--kubeconfig',
       env.kubeconfigPath,
+      `--launcher-image=${LAUNCHER_IMAGE}`,
       '--leader-elect',
       `--identity=${id}`,
       '--lease-namespace=kubevirt-ts',
@@ -97,7 +100,7 @@ beforeAll(async () => {
       ...manifests('01-crd-virtualmachines.yaml'),
       ...manifests('01-crd-virtualmachineinstances.yaml'),
       ...manifests('01-crd-virtualmachineinstancemigrations.yaml'),
-      ...manifests('30-config.yaml'),
+      ...manifests('01-crd-kubevirts.yaml'),
     ],
     { fieldManager: 'process-test' },
   );
@@ -106,6 +109,13 @@ beforeAll(async () => {
     kind: 'Namespace',
     metadata: { name: NS },
   });
+  // what virt-operator creates on a fresh install (no operator runs here)
+  await api.create(KUBEVIRTS, 'kubevirt-ts', {
+    apiVersion: 'kubevirt.io/v1',
+    kind: 'KubeVirt',
+    metadata: { name: 'kubevirt', namespace: 'kubevirt-ts' },
+    spec: { configuration: { developerConfiguration: { useEmulation: false } } },
+  } as KubeObject);
 }, 120000);
 
 afterAll(async () => {
@@ -115,7 +125,7 @@ afterAll(async () => {
   await env?.stop();
 });
 
-it('two replicas, one leader; the leader makes launcher Pods with the config object; SIGTERM hands over', async () => {
+it('two replicas, one leader; the leader makes launcher Pods with the KubeVirt CR, read live; SIGTERM hands over', async () => {
   const ports = { 'replica-a': await freePort(), 'replica-b': await freePort() };
   const hookPorts = [await freePort(), await freePort()];
   const a = replica('replica-a', ports['replica-a'], hookPorts[0]!);
@@ -133,16 +143,23 @@ it('two replicas, one leader; the leader makes launcher Pods with the config obj
   const serial = new X509Certificate(Buffer.from(secret.data['tls.crt']!, 'base64')).serialNumber;
   for (const p of hookPorts) expect(await until(() => servedSerial(p))).toBe(serial);
   const pod1 = await vmiGetsPod('one');
-  const cfg = manifests('30-config.yaml')[0] as KubeObject & { data: Record<string, string> };
-  expect(
-    (pod1 as { spec: { containers: { name: string; image: string }[] } }).spec.containers.find(
-      (c) => c.name === 'compute',
-    )?.image,
-  ).toBe(cfg.data['launcherImage']);
+  type Containers = {
+    spec: { containers: { name: string; image: string; command?: string[]; args?: string[] }[] };
+  };
+  const compute = (p: Pod) => (p as unknown as Containers).spec.containers.find((c) => c.name === 'compute')!;
+  expect(compute(pod1).image).toBe(LAUNCHER_IMAGE);
+  const emulated = (p: Pod) =>
+    [...(compute(p).command ?? []), ...(compute(p).args ?? [])].includes('--allow-emulation');
+  expect(emulated(pod1)).toBe(false);
+  // the configuration is read live: a patch of the CR changes the next launcher Pod, no restart
+  await api.patch(KUBEVIRTS, 'kubevirt-ts', 'kubevirt', {
+    spec: { configuration: { developerConfiguration: { useEmulation: true } } },
+  });
+  await until(async () => emulated(await vmiGetsPod(`live-${Date.now()}`)));
   // the leader's /metrics shows its work
   const metrics = await until(async () => {
     const text = await (await fetch(`http://127.0.0.1:${ports[first as keyof typeof ports]}/metrics`)).text();
-    return /kubevirt_ts_vmi_phase_count\{phase="Scheduling"\} 1/.test(text) ? text : undefined;
+    return /kubevirt_ts_vmi_phase_count\{phase="Scheduling"\} [1-9]/.test(text) ? text : undefined;
   });
   expect(metrics).toMatch(
     /^kubevirt_ts_controller_reconcile_total\{controller="vmi",result="success"\} [1-9]\d*$/m,

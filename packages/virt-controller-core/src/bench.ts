@@ -17,8 +17,8 @@ import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseManifests } from '@kubevirt-ts/api';
-import { KubeClient, PODS, type KubeObject } from '@kubevirt-ts/controller-runtime';
+import { KUBEVIRT_CR_NAME, parseManifests } from '@kubevirt-ts/api';
+import { KUBEVIRTS, KubeClient, PODS, type KubeObject } from '@kubevirt-ts/controller-runtime';
 import { createLogger } from '@kubevirt-ts/log';
 import { renderLaunchPod } from '@kubevirt-ts/renderer';
 import { freePort, serverSideApply, startTestEnv, type KubeObject as TestObject } from '@kubevirt-ts/testenv';
@@ -465,11 +465,13 @@ try {
     kind: 'Namespace',
     metadata: { name: DEPLOY_NAMESPACE },
   } as KubeObject);
-  await serverSideApply(
-    kc,
-    parseManifests(readFileSync(join(repoRoot, 'deploy', '30-config.yaml'), 'utf8')) as TestObject[],
-    { fieldManager: 'bench' },
-  );
+  // the KubeVirt CR virt-operator would create (the bench runs no operator): the cluster's configuration
+  await api.create(KUBEVIRTS, DEPLOY_NAMESPACE, {
+    apiVersion: 'kubevirt.io/v1',
+    kind: 'KubeVirt',
+    metadata: { name: KUBEVIRT_CR_NAME, namespace: DEPLOY_NAMESPACE },
+    spec: { configuration: {} },
+  } as KubeObject);
   const deployed = deployedNode();
   const variants: Record<string, { flags: string[]; env?: Record<string, string> }> = {
     controllerAsDeployed: deployed,
