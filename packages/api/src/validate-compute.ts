@@ -108,17 +108,8 @@ export function validateCpu(domain: Domain, base: string, e: Errs) {
   if (cpu === undefined) return;
   const path = sub(base, 'cpu');
   const { sockets, cores, threads, maxSockets } = cpu;
-  for (const [k, v] of [
-    ['sockets', sockets],
-    ['cores', cores],
-    ['threads', threads],
-  ] as const) {
-    // 0 means "unset" upstream; negatives are schema errors already
-    if (v !== undefined && v > 512) e.add(sub(path, k), `must be at most 512, got ${v}`);
-  }
+  // no upper bound on the topology, as upstream: a VMI no node can hold is admitted and stays unschedulable
   const vcpus = (sockets || 1) * (cores || 1) * (threads || 1);
-  if (vcpus > 512)
-    e.add(path, `topology gives ${vcpus} vCPUs (sockets*cores*threads), more than the maximum of 512`);
   if (maxSockets !== undefined && maxSockets > 0 && sockets !== undefined && sockets > maxSockets) {
     e.add(sub(path, 'sockets'), `${sockets} sockets is more than maxSockets ${maxSockets}`);
   }
