@@ -229,14 +229,17 @@ export function validateFirmware(domain: Domain, base: string, e: Errs) {
       if (kb.kernelArgs !== undefined)
         e.add(sub(kbPath, 'kernelArgs'), 'kernelArgs need kernelBoot.container (a kernel to boot)');
     } else {
-      if (!c.kernelPath && !c.initrdPath)
+      // a path the schema rejected (a control character) was given
+      const given = (k: 'kernelPath' | 'initrdPath') =>
+        !!c[k] || e.reported(sub(sub(kbPath, 'container'), k));
+      if (!given('kernelPath') && !given('initrdPath'))
         e.add(sub(kbPath, 'container'), 'at least one of kernelPath and initrdPath must be set');
       if (c.image === '') e.add(sub(sub(kbPath, 'container'), 'image'), 'must not be empty');
       for (const k of ['kernelPath', 'initrdPath'] as const) {
         const bad = checkAbsolutePath(c[k]);
         if (bad) e.add(sub(sub(kbPath, 'container'), k), bad);
       }
-      if (c.kernelPath === undefined && kb.kernelArgs !== undefined) {
+      if (!given('kernelPath') && kb.kernelArgs !== undefined) {
         e.add(sub(kbPath, 'kernelArgs'), 'kernelArgs need container.kernelPath');
       }
     }
