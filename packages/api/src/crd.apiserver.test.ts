@@ -9,6 +9,7 @@ import { startTestEnv, testEnvAvailable, type TestEnv } from '@kubevirt-ts/teste
 import { CRD_KINDS, crdFor } from './crd.js';
 import { parseManifests } from './manifests.js';
 import { baseVm, baseVmi, baseVmim, referenceYamls, type Any } from './test-fixtures.js';
+import { validateObject } from './validate.js';
 
 const avail = testEnvAvailable();
 if (!avail.ok) {
@@ -175,6 +176,28 @@ test('the CRD schema rejects wrong types and unknown enum values', async () => {
   const q = await kube('POST', objPath('VirtualMachineInstance', 'default'), v);
   expect(q.status).toBe(422);
   expect(q.body.message).toMatch(/spec\.domain\.resources\.requests\.memory/);
+});
+
+test('the cluster and validateObject agree on the limits: list bounds, control characters, metadata, Ei', async () => {
+  const cases: [string, (v: Any) => void, RegExp | undefined][] = [
+    ['too-many-disks', (v) => (v.spec.domain.devices.disks = Array(257).fill({ name: 'd' })), /disks/],
+    ['newline-image', (v) => (v.spec.volumes[0].containerDisk.image = 'quay.io/a\nb'), /image/],
+    ['big-annotations', (v) => (v.metadata.annotations = { a: 'x'.repeat(256 * 1024) }), /annotations/],
+    ['Bad_Name', () => undefined, /Bad_Name/],
+    ['exabytes', (v) => (v.spec.domain.resources.requests.memory = '1Ei'), undefined],
+  ];
+  for (const [name, mutate, refused] of cases) {
+    const v = baseVmi();
+    v.metadata.name = name;
+    mutate(v);
+    const r = await kube('POST', objPath('VirtualMachineInstance', 'default'), v);
+    expect({ name, status: r.status, library: validateObject(v).length > 0 }).toEqual({
+      name,
+      status: refused ? 422 : 201,
+      library: refused !== undefined,
+    });
+    if (refused) expect(r.body.message).toMatch(refused);
+  }
 });
 
 test('a VMI status is written with the object (no subresource, as upstream) and printer columns show it', async () => {

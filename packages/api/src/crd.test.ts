@@ -29,6 +29,7 @@ const ALLOWED = new Set([
   'nullable',
   'additionalProperties',
   'minimum',
+  'maxItems',
   'pattern',
   'anyOf',
   'x-kubernetes-int-or-string',

@@ -76,15 +76,22 @@ export function toStructural(schema: TSchema, opts: { root?: boolean } = {}): JS
       if (s['additionalProperties'] !== false) out['x-kubernetes-preserve-unknown-fields'] = true;
       return withDescription(out, s);
     }
-    case 'array':
-      return withDescription({ type: 'array', items: toStructural(s['items'] as S) }, s);
+    case 'array': {
+      const out: JSONSchemaProps = { type: 'array', items: toStructural(s['items'] as S) };
+      if (typeof s['maxItems'] === 'number') out['maxItems'] = s['maxItems'];
+      return withDescription(out, s);
+    }
     case 'integer': {
       const out: JSONSchemaProps = { type: 'integer' };
       if (typeof s['minimum'] === 'number') out['minimum'] = s['minimum'];
       return withDescription(out, s);
     }
+    case 'string': {
+      const out: JSONSchemaProps = { type: 'string' };
+      if (typeof s['pattern'] === 'string') out['pattern'] = s['pattern'];
+      return withDescription(out, s);
+    }
     case 'number':
-    case 'string':
     case 'boolean':
       return withDescription({ type: s['type'] }, s);
     default:

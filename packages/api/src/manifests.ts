@@ -1,14 +1,24 @@
 // Reading manifests: multi-document YAML or JSON, and turning a VM into the VMI it would start.
+import type { CST } from 'yaml';
 import { yaml } from './yaml-lazy.js';
 import type { VirtualMachine, VirtualMachineInstance } from './schemas.js';
+import { MAX_DEPTH, tooDeep } from './validate-common.js';
 
 /**
  * Parse one or more manifests from YAML (multi-document, `---` separated) or JSON (an object,
  * or an array of objects, or a `kind: List` with items). Empty documents are skipped.
- * Throws an Error with the line number on a syntax error.
+ * Throws an Error with the line number on a syntax error, and `document N: nested deeper than 100 levels`
+ * for a document that deep (see MAX_DEPTH).
  */
 export function parseManifests(text: string): unknown[] {
   const out: unknown[] = [];
+  const json = fromJson(text);
+  if (json !== undefined) {
+    if (tooDeep(json)) throw new Error(`document 1: nested deeper than ${MAX_DEPTH} levels`);
+    addManifests(json, out);
+    return out;
+  }
+  tooDeepDocument(text);
   const docs = yaml().parseAllDocuments(text, { prettyErrors: true });
   const list = Array.isArray(docs) ? docs : [docs];
   list.forEach((doc, i) => {
@@ -16,13 +26,47 @@ export function parseManifests(text: string): unknown[] {
       const err = doc.errors[0]!;
       throw new Error(`document ${i + 1}: ${err.message}`);
     }
-    const v: unknown = doc.toJS({ maxAliasCount: 100 });
-    if (v === null || v === undefined) return;
-    if (Array.isArray(v)) out.push(...v);
-    else if (isList(v)) out.push(...(v as { items: unknown[] }).items);
-    else out.push(v);
+    addManifests(doc.toJS({ maxAliasCount: 100 }), out);
   });
   return out;
+}
+
+/** A JSON document read with the engine's parser (far faster than the YAML one, no recursion, and as the
+ * API server reads JSON: a repeated key keeps its last value); undefined when `text` is not JSON, which
+ * the YAML parser then reads or explains. */
+function fromJson(text: string): unknown {
+  if (!/^\s*[[{]/.test(text)) return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Adds the manifests of one document to `out`: an object, each item of an array or of a `kind: *List`. */
+function addManifests(v: unknown, out: unknown[]) {
+  if (v === null || v === undefined) return;
+  // one by one: spreading a list of 100,000s of items as arguments overflows the stack
+  const items = Array.isArray(v) ? v : isList(v) ? (v as { items: unknown[] }).items : [v];
+  for (const x of items) out.push(x);
+}
+
+/** Throws `document N: nested deeper than MAX_DEPTH levels` when a document of `text` nests its
+ * collections that deep. The yaml library composes documents recursively; its syntax tree (built without
+ * recursion) is measured first, without recursion either. */
+function tooDeepDocument(text: string) {
+  let n = 0;
+  for (const token of new (yaml().Parser)().parse(text)) {
+    if (token.type !== 'document') continue;
+    n++;
+    const stack: [CST.Token | null | undefined, number][] = [[token.value, 1]];
+    for (let top = stack.pop(); top !== undefined; top = stack.pop()) {
+      const [t, depth] = top;
+      if (t?.type !== 'block-map' && t?.type !== 'block-seq' && t?.type !== 'flow-collection') continue;
+      if (depth > MAX_DEPTH) throw new Error(`document ${n}: nested deeper than ${MAX_DEPTH} levels`);
+      for (const item of t.items) stack.push([item.key, depth + 1], [item.value, depth + 1]);
+    }
+  }
 }
 
 function isList(v: unknown): boolean {

@@ -34,8 +34,10 @@ export function isQuantity(q: unknown): q is string | number {
 }
 
 /**
- * Parse a Kubernetes quantity to a number: "128Mi" -> 134217728, "500m" -> 0.5, "1G" -> 1e9, "1e3" -> 1000.
- * Throws an Error naming the bad value when `q` is not a quantity.
+ * Parse a Kubernetes quantity to a number: "128Mi" -> 134217728, "500m" -> 0.5, "1G" -> 1e9, "1e3" -> 1000,
+ * "1Ei" -> 2^60. Exact up to 2^53 (8 PiB of bytes); above, the nearest double (relative error below 2^-52,
+ * powers of two such as 1Ei stay exact), which is all a comparison or a Pod's resource list needs.
+ * Throws an Error naming the bad value when `q` is not a quantity or is beyond a double (about 1.8e308).
  */
 export function parseQuantity(q: string | number): number {
   if (typeof q === 'number') {
@@ -51,7 +53,7 @@ export function parseQuantity(q: string | number): number {
     );
   const num = Number(m[1]);
   const suffix = m[2] ?? '';
-  if (suffix.startsWith('e') || (suffix.startsWith('E') && suffix.length > 1)) {
+  if (/^[eE][+-]?\d+$/.test(suffix)) {
     const v = num * 10 ** Number(suffix.slice(1));
     if (!Number.isFinite(v)) throw new Error(`invalid quantity ${JSON.stringify(q)}: out of range`);
     return v;

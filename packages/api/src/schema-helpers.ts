@@ -64,3 +64,17 @@ export const UInt = (description?: string) =>
 export const Int = (description?: string) => Type.Integer(description ? { description } : {});
 export const Arr = <T extends TSchema>(items: T, description?: string) =>
   Type.Array(items, description ? { description } : {});
+
+/** The most items upstream's CRDs allow in the lists they bound (disks, interfaces, volumes, networks,
+ * accessCredentials: `+kubebuilder:validation:MaxItems:=256`). */
+export const MAX_LIST_ITEMS = 256;
+/** A list of at most {@link MAX_LIST_ITEMS} items (CRD: `maxItems`), as upstream bounds it. */
+export const List = <T extends TSchema>(items: T, description?: string) =>
+  Type.Array(items, { maxItems: MAX_LIST_ITEMS, ...(description ? { description } : {}) });
+
+/** No C0 control character (U+0000-U+001F, so no NUL, tab or newline) and no DEL. */
+export const NO_CONTROL_CHARS = '^[^\\x00-\\x1F\\x7F]*$';
+/** A one-line string: an image, path, object name or identifier that ends up on a command line, in a file
+ * name, in a Pod field or in libvirt XML (CRD: `pattern`). Multi-line data (cloud-init user data) is `Str`. */
+export const Line = (description?: string) =>
+  Type.String({ pattern: NO_CONTROL_CHARS, ...(description ? { description } : {}) });

@@ -7,6 +7,8 @@ import {
   Bool,
   Enum,
   Int,
+  Line,
+  List,
   Loose,
   Opaque,
   Opt,
@@ -76,7 +78,7 @@ export type Condition = Static<typeof ConditionSchema>;
 /** TypeBox schema of a CPU feature of `spec.domain.cpu.features` (upstream `v1.CPUFeature`): a
  * feature name and its policy (default `require`, as libvirt's `<feature policy>`). */
 export const CPUFeatureSchema = Strict({
-  name: Str('CPU feature name, e.g. pcid'),
+  name: Line('CPU feature name, e.g. pcid'),
   policy: Opt(Enum(['force', 'require', 'optional', 'disable', 'forbid'], 'default require')),
 });
 
@@ -87,12 +89,12 @@ export const CPUSchema = Strict(
     sockets: Opt(UInt()),
     maxSockets: Opt(UInt('upper bound for CPU hotplug')),
     threads: Opt(UInt('threads per core')),
-    model: Opt(Str('CPU model (e.g. host-model, host-passthrough, Haswell-noTSX)')),
+    model: Opt(Line('CPU model (e.g. host-model, host-passthrough, Haswell-noTSX)')),
     features: Opt(Arr(CPUFeatureSchema)),
     dedicatedCpuPlacement: Opt(Bool('pin each vCPU to a dedicated host CPU')),
     isolateEmulatorThread: Opt(Bool()),
     numa: Opt(Strict({ guestMappingPassthrough: Opt(Strict({})) })),
-    realtime: Opt(Strict({ mask: Opt(Str()) })),
+    realtime: Opt(Strict({ mask: Opt(Line()) })),
   },
   'CPU topology and model of the guest',
 );
@@ -101,7 +103,7 @@ export type CPU = Static<typeof CPUSchema>;
 
 /** TypeBox schema of `spec.domain.memory.hugepages` (upstream `v1.Hugepages`): back guest memory
  * with hugepages of `pageSize` (e.g. `2Mi`). */
-export const HugepagesSchema = Strict({ pageSize: Opt(Str('page size, e.g. 2Mi or 1Gi')) });
+export const HugepagesSchema = Strict({ pageSize: Opt(Line('page size, e.g. 2Mi or 1Gi')) });
 
 /** TypeBox schema of `spec.domain.memory` (upstream `v1.Memory`); unknown fields are rejected. */
 export const MemorySchema = Strict({
@@ -123,7 +125,7 @@ export const ResourceRequirementsSchema = Strict({
 export type ResourceRequirements = Static<typeof ResourceRequirementsSchema>;
 
 /** TypeBox schema of `spec.domain.machine` (upstream `v1.Machine`); unknown fields are rejected. `type` is the QEMU machine type (default `q35`). */
-export const MachineSchema = Strict({ type: Opt(Str('QEMU machine type, e.g. q35 or pc-q35-7.2')) });
+export const MachineSchema = Strict({ type: Opt(Line('QEMU machine type, e.g. q35 or pc-q35-7.2')) });
 
 /** TypeBox schema of `spec.domain.firmware.bootloader.efi` (upstream `v1.EFI`): EFI boot, Secure Boot
  * (default on) and a persistent NVRAM. */
@@ -142,17 +144,17 @@ export const BootloaderSchema = Strict({
 /** TypeBox schema of `spec.domain.firmware.kernelBoot.container` (upstream `v1.KernelBootContainer`):
  * a container image holding the kernel and initrd at `kernelPath` / `initrdPath`. */
 export const KernelBootContainerSchema = Strict({
-  image: Str(),
-  imagePullSecret: Opt(Str()),
-  kernelPath: Opt(Str()),
-  initrdPath: Opt(Str()),
+  image: Line(),
+  imagePullSecret: Opt(Line()),
+  kernelPath: Opt(Line()),
+  initrdPath: Opt(Line()),
   imagePullPolicy: Opt(Enum(['Always', 'Never', 'IfNotPresent'])),
 });
 
 /** TypeBox schema of `spec.domain.firmware.kernelBoot` (upstream `v1.KernelBoot`): direct kernel boot
  * with `kernelArgs` as the kernel command line. */
 export const KernelBootSchema = Strict({
-  kernelArgs: Opt(Str()),
+  kernelArgs: Opt(Line('the kernel command line')),
   container: Opt(KernelBootContainerSchema),
 });
 
@@ -170,7 +172,7 @@ const TickPolicy = Enum(['delay', 'catchup', 'merge', 'discard']);
 /** TypeBox schema of `spec.domain.clock` (upstream `v1.Clock`); unknown fields are rejected. */
 export const ClockSchema = Strict({
   utc: Opt(Strict({ offsetSeconds: Opt(Int()) })),
-  timezone: Opt(Str('IANA time zone, e.g. Europe/Berlin')),
+  timezone: Opt(Line('IANA time zone, e.g. Europe/Berlin')),
   timer: Opt(
     Strict({
       hpet: Opt(Strict({ tickPolicy: Opt(TickPolicy), present: Opt(Bool()) })),
@@ -198,7 +200,7 @@ export const HypervSchema = Strict({
   synic: Opt(FeatureState()),
   synictimer: Opt(Strict({ enabled: Opt(Bool()), direct: Opt(FeatureState()) })),
   reset: Opt(FeatureState()),
-  vendorid: Opt(Strict({ enabled: Opt(Bool()), vendorid: Opt(Str()) })),
+  vendorid: Opt(Strict({ enabled: Opt(Bool()), vendorid: Opt(Line()) })),
   frequencies: Opt(FeatureState()),
   reenlightenment: Opt(FeatureState()),
   tlbflush: Opt(FeatureState()),
@@ -255,7 +257,7 @@ export const DiskSchema = Strict({
   dedicatedIOThread: Opt(Bool()),
   cache: Opt(Enum(['none', 'writethrough', 'writeback'])),
   io: Opt(Enum(['native', 'threads', 'default'])),
-  tag: Opt(Str()),
+  tag: Opt(Line()),
   shareable: Opt(Bool()),
   errorPolicy: Opt(Enum(['stop', 'ignore', 'report', 'enospace'])),
   blockSize: Opt(
@@ -301,13 +303,13 @@ export const InterfaceSchema = Strict({
   slirp: Opt(Strict({})),
   macvtap: Opt(Strict({})),
   passt: Opt(Strict({})),
-  binding: Opt(Strict({ name: Str() })),
+  binding: Opt(Strict({ name: Line() })),
   ports: Opt(Arr(PortSchema)),
   macAddress: Opt(Str()),
   bootOrder: Opt(Int()),
   pciAddress: Opt(Str()),
   dhcpOptions: Opt(Opaque()),
-  tag: Opt(Str()),
+  tag: Opt(Line()),
   acpiIndex: Opt(Int()),
   state: Opt(Enum(['absent'])),
 });
@@ -317,7 +319,7 @@ export type Interface = Static<typeof InterfaceSchema>;
 
 /** TypeBox schema of an input device of `spec.domain.devices.inputs` (upstream `v1.Input`); unknown fields are rejected. */
 export const InputSchema = Strict({
-  name: Str(),
+  name: Line(),
   type: Str('tablet'),
   bus: Opt(Str('usb or virtio')),
 });
@@ -327,25 +329,25 @@ export type Input = Static<typeof InputSchema>;
 /** TypeBox schema of `spec.domain.devices.watchdog` (upstream `v1.Watchdog`): an i6300esb watchdog
  * and its action when it fires (default reset). */
 export const WatchdogSchema = Strict({
-  name: Str(),
+  name: Line(),
   i6300esb: Opt(Strict({ action: Opt(Enum(['poweroff', 'reset', 'shutdown'], 'default reset')) })),
 });
 
 /** TypeBox schema of `spec.domain.devices.sound` (upstream `v1.SoundDevice`): an ich9 or ac97 sound card. */
-export const SoundSchema = Strict({ name: Str(), model: Opt(Enum(['ich9', 'ac97'])) });
+export const SoundSchema = Strict({ name: Line(), model: Opt(Enum(['ich9', 'ac97'])) });
 
 /** TypeBox schema of `spec.domain.devices` (upstream `v1.Devices`); unknown fields are rejected. */
 export const DevicesSchema = Strict({
-  disks: Opt(Arr(DiskSchema)),
-  interfaces: Opt(Arr(InterfaceSchema)),
+  disks: Opt(List(DiskSchema)),
+  interfaces: Opt(List(InterfaceSchema)),
   inputs: Opt(Arr(InputSchema)),
   watchdog: Opt(WatchdogSchema),
   rng: Opt(Strict({})),
   sound: Opt(SoundSchema),
   tpm: Opt(Strict({ persistent: Opt(Bool()) })),
-  filesystems: Opt(Arr(Strict({ name: Str(), virtiofs: Strict({}) }))),
-  gpus: Opt(Arr(Loose({ name: Str(), deviceName: Str() }))),
-  hostDevices: Opt(Arr(Loose({ name: Str(), deviceName: Str() }))),
+  filesystems: Opt(Arr(Strict({ name: Line(), virtiofs: Strict({}) }))),
+  gpus: Opt(Arr(Loose({ name: Line(), deviceName: Line() }))),
+  hostDevices: Opt(Arr(Loose({ name: Line(), deviceName: Line() }))),
   clientPassthrough: Opt(Strict({})),
   downwardMetrics: Opt(Strict({}, 'virtio-serial port exposing host metrics to the guest')),
   logSerialConsole: Opt(Bool('log the serial console to a file the launcher exposes (default on)')),
@@ -377,11 +379,11 @@ export const DomainSpecSchema = Strict({
   ioThreadsPolicy: Opt(Enum(['shared', 'auto'])),
   chassis: Opt(
     Strict({
-      manufacturer: Opt(Str()),
-      version: Opt(Str()),
-      serial: Opt(Str()),
-      asset: Opt(Str()),
-      sku: Opt(Str()),
+      manufacturer: Opt(Line()),
+      version: Opt(Line()),
+      serial: Opt(Line()),
+      asset: Opt(Line()),
+      sku: Opt(Line()),
     }),
   ),
   launchSecurity: Opt(Opaque()),
@@ -391,7 +393,7 @@ export type DomainSpec = Static<typeof DomainSpecSchema>;
 
 // ---------------------------------------------------------------- volumes and networks
 
-const SecretRef = (description?: string) => Strict({ name: Str() }, description);
+const SecretRef = (description?: string) => Strict({ name: Line() }, description);
 const CloudInitSource = (what: string) =>
   Strict(
     {
@@ -429,19 +431,21 @@ export const VolumeSchema = Strict({
   name: Str(),
   containerDisk: Opt(
     Strict({
-      image: Str(),
-      imagePullSecret: Opt(Str()),
-      path: Opt(Str()),
+      image: Line(),
+      imagePullSecret: Opt(Line()),
+      path: Opt(Line()),
       imagePullPolicy: Opt(Enum(['Always', 'Never', 'IfNotPresent'])),
     }),
   ),
-  ephemeral: Opt(Strict({ persistentVolumeClaim: Opt(Strict({ claimName: Str(), readOnly: Opt(Bool()) })) })),
-  persistentVolumeClaim: Opt(Strict({ claimName: Str(), readOnly: Opt(Bool()), hotpluggable: Opt(Bool()) })),
-  dataVolume: Opt(Strict({ name: Str(), hotpluggable: Opt(Bool()) })),
+  ephemeral: Opt(
+    Strict({ persistentVolumeClaim: Opt(Strict({ claimName: Line(), readOnly: Opt(Bool()) })) }),
+  ),
+  persistentVolumeClaim: Opt(Strict({ claimName: Line(), readOnly: Opt(Bool()), hotpluggable: Opt(Bool()) })),
+  dataVolume: Opt(Strict({ name: Line(), hotpluggable: Opt(Bool()) })),
   emptyDisk: Opt(Strict({ capacity: Quantity() })),
   hostDisk: Opt(
     Strict({
-      path: Str(),
+      path: Line(),
       type: Enum(['Disk', 'DiskOrCreate']),
       capacity: Opt(Quantity()),
       shared: Opt(Bool()),
@@ -449,13 +453,13 @@ export const VolumeSchema = Strict({
   ),
   cloudInitNoCloud: Opt(CloudInitSource('NoCloud')),
   cloudInitConfigDrive: Opt(CloudInitSource('ConfigDrive')),
-  configMap: Opt(Strict({ name: Opt(Str()), optional: Opt(Bool()), volumeLabel: Opt(Str()) })),
-  secret: Opt(Strict({ secretName: Opt(Str()), optional: Opt(Bool()), volumeLabel: Opt(Str()) })),
-  serviceAccount: Opt(Strict({ serviceAccountName: Opt(Str()) })),
-  downwardAPI: Opt(Strict({ fields: Opt(Arr(Opaque())), volumeLabel: Opt(Str()) })),
+  configMap: Opt(Strict({ name: Opt(Line()), optional: Opt(Bool()), volumeLabel: Opt(Line()) })),
+  secret: Opt(Strict({ secretName: Opt(Line()), optional: Opt(Bool()), volumeLabel: Opt(Line()) })),
+  serviceAccount: Opt(Strict({ serviceAccountName: Opt(Line()) })),
+  downwardAPI: Opt(Strict({ fields: Opt(Arr(Opaque())), volumeLabel: Opt(Line()) })),
   downwardMetrics: Opt(Strict({})),
   sysprep: Opt(Strict({ configMap: Opt(SecretRef()), secret: Opt(SecretRef()) })),
-  memoryDump: Opt(Strict({ claimName: Str(), hotpluggable: Opt(Bool()) })),
+  memoryDump: Opt(Strict({ claimName: Line(), hotpluggable: Opt(Bool()) })),
 });
 /** A volume of `spec.volumes`: where the data of the disk of the same name comes from (a container
  * disk, a PVC, an empty disk, cloud-init data, a ConfigMap, ...). */
@@ -464,8 +468,8 @@ export type Volume = Static<typeof VolumeSchema>;
 /** TypeBox schema of a network of `spec.networks` (upstream `v1.Network`); unknown fields are rejected. */
 export const NetworkSchema = Strict({
   name: Str(),
-  pod: Opt(Strict({ vmNetworkCIDR: Opt(Str()), vmIPv6NetworkCIDR: Opt(Str()) })),
-  multus: Opt(Strict({ networkName: Str(), default: Opt(Bool()) })),
+  pod: Opt(Strict({ vmNetworkCIDR: Opt(Line()), vmIPv6NetworkCIDR: Opt(Line()) })),
+  multus: Opt(Strict({ networkName: Line(), default: Opt(Bool()) })),
 });
 /** A network of `spec.networks`: the Pod network (`pod`) or a Multus network the interface of the same
  * name attaches to. */
@@ -508,14 +512,14 @@ export type Probe = Static<typeof ProbeSchema>;
 /** TypeBox schema of the VMI `spec` (upstream `v1.VirtualMachineInstanceSpec`); unknown fields are rejected. */
 export const VirtualMachineInstanceSpecSchema = Strict({
   domain: DomainSpecSchema,
-  volumes: Opt(Arr(VolumeSchema)),
-  networks: Opt(Arr(NetworkSchema)),
+  volumes: Opt(List(VolumeSchema)),
+  networks: Opt(List(NetworkSchema)),
   nodeSelector: Opt(StringMap()),
   affinity: Opt(AffinitySchema),
   tolerations: Opt(Arr(TolerationSchema)),
   topologySpreadConstraints: Opt(Arr(Opaque())),
-  schedulerName: Opt(Str()),
-  priorityClassName: Opt(Str()),
+  schedulerName: Opt(Line()),
+  priorityClassName: Opt(Line()),
   terminationGracePeriodSeconds: Opt(UInt('seconds between ACPI shutdown and destroy, default 30')),
   evictionStrategy: Opt(Enum(['None', 'LiveMigrate', 'LiveMigrateIfPossible', 'External'])),
   startStrategy: Opt(Enum(['Paused'])),
@@ -525,7 +529,7 @@ export const VirtualMachineInstanceSpecSchema = Strict({
   readinessProbe: Opt(ProbeSchema),
   dnsPolicy: Opt(Enum(['ClusterFirstWithHostNet', 'ClusterFirst', 'Default', 'None', ''])),
   dnsConfig: Opt(Opaque()),
-  accessCredentials: Opt(Arr(Opaque())),
+  accessCredentials: Opt(List(Opaque())),
   architecture: Opt(Str()),
 });
 /** The `spec` of a VirtualMachineInstance: domain, volumes, networks and the launcher Pod's scheduling

@@ -37,6 +37,27 @@ export function qty(v: unknown): number | undefined {
   }
 }
 
+/** The deepest nesting of objects and lists a manifest may have (the document itself is level 1). The
+ * deepest kubevirt.io/v1 field is about 15 levels down; the bound keeps every recursive step (parsing,
+ * copying, checking) far from the engine's stack limit, so a hostile document gets this error instead. */
+export const MAX_DEPTH = 100;
+
+/** The error for a document nested deeper than {@link MAX_DEPTH} levels. */
+export const TOO_DEEP = `document nested deeper than ${MAX_DEPTH} levels`;
+
+/** Whether `v` nests objects and lists deeper than {@link MAX_DEPTH} levels. Walks without recursion, so
+ * any depth (or a cycle) is measured safely. */
+export function tooDeep(v: unknown): boolean {
+  const stack: [unknown, number][] = [[v, 1]];
+  for (let top = stack.pop(); top !== undefined; top = stack.pop()) {
+    const [x, depth] = top;
+    if (typeof x !== 'object' || x === null) continue;
+    if (depth > MAX_DEPTH) return true;
+    for (const child of Object.values(x)) stack.push([child, depth + 1]);
+  }
+  return false;
+}
+
 /** Deep copy (of JSON-like data: plain objects, arrays, primitives) without null-valued object fields:
  * the API server treats `field: null` as absent. */
 export function dropNulls<T>(v: T): T {
@@ -133,23 +154,39 @@ export function validateMetadata(
   e: Errs,
   opts: { nameRequired: boolean; label?: boolean },
 ) {
+  const checkName = opts.label ? checkDns1123Label : checkDns1123Subdomain;
   const name = m?.name;
   if (name === undefined || name === '') {
     if (opts.nameRequired && !m?.generateName)
       e.add(sub(base, 'name'), 'required: a name (or generateName) must be given');
   } else {
-    const bad = opts.label ? checkDns1123Label(name) : checkDns1123Subdomain(name);
+    const bad = checkName(name);
     if (bad) e.add(sub(base, 'name'), bad);
+  }
+  const prefix = m?.generateName;
+  if (prefix) {
+    // as apimachinery's prefix check: a trailing '-' is fine, since characters are appended to it
+    const bad = checkName(prefix.length > 1 && prefix.endsWith('-') ? `${prefix.slice(0, -2)}a` : prefix);
+    if (bad) e.add(sub(base, 'generateName'), bad);
   }
   const ns = m?.namespace;
   if (ns !== undefined && ns !== '') {
     const bad = checkDns1123Label(ns);
     if (bad) e.add(sub(base, 'namespace'), bad);
   }
-  for (const k of Object.keys(m?.annotations ?? {})) {
-    const bad = checkQualifiedName(k);
+  let annotationBytes = 0;
+  for (const [k, v] of Object.entries(m?.annotations ?? {})) {
+    // case does not matter in annotation keys (apimachinery lower-cases them before the check); the reason
+    // names the key as given
+    const bad = checkQualifiedName(k.toLowerCase()) && checkQualifiedName(k);
     if (bad) e.add(sub(sub(base, 'annotations'), k), `annotation key ${bad}`);
+    annotationBytes += Buffer.byteLength(k) + Buffer.byteLength(v ?? '');
   }
+  if (annotationBytes > MAX_ANNOTATIONS_BYTES)
+    e.add(
+      sub(base, 'annotations'),
+      `too long: keys and values together must be at most ${MAX_ANNOTATIONS_BYTES} bytes (256 KiB), got ${annotationBytes}`,
+    );
   for (const [k, v] of Object.entries(m?.labels ?? {})) {
     const p = sub(sub(base, 'labels'), k);
     const badKey = checkQualifiedName(k);
@@ -162,6 +199,9 @@ export function validateMetadata(
     }
   }
 }
+
+/** The API server's bound on the annotations of one object: keys and values together, in bytes. */
+const MAX_ANNOTATIONS_BYTES = 256 * 1024;
 
 const LABEL_VALUE_RE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 

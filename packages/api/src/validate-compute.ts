@@ -108,17 +108,8 @@ export function validateCpu(domain: Domain, base: string, e: Errs) {
   if (cpu === undefined) return;
   const path = sub(base, 'cpu');
   const { sockets, cores, threads, maxSockets } = cpu;
-  for (const [k, v] of [
-    ['sockets', sockets],
-    ['cores', cores],
-    ['threads', threads],
-  ] as const) {
-    // 0 means "unset" upstream; negatives are schema errors already
-    if (v !== undefined && v > 512) e.add(sub(path, k), `must be at most 512, got ${v}`);
-  }
+  // no upper bound on the topology, as upstream: a VMI no node can hold is admitted and stays unschedulable
   const vcpus = (sockets || 1) * (cores || 1) * (threads || 1);
-  if (vcpus > 512)
-    e.add(path, `topology gives ${vcpus} vCPUs (sockets*cores*threads), more than the maximum of 512`);
   if (maxSockets !== undefined && maxSockets > 0 && sockets !== undefined && sockets > maxSockets) {
     e.add(sub(path, 'sockets'), `${sockets} sockets is more than maxSockets ${maxSockets}`);
   }
@@ -238,14 +229,17 @@ export function validateFirmware(domain: Domain, base: string, e: Errs) {
       if (kb.kernelArgs !== undefined)
         e.add(sub(kbPath, 'kernelArgs'), 'kernelArgs need kernelBoot.container (a kernel to boot)');
     } else {
-      if (!c.kernelPath && !c.initrdPath)
+      // a path the schema rejected (a control character) was given
+      const given = (k: 'kernelPath' | 'initrdPath') =>
+        !!c[k] || e.reported(sub(sub(kbPath, 'container'), k));
+      if (!given('kernelPath') && !given('initrdPath'))
         e.add(sub(kbPath, 'container'), 'at least one of kernelPath and initrdPath must be set');
       if (c.image === '') e.add(sub(sub(kbPath, 'container'), 'image'), 'must not be empty');
       for (const k of ['kernelPath', 'initrdPath'] as const) {
         const bad = checkAbsolutePath(c[k]);
         if (bad) e.add(sub(sub(kbPath, 'container'), k), bad);
       }
-      if (c.kernelPath === undefined && kb.kernelArgs !== undefined) {
+      if (!given('kernelPath') && kb.kernelArgs !== undefined) {
         e.add(sub(kbPath, 'kernelArgs'), 'kernelArgs need container.kernelPath');
       }
     }

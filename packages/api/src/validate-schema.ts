@@ -4,6 +4,7 @@ import type { Static, TSchema } from '@sinclair/typebox';
 import { type TypeCheck, TypeCompiler } from '@sinclair/typebox/compiler';
 import { type ValueError, ValueErrorType } from '@sinclair/typebox/errors';
 import { pointerToPath } from './paths.js';
+import { NO_CONTROL_CHARS } from './schema-helpers.js';
 import type { FieldError } from './validate-common.js';
 
 // ------------------------------------------------------------------ structural (schema) checks
@@ -46,6 +47,12 @@ function reasonFor(e: ValueError): string {
       return `must be an object, got ${describe(e.value)}`;
     case ValueErrorType.Array:
       return `must be a list, got ${describe(e.value)}`;
+    case ValueErrorType.ArrayMaxItems:
+      return `must have at most ${String(s['maxItems'])} items, got ${(e.value as unknown[]).length}`;
+    case ValueErrorType.StringPattern:
+      if (s['pattern'] === NO_CONTROL_CHARS)
+        return `must not contain control characters (newline, tab, NUL, ...), got ${describe(e.value)}`;
+      return `${describe(e.value)} does not match ${String(s['pattern'])}`;
     case ValueErrorType.Literal:
       return `must be ${JSON.stringify(s['const'])}, got ${describe(e.value)}`;
     case ValueErrorType.StringFormat:
@@ -110,6 +117,10 @@ function takeOut(root: unknown, e: ValueError) {
   const key = keys[keys.length - 1]!;
   const holder = parent as Record<string, unknown>;
   if (!Object.hasOwn(holder, key)) return;
+  if (e.type === ValueErrorType.ArrayMaxItems) {
+    holder[key] = []; // a list over its bound is emptied: its items are neither read nor reported one by one
+    return;
+  }
   const type = e.type === ValueErrorType.ObjectAdditionalProperties ? undefined : e.schema['type'];
   if (type === 'object' && !isPlainObject(holder[key])) holder[key] = {};
   else if (type === 'array' && !Array.isArray(holder[key])) holder[key] = [];
@@ -118,17 +129,19 @@ function takeOut(root: unknown, e: ValueError) {
 
 const isPlainObject = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** Schema errors as field paths (an error inside a field already reported adds nothing). */
+/** Schema errors as field paths (an error inside a field already reported adds nothing). Linear in the
+ * number of errors times the depth: a list of 10,000 bad items costs no more than reading it. */
 function fieldErrors(errors: Iterable<ValueError>): FieldError[] {
   const out: FieldError[] = [];
   const seen = new Set<string>();
   for (const e of errors) {
-    const path = pointerToPath(e.path);
-    if (seen.has(path)) continue;
     // an error inside a field already reported as wrong (e.g. `must be an object`) adds nothing
-    if ([...seen].some((p) => p !== '' && (path.startsWith(p + '.') || path.startsWith(p + '[')))) continue;
-    seen.add(path);
-    out.push({ path, reason: reasonFor(e) });
+    const pointers = e.path.split('/');
+    let inside = false;
+    for (let n = 2; n < pointers.length && !inside; n++) inside = seen.has(pointers.slice(0, n).join('/'));
+    if (inside || seen.has(e.path)) continue;
+    seen.add(e.path);
+    out.push({ path: pointerToPath(e.path), reason: reasonFor(e) });
   }
   return out;
 }

@@ -240,11 +240,6 @@ const vmiCases: Case[] = [
     ['spec.domain.cpu.sockets'],
   ],
   [
-    'topology above 512 vCPUs',
-    (v) => (v.spec.domain.cpu = { sockets: 16, cores: 16, threads: 4 }),
-    ['spec.domain.cpu'],
-  ],
-  [
     'dedicated CPUs not matching the topology',
     (v) => {
       v.spec.domain.cpu = { sockets: 1, cores: 4, dedicatedCpuPlacement: true };

@@ -15,6 +15,7 @@ import {
   Errs,
   type FieldError,
   KINDS,
+  TOO_DEEP,
   arr,
   checkDns1123Label,
   checkDns1123Subdomain,
@@ -22,6 +23,7 @@ import {
   isObj,
   obj,
   str,
+  tooDeep,
   uniqueNames,
   validateMetadata,
 } from './validate-common.js';
@@ -228,6 +230,7 @@ function merge(structural: FieldError[], semantic: FieldError[]): FieldError[] {
 
 function preamble(o: unknown, kind: string): FieldError[] | undefined {
   if (!isObj(o)) return [{ path: '', reason: `must be an object (a ${kind} manifest), got ${describe(o)}` }];
+  if (tooDeep(o)) return [{ path: '', reason: TOO_DEEP }];
   return undefined;
 }
 
