@@ -474,6 +474,36 @@ describe('VM controller: run strategies', () => {
     await vmiGoesAway(v1);
     await until('vm gone', async () => !(await getVm('del')));
   });
+
+  it('deleting a VM with propagationPolicy Orphan lets the VM go and leaves its VMI running, without the owner', async () => {
+    await createVm('orphan', { running: true });
+    const v1 = await bringUp('orphan');
+    await api.delete(VMS, NS, 'orphan', { propagationPolicy: 'Orphan' });
+    // the VM controller drops the VMI's owner reference and its own finalizer on the VM
+    await until('owner reference removed', async () => {
+      const v = await getVmi('orphan');
+      return v && !v.metadata.ownerReferences?.length ? v : undefined;
+    });
+    const deleting = await until('VM finalizer removed', async () => {
+      const v = await getVm('orphan');
+      return v && !v.metadata.finalizers?.includes(VM_CONTROLLER_FINALIZER) ? v : undefined;
+    });
+    // kube-controller-manager's garbage collector (not running in testenv) finishes an orphaning delete by
+    // removing the orphan finalizer once no dependent names the VM: done here in its place
+    expect(deleting.metadata.finalizers).toEqual(['orphan']);
+    await api.patch(VMS, NS, 'orphan', { metadata: { finalizers: null } }, 'merge');
+    await until('vm gone', async () => !(await getVm('orphan')));
+    await sleep(500);
+    const after = (await getVmi('orphan'))!;
+    expect(after.metadata.uid).toBe(v1.metadata.uid);
+    expect(after.metadata.deletionTimestamp).toBeUndefined();
+    expect(after.status?.phase).toBe('Running');
+    expect(after.metadata.ownerReferences).toBeUndefined();
+    // the VMI's launcher Pod is untouched; deleting the VMI later works without the VM (its finalizer is released)
+    expect(await podsOf(after)).toHaveLength(1);
+    await api.delete(VMIS, NS, 'orphan');
+    await vmiGoesAway(after);
+  });
 });
 
 describe('metrics', () => {

@@ -31,6 +31,9 @@ import {
 import type { ControllerContext } from './context.js';
 import { REASON_ERR_IMAGE_PULL, REASON_IMAGE_PULL_BACKOFF } from './vmi.js';
 
+/** the finalizer kube-apiserver puts on an object deleted with propagationPolicy Orphan */
+const ORPHAN_FINALIZER = 'orphan';
+
 /** upstream's defaultMaxCrashLoopBackoffDelaySeconds */
 export const MAX_CRASHLOOP_BACKOFF_SECONDS = 300;
 
@@ -82,16 +85,22 @@ export class VmController {
     }
     let vmi = ctx.vmis.getByKey(key);
     let syncErr: SyncError | undefined;
+    const deleting = !!vm.metadata.deletionTimestamp;
     if (vmi && controllerRef(vmi, 'VirtualMachine')?.uid !== vm.metadata.uid) {
-      // a VMI of the same name that this VM does not own: neither adopted nor touched
-      syncErr = new SyncError(
-        'FailedCreate',
-        `VirtualMachineInstance ${key} exists and is not owned by this VirtualMachine`,
-      );
+      // a VMI of the same name that this VM does not own (or no longer owns, once orphaned): neither
+      // adopted nor touched, and no reason to keep a VM that is being deleted
+      if (!deleting)
+        syncErr = new SyncError(
+          'FailedCreate',
+          `VirtualMachineInstance ${key} exists and is not owned by this VirtualMachine`,
+        );
       vmi = undefined;
-    } else if (ctx.vmExpectations.satisfiedExpectations(key)) {
+    }
+    if (!syncErr && ctx.vmExpectations.satisfiedExpectations(key)) {
       try {
-        if (vm.metadata.deletionTimestamp) {
+        if (deleting) {
+          // deleted with propagationPolicy Orphan: the VMI is let go and keeps running
+          if (vmi && vm.metadata.finalizers?.includes(ORPHAN_FINALIZER)) vmi = await this.orphanVmi(vm, vmi);
           if (!vmi) vm = (await this.setVmFinalizer(vm, false)) ?? vm;
           else await this.stopVmi(key, vm, vmi);
           if (!vm.metadata.deletionTimestamp) return;
@@ -129,6 +138,36 @@ export class VmController {
       if (isNotFound(e)) return undefined;
       throw e;
     }
+  }
+
+  /**
+   * Removes this VM's owner reference from the VMI, as upstream does for an orphaning delete (the garbage
+   * collector then drops the VM's `orphan` finalizer). The VMI keeps its finalizers: the VMI controller
+   * releases the VM controller's once the VMI is final and its VM is gone.
+   */
+  private async orphanVmi(vm: Vm, vmi: Vmi): Promise<undefined> {
+    try {
+      await updateIfChanged<Vmi>({
+        client: this.ctx.client,
+        resource: VMIS,
+        current: vmi,
+        mutate: (latest) => {
+          const refs = (latest.metadata.ownerReferences ?? []).filter((r) => r.uid !== vm.metadata.uid);
+          latest.metadata.ownerReferences = refs;
+          if (refs.length === 0) delete latest.metadata.ownerReferences;
+          return latest;
+        },
+      });
+    } catch (e) {
+      if (!isNotFound(e)) throw e;
+    }
+    this.ctx.log.info('orphaned the VMI of a VM deleted with propagationPolicy Orphan', {
+      kind: 'VirtualMachine',
+      namespace: vm.metadata.namespace,
+      name: vm.metadata.name,
+      vmi: vmi.metadata.uid,
+    });
+    return undefined;
   }
 
   /** upstream's startStop: what the run strategy wants done about the VMI */
