@@ -149,7 +149,15 @@ describe('VMI controller', () => {
     const created = await api.create<Vmi>(VMIS, NS, {
       apiVersion: 'kubevirt.io/v1',
       kind: 'VirtualMachineInstance',
-      metadata: { name: 'plain', namespace: NS },
+      metadata: {
+        name: 'plain',
+        namespace: NS,
+        annotations: {
+          'kubevirt.io/test': 'x',
+          'kubernetes.io/test': 'x',
+          'kubectl.kubernetes.io/last-applied-configuration': '{}',
+        },
+      },
       spec: vmiSpec(),
     } as Vmi);
     const sched = await vmiPhase('plain', 'Scheduling');
@@ -157,6 +165,10 @@ describe('VMI controller', () => {
     expect(sched.status?.phaseTransitionTimestamps?.map((t) => t.phase)).toEqual(['Pending', 'Scheduling']);
     const pods = await podsOf(created);
     expect(pods).toHaveLength(1);
+    // the VMI's annotations are carried to the launcher Pod, kubectl's aside (upstream's rule)
+    const podAnnotations = pods[0]!.metadata?.annotations ?? {};
+    expect(podAnnotations).toMatchObject({ 'kubevirt.io/test': 'x', 'kubernetes.io/test': 'x' });
+    expect(podAnnotations['kubectl.kubernetes.io/last-applied-configuration']).toBeUndefined();
     expect(pods[0]!.metadata?.ownerReferences?.[0]).toMatchObject({
       kind: 'VirtualMachineInstance',
       uid: created.metadata.uid,
@@ -503,6 +515,37 @@ describe('VM controller: run strategies', () => {
     expect(await podsOf(after)).toHaveLength(1);
     await api.delete(VMIS, NS, 'orphan');
     await vmiGoesAway(after);
+  });
+
+  it('an unschedulable launcher Pod: VMI condition PodScheduled=False/Unschedulable, VM ErrorUnschedulable', async () => {
+    // what kube-scheduler would write for a Pod no node can take (testenv runs no scheduler)
+    await createVm(
+      'unsched-vm',
+      { running: true },
+      vmiSpec({ nodeSelector: { 'example.com/no-such': 'node' } }),
+    );
+    const vmi = await vmiPhase('unsched-vm', 'Scheduling');
+    const pod = (await podsOf(vmi))[0]!;
+    const message = "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.";
+    await setPodStatus(pod.metadata!.name!, {
+      phase: 'Pending',
+      conditions: [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message }],
+    });
+    const vm = await vmStatus('unsched-vm', 'ErrorUnschedulable');
+    const cond = { type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message };
+    expect((await getVmi('unsched-vm'))?.status?.conditions).toEqual(
+      expect.arrayContaining([expect.objectContaining(cond)]),
+    );
+    expect(vm.status?.conditions).toEqual(expect.arrayContaining([expect.objectContaining(cond)]));
+    expect((await getVmi('unsched-vm'))?.status?.phase).toBe('Scheduling');
+    // scheduled after all (a node got the label): the condition goes, the VM is Running once the VMI is
+    await runPod(vmi);
+    await vmiPhase('unsched-vm', 'Scheduled');
+    await handlerSetsPhase('unsched-vm', 'Running');
+    const running = await vmStatus('unsched-vm', 'Running');
+    expect(running.status?.conditions?.find((c) => c.type === 'PodScheduled')).toBeUndefined();
+    await api.patch(VMS, NS, 'unsched-vm', { spec: { running: false } });
+    await vmiGoesAway(vmi);
   });
 });
 
