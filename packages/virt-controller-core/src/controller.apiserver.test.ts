@@ -62,6 +62,10 @@ const createVm = (
   tspec?: Record<string, unknown>,
 ) => api.create<Vm>(VMS, NS, vmObject(name, spec, tspec as never));
 
+/** what the start/stop/restart subresources write: state change requests in the VM's status */
+const queueRequests = (name: string, stateChangeRequests: { action: string; uid?: string }[]) =>
+  api.patch(VMS, NS, name, { status: { stateChangeRequests } }, 'merge', 'status');
+
 /** kubelet: bind the VMI's Pod to a node and run its compute container */
 async function runPod(vmi: Vmi, node = 'node01'): Promise<Pod> {
   const pod = await until('pod', async () => (await podsOf(vmi))[0]);
@@ -361,6 +365,30 @@ describe('VM controller: run strategies', () => {
     expect(still.metadata.finalizers ?? []).not.toContain(VM_CONTROLLER_FINALIZER); // VM recorded it and let go
   });
 
+  it('RerunOnFailure: a stop request stops the VMI for good (the VM keeps its run strategy); a start request starts it', async () => {
+    await createVm('rerun-stop', { runStrategy: 'RerunOnFailure' });
+    const v1 = await bringUp('rerun-stop');
+    expect((await getVm('rerun-stop'))?.status?.runStrategy).toBe('RerunOnFailure');
+    await queueRequests('rerun-stop', [{ action: 'Stop', uid: v1.metadata.uid }]);
+    await vmiGoesAway(v1);
+    await until('request cleared', async () => !(await getVm('rerun-stop'))?.status?.stateChangeRequests);
+    await vmStatus('rerun-stop', 'Stopped');
+    await sleep(500);
+    expect(await getVmi('rerun-stop')).toBeUndefined(); // not rerun
+    expect((await getVm('rerun-stop'))?.spec.runStrategy).toBe('RerunOnFailure');
+    await queueRequests('rerun-stop', [{ action: 'Start' }]);
+    const v2 = await bringUp('rerun-stop');
+    expect(v2.metadata.uid).not.toBe(v1.metadata.uid);
+    expect((await getVm('rerun-stop'))?.status?.stateChangeRequests).toBeUndefined();
+    // and a failure of that one is still rerun
+    await handlerSetsPhase('rerun-stop', 'Failed');
+    await kubeletReapsPods(v2);
+    await vmiPhase('rerun-stop', 'Scheduling', v2.metadata.uid);
+    await until('start request done', async () => !(await getVm('rerun-stop'))?.status?.stateChangeRequests);
+    await api.patch(VMS, NS, 'rerun-stop', { spec: { runStrategy: 'Halted' } });
+    await vmiGoesAway((await getVmi('rerun-stop'))!);
+  });
+
   it('Once: runs one VMI and does not restart it after a failure', async () => {
     await createVm('once', { runStrategy: 'Once' });
     const v1 = await bringUp('once');
@@ -378,14 +406,7 @@ describe('VM controller: run strategies', () => {
     const s = await vmStatus('halted', 'Stopped');
     expect(await getVmi('halted')).toBeUndefined();
     expect(s.status?.created).toBeUndefined();
-    await api.patch(
-      VMS,
-      NS,
-      'halted',
-      { status: { stateChangeRequests: [{ action: 'Start' }] } },
-      'merge',
-      'status',
-    );
+    await queueRequests('halted', [{ action: 'Start' }]);
     const vm = await until('running: true', async () => {
       const v = await getVm('halted');
       return v?.spec.running === true ? v : undefined;
@@ -408,14 +429,7 @@ describe('VM controller: run strategies', () => {
     await createVm('manual', { runStrategy: 'Manual' });
     await vmStatus('manual', 'Stopped');
     expect(await getVmi('manual')).toBeUndefined();
-    await api.patch(
-      VMS,
-      NS,
-      'manual',
-      { status: { stateChangeRequests: [{ action: 'Start' }] } },
-      'merge',
-      'status',
-    );
+    await queueRequests('manual', [{ action: 'Start' }]);
     const v1 = await bringUp('manual');
     expect((await getVm('manual'))?.status?.stateChangeRequests).toBeUndefined();
     // a guest shutdown is not restarted
@@ -424,14 +438,7 @@ describe('VM controller: run strategies', () => {
     await vmStatus('manual', 'Stopped');
     expect((await getVmi('manual'))?.metadata.uid).toBe(v1.metadata.uid);
     // stop request for that VMI: it is deleted, the request cleared
-    await api.patch(
-      VMS,
-      NS,
-      'manual',
-      { status: { stateChangeRequests: [{ action: 'Stop', uid: v1.metadata.uid }] } },
-      'merge',
-      'status',
-    );
+    await queueRequests('manual', [{ action: 'Stop', uid: v1.metadata.uid }]);
     await until('gone', async () => !(await getVmi('manual')));
     await until('request cleared', async () => !(await getVm('manual'))?.status?.stateChangeRequests);
     await vmStatus('manual', 'Stopped');
@@ -440,14 +447,7 @@ describe('VM controller: run strategies', () => {
   it('Always with a stop request: the VMI is restarted (what virtctl restart writes)', async () => {
     await createVm('restart', { runStrategy: 'Always' });
     const v1 = await bringUp('restart');
-    await api.patch(
-      VMS,
-      NS,
-      'restart',
-      { status: { stateChangeRequests: [{ action: 'Stop', uid: v1.metadata.uid }, { action: 'Start' }] } },
-      'merge',
-      'status',
-    );
+    await queueRequests('restart', [{ action: 'Stop', uid: v1.metadata.uid }, { action: 'Start' }]);
     await vmiGoesAway(v1);
     await vmiPhase('restart', 'Scheduling', v1.metadata.uid);
     await until('requests cleared', async () => !(await getVm('restart'))?.status?.stateChangeRequests);

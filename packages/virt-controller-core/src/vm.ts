@@ -170,6 +170,29 @@ export class VmController {
     return undefined;
   }
 
+  /** Queues a start request (RerunOnFailure restarting a failed VMI), unless one is queued already. */
+  private async addStartRequest(vm: Vm): Promise<void> {
+    try {
+      await updateIfChanged<Vm>({
+        client: this.ctx.client,
+        resource: VMS,
+        current: vm,
+        subresource: 'status',
+        mutate: (latest) => {
+          const reqs = latest.status?.stateChangeRequests ?? [];
+          if (reqs.some((r) => r.action === 'Start')) return latest;
+          latest.status = { ...latest.status, stateChangeRequests: [...reqs, { action: 'Start' }] };
+          return latest;
+        },
+      });
+    } catch (e) {
+      throw new SyncError(
+        'FailedDelete',
+        `failed to queue the restart of the failed VMI: ${errorMessage(e)}`,
+      );
+    }
+  }
+
   /** upstream's startStop: what the run strategy wants done about the VMI */
   private async startStop(key: string, vm: Vm, vmi: Vmi | undefined): Promise<SyncError | undefined> {
     const strategy = vmRunStrategy(vm);
@@ -182,10 +205,18 @@ export class VmController {
         return this.startUnlessBackingOff(key, vm);
       case 'RerunOnFailure':
         if (vmi) {
-          if (hasStopRequestForVmi(vm, vmi) || vmi.status?.phase === 'Failed')
+          const stopRequested = hasStopRequestForVmi(vm, vmi);
+          const failed = vmi.status?.phase === 'Failed';
+          if ((stopRequested || failed) && !vmi.metadata.deletionTimestamp) {
             await this.stopVmi(key, vm, vmi);
+            // a failure is rerun: the start request outlives the VMI, which the status cannot tell
+            if (failed && !stopRequested) await this.addStartRequest(vm);
+          }
           return undefined;
         }
+        // stopped (the stop subresource): it stays so until a start request, or until the VM comes
+        // to RerunOnFailure from another run strategy (the one last acted on is status.runStrategy)
+        if (!hasStartRequest(vm) && vm.status?.runStrategy === 'RerunOnFailure') return undefined;
         return this.startUnlessBackingOff(key, vm);
       case 'Manual':
         if (vmi) {
@@ -359,7 +390,8 @@ export class VmController {
     if (req) {
       let trim = false;
       if (req.action === 'Stop') trim = vmi ? !req.uid || req.uid !== vmi.metadata.uid : vmiGone;
-      else if (req.action === 'Start') trim = !!vmi;
+      // a VMI on its way out (a failure being rerun) does not answer a start request
+      else if (req.action === 'Start') trim = !!vmi && !vmi.metadata.deletionTimestamp && !isFinal(vmi);
       if (trim) {
         status.stateChangeRequests = status.stateChangeRequests!.slice(1);
         if (status.stateChangeRequests.length === 0) delete status.stateChangeRequests;
@@ -473,7 +505,14 @@ export class VmController {
         resource: VMS,
         current: vm,
         subresource: 'status',
-        mutate: (latest) => ({ ...latest, status: this.desiredStatus(key, latest, vmi, syncErr, vmiGone) }),
+        mutate: (latest) => ({
+          ...latest,
+          // status.runStrategy: the run strategy this sync acted on (RerunOnFailure tells a stop from a switch)
+          status: {
+            ...this.desiredStatus(key, latest, vmi, syncErr, vmiGone),
+            runStrategy: vmRunStrategy(vm),
+          },
+        }),
       });
     } catch (e) {
       if (!isNotFound(e)) throw e;
