@@ -633,6 +633,30 @@ describe('identity: labels, annotations, owner', () => {
     ]);
   });
 
+  it("carries the VMI's annotations, except kubectl's and the API version bookkeeping; the Pod's own win", () => {
+    const annotations = {
+      'kubevirt.io/test': 'x',
+      'kubernetes.io/test': 'x',
+      'example.com/owner': 'team-a',
+      'kubevirt.io/vm-generation': '3',
+      'kubectl.kubernetes.io/last-applied-configuration': '{}',
+      'kubectl.kubernetes.io/restartedAt': 'now',
+      'kubevirt.io/latest-observed-api-version': 'v1',
+      'kubevirt.io/storage-observed-api-version': 'v1',
+      'kubevirt.io/domain': 'spoofed',
+    };
+    const p = render(vmi({}, { annotations }));
+    expect(p.metadata!.annotations).toEqual({
+      'kubevirt.io/test': 'x',
+      'kubernetes.io/test': 'x',
+      'example.com/owner': 'team-a',
+      'kubevirt.io/vm-generation': '3',
+      'kubevirt.io/domain': 'testvm',
+      'kubectl.kubernetes.io/default-container': 'compute',
+    });
+    expect(annotations['kubevirt.io/domain']).toBe('spoofed'); // the VMI is not changed
+  });
+
   it('needs name, namespace and uid', () => {
     expect(renderError(() => render(vmi({}, { uid: undefined }))).path).toBe('metadata.uid');
     expect(renderError(() => render(vmi({}, { namespace: '' }))).path).toBe('metadata.namespace');

@@ -392,6 +392,22 @@ export function podInterfaceName(networkName: string): string {
 export const ANNOTATION_MULTUS_NETWORKS = 'k8s.v1.cni.cncf.io/networks';
 export const ANNOTATION_MULTUS_DEFAULT_NETWORK = 'v1.multus-cni.io/default-network';
 
+/** Prefixes of the VMI annotations that stay off the launcher Pod (kubectl's own, and the API version bookkeeping). */
+const VMI_ANNOTATIONS_NOT_COPIED = [
+  'kubectl.kubernetes.io',
+  'kubevirt.io/storage-observed-api-version',
+  'kubevirt.io/latest-observed-api-version',
+];
+
+/** The VMI's annotations the launcher Pod carries (upstream copies all but the prefixes above). */
+function podAnnotationsFromVmi(annotations: Record<string, string> | undefined): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(annotations ?? {}).filter(
+      ([k]) => !VMI_ANNOTATIONS_NOT_COPIED.some((p) => k.startsWith(p)),
+    ),
+  );
+}
+
 /** Multus annotations for spec.networks[*].multus (secondary networks, and a replaced default network). */
 function multusAnnotations(vmi: VirtualMachineInstance): Record<string, string> {
   const out: Record<string, string> = {};
@@ -521,6 +537,7 @@ export function renderLaunchPod(vmi: VirtualMachineInstance, rendererConfig: Ren
         [LABEL_VM_NAME]: name.length <= 63 ? name : name.slice(0, 63).replace(/[-_.]+$/, ''),
       },
       annotations: {
+        ...podAnnotationsFromVmi(meta.annotations),
         [ANNOTATION_DOMAIN]: name,
         'kubectl.kubernetes.io/default-container': COMPUTE_CONTAINER,
         ...multusAnnotations(vmi),

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeApiError, KubeClient, type Resource } from '@kubevirt-ts/controller-runtime';
 import { startTestEnv, type TestEnv } from '@kubevirt-ts/testenv';
-import { VMIMS, VMIS } from './verbs.js';
+import { VMIMS, VMIS, VMS } from './verbs.js';
 import { bindUserRoles, startAggregatedTestApi, vmObjects, type AggregatedTestApi } from './testing.js';
 
 const NS = 'default';
@@ -157,6 +157,33 @@ test('stop: of a stopped VM is a 409; of an Always VM sets runStrategy Halted; g
     { action: 'Stop', uid: mvmi.metadata.uid },
   ]);
   expect(vmi.metadata.uid).toBeTruthy();
+});
+
+test('stop per run strategy as upstream: RerunOnFailure (like Manual) keeps its strategy and queues a Stop; Once becomes Halted', async () => {
+  await createVm('rerun-stop', { runStrategy: 'RerunOnFailure' });
+  let f = await failure(editor.request('PUT', `${SUB}/virtualmachines/rerun-stop/stop`));
+  expect(f.status).toBe(409);
+  expect((f.body as { message: string }).message).toMatch(/"rerun-stop": VM is not running$/);
+  const vmi = await createVmi('rerun-stop', 'Running');
+  await editor.request('PUT', `${SUB}/virtualmachines/rerun-stop/stop`, {});
+  const vm = await getVm('rerun-stop');
+  expect(vm.spec['runStrategy']).toBe('RerunOnFailure');
+  expect(vm.status?.['stateChangeRequests']).toEqual([{ action: 'Stop', uid: vmi.metadata.uid }]);
+  // once the VMI is gone (the VM controller's part), start queues a Start request
+  await admin.delete(VMIS, NS, 'rerun-stop');
+  await admin.patch(VMS, NS, 'rerun-stop', { status: { stateChangeRequests: null } }, 'merge', 'status');
+  await editor.request('PUT', `${SUB}/virtualmachines/rerun-stop/start`);
+  expect((await getVm('rerun-stop')).status?.['stateChangeRequests']).toEqual([
+    { action: 'Start', data: {} },
+  ]);
+  expect((await getVm('rerun-stop')).spec['runStrategy']).toBe('RerunOnFailure');
+
+  await createVm('once-stop', { runStrategy: 'Once' });
+  await createVmi('once-stop', 'Running');
+  await editor.request('PUT', `${SUB}/virtualmachines/once-stop/stop`);
+  expect((await getVm('once-stop')).spec['runStrategy']).toBe('Halted');
+  f = await failure(editor.request('PUT', `${SUB}/virtualmachines/once-stop/start`));
+  expect(f.status).toBe(409);
 });
 
 test('restart: Stop+Start requests; refused for Halted, without a VMI, and with a positive grace period', async () => {

@@ -299,11 +299,13 @@ export class Subresources {
             throw conflict(VM, name, 'Halted only supports manual stop requests with a shorter graceperiod');
           await this.patchStateChanges(vm, [{ action: 'Stop', uid: vmi.metadata?.uid }], o);
           break;
+        // a stop request for the VMI: the VM keeps its run strategy (RerunOnFailure does not rerun it)
         case 'Manual':
+        case 'RerunOnFailure':
           if (!live) throw conflict(VM, name, 'VM is not running');
           await this.patchStateChanges(vm, [{ action: 'Stop', uid: vmi.metadata?.uid }], o);
           break;
-        default:
+        default: // Always, Once: the VM becomes Halted
           await this.mergePatch(VMS, namespace, name, this.runningPatch(vm, false), o);
       }
     } catch (e) {

@@ -62,6 +62,10 @@ const createVm = (
   tspec?: Record<string, unknown>,
 ) => api.create<Vm>(VMS, NS, vmObject(name, spec, tspec as never));
 
+/** what the start/stop/restart subresources write: state change requests in the VM's status */
+const queueRequests = (name: string, stateChangeRequests: { action: string; uid?: string }[]) =>
+  api.patch(VMS, NS, name, { status: { stateChangeRequests } }, 'merge', 'status');
+
 /** kubelet: bind the VMI's Pod to a node and run its compute container */
 async function runPod(vmi: Vmi, node = 'node01'): Promise<Pod> {
   const pod = await until('pod', async () => (await podsOf(vmi))[0]);
@@ -149,7 +153,15 @@ describe('VMI controller', () => {
     const created = await api.create<Vmi>(VMIS, NS, {
       apiVersion: 'kubevirt.io/v1',
       kind: 'VirtualMachineInstance',
-      metadata: { name: 'plain', namespace: NS },
+      metadata: {
+        name: 'plain',
+        namespace: NS,
+        annotations: {
+          'kubevirt.io/test': 'x',
+          'kubernetes.io/test': 'x',
+          'kubectl.kubernetes.io/last-applied-configuration': '{}',
+        },
+      },
       spec: vmiSpec(),
     } as Vmi);
     const sched = await vmiPhase('plain', 'Scheduling');
@@ -157,6 +169,10 @@ describe('VMI controller', () => {
     expect(sched.status?.phaseTransitionTimestamps?.map((t) => t.phase)).toEqual(['Pending', 'Scheduling']);
     const pods = await podsOf(created);
     expect(pods).toHaveLength(1);
+    // the VMI's annotations are carried to the launcher Pod, kubectl's aside (upstream's rule)
+    const podAnnotations = pods[0]!.metadata?.annotations ?? {};
+    expect(podAnnotations).toMatchObject({ 'kubevirt.io/test': 'x', 'kubernetes.io/test': 'x' });
+    expect(podAnnotations['kubectl.kubernetes.io/last-applied-configuration']).toBeUndefined();
     expect(pods[0]!.metadata?.ownerReferences?.[0]).toMatchObject({
       kind: 'VirtualMachineInstance',
       uid: created.metadata.uid,
@@ -349,6 +365,30 @@ describe('VM controller: run strategies', () => {
     expect(still.metadata.finalizers ?? []).not.toContain(VM_CONTROLLER_FINALIZER); // VM recorded it and let go
   });
 
+  it('RerunOnFailure: a stop request stops the VMI for good (the VM keeps its run strategy); a start request starts it', async () => {
+    await createVm('rerun-stop', { runStrategy: 'RerunOnFailure' });
+    const v1 = await bringUp('rerun-stop');
+    expect((await getVm('rerun-stop'))?.status?.runStrategy).toBe('RerunOnFailure');
+    await queueRequests('rerun-stop', [{ action: 'Stop', uid: v1.metadata.uid }]);
+    await vmiGoesAway(v1);
+    await until('request cleared', async () => !(await getVm('rerun-stop'))?.status?.stateChangeRequests);
+    await vmStatus('rerun-stop', 'Stopped');
+    await sleep(500);
+    expect(await getVmi('rerun-stop')).toBeUndefined(); // not rerun
+    expect((await getVm('rerun-stop'))?.spec.runStrategy).toBe('RerunOnFailure');
+    await queueRequests('rerun-stop', [{ action: 'Start' }]);
+    const v2 = await bringUp('rerun-stop');
+    expect(v2.metadata.uid).not.toBe(v1.metadata.uid);
+    expect((await getVm('rerun-stop'))?.status?.stateChangeRequests).toBeUndefined();
+    // and a failure of that one is still rerun
+    await handlerSetsPhase('rerun-stop', 'Failed');
+    await kubeletReapsPods(v2);
+    await vmiPhase('rerun-stop', 'Scheduling', v2.metadata.uid);
+    await until('start request done', async () => !(await getVm('rerun-stop'))?.status?.stateChangeRequests);
+    await api.patch(VMS, NS, 'rerun-stop', { spec: { runStrategy: 'Halted' } });
+    await vmiGoesAway((await getVmi('rerun-stop'))!);
+  });
+
   it('Once: runs one VMI and does not restart it after a failure', async () => {
     await createVm('once', { runStrategy: 'Once' });
     const v1 = await bringUp('once');
@@ -366,14 +406,7 @@ describe('VM controller: run strategies', () => {
     const s = await vmStatus('halted', 'Stopped');
     expect(await getVmi('halted')).toBeUndefined();
     expect(s.status?.created).toBeUndefined();
-    await api.patch(
-      VMS,
-      NS,
-      'halted',
-      { status: { stateChangeRequests: [{ action: 'Start' }] } },
-      'merge',
-      'status',
-    );
+    await queueRequests('halted', [{ action: 'Start' }]);
     const vm = await until('running: true', async () => {
       const v = await getVm('halted');
       return v?.spec.running === true ? v : undefined;
@@ -396,14 +429,7 @@ describe('VM controller: run strategies', () => {
     await createVm('manual', { runStrategy: 'Manual' });
     await vmStatus('manual', 'Stopped');
     expect(await getVmi('manual')).toBeUndefined();
-    await api.patch(
-      VMS,
-      NS,
-      'manual',
-      { status: { stateChangeRequests: [{ action: 'Start' }] } },
-      'merge',
-      'status',
-    );
+    await queueRequests('manual', [{ action: 'Start' }]);
     const v1 = await bringUp('manual');
     expect((await getVm('manual'))?.status?.stateChangeRequests).toBeUndefined();
     // a guest shutdown is not restarted
@@ -412,14 +438,7 @@ describe('VM controller: run strategies', () => {
     await vmStatus('manual', 'Stopped');
     expect((await getVmi('manual'))?.metadata.uid).toBe(v1.metadata.uid);
     // stop request for that VMI: it is deleted, the request cleared
-    await api.patch(
-      VMS,
-      NS,
-      'manual',
-      { status: { stateChangeRequests: [{ action: 'Stop', uid: v1.metadata.uid }] } },
-      'merge',
-      'status',
-    );
+    await queueRequests('manual', [{ action: 'Stop', uid: v1.metadata.uid }]);
     await until('gone', async () => !(await getVmi('manual')));
     await until('request cleared', async () => !(await getVm('manual'))?.status?.stateChangeRequests);
     await vmStatus('manual', 'Stopped');
@@ -428,14 +447,7 @@ describe('VM controller: run strategies', () => {
   it('Always with a stop request: the VMI is restarted (what virtctl restart writes)', async () => {
     await createVm('restart', { runStrategy: 'Always' });
     const v1 = await bringUp('restart');
-    await api.patch(
-      VMS,
-      NS,
-      'restart',
-      { status: { stateChangeRequests: [{ action: 'Stop', uid: v1.metadata.uid }, { action: 'Start' }] } },
-      'merge',
-      'status',
-    );
+    await queueRequests('restart', [{ action: 'Stop', uid: v1.metadata.uid }, { action: 'Start' }]);
     await vmiGoesAway(v1);
     await vmiPhase('restart', 'Scheduling', v1.metadata.uid);
     await until('requests cleared', async () => !(await getVm('restart'))?.status?.stateChangeRequests);
@@ -473,6 +485,67 @@ describe('VM controller: run strategies', () => {
     await api.delete(VMS, NS, 'del');
     await vmiGoesAway(v1);
     await until('vm gone', async () => !(await getVm('del')));
+  });
+
+  it('deleting a VM with propagationPolicy Orphan lets the VM go and leaves its VMI running, without the owner', async () => {
+    await createVm('orphan', { running: true });
+    const v1 = await bringUp('orphan');
+    await api.delete(VMS, NS, 'orphan', { propagationPolicy: 'Orphan' });
+    // the VM controller drops the VMI's owner reference and its own finalizer on the VM
+    await until('owner reference removed', async () => {
+      const v = await getVmi('orphan');
+      return v && !v.metadata.ownerReferences?.length ? v : undefined;
+    });
+    const deleting = await until('VM finalizer removed', async () => {
+      const v = await getVm('orphan');
+      return v && !v.metadata.finalizers?.includes(VM_CONTROLLER_FINALIZER) ? v : undefined;
+    });
+    // kube-controller-manager's garbage collector (not running in testenv) finishes an orphaning delete by
+    // removing the orphan finalizer once no dependent names the VM: done here in its place
+    expect(deleting.metadata.finalizers).toEqual(['orphan']);
+    await api.patch(VMS, NS, 'orphan', { metadata: { finalizers: null } }, 'merge');
+    await until('vm gone', async () => !(await getVm('orphan')));
+    await sleep(500);
+    const after = (await getVmi('orphan'))!;
+    expect(after.metadata.uid).toBe(v1.metadata.uid);
+    expect(after.metadata.deletionTimestamp).toBeUndefined();
+    expect(after.status?.phase).toBe('Running');
+    expect(after.metadata.ownerReferences).toBeUndefined();
+    // the VMI's launcher Pod is untouched; deleting the VMI later works without the VM (its finalizer is released)
+    expect(await podsOf(after)).toHaveLength(1);
+    await api.delete(VMIS, NS, 'orphan');
+    await vmiGoesAway(after);
+  });
+
+  it('an unschedulable launcher Pod: VMI condition PodScheduled=False/Unschedulable, VM ErrorUnschedulable', async () => {
+    // what kube-scheduler would write for a Pod no node can take (testenv runs no scheduler)
+    await createVm(
+      'unsched-vm',
+      { running: true },
+      vmiSpec({ nodeSelector: { 'example.com/no-such': 'node' } }),
+    );
+    const vmi = await vmiPhase('unsched-vm', 'Scheduling');
+    const pod = (await podsOf(vmi))[0]!;
+    const message = "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.";
+    await setPodStatus(pod.metadata!.name!, {
+      phase: 'Pending',
+      conditions: [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message }],
+    });
+    const vm = await vmStatus('unsched-vm', 'ErrorUnschedulable');
+    const cond = { type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message };
+    expect((await getVmi('unsched-vm'))?.status?.conditions).toEqual(
+      expect.arrayContaining([expect.objectContaining(cond)]),
+    );
+    expect(vm.status?.conditions).toEqual(expect.arrayContaining([expect.objectContaining(cond)]));
+    expect((await getVmi('unsched-vm'))?.status?.phase).toBe('Scheduling');
+    // scheduled after all (a node got the label): the condition goes, the VM is Running once the VMI is
+    await runPod(vmi);
+    await vmiPhase('unsched-vm', 'Scheduled');
+    await handlerSetsPhase('unsched-vm', 'Running');
+    const running = await vmStatus('unsched-vm', 'Running');
+    expect(running.status?.conditions?.find((c) => c.type === 'PodScheduled')).toBeUndefined();
+    await api.patch(VMS, NS, 'unsched-vm', { spec: { running: false } });
+    await vmiGoesAway(vmi);
   });
 });
 

@@ -31,6 +31,9 @@ import {
 import type { ControllerContext } from './context.js';
 import { REASON_ERR_IMAGE_PULL, REASON_IMAGE_PULL_BACKOFF } from './vmi.js';
 
+/** the finalizer kube-apiserver puts on an object deleted with propagationPolicy Orphan */
+const ORPHAN_FINALIZER = 'orphan';
+
 /** upstream's defaultMaxCrashLoopBackoffDelaySeconds */
 export const MAX_CRASHLOOP_BACKOFF_SECONDS = 300;
 
@@ -82,16 +85,22 @@ export class VmController {
     }
     let vmi = ctx.vmis.getByKey(key);
     let syncErr: SyncError | undefined;
+    const deleting = !!vm.metadata.deletionTimestamp;
     if (vmi && controllerRef(vmi, 'VirtualMachine')?.uid !== vm.metadata.uid) {
-      // a VMI of the same name that this VM does not own: neither adopted nor touched
-      syncErr = new SyncError(
-        'FailedCreate',
-        `VirtualMachineInstance ${key} exists and is not owned by this VirtualMachine`,
-      );
+      // a VMI of the same name that this VM does not own (or no longer owns, once orphaned): neither
+      // adopted nor touched, and no reason to keep a VM that is being deleted
+      if (!deleting)
+        syncErr = new SyncError(
+          'FailedCreate',
+          `VirtualMachineInstance ${key} exists and is not owned by this VirtualMachine`,
+        );
       vmi = undefined;
-    } else if (ctx.vmExpectations.satisfiedExpectations(key)) {
+    }
+    if (!syncErr && ctx.vmExpectations.satisfiedExpectations(key)) {
       try {
-        if (vm.metadata.deletionTimestamp) {
+        if (deleting) {
+          // deleted with propagationPolicy Orphan: the VMI is let go and keeps running
+          if (vmi && vm.metadata.finalizers?.includes(ORPHAN_FINALIZER)) vmi = await this.orphanVmi(vm, vmi);
           if (!vmi) vm = (await this.setVmFinalizer(vm, false)) ?? vm;
           else await this.stopVmi(key, vm, vmi);
           if (!vm.metadata.deletionTimestamp) return;
@@ -131,6 +140,59 @@ export class VmController {
     }
   }
 
+  /**
+   * Removes this VM's owner reference from the VMI, as upstream does for an orphaning delete (the garbage
+   * collector then drops the VM's `orphan` finalizer). The VMI keeps its finalizers: the VMI controller
+   * releases the VM controller's once the VMI is final and its VM is gone.
+   */
+  private async orphanVmi(vm: Vm, vmi: Vmi): Promise<undefined> {
+    try {
+      await updateIfChanged<Vmi>({
+        client: this.ctx.client,
+        resource: VMIS,
+        current: vmi,
+        mutate: (latest) => {
+          const refs = (latest.metadata.ownerReferences ?? []).filter((r) => r.uid !== vm.metadata.uid);
+          latest.metadata.ownerReferences = refs;
+          if (refs.length === 0) delete latest.metadata.ownerReferences;
+          return latest;
+        },
+      });
+    } catch (e) {
+      if (!isNotFound(e)) throw e;
+    }
+    this.ctx.log.info('orphaned the VMI of a VM deleted with propagationPolicy Orphan', {
+      kind: 'VirtualMachine',
+      namespace: vm.metadata.namespace,
+      name: vm.metadata.name,
+      vmi: vmi.metadata.uid,
+    });
+    return undefined;
+  }
+
+  /** Queues a start request (RerunOnFailure restarting a failed VMI), unless one is queued already. */
+  private async addStartRequest(vm: Vm): Promise<void> {
+    try {
+      await updateIfChanged<Vm>({
+        client: this.ctx.client,
+        resource: VMS,
+        current: vm,
+        subresource: 'status',
+        mutate: (latest) => {
+          const reqs = latest.status?.stateChangeRequests ?? [];
+          if (reqs.some((r) => r.action === 'Start')) return latest;
+          latest.status = { ...latest.status, stateChangeRequests: [...reqs, { action: 'Start' }] };
+          return latest;
+        },
+      });
+    } catch (e) {
+      throw new SyncError(
+        'FailedDelete',
+        `failed to queue the restart of the failed VMI: ${errorMessage(e)}`,
+      );
+    }
+  }
+
   /** upstream's startStop: what the run strategy wants done about the VMI */
   private async startStop(key: string, vm: Vm, vmi: Vmi | undefined): Promise<SyncError | undefined> {
     const strategy = vmRunStrategy(vm);
@@ -143,10 +205,18 @@ export class VmController {
         return this.startUnlessBackingOff(key, vm);
       case 'RerunOnFailure':
         if (vmi) {
-          if (hasStopRequestForVmi(vm, vmi) || vmi.status?.phase === 'Failed')
+          const stopRequested = hasStopRequestForVmi(vm, vmi);
+          const failed = vmi.status?.phase === 'Failed';
+          if ((stopRequested || failed) && !vmi.metadata.deletionTimestamp) {
             await this.stopVmi(key, vm, vmi);
+            // a failure is rerun: the start request outlives the VMI, which the status cannot tell
+            if (failed && !stopRequested) await this.addStartRequest(vm);
+          }
           return undefined;
         }
+        // stopped (the stop subresource): it stays so until a start request, or until the VM comes
+        // to RerunOnFailure from another run strategy (the one last acted on is status.runStrategy)
+        if (!hasStartRequest(vm) && vm.status?.runStrategy === 'RerunOnFailure') return undefined;
         return this.startUnlessBackingOff(key, vm);
       case 'Manual':
         if (vmi) {
@@ -320,7 +390,8 @@ export class VmController {
     if (req) {
       let trim = false;
       if (req.action === 'Stop') trim = vmi ? !req.uid || req.uid !== vmi.metadata.uid : vmiGone;
-      else if (req.action === 'Start') trim = !!vmi;
+      // a VMI on its way out (a failure being rerun) does not answer a start request
+      else if (req.action === 'Start') trim = !!vmi && !vmi.metadata.deletionTimestamp && !isFinal(vmi);
       if (trim) {
         status.stateChangeRequests = status.stateChangeRequests!.slice(1);
         if (status.stateChangeRequests.length === 0) delete status.stateChangeRequests;
@@ -434,7 +505,14 @@ export class VmController {
         resource: VMS,
         current: vm,
         subresource: 'status',
-        mutate: (latest) => ({ ...latest, status: this.desiredStatus(key, latest, vmi, syncErr, vmiGone) }),
+        mutate: (latest) => ({
+          ...latest,
+          // status.runStrategy: the run strategy this sync acted on (RerunOnFailure tells a stop from a switch)
+          status: {
+            ...this.desiredStatus(key, latest, vmi, syncErr, vmiGone),
+            runStrategy: vmRunStrategy(vm),
+          },
+        }),
       });
     } catch (e) {
       if (!isNotFound(e)) throw e;
