@@ -223,7 +223,7 @@ if (!existsSync(KUBECONFIG) || !existsSync('/sys/class/net/kvts-node0'))
   );
 if (!getJson('daemonset', '-n', 'kubevirt-ts', 'virt-handler'))
   throw new Error(
-    'bench:cluster: deploy/ is not applied (bash tools/cluster.sh deploy: deploy/ pinned to the loaded images; useEmulation "true" in kubevirt-ts-config)',
+    'bench:cluster: deploy/ is not applied (bash tools/cluster.sh deploy: deploy/ pinned to the loaded images; useEmulation: true in the KubeVirt CR, as the cluster e2e sets it)',
   );
 
 const cluster = [];

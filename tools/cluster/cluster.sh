@@ -187,7 +187,7 @@ cmd_load_images() {
     version="${version%%-*}"
     name="${name%%:*}"
     case "$name" in
-      virt-launcher | virt-controller | virt-handler)
+      virt-launcher | virt-controller | virt-handler | virt-operator)
         ctr --address "$CONTAINERD_SOCK" -n k8s.io images tag --force "$ref" "$DEPLOY_REGISTRY/$name:$version" >/dev/null
         log "  tagged $DEPLOY_REGISTRY/$name:$version"
         ;;

@@ -4,7 +4,7 @@
 # oci-archive to $KVTS_CACHE/images/<name>.tar (what `tools/cluster.sh load-images` imports into
 # containerd, keeping its manifest digest) and listed with that digest in deploy/images/images.json and in
 # $KVTS_CACHE/images/images.json (the list of the archives there: what the node pins). Prints each image's size.
-# Usage: tools/images/build.sh [pause|container-disk-tools|virt-launcher|virt-controller|virt-handler|guest ...]
+# Usage: tools/images/build.sh [pause|virt-launcher|virt-controller|virt-handler|virt-operator|guest ...]
 #   (no argument: all). Needs root, buildah, mmdebstrap, gcc; the apps built (tools/setup.sh).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -174,12 +174,13 @@ build_pause() {
 
 version_of() { node -p "require('./apps/$1/package.json').version"; }
 
+# build_app APP VARIANT PACKAGES [ROOTFS]: ROOTFS names the cached root filesystem (default: the app's own)
 build_app() {
-  local app="$1" variant="$2" pkgs="$3"
+  local app="$1" variant="$2" pkgs="$3" rootfs_name="${4:-$1}"
   local ctx="$work/$app"
   mkdir -p "$ctx"
   [ -f "apps/$app/dist/main.js" ] || [ -f "apps/$app/dist/index.js" ] || die "apps/$app is not built (bash tools/setup.sh)"
-  cp "$(rootfs "$app" "$variant" "$pkgs")" "$ctx/rootfs.tar"
+  cp "$(rootfs "$rootfs_name" "$variant" "$pkgs")" "$ctx/rootfs.tar"
   mkdir -p "$ctx/node/bin"
   cp "$node_dir/bin/node" "$ctx/node/bin/node"
   app_bundle "$app" "$ctx/opt/kubevirt-ts"
@@ -214,15 +215,17 @@ build_guest() {
 }
 
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(pause virt-launcher virt-controller virt-handler guest)
+[ ${#targets[@]} -gt 0 ] || targets=(pause virt-launcher virt-controller virt-handler virt-operator guest)
 for t in "${targets[@]}"; do
   case "$t" in
     pause) build_pause ;;
     virt-launcher) build_app virt-launcher essential "$IMG_PKGS_LAUNCHER" ;;
     virt-controller) build_app virt-controller extract "$IMG_PKGS_CONTROLLER" ;;
     virt-handler) build_app virt-handler extract "$IMG_PKGS_HANDLER" ;;
+    # the same root filesystem as virt-controller's (one cached mmdebstrap for both)
+    virt-operator) build_app virt-operator extract "$IMG_PKGS_CONTROLLER" virt-controller ;;
     guest) build_guest ;;
-    *) die "unknown image '$t' (pause, virt-launcher, virt-controller, virt-handler, guest)" ;;
+    *) die "unknown image '$t' (pause, virt-launcher, virt-controller, virt-handler, virt-operator, guest)" ;;
   esac
 done
 

@@ -42,29 +42,46 @@ export function kubectlTry(...args: string[]): { status: number | null; stdout: 
   const r = spawnSync(KUBECTL, ['--kubeconfig', KUBECONFIG, ...args], { encoding: 'utf8' });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
+/** the install namespace and the KubeVirt CR virt-operator creates there (the cluster's configuration) */
+export const KV_NS = 'kubevirt-ts';
+export const KV_CR = 'kubevirt';
+
 /**
- * `kubectl apply` of deploy/ pinned to the built images' digests (DEPLOY_DIR, written by `cluster.sh
- * load-images`), then the controllers on emulation: this machine's /dev/kvm is root-only (crw-------),
- * so the uid-107 launcher cannot use KVM and guests run under TCG, as in every test of the project (upstream's
- * developerConfiguration.useEmulation). The controllers read the config when they start: virt-controller is
- * restarted so the next launcher Pod is rendered with --allow-emulation. Returns once both have rolled out.
+ * `kubectl apply` of deploy/ pinned to the built images' digests (DEPLOY_DIR, written by `cluster.sh load-images`),
+ * then emulation on: this machine's /dev/kvm is root-only (crw-------), so the uid-107 launcher cannot use KVM and
+ * guests run under TCG, as in every test of the project. That is upstream's
+ * `kubectl patch kubevirt kubevirt --type merge -p '{"spec":{"configuration":{"developerConfiguration":{"useEmulation":true}}}}'`
+ * on the KubeVirt CR virt-operator creates: virt-controller reads it live, no restart. Returns once the CR is
+ * Available (upstream's install check: `kubectl wait kubevirt kubevirt --for condition=Available`) and the operator
+ * has observed the patch.
  */
 export function applyDeployWithEmulation(): void {
   kubectl('apply', '-f', DEPLOY_DIR);
+  kubectl('rollout', 'status', '-n', KV_NS, 'deployment/virt-operator', '--timeout=600s');
+  kubectl('wait', '-n', KV_NS, `kubevirt/${KV_CR}`, '--for=create', '--timeout=120s');
   kubectl(
     'patch',
-    'configmap',
+    'kubevirt',
+    KV_CR,
     '-n',
-    'kubevirt-ts',
-    'kubevirt-ts-config',
+    KV_NS,
     '--type',
     'merge',
     '-p',
-    '{"data":{"useEmulation":"true"}}',
+    '{"spec":{"configuration":{"developerConfiguration":{"useEmulation":true}}}}',
   );
-  kubectl('rollout', 'restart', '-n', 'kubevirt-ts', 'deployment/virt-controller');
-  kubectl('rollout', 'status', '-n', 'kubevirt-ts', 'deployment/virt-controller', '--timeout=600s');
-  kubectl('rollout', 'status', '-n', 'kubevirt-ts', 'daemonset/virt-handler', '--timeout=600s');
+  kubectl('rollout', 'status', '-n', KV_NS, 'deployment/virt-controller', '--timeout=600s');
+  kubectl('rollout', 'status', '-n', KV_NS, 'daemonset/virt-handler', '--timeout=600s');
+  kubectl('wait', '-n', KV_NS, `kubevirt/${KV_CR}`, '--for=condition=Available', '--timeout=600s');
+  const generation = kubectl('get', 'kubevirt', KV_CR, '-n', KV_NS, '-o', 'jsonpath={.metadata.generation}');
+  kubectl(
+    'wait',
+    '-n',
+    KV_NS,
+    `kubevirt/${KV_CR}`,
+    `--for=jsonpath={.status.observedGeneration}=${generation}`,
+    '--timeout=120s',
+  );
 }
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed kubectl JSON, read field by field in tests
 export function getJson<T = Record<string, any>>(...args: string[]): T | undefined {

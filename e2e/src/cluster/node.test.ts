@@ -38,10 +38,12 @@ describe(`single-node cluster (${reason ? `skipped: ${reason}` : 'tools/cluster.
       'crd/virtualmachines.kubevirt.io',
       'crd/virtualmachineinstances.kubevirt.io',
       'crd/virtualmachineinstancemigrations.kubevirt.io',
+      'crd/kubevirts.kubevirt.io',
       '--timeout=120s',
     );
     // the workloads exist (their Pods becoming Ready, and VMs on them: vm.test.ts)
     expect(kubectl('get', 'deployment', '-n', 'kubevirt-ts', '-o', 'name')).toMatch(/virt-controller/);
+    expect(kubectl('get', 'deployment', '-n', 'kubevirt-ts', '-o', 'name')).toMatch(/virt-operator/);
     expect(kubectl('get', 'daemonset', '-n', 'kubevirt-ts', '-o', 'name')).toMatch(/virt-handler/);
   });
 

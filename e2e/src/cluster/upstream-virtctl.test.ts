@@ -11,7 +11,14 @@ import { existsSync, readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import path from 'node:path';
 import { READY, REPO, waitFor } from '../launcher/helpers.js';
-import { KUBECONFIG, clusterGate, getJson, kubectl, kubectlIn, kubectlTry } from './cluster.js';
+import {
+  KUBECONFIG,
+  applyDeployWithEmulation,
+  clusterGate,
+  getJson,
+  kubectlIn,
+  kubectlTry,
+} from './cluster.js';
 
 const CACHE =
   process.env.KVTS_CACHE ??
@@ -121,21 +128,7 @@ describe(`upstream virtctl ${TAG} against kubevirt-ts (${reason ? `skipped: ${re
   clusterTest(
     "version: the client's v1.1.0 and the server's version.Info",
     async () => {
-      kubectl('apply', '-f', path.join(REPO, 'deploy'));
-      kubectl(
-        'patch',
-        'configmap',
-        '-n',
-        'kubevirt-ts',
-        'kubevirt-ts-config',
-        '--type',
-        'merge',
-        '-p',
-        '{"data":{"useEmulation":"true"}}',
-      );
-      kubectl('rollout', 'restart', '-n', 'kubevirt-ts', 'deployment/virt-controller');
-      kubectl('rollout', 'status', '-n', 'kubevirt-ts', 'deployment/virt-controller', '--timeout=600s');
-      kubectl('rollout', 'status', '-n', 'kubevirt-ts', 'daemonset/virt-handler', '--timeout=600s');
+      applyDeployWithEmulation();
       await waitFor(
         'APIService v1.subresources.kubevirt.io Available',
         () =>

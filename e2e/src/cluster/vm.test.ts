@@ -419,9 +419,11 @@ describe(`VirtualMachines on the single-node cluster (${reason ? `skipped: ${rea
   clusterTest(
     'why the launcher Pod uses the ip_unprivileged_port_start sysctl: a uid-107 container with NET_BIND_SERVICE added has no effective capability',
     async () => {
-      const image = JSON.parse(
-        kubectl('get', 'configmap', '-n', 'kubevirt-ts', 'kubevirt-ts-config', '-o', 'json'),
-      ).data.launcherImage as string;
+      // the launcher image deploy/ gives virt-controller (--launcher-image)
+      const args = JSON.parse(
+        kubectl('get', 'deployment', '-n', 'kubevirt-ts', 'virt-controller', '-o', 'json'),
+      ).spec.template.spec.containers[0].args as string[];
+      const image = args.find((a) => a.startsWith('--launcher-image='))!.slice('--launcher-image='.length);
       const name = 'kvts-capcheck';
       kubectlIn(
         JSON.stringify({

@@ -70,6 +70,7 @@ describe('deploy/ is generated', () => {
           'virt-controller': { image: 'localhost/kubevirt-ts/virt-controller:0.1.0-abc', digest: d('1') },
           'virt-handler': { image: 'localhost/kubevirt-ts/virt-handler:0.1.0-abc', digest: d('2') },
           'virt-launcher': { image: 'localhost/kubevirt-ts/virt-launcher:0.1.0-abc-dirty', digest: d('3') },
+          'virt-operator': { image: 'localhost/kubevirt-ts/virt-operator:0.1.0-abc', digest: d('4') },
         },
       };
       writeFileSync(join(dir, 'images.json'), JSON.stringify(images));
@@ -96,6 +97,7 @@ describe('deploy/ is generated', () => {
         `localhost/kubevirt-ts/virt-controller@${d('1')}`,
         `localhost/kubevirt-ts/virt-handler@${d('2')}`,
         `localhost/kubevirt-ts/virt-launcher@${d('3')}`,
+        `localhost/kubevirt-ts/virt-operator@${d('4')}`,
       ]);
       // the committed deploy/ is untouched and still current
       expect(spawnSync(process.execPath, [script, '--check'], { encoding: 'utf8' }).status).toBe(0);
