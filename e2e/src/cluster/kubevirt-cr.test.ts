@@ -8,7 +8,6 @@ import { waitFor } from '../launcher/helpers.js';
 
 const { reason, clusterTest, requireCluster } = clusterGate();
 const SLOW = 900_000;
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed kubectl JSON, read field by field
 type Obj = Record<string, any>;
 const kv = () => getJson('kubevirt', KV_CR, '-n', KV_NS)!;
 const cond = (o: Obj, type: string) => (o.status?.conditions ?? []).find((c: Obj) => c.type === type);
