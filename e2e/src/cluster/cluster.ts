@@ -46,6 +46,21 @@ export function kubectlTry(...args: string[]): { status: number | null; stdout: 
 export const KV_NS = 'kubevirt-ts';
 export const KV_CR = 'kubevirt';
 
+/** `kubectl patch kubevirt kubevirt --type merge` of spec.configuration (null removes a field) */
+export function patchKubeVirt(configuration: object): void {
+  kubectl(
+    'patch',
+    'kubevirt',
+    KV_CR,
+    '-n',
+    KV_NS,
+    '--type',
+    'merge',
+    '-p',
+    JSON.stringify({ spec: { configuration } }),
+  );
+}
+
 /**
  * `kubectl apply` of deploy/ pinned to the built images' digests (DEPLOY_DIR, written by `cluster.sh load-images`),
  * then emulation on: this machine's /dev/kvm is root-only (crw-------), so the uid-107 launcher cannot use KVM and
@@ -59,17 +74,7 @@ export function applyDeployWithEmulation(): void {
   kubectl('apply', '-f', DEPLOY_DIR);
   kubectl('rollout', 'status', '-n', KV_NS, 'deployment/virt-operator', '--timeout=600s');
   kubectl('wait', '-n', KV_NS, `kubevirt/${KV_CR}`, '--for=create', '--timeout=120s');
-  kubectl(
-    'patch',
-    'kubevirt',
-    KV_CR,
-    '-n',
-    KV_NS,
-    '--type',
-    'merge',
-    '-p',
-    '{"spec":{"configuration":{"developerConfiguration":{"useEmulation":true}}}}',
-  );
+  patchKubeVirt({ developerConfiguration: { useEmulation: true } });
   kubectl('rollout', 'status', '-n', KV_NS, 'deployment/virt-controller', '--timeout=600s');
   kubectl('rollout', 'status', '-n', KV_NS, 'daemonset/virt-handler', '--timeout=600s');
   kubectl('wait', '-n', KV_NS, `kubevirt/${KV_CR}`, '--for=condition=Available', '--timeout=600s');

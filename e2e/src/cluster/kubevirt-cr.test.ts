@@ -3,7 +3,16 @@
 // returns; the status carries upstream's phase, conditions and versions; a configuration patch is reflected in
 // status.observedGeneration, a field kubevirt-ts does not implement is reported in the NotImplemented condition, a
 // value of the wrong type is refused by the API server naming the field.
-import { clusterGate, deployKubevirtTs, getJson, kubectl, kubectlTry, KV_CR, KV_NS } from './cluster.js';
+import {
+  clusterGate,
+  deployKubevirtTs,
+  getJson,
+  kubectl,
+  kubectlTry,
+  KV_CR,
+  KV_NS,
+  patchKubeVirt,
+} from './cluster.js';
 import { waitFor } from '../launcher/helpers.js';
 
 const { reason, clusterTest, requireCluster } = clusterGate();
@@ -11,18 +20,6 @@ const SLOW = 900_000;
 type Obj = Record<string, any>;
 const kv = () => getJson('kubevirt', KV_CR, '-n', KV_NS)!;
 const cond = (o: Obj, type: string) => (o.status?.conditions ?? []).find((c: Obj) => c.type === type);
-const patch = (configuration: object) =>
-  kubectl(
-    'patch',
-    'kubevirt',
-    KV_CR,
-    '-n',
-    KV_NS,
-    '--type',
-    'merge',
-    '-p',
-    JSON.stringify({ spec: { configuration } }),
-  );
 
 describe(`the KubeVirt CR (${reason ? `skipped: ${reason}` : 'tools/cluster.sh'})`, () => {
   requireCluster();
@@ -53,7 +50,7 @@ describe(`the KubeVirt CR (${reason ? `skipped: ${reason}` : 'tools/cluster.sh'}
         '-o',
         'name',
       );
-      patch({ migrations: { progressTimeout: 300 } });
+      patchKubeVirt({ migrations: { progressTimeout: 300 } });
       const g = ready.metadata.generation + 1;
       await waitFor('generation observed', () => kv().status.observedGeneration === g, 60_000, 250);
       expect(kubectl('get', 'pods', '-n', KV_NS, '-l', 'kubevirt.io=virt-controller', '-o', 'name')).toBe(
@@ -61,7 +58,7 @@ describe(`the KubeVirt CR (${reason ? `skipped: ${reason}` : 'tools/cluster.sh'}
       );
 
       // a field kubevirt-ts does not implement: kept, and reported
-      patch({ developerConfiguration: { logVerbosity: { virtLauncher: 4 } } });
+      patchKubeVirt({ developerConfiguration: { logVerbosity: { virtLauncher: 4 } } });
       await waitFor('NotImplemented', () => cond(kv(), 'NotImplemented')?.status === 'True', 60_000, 250);
       expect(cond(kv(), 'NotImplemented').message).toBe(
         'not implemented by kubevirt-ts, ignored: spec.configuration.developerConfiguration.logVerbosity',
@@ -70,20 +67,16 @@ describe(`the KubeVirt CR (${reason ? `skipped: ${reason}` : 'tools/cluster.sh'}
 
       // the wrong type: refused by the API server, naming the field
       const bad = kubectlTry(
-        'patch',
-        'kubevirt',
-        KV_CR,
-        '-n',
-        KV_NS,
-        '--type',
-        'merge',
-        '-p',
+        ...['patch', 'kubevirt', KV_CR, '-n', KV_NS, '--type', 'merge', '-p'],
         '{"spec":{"configuration":{"developerConfiguration":{"useEmulation":"yes"}}}}',
       );
       expect(bad.status).not.toBe(0);
       expect(bad.stderr).toMatch(/spec\.configuration\.developerConfiguration\.useEmulation/);
 
-      patch({ migrations: { progressTimeout: null }, developerConfiguration: { logVerbosity: null } });
+      patchKubeVirt({
+        migrations: { progressTimeout: null },
+        developerConfiguration: { logVerbosity: null },
+      });
       await waitFor(
         'back to all implemented',
         () => cond(kv(), 'NotImplemented')?.status === 'False',
