@@ -93,7 +93,12 @@ describe.each(CRD_KINDS.map((k) => [k.kind, k]))('%s CRD', (kind, info) => {
     expect(crd.spec.names.kind).toBe(kind);
     expect(crd.spec.names.categories).toEqual(['all']);
     expect(crd.spec.names.shortNames[0]).toBe(
-      { VirtualMachine: 'vm', VirtualMachineInstance: 'vmi', VirtualMachineInstanceMigration: 'vmim' }[kind],
+      {
+        VirtualMachine: 'vm',
+        VirtualMachineInstance: 'vmi',
+        VirtualMachineInstanceMigration: 'vmim',
+        KubeVirt: 'kv',
+      }[kind],
     );
     expect(version).toMatchObject({ name: 'v1', served: true, storage: true });
     if (kind === 'VirtualMachineInstance') expect(version.subresources).toBeUndefined();
@@ -106,6 +111,7 @@ describe.each(CRD_KINDS.map((k) => [k.kind, k]))('%s CRD', (kind, info) => {
       VirtualMachine: ['Age', 'Status', 'Ready'],
       VirtualMachineInstance: ['Age', 'Phase', 'IP', 'NodeName', 'Ready'],
       VirtualMachineInstanceMigration: ['Phase', 'VMI', 'Age'],
+      KubeVirt: ['Age', 'Phase'],
     }[kind];
     expect(names).toEqual(want);
     for (const c of version.additionalPrinterColumns) expect(c.jsonPath).toMatch(/^\./);

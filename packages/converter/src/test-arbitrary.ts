@@ -41,6 +41,11 @@ export const metaString = (maxLength = 24): fc.Arbitrary<string> =>
     // XML cannot carry \r (normalized to \n by parsers); the API value space used here avoids it
     .map((s) => s.replace(/\r/g, ' '));
 
+/** metaString without control characters: what the API takes in a field that ends up on a command line or in XML
+ * attributes and text (kernel arguments, SMBIOS strings) */
+const lineString = (maxLength = 24): fc.Arbitrary<string> =>
+  metaString(maxLength).map((s) => s.replace(/[\x00-\x1f\x7f]/g, ' '));
+
 const label = fc.stringMatching(/^[a-z]([a-z0-9-]{0,14}[a-z0-9])?$/);
 const safeSerial = fc.stringMatching(/^[A-Za-z0-9_.+-]{1,20}$/);
 const mac = fc
@@ -135,7 +140,7 @@ export const vmiArb: fc.Arbitrary<Vmi> = fc
     uuid: opt(fc.uuid()),
     fwSerial: opt(safeSerial),
     boot: fc.constantFrom('none', 'bios', 'bios-serial', 'efi', 'efi-insecure'),
-    kernelArgs: opt(metaString(40)),
+    kernelArgs: opt(lineString(40)),
     kernel: fc.boolean(),
     clock: opt(
       fc.record({
@@ -180,11 +185,11 @@ export const vmiArb: fc.Arbitrary<Vmi> = fc
     hugepages: fc.boolean(),
     chassis: opt(
       fc.record({
-        manufacturer: opt(metaString()),
-        version: opt(metaString()),
-        serial: opt(metaString()),
-        asset: opt(metaString()),
-        sku: opt(metaString()),
+        manufacturer: opt(lineString()),
+        version: opt(lineString()),
+        serial: opt(lineString()),
+        asset: opt(lineString()),
+        sku: opt(lineString()),
       }),
     ),
     disks: fc.array(diskArb, { maxLength: 8 }),

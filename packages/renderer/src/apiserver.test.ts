@@ -96,10 +96,11 @@ afterAll(async () => {
 });
 
 describe('CRDs from deploy/crds on a real kube-apiserver', () => {
-  it('serves VirtualMachine, VirtualMachineInstance and VirtualMachineInstanceMigration', async () => {
+  it('serves VirtualMachine, VirtualMachineInstance, VirtualMachineInstanceMigration and KubeVirt', async () => {
     const ext = kc.makeApiClient(ApiextensionsV1Api);
     const names = (await ext.listCustomResourceDefinition()).items.map((c) => c.metadata!.name).sort();
     expect(names).toEqual([
+      'kubevirts.kubevirt.io',
       'virtualmachineinstancemigrations.kubevirt.io',
       'virtualmachineinstances.kubevirt.io',
       'virtualmachines.kubevirt.io',
