@@ -735,7 +735,7 @@ describe('deploy/ on a real kube-apiserver', () => {
     });
 
     it.each(['view', 'edit', 'admin', 'migrate', 'nobody'] as const)(
-      'a person bound to kubevirt.io:%s in a namespace can do exactly what upstream allows there (SubjectAccessReview matrix)',
+      'user-%s (bound to kubevirt.io:<that> in "default"; nobody: to nothing) can do exactly what upstream allows, there and elsewhere (SubjectAccessReview matrix)',
       async (role) => {
         const user = `user-${role}`;
         const authz = kc.makeApiClient(AuthorizationV1Api);

@@ -29,7 +29,6 @@ import type {
   V1APIService,
   V1ClusterRole,
   V1ClusterRoleBinding,
-  V1ConfigMap,
   V1DaemonSet,
   V1Deployment,
   V1MutatingWebhook,
