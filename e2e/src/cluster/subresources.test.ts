@@ -146,8 +146,8 @@ async function runningVmi(notUid?: string): Promise<Obj> {
 describe(`subresources and virtctl on the single-node cluster (${reason ? `skipped: ${reason}` : 'tools/cluster.sh'})`, () => {
   requireCluster();
   let dir: string;
-  let alice: string; // kubevirt-ts:view
-  let bob: string; // kubevirt-ts:edit
+  let alice: string; // kubevirt.io:view
+  let bob: string; // kubevirt.io:edit
   afterAll(() => {
     for (const c of children) c.kill('SIGKILL');
     if (!reason) {
@@ -175,8 +175,8 @@ describe(`subresources and virtctl on the single-node cluster (${reason ? `skipp
       alice = userKubeconfig(dir, 'kvts-e2e-alice');
       bob = userKubeconfig(dir, 'kvts-e2e-bob');
       for (const [user, role] of [
-        ['kvts-e2e-alice', 'kubevirt-ts:view'],
-        ['kvts-e2e-bob', 'kubevirt-ts:edit'],
+        ['kvts-e2e-alice', 'kubevirt.io:view'],
+        ['kvts-e2e-bob', 'kubevirt.io:edit'],
       ])
         kubectlIn(
           JSON.stringify({

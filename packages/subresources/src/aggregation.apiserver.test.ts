@@ -19,6 +19,7 @@ let admin: KubeClient;
 let objects: ReturnType<typeof vmObjects>;
 let viewer: KubeClient;
 let editor: KubeClient;
+let migrator: KubeClient;
 
 const clientFor = (path: string): KubeClient => {
   const kc = new KubeConfig();
@@ -31,18 +32,21 @@ beforeAll(async () => {
   api = await startAggregatedTestApi(env);
   admin = api.client;
   objects = vmObjects(admin, NS);
-  // alice may view, bob may edit (in "default" only), through RoleBindings to deploy/'s ClusterRoles
+  // alice may view, bob may edit, carol may migrate (in "default" only), through RoleBindings to deploy/'s ClusterRoles
   await bindUserRoles(admin, NS, [
-    ['alice', 'kubevirt-ts:view'],
-    ['bob', 'kubevirt-ts:edit'],
+    ['alice', 'kubevirt.io:view'],
+    ['bob', 'kubevirt.io:edit'],
+    ['carol', 'kubevirt.io:migrate'],
   ]);
   viewer = clientFor(await api.userKubeconfig('alice'));
   editor = clientFor(await api.userKubeconfig('bob'));
+  migrator = clientFor(await api.userKubeconfig('carol'));
 }, 300000);
 
 afterAll(async () => {
   viewer?.close();
   editor?.close();
+  migrator?.close();
   await api?.stop();
   await env?.stop();
 });
@@ -242,19 +246,25 @@ test('restart with gracePeriodSeconds 0 deletes the running launcher Pod (grace 
   expect(pod.metadata.deletionGracePeriodSeconds).toBe(1);
 });
 
-test('migrate creates a VirtualMachineInstanceMigration for a running VMI, 409 otherwise', async () => {
+test('migrate (kubevirt.io:migrate; edit is refused) creates a VirtualMachineInstanceMigration for a running VMI, 409 otherwise', async () => {
   await createVm('mig', { runStrategy: 'Always' });
   await createVmi('mig', 'Scheduled');
-  const f = await failure(editor.request('PUT', `${SUB}/virtualmachines/mig/migrate`, {}));
+  // migrating is kubevirt.io:migrate's, not edit's (as upstream): kube-apiserver refuses bob before proxying
+  const denied = await failure(editor.request('PUT', `${SUB}/virtualmachines/mig/migrate`, {}));
+  expect(denied).toMatchObject({
+    status: 403,
+    body: { message: expect.stringMatching(/User "bob" cannot update resource "virtualmachines\/migrate"/) },
+  });
+  const f = await failure(migrator.request('PUT', `${SUB}/virtualmachines/mig/migrate`, {}));
   expect(f.status).toBe(409);
   await admin.patch(VMIS, NS, 'mig', { status: { phase: 'Running' } }, 'merge');
-  await editor.request('PUT', `${SUB}/virtualmachines/mig/migrate`, {});
+  await migrator.request('PUT', `${SUB}/virtualmachines/mig/migrate`, {});
   const migs = await admin.list<{ metadata: { name: string }; spec: { vmiName: string } }>(VMIMS, NS);
   const mine = migs.items.filter((m) => m.spec.vmiName === 'mig');
   expect(mine).toHaveLength(1);
   expect(mine[0]!.metadata.name).toMatch(/^kubevirt-migrate-vm-/);
   // dry run creates nothing
-  await editor.request('PUT', `${SUB}/virtualmachines/mig/migrate`, { dryRun: ['All'] });
+  await migrator.request('PUT', `${SUB}/virtualmachines/mig/migrate`, { dryRun: ['All'] });
   expect(
     (await admin.list<{ metadata?: object; spec: { vmiName: string } }>(VMIMS, NS)).items.filter(
       (m) => m.spec.vmiName === 'mig',
@@ -309,7 +319,7 @@ test('errors: unknown VM 404, malformed body 400, wrong method 405', async () =>
   expect(f.status).toBe(405);
 });
 
-test('authorization: kubevirt-ts:view cannot start or pause, edit can; no rights in other namespaces', async () => {
+test('authorization: kubevirt.io:view cannot start or pause, kubevirt.io:edit can; no rights in other namespaces', async () => {
   // kube-apiserver authorizes the subresource before it proxies (RBAC on virtualmachines/start, update)
   await createVm('authz', { running: false });
   let f = await failure(viewer.request('PUT', `${SUB}/virtualmachines/authz/start`));

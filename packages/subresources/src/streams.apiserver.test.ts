@@ -29,8 +29,8 @@ beforeAll(async () => {
   stack = await startStreamsTestStack({ tmpPrefix: 'kvts-streams-', log, pingIntervalMs: 300 });
   ({ admin, privateDir } = stack);
   await bindUserRoles(admin, NS, [
-    ['alice', 'kubevirt-ts:view'],
-    ['bob', 'kubevirt-ts:edit'],
+    ['alice', 'kubevirt.io:view'],
+    ['bob', 'kubevirt.io:edit'],
   ]);
   aliceKc = new KubeConfig();
   aliceKc.loadFromFile(await stack.api.userKubeconfig('alice'));
@@ -227,7 +227,7 @@ test("refusals: upstream's messages before anything is upgraded", async () => {
   expect(plain).toMatchObject({ status: 400 });
 }, 600000);
 
-test('RBAC: kubevirt-ts:view cannot open the console or VNC, edit can', async () => {
+test('RBAC: kubevirt.io:view cannot open the console or VNC, edit can', async () => {
   await runningVmi('rbac1');
   for (const kind of ['console', 'vnc'] as const) {
     const r = await refused(aliceKc, 'rbac1', kind);

@@ -2,7 +2,7 @@
 // routes subresources.kubevirt.io to @kubevirt-ts/subresources in this process, which reaches virt-handler's
 // real endpoint (@kubevirt-ts/handler) over mutual TLS; the launcher Pod's sockets are unix sockets in a temp
 // dir laid out as its private emptyDir: the "serial port" echoes what it receives, the "VNC server" greets.
-// alice is bound to kubevirt-ts:view, bob to kubevirt-ts:edit.
+// alice is bound to kubevirt.io:view, bob to kubevirt.io:edit.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
@@ -28,8 +28,8 @@ beforeAll(async () => {
   stack = await startStreamsTestStack({ tmpPrefix: 'kvts-virtctl-console-', log });
   await stack.env.createNamespace(NS);
   await bindUserRoles(stack.admin, NS, [
-    ['alice', 'kubevirt-ts:view'],
-    ['bob', 'kubevirt-ts:edit'],
+    ['alice', 'kubevirt.io:view'],
+    ['bob', 'kubevirt.io:edit'],
   ]);
   alice = await stack.api.userKubeconfig('alice', [], NS);
   bob = await stack.api.userKubeconfig('bob', [], NS);

@@ -1,6 +1,6 @@
 // virtctl (the bin, as a child process) against a real kube-apiserver whose aggregation layer routes
 // subresources.kubevirt.io to @kubevirt-ts/subresources running in this process. Users are real
-// client certificates: alice is bound to kubevirt-ts:view, bob to kubevirt-ts:edit.
+// client certificates: alice is bound to kubevirt.io:view, bob to kubevirt.io:edit, carol to kubevirt.io:migrate.
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { KubeClient } from '@kubevirt-ts/controller-runtime';
@@ -22,6 +22,7 @@ let admin: KubeClient;
 let objects: ReturnType<typeof vmObjects>;
 let alice: string;
 let bob: string;
+let carol: string;
 
 interface Result {
   code: number | null;
@@ -50,12 +51,14 @@ beforeAll(async () => {
   objects = vmObjects(admin, NS);
   await env.createNamespace(NS);
   await bindUserRoles(admin, NS, [
-    ['alice', 'kubevirt-ts:view'],
-    ['bob', 'kubevirt-ts:edit'],
+    ['alice', 'kubevirt.io:view'],
+    ['bob', 'kubevirt.io:edit'],
+    ['carol', 'kubevirt.io:migrate'],
   ]);
-  // both kubeconfigs' contexts name the namespace "vms", as `kubectl config set-context --namespace` would
+  // the kubeconfigs' contexts name the namespace "vms", as `kubectl config set-context --namespace` would
   alice = await api.userKubeconfig('alice', [], NS);
   bob = await api.userKubeconfig('bob', [], NS);
+  carol = await api.userKubeconfig('carol', [], NS);
 }, 300000);
 
 afterAll(async () => {
@@ -179,20 +182,29 @@ describe('against the aggregated API', () => {
     ]);
   });
 
-  test('migrate and migrate-cancel', async () => {
+  test('migrate and migrate-cancel: kubevirt.io:migrate may, edit may not (as upstream)', async () => {
     await createVm('vm-mig', { runStrategy: 'Always' });
     await createVmi('vm-mig', 'Running');
+    const asCarol = (...args: string[]) => virtctl(args, { KUBECONFIG: carol });
     let r = await asBob('migrate', 'vm-mig');
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/User "bob" cannot update resource "virtualmachines\/migrate"/);
+    r = await asCarol('migrate', 'vm-mig');
     expect(r).toMatchObject({ code: 0, stdout: 'VM vm-mig was scheduled to migrate\n' });
     const mine = async () =>
       (await admin.list<{ metadata?: object; spec: { vmiName: string } }>(VMIMS, NS)).items.filter(
         (m) => m.spec.vmiName === 'vm-mig',
       );
     expect(await mine()).toHaveLength(1);
+    // edit lists migrations but cannot delete them
     r = await asBob('migrate-cancel', 'vm-mig');
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/User "bob" cannot delete resource "virtualmachineinstancemigrations"/);
+    expect(await mine()).toHaveLength(1);
+    r = await asCarol('migrate-cancel', 'vm-mig');
     expect(r).toMatchObject({ code: 0, stdout: 'VM vm-mig was scheduled to migrate-cancel\n' });
     expect(await mine()).toHaveLength(0);
-    r = await asBob('migrate-cancel', 'vm-mig');
+    r = await asCarol('migrate-cancel', 'vm-mig');
     expect(r).toMatchObject({ code: 1, stderr: 'Found no migration to cancel for vm-mig\n' });
   });
 

@@ -29,7 +29,6 @@ import type {
   V1APIService,
   V1ClusterRole,
   V1ClusterRoleBinding,
-  V1ConfigMap,
   V1DaemonSet,
   V1Deployment,
   V1MutatingWebhook,
@@ -387,84 +386,285 @@ export const SUBRESOURCES_CLUSTER_RULES: Rule[] = [
   },
 ];
 
-/** ClusterRoles for people: aggregated into the built-in view / edit / admin roles, or bound directly. */
+const SUBRESOURCES_GROUP = 'subresources.kubevirt.io';
+const READ = ['get', 'list', 'watch'];
+const WRITE = [...READ, 'create', 'update', 'patch', 'delete'];
+const ALL = [...WRITE, 'deletecollection'];
+
+/**
+ * The kinds people work with, by API group, as upstream's user roles name them. kubevirt-ts serves kubevirt.io's
+ * VirtualMachines, VirtualMachineInstances and migrations so far; RBAC may name a resource nobody serves yet, so the
+ * roles are already right when the other kinds arrive.
+ */
+const USER_KINDS: { apiGroups: string[]; resources: string[]; what: string }[] = [
+  {
+    apiGroups: ['kubevirt.io'],
+    resources: [
+      'virtualmachines',
+      'virtualmachineinstances',
+      'virtualmachineinstancepresets',
+      'virtualmachineinstancereplicasets',
+    ],
+    what: 'VMs, VMIs, VMI presets and VMI replica sets (their status stays with the components)',
+  },
+  {
+    apiGroups: ['snapshot.kubevirt.io'],
+    resources: ['virtualmachinesnapshots', 'virtualmachinesnapshotcontents', 'virtualmachinerestores'],
+    what: 'VM snapshots, their contents and restores',
+  },
+  {
+    apiGroups: ['backup.kubevirt.io'],
+    resources: ['virtualmachinebackups', 'virtualmachinebackuptrackers'],
+    what: 'VM backups and their trackers',
+  },
+  { apiGroups: ['export.kubevirt.io'], resources: ['virtualmachineexports'], what: 'VM exports' },
+  { apiGroups: ['clone.kubevirt.io'], resources: ['virtualmachineclones'], what: 'VM clones' },
+  {
+    apiGroups: ['instancetype.kubevirt.io'],
+    resources: [
+      'virtualmachineinstancetypes',
+      'virtualmachineclusterinstancetypes',
+      'virtualmachinepreferences',
+      'virtualmachineclusterpreferences',
+    ],
+    what: 'instance types and preferences (the cluster-wide ones only through a ClusterRoleBinding)',
+  },
+  { apiGroups: ['pool.kubevirt.io'], resources: ['virtualmachinepools'], what: 'VM pools' },
+];
+
+/** a rule per kind of USER_KINDS with `verbs`; `why`: the verbs' reason, after the kinds */
+const kindRules = (verbs: string[], why: string): Rule[] =>
+  USER_KINDS.map((k) => ({
+    apiGroups: k.apiGroups,
+    resources: k.resources,
+    verbs,
+    why: `${verbs.join('/')}: ${why} ${k.what}`,
+  }));
+
+/** what the guest agent and the object graph tell: readable by view, edit and admin */
+const READ_SUBRESOURCES = [
+  'virtualmachineinstances/guestosinfo',
+  'virtualmachineinstances/filesystemlist',
+  'virtualmachineinstances/userlist',
+  'virtualmachineinstances/sev/fetchcertchain',
+  'virtualmachineinstances/sev/querylaunchmeasurement',
+  'virtualmachines/objectgraph',
+  'virtualmachineinstances/objectgraph',
+];
+
+/** edit's and admin's actions on VMs and VMIs through subresources.kubevirt.io (the same in both, as upstream) */
+const ACT_RULES: Rule[] = [
+  {
+    apiGroups: [SUBRESOURCES_GROUP],
+    resources: [
+      'virtualmachineinstances/pause',
+      'virtualmachineinstances/unpause',
+      'virtualmachineinstances/addvolume',
+      'virtualmachineinstances/removevolume',
+      'virtualmachineinstances/freeze',
+      'virtualmachineinstances/unfreeze',
+      'virtualmachineinstances/softreboot',
+      'virtualmachineinstances/reset',
+      'virtualmachineinstances/sev/setupsession',
+      'virtualmachineinstances/sev/injectlaunchsecret',
+      'virtualmachineinstances/evacuate/cancel',
+    ],
+    verbs: ['update'],
+    why: 'update: act on a running VMI (virtctl pause/unpause/freeze/soft-reboot/reset, volume hotplug, SEV launch secrets, cancel an evacuation)',
+  },
+  {
+    apiGroups: [SUBRESOURCES_GROUP],
+    resources: ['virtualmachines/expand-spec', 'virtualmachines/portforward'],
+    verbs: ['get'],
+    why: "get: a VM's spec with its instance type and preference applied, and port forwarding to its VMI",
+  },
+  {
+    apiGroups: [SUBRESOURCES_GROUP],
+    resources: [
+      'virtualmachines/start',
+      'virtualmachines/stop',
+      'virtualmachines/restart',
+      'virtualmachines/addvolume',
+      'virtualmachines/removevolume',
+      'virtualmachines/memorydump',
+      'virtualmachines/evacuate/cancel',
+    ],
+    verbs: ['update'],
+    why: 'update: act on a VM (virtctl start/stop/restart, volume hotplug, memory dump, cancel an evacuation); not migrate: that is kubevirt.io:migrate',
+  },
+  {
+    apiGroups: [SUBRESOURCES_GROUP],
+    resources: ['expand-vm-spec'],
+    verbs: ['update'],
+    why: 'update: expand a VM spec sent in the request with its instance type and preference (nothing is written)',
+  },
+];
+
+/** edit's and admin's read of migrations and migration policies: starting or cancelling a migration is not theirs */
+const MIGRATION_READ_RULES: Rule[] = [
+  {
+    apiGroups: ['kubevirt.io'],
+    resources: ['virtualmachineinstancemigrations'],
+    verbs: READ,
+    why: 'get/list/watch: see migrations; creating or deleting one (migrating a VM to another node, cancelling) needs kubevirt.io:migrate, as upstream',
+  },
+  {
+    apiGroups: ['migrations.kubevirt.io'],
+    resources: ['migrationpolicies'],
+    verbs: READ,
+    why: 'get/list/watch: see the migration policies that apply to VMs (only cluster admins write them)',
+  },
+];
+
+/**
+ * ClusterRoles for people, upstream's (names, verbs, aggregation labels), so RoleBindings written for upstream work:
+ * `aggregateTo` puts a role into the built-in admin / edit / view ClusterRoles (which include each other: admin has
+ * edit's rules, edit has view's); kubevirt.io:migrate is bound by hand; `bindToAuthenticated` roles are every
+ * signed-in user's.
+ */
 export const USER_ROLES: Record<
   string,
   { aggregateTo: string[]; bindToAuthenticated?: boolean; rules: Rule[] }
 > = {
-  'kubevirt-ts:view': {
-    aggregateTo: ['view', 'edit', 'admin'],
+  'kubevirt.io:admin': {
+    aggregateTo: ['admin'],
+    rules: [
+      {
+        apiGroups: [SUBRESOURCES_GROUP],
+        resources: [
+          'virtualmachineinstances/console',
+          'virtualmachineinstances/vnc',
+          'virtualmachineinstances/vnc/screenshot',
+          'virtualmachineinstances/portforward',
+          'virtualmachineinstances/usbredir',
+          ...READ_SUBRESOURCES,
+        ],
+        verbs: ['get'],
+        why: "get: open a VMI's serial console, VNC display (and its screenshot), port forwarding and USB redirection (websockets; virtctl console/vnc/port-forward/usbredir); read the guest agent's OS info, filesystems and users, SEV measurements and the object graphs",
+      },
+      ...ACT_RULES,
+      ...kindRules(ALL, "manage the namespace's"),
+      {
+        apiGroups: ['plugin.kubevirt.io'],
+        resources: ['plugins'],
+        verbs: ALL,
+        why: 'get/list/watch/create/update/patch/delete/deletecollection: manage the plugins of the namespace (admin only; edit cannot)',
+      },
+      ...MIGRATION_READ_RULES,
+    ],
+  },
+  'kubevirt.io:edit': {
+    aggregateTo: ['edit'],
+    rules: [
+      {
+        apiGroups: [SUBRESOURCES_GROUP],
+        resources: [
+          'virtualmachineinstances/console',
+          'virtualmachineinstances/vnc',
+          'virtualmachineinstances/portforward',
+          'virtualmachineinstances/usbredir',
+          ...READ_SUBRESOURCES,
+        ],
+        verbs: ['get'],
+        why: "get: open a VMI's serial console, VNC display, port forwarding and USB redirection (websockets; view cannot: typing into a guest is acting on it); read the guest agent's OS info, filesystems and users, SEV measurements and the object graphs",
+      },
+      ...ACT_RULES,
+      ...kindRules(WRITE, "manage the namespace's"),
+      {
+        apiGroups: ['kubevirt.io'],
+        resources: ['kubevirts'],
+        verbs: ['get', 'list'],
+        why: "get/list: read the KubeVirt CR (the cluster's configuration)",
+      },
+      ...MIGRATION_READ_RULES,
+    ],
+  },
+  'kubevirt.io:view': {
+    aggregateTo: ['view'],
     rules: [
       {
         apiGroups: ['kubevirt.io'],
-        resources: ['virtualmachines', 'virtualmachineinstances', 'virtualmachineinstancemigrations'],
-        verbs: ['get', 'list', 'watch'],
-        why: 'get/list/watch: see VMs, VMIs and migrations and their status',
+        resources: ['kubevirts'],
+        verbs: ['get', 'list'],
+        why: "get/list: read the KubeVirt CR (the cluster's configuration)",
       },
       {
-        apiGroups: ['subresources.kubevirt.io'],
-        resources: [
-          'virtualmachineinstances/guestosinfo',
-          'virtualmachineinstances/userlist',
-          'virtualmachineinstances/filesystemlist',
-        ],
+        apiGroups: [SUBRESOURCES_GROUP],
+        resources: ['virtualmachines/expand-spec', ...READ_SUBRESOURCES],
         verbs: ['get'],
-        why: "get: read the guest agent's OS info, users and filesystems (upstream kubevirt.io:view allows it)",
+        why: "get: a VM's expanded spec; the guest agent's OS info, filesystems and users, SEV measurements and the object graphs (reads; no console or VNC)",
+      },
+      {
+        apiGroups: [SUBRESOURCES_GROUP],
+        resources: ['expand-vm-spec'],
+        verbs: ['update'],
+        why: 'update: expand a VM spec sent in the request (a computation: nothing is written)',
+      },
+      ...kindRules(READ, "see the namespace's"),
+      {
+        apiGroups: ['kubevirt.io'],
+        resources: ['virtualmachineinstancemigrations'],
+        verbs: READ,
+        why: 'get/list/watch: see migrations',
+      },
+      {
+        apiGroups: ['migrations.kubevirt.io'],
+        resources: ['migrationpolicies'],
+        verbs: READ,
+        why: 'get/list/watch: see the migration policies',
+      },
+      {
+        apiGroups: ['plugin.kubevirt.io'],
+        resources: ['plugins'],
+        verbs: READ,
+        why: 'get/list/watch: see the plugins of the namespace',
       },
     ],
   },
-  'kubevirt-ts:default': {
+  'kubevirt.io:migrate': {
+    aggregateTo: [],
+    rules: [
+      {
+        apiGroups: [SUBRESOURCES_GROUP],
+        resources: ['virtualmachines/migrate'],
+        verbs: ['update'],
+        why: 'update: migrate a VM to another node (virtctl migrate), a right of its own that edit and admin do not have, as upstream',
+      },
+      {
+        apiGroups: ['kubevirt.io'],
+        resources: ['virtualmachineinstancemigrations'],
+        verbs: ALL,
+        why: 'get/list/watch/create/update/patch/delete/deletecollection: start migrations directly and cancel them (virtctl migrate-cancel deletes them)',
+      },
+    ],
+  },
+  'kubevirt.io:default': {
     aggregateTo: [],
     bindToAuthenticated: true,
     rules: [
       {
-        apiGroups: ['subresources.kubevirt.io'],
-        resources: ['version'],
+        apiGroups: ['kubevirt.io'],
+        resources: ['kubevirts'],
         verbs: ['get', 'list'],
-        why: "get/list: any signed-in user may read the server's version (virtctl version), as upstream's kubevirt.io:default",
+        why: "get/list: any signed-in user may read the KubeVirt CR (the cluster's configuration), as upstream",
+      },
+      {
+        apiGroups: [SUBRESOURCES_GROUP],
+        resources: ['version', 'guestfs'],
+        verbs: ['get', 'list'],
+        why: "get/list: any signed-in user may read the server's version (virtctl version) and the libguestfs image to use (virtctl guestfs), as upstream",
       },
     ],
   },
-  'kubevirt-ts:edit': {
-    aggregateTo: ['edit', 'admin'],
+  'instancetype.kubevirt.io:view': {
+    aggregateTo: [],
+    bindToAuthenticated: true,
     rules: [
       {
-        apiGroups: ['kubevirt.io'],
-        resources: ['virtualmachines', 'virtualmachineinstances', 'virtualmachineinstancemigrations'],
-        verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete', 'deletecollection'],
-        why: 'get/list/watch/create/update/patch/delete/deletecollection: manage the VMs, VMIs and migrations of the namespace (their status stays with the components)',
-      },
-      {
-        apiGroups: ['subresources.kubevirt.io'],
-        resources: [
-          'virtualmachines/start',
-          'virtualmachines/stop',
-          'virtualmachines/restart',
-          'virtualmachines/migrate',
-          'virtualmachineinstances/pause',
-          'virtualmachineinstances/unpause',
-          'virtualmachineinstances/softreboot',
-          'virtualmachineinstances/freeze',
-          'virtualmachineinstances/unfreeze',
-        ],
-        verbs: ['update'],
-        why: 'update: act on VMs and VMIs through subresources.kubevirt.io (virtctl start/stop/restart/migrate/pause/...), as upstream kubevirt.io:edit',
-      },
-      {
-        apiGroups: ['subresources.kubevirt.io'],
-        resources: [
-          'virtualmachineinstances/guestosinfo',
-          'virtualmachineinstances/userlist',
-          'virtualmachineinstances/filesystemlist',
-        ],
-        verbs: ['get'],
-        why: "get: read the guest agent's OS info, users and filesystems",
-      },
-      {
-        apiGroups: ['subresources.kubevirt.io'],
-        resources: ['virtualmachineinstances/console', 'virtualmachineinstances/vnc'],
-        verbs: ['get'],
-        why: 'get: open the serial console and the VNC display (websockets; virtctl console/vnc), as upstream kubevirt.io:edit; view cannot (typing into a guest is acting on it)',
+        apiGroups: ['instancetype.kubevirt.io'],
+        resources: ['virtualmachineclusterinstancetypes', 'virtualmachineclusterpreferences'],
+        verbs: READ,
+        why: 'get/list/watch: any signed-in user may see the cluster-wide instance types and preferences a VM can name, as upstream',
       },
     ],
   },
@@ -970,7 +1170,7 @@ const COMMENTS: Record<string, string> = {
   '21-rbac-handler.yaml':
     'virt-handler: least privilege. Each rule says why each verb is needed; anything else is denied.',
   '22-rbac-users.yaml':
-    'Roles for people: kubevirt-ts:view and kubevirt-ts:edit, aggregated into the built-in view, edit and admin ClusterRoles; kubevirt-ts:default (the version of subresources.kubevirt.io) bound to every signed-in user.',
+    "Roles for people, upstream's: kubevirt.io:admin, kubevirt.io:edit and kubevirt.io:view, aggregated into the built-in admin, edit and view ClusterRoles; kubevirt.io:migrate (migrating VMs: neither edit nor admin may), bound by hand; kubevirt.io:default (the KubeVirt CR, the version of subresources.kubevirt.io) and instancetype.kubevirt.io:view (cluster-wide instance types and preferences) bound to every signed-in user.",
   '19-rbac-operator.yaml':
     'virt-operator: least privilege. Each rule says why each verb is needed; anything else is denied.',
   '39-virt-operator.yaml':
@@ -988,7 +1188,8 @@ const COMMENTS: Record<string, string> = {
 
 function toYaml(obj: DeployObject): string {
   const { _why, ...plain } = obj;
-  const doc = new YAML.Document(plain);
+  // no anchors and aliases where rules share a list (e.g. the same verbs): each rule reads on its own
+  const doc = new YAML.Document(plain, { aliasDuplicateObjects: false });
   const nodeAt = (path: (string | number)[]) => doc.getIn(path, true) as YAML.Node;
   const mapAt = (path: (string | number)[]) => doc.getIn(path, true) as YAML.YAMLMap<YAML.Scalar, unknown>;
   if (_why) {
