@@ -5,7 +5,7 @@
 // that is not up is a failure.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { chown, copyFile, mkdir, rm, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { CmdClient, launcherSocketPath } from '@kubevirt-ts/cmd-protocol';
@@ -35,12 +35,17 @@ describe(`single-node cluster (${reason ? `skipped: ${reason}` : 'tools/cluster.
     kubectl(
       'wait',
       '--for=condition=Established',
-      'crd/virtualmachines.kubevirt.io',
-      'crd/virtualmachineinstances.kubevirt.io',
-      'crd/virtualmachineinstancemigrations.kubevirt.io',
-      'crd/kubevirts.kubevirt.io',
+      // every CRD of deploy/crds: the four implemented kinds and those served but not implemented
+      'crd',
+      '-l',
+      'app.kubernetes.io/part-of=kubevirt-ts',
       '--timeout=120s',
     );
+    const crds = kubectl('get', 'crd', '-l', 'app.kubernetes.io/part-of=kubevirt-ts', '-o', 'name');
+    expect(crds.trim().split('\n').length).toBe(
+      readdirSync(path.join(REPO, 'deploy/crds')).filter((f) => f.endsWith('.yaml')).length,
+    );
+    expect(crds).toContain('customresourcedefinition.apiextensions.k8s.io/virtualmachines.kubevirt.io');
     // the workloads exist (their Pods becoming Ready, and VMs on them: vm.test.ts)
     expect(kubectl('get', 'deployment', '-n', 'kubevirt-ts', '-o', 'name')).toMatch(/virt-controller/);
     expect(kubectl('get', 'deployment', '-n', 'kubevirt-ts', '-o', 'name')).toMatch(/virt-operator/);

@@ -6,7 +6,7 @@ import { request } from 'node:https';
 import { fileURLToPath } from 'node:url';
 import type { RequestOptions } from 'node:https';
 import { startTestEnv, testEnvAvailable, type TestEnv } from '@kubevirt-ts/testenv';
-import { CRD_KINDS, crdFor } from './crd.js';
+import { CRD_KINDS, crdFor, crdGroup, crdVersions, NOT_IMPLEMENTED_KINDS, type KindInfo } from './crd.js';
 import { parseManifests } from './manifests.js';
 import { baseVm, baseVmi, baseVmim, referenceYamls, type Any } from './test-fixtures.js';
 import { validateObject } from './validate.js';
@@ -22,6 +22,8 @@ let env: TestEnv;
 interface Reply {
   status: number;
   body: Any;
+  /** the API server's `Warning` header (e.g. a deprecated version) */
+  warning?: string;
 }
 
 async function kube(
@@ -50,7 +52,8 @@ async function kube(
         } catch {
           /* not JSON */
         }
-        resolve({ status: res.statusCode ?? 0, body: parsed });
+        const w = res.headers['warning'];
+        resolve({ status: res.statusCode ?? 0, body: parsed, warning: Array.isArray(w) ? w.join(', ') : w });
       });
     });
     req.on('error', reject);
@@ -59,6 +62,7 @@ async function kube(
   });
 }
 
+const crdName = (k: KindInfo) => `${k.plural}.${crdGroup(k)}`;
 const plural = (kind: string) => CRD_KINDS.find((k) => k.kind === kind)!.plural;
 const objPath = (kind: string, ns: string, name?: string) =>
   `/apis/kubevirt.io/v1/namespaces/${ns}/${plural(kind)}${name ? `/${name}` : ''}`;
@@ -84,13 +88,10 @@ beforeAll(async () => {
   const deadline = Date.now() + 60_000;
   for (const k of CRD_KINDS) {
     for (;;) {
-      const r = await kube(
-        'GET',
-        `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${k.plural}.kubevirt.io`,
-      );
+      const r = await kube('GET', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crdName(k)}`);
       const est = (r.body.status?.conditions ?? []).find((c: Any) => c.type === 'Established');
       if (est?.status === 'True') {
-        const list = await kube('GET', `/apis/kubevirt.io/v1/${k.plural}`);
+        const list = await kube('GET', `/apis/${crdGroup(k)}/${crdVersions(k)[0]!.name}/${k.plural}`);
         if (list.status === 200) break;
       }
       if (Date.now() > deadline)
@@ -107,10 +108,7 @@ afterAll(async () => {
 
 test('the API server accepts the CRDs with no structural-schema complaints', async () => {
   for (const k of CRD_KINDS) {
-    const r = await kube(
-      'GET',
-      `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${k.plural}.kubevirt.io`,
-    );
+    const r = await kube('GET', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crdName(k)}`);
     const conds: Any[] = r.body.status.conditions;
     expect(conds.find((c) => c.type === 'NonStructuralSchema')).toBeUndefined();
     expect(conds.find((c) => c.type === 'NamesAccepted')?.status).toBe('True');
@@ -240,8 +238,46 @@ test('discovery lists short names and the category all', async () => {
   expect(byName['virtualmachines'].shortNames).toEqual(['vm', 'vms']);
   expect(byName['virtualmachineinstances'].shortNames).toEqual(['vmi', 'vmis']);
   expect(byName['virtualmachineinstancemigrations'].shortNames).toEqual(['vmim', 'vmims']);
-  for (const k of CRD_KINDS) expect(byName[k.plural].categories).toEqual(['all']);
+  for (const k of CRD_KINDS.filter(
+    (x) => crdGroup(x) === 'kubevirt.io' && x.plural !== 'virtualmachineinstancepresets',
+  ))
+    expect(byName[k.plural].categories).toEqual(['all']);
   expect(byName['virtualmachines/status']).toBeDefined();
   expect(byName['virtualmachineinstancemigrations/status']).toBeDefined();
   expect(byName['virtualmachineinstances/status']).toBeUndefined();
+});
+
+test('every served version of every kind lists across namespaces; v1alpha3 says it is deprecated', async () => {
+  for (const k of CRD_KINDS) {
+    for (const v of crdVersions(k)) {
+      const r = await kube('GET', `/apis/${crdGroup(k)}/${v.name}/${k.plural}`);
+      expect({ kind: k.kind, version: v.name, status: r.status }).toEqual({
+        kind: k.kind,
+        version: v.name,
+        status: 200,
+      });
+    }
+  }
+  const r = await kube('GET', '/apis/kubevirt.io/v1alpha3/virtualmachines');
+  expect(r.body.kind).toBe('VirtualMachineList');
+  expect(r.body.apiVersion).toBe('kubevirt.io/v1alpha3');
+  expect(r.warning).toContain('kubevirt.io/v1alpha3 is now deprecated');
+  expect((await kube('GET', '/apis/kubevirt.io/v1/virtualmachines')).warning).toBeUndefined();
+});
+
+test('a kind not implemented keeps whatever it is given (no webhook here: the CRD alone)', async () => {
+  expect(NOT_IMPLEMENTED_KINDS.map((k) => k.kind)).toContain('VirtualMachinePool');
+  const pool = {
+    apiVersion: 'pool.kubevirt.io/v1beta1',
+    kind: 'VirtualMachinePool',
+    metadata: { name: 'p', namespace: 'default' },
+    spec: { replicas: 2, anything: { nested: [1, 'two'] } },
+    extra: 'kept',
+  };
+  const r = await kube('POST', '/apis/pool.kubevirt.io/v1beta1/namespaces/default/virtualmachinepools', pool);
+  expect(r.status).toBe(201);
+  expect({ spec: r.body.spec, extra: r.body.extra }).toEqual({ spec: pool.spec, extra: 'kept' });
+  const old = await kube('GET', '/apis/pool.kubevirt.io/v1alpha1/namespaces/default/virtualmachinepools/p');
+  expect(old.body.apiVersion).toBe('pool.kubevirt.io/v1alpha1');
+  expect(old.body.spec).toEqual(pool.spec);
 });

@@ -1,7 +1,16 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
-import { CRD_KINDS, crdFor, generateCrdFiles, type JSONSchemaProps } from './crd.js';
+import {
+  CRD_KINDS,
+  crdFor,
+  crdGroup,
+  generateCrdFiles,
+  KUBEVIRT_IO_VERSIONS,
+  NOT_IMPLEMENTED_KINDS,
+  notImplementedMessage,
+  type JSONSchemaProps,
+} from './crd.js';
 import { parseManifests } from './manifests.js';
 import { baseVm, baseVmi, baseVmim, referenceYamls, type Any } from './test-fixtures.js';
 
@@ -81,7 +90,9 @@ function prunedFields(s: JSONSchemaProps, v: unknown, path: string, out: string[
   }
 }
 
-describe.each(CRD_KINDS.map((k) => [k.kind, k]))('%s CRD', (kind, info) => {
+const IMPLEMENTED = CRD_KINDS.filter((k) => k.schema);
+
+describe.each(IMPLEMENTED.map((k) => [k.kind, k]))('%s CRD', (kind, info) => {
   const crd: Any = crdFor(kind);
   const version = crd.spec.versions[0];
   const schema = version.schema.openAPIV3Schema;
@@ -101,6 +112,10 @@ describe.each(CRD_KINDS.map((k) => [k.kind, k]))('%s CRD', (kind, info) => {
       }[kind],
     );
     expect(version).toMatchObject({ name: 'v1', served: true, storage: true });
+    // upstream's deprecated v1alpha3 is served with the same schema (conversion None)
+    expect(crd.spec.versions.map((v: Any) => v.name)).toEqual(['v1', 'v1alpha3']);
+    expect(crd.spec.versions[1]).toMatchObject({ ...KUBEVIRT_IO_VERSIONS[1], schema: version.schema });
+    expect(crd.spec.conversion).toEqual({ strategy: 'None' });
     if (kind === 'VirtualMachineInstance') expect(version.subresources).toBeUndefined();
     else expect(version.subresources).toEqual({ status: {} });
   });
@@ -141,7 +156,7 @@ test('quantities are int-or-string and template metadata is kept', () => {
 
 test('the API server would prune no field of the reference VMIs and fixtures', () => {
   const byKind = Object.fromEntries(
-    CRD_KINDS.map((k) => [k.kind, (crdFor(k.kind) as Any).spec.versions[0].schema.openAPIV3Schema]),
+    IMPLEMENTED.map((k) => [k.kind, (crdFor(k.kind) as Any).spec.versions[0].schema.openAPIV3Schema]),
   );
   const docs: Any[] = [
     ...referenceYamls().flatMap((r) => parseManifests(r.text)),
@@ -158,7 +173,79 @@ test('the API server would prune no field of the reference VMIs and fixtures', (
 
 test('the committed YAML parses back to the generated object', () => {
   for (const k of CRD_KINDS) {
-    const text = readFileSync(`${CRD_DIR}kubevirt.io_${k.plural}.yaml`, 'utf8');
+    const text = readFileSync(`${CRD_DIR}${crdGroup(k)}_${k.plural}.yaml`, 'utf8');
     expect(parse(text)).toEqual(crdFor(k.kind));
   }
+});
+
+test('every kind upstream v1.9.0 installs is served, with its group, scope and stored version', () => {
+  const served = Object.fromEntries(
+    CRD_KINDS.map((k) => {
+      const crd: Any = crdFor(k.kind);
+      const stored = crd.spec.versions.filter((v: Any) => v.storage).map((v: Any) => v.name);
+      return [
+        k.kind,
+        `${crd.spec.group} ${crd.spec.scope} ${crd.spec.versions.map((v: Any) => v.name).join(',')} ${stored}`,
+      ];
+    }),
+  );
+  expect(served).toEqual({
+    VirtualMachine: 'kubevirt.io Namespaced v1,v1alpha3 v1',
+    VirtualMachineInstance: 'kubevirt.io Namespaced v1,v1alpha3 v1',
+    VirtualMachineInstanceMigration: 'kubevirt.io Namespaced v1,v1alpha3 v1',
+    KubeVirt: 'kubevirt.io Namespaced v1,v1alpha3 v1',
+    VirtualMachineInstanceReplicaSet: 'kubevirt.io Namespaced v1,v1alpha3 v1',
+    VirtualMachineInstancePreset: 'kubevirt.io Namespaced v1,v1alpha3 v1alpha3',
+    VirtualMachinePool: 'pool.kubevirt.io Namespaced v1alpha1,v1beta1 v1beta1',
+    VirtualMachineSnapshot: 'snapshot.kubevirt.io Namespaced v1alpha1,v1beta1 v1beta1',
+    VirtualMachineSnapshotContent: 'snapshot.kubevirt.io Namespaced v1alpha1,v1beta1 v1beta1',
+    VirtualMachineRestore: 'snapshot.kubevirt.io Namespaced v1alpha1,v1beta1 v1beta1',
+    VirtualMachineExport: 'export.kubevirt.io Namespaced v1beta1,v1 v1',
+    VirtualMachineBackup: 'backup.kubevirt.io Namespaced v1alpha1 v1alpha1',
+    VirtualMachineBackupTracker: 'backup.kubevirt.io Namespaced v1alpha1 v1alpha1',
+    VirtualMachineInstancetype: 'instancetype.kubevirt.io Namespaced v1beta1 v1beta1',
+    VirtualMachineClusterInstancetype: 'instancetype.kubevirt.io Cluster v1beta1 v1beta1',
+    VirtualMachinePreference: 'instancetype.kubevirt.io Namespaced v1beta1 v1beta1',
+    VirtualMachineClusterPreference: 'instancetype.kubevirt.io Cluster v1beta1 v1beta1',
+    MigrationPolicy: 'migrations.kubevirt.io Cluster v1alpha1 v1alpha1',
+    VirtualMachineClone: 'clone.kubevirt.io Namespaced v1alpha1,v1beta1 v1beta1',
+    Plugin: 'plugin.kubevirt.io Cluster v1alpha1 v1alpha1',
+  });
+  // plurals are unique across groups (deploy/'s 01-crd-<plural>.yaml links rely on it)
+  expect(new Set(CRD_KINDS.map((k) => k.plural)).size).toBe(CRD_KINDS.length);
+});
+
+describe.each(NOT_IMPLEMENTED_KINDS.map((k) => [k.kind, k]))(
+  '%s CRD (served, not implemented)',
+  (kind, info) => {
+    const crd: Any = crdFor(kind);
+
+    test('keeps any content: a structural schema with spec and status opaque, in every version', () => {
+      for (const v of crd.spec.versions) {
+        const schema = v.schema.openAPIV3Schema;
+        const problems: string[] = [];
+        structuralProblems(schema, '', problems);
+        expect(problems).toEqual([]);
+        const pruned: string[] = [];
+        prunedFields(schema, { spec: { a: [{ b: 1 }] }, status: { phase: 'x' }, extra: true }, '', pruned);
+        expect(pruned).toEqual([]);
+        expect(schema.required).toBeUndefined();
+        expect(v.served).toBe(true);
+      }
+      expect(crd.spec.versions.filter((v: Any) => v.storage)).toHaveLength(1);
+      expect(crd.metadata.name).toBe(`${info.plural}.${crdGroup(info)}`);
+    });
+
+    test('admission names it as not implemented', () => {
+      expect(notImplementedMessage(crdGroup(info), kind)).toBe(
+        `${kind} (${crdGroup(info)}): not implemented by kubevirt-ts (served so that tools can list and delete it)`,
+      );
+    });
+  },
+);
+
+test('implemented kinds and other groups are not refused as not implemented', () => {
+  expect(notImplementedMessage('kubevirt.io', 'VirtualMachine')).toBeUndefined();
+  expect(notImplementedMessage(undefined, 'VirtualMachineInstanceReplicaSet')).toMatch(/not implemented/);
+  expect(notImplementedMessage('example.com', 'VirtualMachinePool')).toBeUndefined();
 });

@@ -99,13 +99,34 @@ export function toStructural(schema: TSchema, opts: { root?: boolean } = {}): JS
   }
 }
 
-/** The CRD facts of one kind: names, short names, schema and `kubectl get` columns. */
+/** One version a CRD serves (apiextensions.k8s.io/v1 CustomResourceDefinitionVersion, without schema). */
+export interface CrdVersion {
+  name: string;
+  served: boolean;
+  storage: boolean;
+  deprecated?: boolean;
+  deprecationWarning?: string;
+}
+
+/** The CRD facts of one kind: group, versions, names, short names, scope, schema and `kubectl get` columns. */
 export interface KindInfo {
   kind: string;
   plural: string;
   singular: string;
   shortNames: string[];
-  schema: TSchema;
+  /** default `kubevirt.io` */
+  group?: string;
+  /** default `KUBEVIRT_IO_VERSIONS` (v1 stored, v1alpha3 served and deprecated), as upstream's core kinds */
+  versions?: CrdVersion[];
+  /** default Namespaced */
+  scope?: 'Namespaced' | 'Cluster';
+  /** default `['all']` */
+  categories?: string[];
+  /**
+   * The schema of an implemented kind. Absent: upstream serves the kind but kubevirt-ts does not implement
+   * it yet; its CRD keeps any content (so tools can list and delete it) and admission refuses to create one.
+   */
+  schema?: TSchema;
   columns: { name: string; type: string; jsonPath: string; description?: string; priority?: number }[];
   /**
    * false: no `status` subresource (status is written with the object, as upstream's VMI CRD: one write
@@ -114,11 +135,63 @@ export interface KindInfo {
   statusSubresource?: boolean;
 }
 
+/** The versions upstream serves its core kubevirt.io kinds in: v1 (stored) and the deprecated v1alpha3. */
+export const KUBEVIRT_IO_VERSIONS: CrdVersion[] = [
+  { name: 'v1', served: true, storage: true },
+  {
+    name: 'v1alpha3',
+    served: true,
+    storage: false,
+    deprecated: true,
+    deprecationWarning: 'kubevirt.io/v1alpha3 is now deprecated and will be removed in a future release.',
+  },
+];
+
+const served = (name: string, storage: boolean): CrdVersion => ({ name, served: true, storage });
+/** an older version served next to the stored one, as upstream's pool, snapshot and clone CRDs */
+const ALPHA1_BETA1 = [served('v1alpha1', false), served('v1beta1', true)];
+
 const AGE = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
 const READY = { name: 'Ready', type: 'string', jsonPath: ".status.conditions[?(@.type=='Ready')].status" };
+const PHASE = { name: 'Phase', type: 'string', jsonPath: '.status.phase' };
+const col = (name: string, type: string, jsonPath: string) => ({ name, type, jsonPath });
+const REPLICAS = [
+  col('Desired', 'integer', '.spec.replicas'),
+  col('Current', 'integer', '.status.replicas'),
+  col('Ready', 'integer', '.status.readyReplicas'),
+  AGE,
+];
+const SNAPSHOT_STATE = [
+  col('ReadyToUse', 'boolean', '.status.readyToUse'),
+  col('CreationTime', 'date', '.status.creationTime'),
+  col('Error', 'string', '.status.error.message'),
+];
+const SOURCE = [
+  col('SourceKind', 'string', '.spec.source.kind'),
+  col('SourceName', 'string', '.spec.source.name'),
+];
 
-/** The CRDs of kubevirt.io/v1 this project serves (VirtualMachine, VirtualMachineInstance,
- * VirtualMachineInstanceMigration, KubeVirt), with upstream's names and printer columns. */
+/** an instancetype.kubevirt.io kind: v1beta1 only, no status, no columns; the cluster-scoped ones in no category */
+function instancetypeKind(kind: string, shortNames: string[], scope?: 'Cluster'): KindInfo {
+  return {
+    kind,
+    group: 'instancetype.kubevirt.io',
+    versions: [served('v1beta1', true)],
+    ...(scope ? { scope, categories: [] } : {}),
+    plural: `${kind.toLowerCase()}s`,
+    singular: kind.toLowerCase(),
+    shortNames,
+    statusSubresource: false,
+    columns: [],
+  };
+}
+
+/**
+ * The CRDs this project serves, with upstream v1.9.0's groups, versions, names, scopes and printer columns:
+ * first the implemented kinds of kubevirt.io (VirtualMachine, VirtualMachineInstance,
+ * VirtualMachineInstanceMigration, KubeVirt), then every other kind upstream installs (no `schema`: served,
+ * not implemented; see `NOT_IMPLEMENTED_KINDS`).
+ */
 export const CRD_KINDS: KindInfo[] = [
   {
     kind: 'VirtualMachine',
@@ -137,7 +210,7 @@ export const CRD_KINDS: KindInfo[] = [
     statusSubresource: false,
     columns: [
       AGE,
-      { name: 'Phase', type: 'string', jsonPath: '.status.phase' },
+      PHASE,
       { name: 'IP', type: 'string', jsonPath: '.status.interfaces[0].ipAddress' },
       { name: 'NodeName', type: 'string', jsonPath: '.status.nodeName' },
       READY,
@@ -149,11 +222,7 @@ export const CRD_KINDS: KindInfo[] = [
     singular: 'virtualmachineinstancemigration',
     shortNames: ['vmim', 'vmims'],
     schema: VirtualMachineInstanceMigrationSchema,
-    columns: [
-      { name: 'Phase', type: 'string', jsonPath: '.status.phase' },
-      { name: 'VMI', type: 'string', jsonPath: '.spec.vmiName' },
-      AGE,
-    ],
+    columns: [PHASE, { name: 'VMI', type: 'string', jsonPath: '.spec.vmiName' }, AGE],
   },
   {
     kind: 'KubeVirt',
@@ -161,48 +230,245 @@ export const CRD_KINDS: KindInfo[] = [
     singular: 'kubevirt',
     shortNames: ['kv', 'kvs'],
     schema: KubeVirtSchema,
-    columns: [AGE, { name: 'Phase', type: 'string', jsonPath: '.status.phase' }],
+    columns: [AGE, PHASE],
+  },
+  // served, not implemented
+  {
+    kind: 'VirtualMachineInstanceReplicaSet',
+    plural: 'virtualmachineinstancereplicasets',
+    singular: 'virtualmachineinstancereplicaset',
+    shortNames: ['vmirs', 'vmirss'],
+    columns: REPLICAS,
+  },
+  {
+    kind: 'VirtualMachineInstancePreset',
+    plural: 'virtualmachineinstancepresets',
+    singular: 'virtualmachineinstancepreset',
+    shortNames: ['vmipreset', 'vmipresets'],
+    // upstream stores presets as v1alpha3; both versions are deprecated
+    versions: [
+      {
+        ...served('v1', false),
+        deprecated: true,
+        deprecationWarning:
+          'kubevirt.io/v1 VirtualMachineInstancePresets is now deprecated and will be removed in v2.',
+      },
+      {
+        ...served('v1alpha3', true),
+        deprecated: true,
+        deprecationWarning:
+          'kubevirt.io/v1alpha3 VirtualMachineInstancePresets is now deprecated and will be removed in v2.',
+      },
+    ],
+    statusSubresource: false,
+    columns: [],
+  },
+  {
+    kind: 'VirtualMachinePool',
+    group: 'pool.kubevirt.io',
+    versions: ALPHA1_BETA1,
+    plural: 'virtualmachinepools',
+    singular: 'virtualmachinepool',
+    shortNames: ['vmpool', 'vmpools'],
+    columns: REPLICAS,
+  },
+  {
+    kind: 'VirtualMachineSnapshot',
+    group: 'snapshot.kubevirt.io',
+    versions: ALPHA1_BETA1,
+    plural: 'virtualmachinesnapshots',
+    singular: 'virtualmachinesnapshot',
+    shortNames: ['vmsnapshot', 'vmsnapshots'],
+    columns: [...SOURCE, PHASE, ...SNAPSHOT_STATE],
+  },
+  {
+    kind: 'VirtualMachineSnapshotContent',
+    group: 'snapshot.kubevirt.io',
+    versions: ALPHA1_BETA1,
+    plural: 'virtualmachinesnapshotcontents',
+    singular: 'virtualmachinesnapshotcontent',
+    shortNames: ['vmsnapshotcontent', 'vmsnapshotcontents'],
+    columns: SNAPSHOT_STATE,
+  },
+  {
+    kind: 'VirtualMachineRestore',
+    group: 'snapshot.kubevirt.io',
+    versions: ALPHA1_BETA1,
+    plural: 'virtualmachinerestores',
+    singular: 'virtualmachinerestore',
+    shortNames: ['vmrestore', 'vmrestores'],
+    columns: [
+      col('TargetKind', 'string', '.spec.target.kind'),
+      col('TargetName', 'string', '.spec.target.name'),
+      col('Complete', 'boolean', '.status.complete'),
+      col('RestoreTime', 'date', '.status.restoreTime'),
+    ],
+  },
+  {
+    kind: 'VirtualMachineExport',
+    group: 'export.kubevirt.io',
+    versions: [
+      {
+        ...served('v1beta1', false),
+        deprecated: true,
+        deprecationWarning:
+          'export.kubevirt.io/v1beta1 VirtualMachineExport is now deprecated and will be removed in a future version.',
+      },
+      served('v1', true),
+    ],
+    plural: 'virtualmachineexports',
+    singular: 'virtualmachineexport',
+    shortNames: ['vmexport', 'vmexports'],
+    columns: [...SOURCE, PHASE],
+  },
+  {
+    kind: 'VirtualMachineBackup',
+    group: 'backup.kubevirt.io',
+    versions: [served('v1alpha1', true)],
+    plural: 'virtualmachinebackups',
+    singular: 'virtualmachinebackup',
+    shortNames: ['vmbackup', 'vmbackups'],
+    columns: [
+      ...SOURCE,
+      col('Type', 'string', '.status.type'),
+      col('CheckpointName', 'string', '.status.checkpointName'),
+    ],
+  },
+  {
+    kind: 'VirtualMachineBackupTracker',
+    group: 'backup.kubevirt.io',
+    versions: [served('v1alpha1', true)],
+    plural: 'virtualmachinebackuptrackers',
+    singular: 'virtualmachinebackuptracker',
+    shortNames: ['vmbackuptracker', 'vmbackuptrackers'],
+    columns: [
+      ...SOURCE,
+      col('LatestCheckpoint', 'string', '.status.latestCheckpoint.name'),
+      col('CheckpointTime', 'date', '.status.latestCheckpoint.creationTime'),
+    ],
+  },
+  instancetypeKind('VirtualMachineInstancetype', ['vminstancetype', 'vminstancetypes', 'vmf', 'vmfs']),
+  instancetypeKind(
+    'VirtualMachineClusterInstancetype',
+    ['vmclusterinstancetype', 'vmclusterinstancetypes', 'vmcf', 'vmcfs'],
+    'Cluster',
+  ),
+  instancetypeKind('VirtualMachinePreference', ['vmpref', 'vmprefs', 'vmp', 'vmps']),
+  instancetypeKind('VirtualMachineClusterPreference', ['vmcp', 'vmcps'], 'Cluster'),
+  {
+    kind: 'MigrationPolicy',
+    group: 'migrations.kubevirt.io',
+    versions: [served('v1alpha1', true)],
+    scope: 'Cluster',
+    categories: [],
+    plural: 'migrationpolicies',
+    singular: 'migrationpolicy',
+    shortNames: [],
+    columns: [],
+  },
+  {
+    kind: 'VirtualMachineClone',
+    group: 'clone.kubevirt.io',
+    versions: ALPHA1_BETA1,
+    plural: 'virtualmachineclones',
+    singular: 'virtualmachineclone',
+    shortNames: ['vmclone', 'vmclones'],
+    columns: [
+      PHASE,
+      col('SourceVirtualMachine', 'string', '.spec.source.name'),
+      col('TargetVirtualMachine', 'string', '.spec.target.name'),
+    ],
+  },
+  {
+    // installed by upstream's operator with the others (no feature gate)
+    kind: 'Plugin',
+    group: 'plugin.kubevirt.io',
+    versions: [served('v1alpha1', true)],
+    scope: 'Cluster',
+    categories: [],
+    plural: 'plugins',
+    singular: 'plugin',
+    shortNames: [],
+    statusSubresource: false,
+    columns: [],
   },
 ];
 
-/** The CRD object for one kind. */
-export function crdFor(kind: string): Record<string, unknown> {
-  const k = CRD_KINDS.find((x) => x.kind === kind);
-  if (!k) throw new Error(`crdFor: unknown kind ${kind}`);
-  const openAPIV3Schema = toStructural(k.schema, { root: true });
+/** The kinds served (so listing and deleting them works) but refused at admission: not implemented yet. */
+export const NOT_IMPLEMENTED_KINDS: KindInfo[] = CRD_KINDS.filter((k) => !k.schema);
+
+/** The API group of a kind's CRD. */
+export const crdGroup = (k: KindInfo): string => k.group ?? API_GROUP;
+
+/** The versions a kind's CRD serves. */
+export const crdVersions = (k: KindInfo): CrdVersion[] => k.versions ?? KUBEVIRT_IO_VERSIONS;
+
+/** A kubevirt-ts refusal for a kind it serves but does not implement; undefined for any other kind. */
+export function notImplementedMessage(
+  group: string | undefined,
+  kind: string | undefined,
+): string | undefined {
+  const k = NOT_IMPLEMENTED_KINDS.find((x) => x.kind === kind && crdGroup(x) === (group ?? API_GROUP));
+  return (
+    k &&
+    `${k.kind} (${crdGroup(k)}): not implemented by kubevirt-ts (served so that tools can list and delete it)`
+  );
+}
+
+/** What a kind without a schema stores: any content, spec and status opaque. */
+const OPAQUE_SCHEMA: JSONSchemaProps = {
+  type: 'object',
+  properties: {
+    spec: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
+    status: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
+  },
+  'x-kubernetes-preserve-unknown-fields': true,
+};
+
+function openAPIV3SchemaOf(schema: TSchema): JSONSchemaProps {
+  const openAPIV3Schema = toStructural(schema, { root: true });
   const props = openAPIV3Schema['properties'] as Record<string, JSONSchemaProps>;
   props['metadata'] = { type: 'object' };
   // apiVersion/kind are checked by the API server itself, not by the schema
   delete openAPIV3Schema['required'];
   openAPIV3Schema['required'] = ['spec'];
+  return openAPIV3Schema;
+}
+
+/** The CRD object for one kind. */
+export function crdFor(kind: string): Record<string, unknown> {
+  const k = CRD_KINDS.find((x) => x.kind === kind);
+  if (!k) throw new Error(`crdFor: unknown kind ${kind}`);
+  const openAPIV3Schema = k.schema ? openAPIV3SchemaOf(k.schema) : OPAQUE_SCHEMA;
+  const group = crdGroup(k);
+  const versions = crdVersions(k);
+  const categories = k.categories ?? ['all'];
   return {
     apiVersion: 'apiextensions.k8s.io/v1',
     kind: 'CustomResourceDefinition',
     metadata: {
-      name: `${k.plural}.${API_GROUP}`,
+      name: `${k.plural}.${group}`,
       labels: { 'app.kubernetes.io/part-of': 'kubevirt-ts' },
     },
     spec: {
-      group: API_GROUP,
+      group,
       names: {
         kind: k.kind,
         listKind: `${k.kind}List`,
         plural: k.plural,
         singular: k.singular,
-        shortNames: k.shortNames,
-        categories: ['all'],
+        ...(k.shortNames.length ? { shortNames: k.shortNames } : {}),
+        ...(categories.length ? { categories } : {}),
       },
-      scope: 'Namespaced',
-      versions: [
-        {
-          name: 'v1',
-          served: true,
-          storage: true,
-          ...(k.statusSubresource === false ? {} : { subresources: { status: {} } }),
-          additionalPrinterColumns: k.columns,
-          schema: { openAPIV3Schema },
-        },
-      ],
+      scope: k.scope ?? 'Namespaced',
+      // the versions share one schema: no conversion webhook, only apiVersion changes
+      ...(versions.length > 1 ? { conversion: { strategy: 'None' } } : {}),
+      versions: versions.map((v) => ({
+        ...v,
+        ...(k.statusSubresource === false ? {} : { subresources: { status: {} } }),
+        ...(k.columns.length ? { additionalPrinterColumns: k.columns } : {}),
+        schema: { openAPIV3Schema },
+      })),
     },
   };
 }
@@ -212,9 +478,9 @@ export function generateCrdFiles(): Map<string, string> {
   const files = new Map<string, string>();
   for (const k of CRD_KINDS) {
     const text =
-      '# Generated by `npm run gen:crds -w @kubevirt-ts/api` from packages/api/src/schemas.ts. Do not edit.\n' +
+      '# Generated by `npm run gen:crds -w @kubevirt-ts/api` from packages/api/src/crd.ts. Do not edit.\n' +
       yaml().stringify(crdFor(k.kind), { lineWidth: 0, aliasDuplicateObjects: false });
-    files.set(`${API_GROUP}_${k.plural}.yaml`, text);
+    files.set(`${crdGroup(k)}_${k.plural}.yaml`, text);
   }
   return files;
 }

@@ -38,6 +38,12 @@ export {
   generateCrdFiles,
   toStructural,
   CRD_KINDS,
+  NOT_IMPLEMENTED_KINDS,
+  KUBEVIRT_IO_VERSIONS,
+  crdGroup,
+  crdVersions,
+  notImplementedMessage,
+  type CrdVersion,
   type JSONSchemaProps,
   type KindInfo,
 } from './crd.js';

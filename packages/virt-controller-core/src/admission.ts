@@ -2,6 +2,7 @@
 // (and the VMI finalizer), the validating webhook rejects with every error and its field path, and a
 // VMI's spec cannot change after creation. Served over TLS by virt-controller (webhook.ts).
 import {
+  notImplementedMessage,
   setVirtualMachineDefaults,
   setVirtualMachineInstanceDefaults,
   validateObject,
@@ -19,6 +20,8 @@ export interface AdmissionRequest {
   object?: unknown;
   oldObject?: unknown;
   userInfo?: { username?: string };
+  /** a dry run is answered the same way: admission has no side effects */
+  dryRun?: boolean;
 }
 export interface AdmissionReview {
   apiVersion: string;
@@ -110,10 +113,22 @@ export function mutate(req: AdmissionRequest): AdmissionResponse {
   };
 }
 
-/** Validating webhook: every error with its field path; a VMI's spec is immutable. */
+/**
+ * Validating webhook: every error with its field path; a VMI's spec is immutable; a kind served (its CRD is
+ * installed, so tools can list and delete it) but not implemented cannot be created.
+ */
 export function validate(req: AdmissionRequest): AdmissionResponse {
   const obj = req.object as { kind?: string; spec?: unknown } | undefined;
   const kind = req.kind?.kind ?? obj?.kind ?? 'object';
+  const notImplemented = notImplementedMessage(req.kind?.group, kind);
+  if (notImplemented) {
+    if (req.operation !== 'CREATE') return { uid: req.uid, allowed: true };
+    return {
+      uid: req.uid,
+      allowed: false,
+      status: { code: 403, reason: 'Forbidden', message: notImplemented },
+    };
+  }
   if (req.operation !== 'CREATE' && req.operation !== 'UPDATE') return { uid: req.uid, allowed: true };
   const errs = validateObject(obj);
   if (req.operation === 'UPDATE' && kind === 'VirtualMachineInstance') {

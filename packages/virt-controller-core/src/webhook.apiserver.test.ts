@@ -6,6 +6,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
+  NOT_IMPLEMENTED_KINDS,
+  crdGroup,
+  crdVersions,
   setVirtualMachineInstanceDefaults,
   validateObject,
   type VirtualMachineInstance,
@@ -14,7 +17,7 @@ import { KubeClient, type KubeObject, type Resource } from '@kubevirt-ts/control
 import type { TestEnv } from '@kubevirt-ts/testenv';
 import { formatFieldError } from './admission.js';
 import { VMIMS, VMIS, VMS, VMI_FINALIZER, type Vm, type Vmi } from './common.js';
-import { invalidVm, startApiserver } from './test-apiserver.js';
+import { deployObjects, invalidVm, startApiserver } from './test-apiserver.js';
 import { MUTATE_PATH, VALIDATE_PATH, startWebhookServer, type WebhookServer } from './webhook.js';
 
 const NS = 'hook-test';
@@ -96,16 +99,12 @@ function makeCerts(): { ca: string; cert: string; key: string } {
   return { ca: read('ca.crt'), cert: read('srv.crt'), key: read('srv.key') };
 }
 
+/** deploy/50-webhooks.yaml's webhook, called at the test's server: the same rules as a cluster gets */
 function webhookConfig(kind: 'Mutating' | 'Validating', port: number, ca: string): KubeObject {
   const path = kind === 'Mutating' ? MUTATE_PATH : VALIDATE_PATH;
   const name = kind === 'Mutating' ? 'mutate' : 'validate';
-  const rule = (resources: string[], operations: string[]) => ({
-    apiGroups: ['kubevirt.io'],
-    apiVersions: ['v1'],
-    resources,
-    operations,
-    scope: 'Namespaced',
-  });
+  const deployed = deployObjects('50-webhooks.yaml').find((o) => o.kind === `${kind}WebhookConfiguration`) as
+    { webhooks: { rules: unknown[] }[] } | undefined;
   return {
     apiVersion: 'admissionregistration.k8s.io/v1',
     kind: `${kind}WebhookConfiguration`,
@@ -117,20 +116,9 @@ function webhookConfig(kind: 'Mutating' | 'Validating', port: number, ca: string
           url: `https://127.0.0.1:${port}${path}`,
           caBundle: Buffer.from(ca).toString('base64'),
         },
-        rules:
-          kind === 'Mutating'
-            ? [
-                rule(['virtualmachineinstances'], ['CREATE']),
-                rule(['virtualmachines'], ['CREATE', 'UPDATE']),
-                rule(['virtualmachineinstancemigrations'], ['CREATE']),
-              ]
-            : [
-                rule(
-                  ['virtualmachines', 'virtualmachineinstances', 'virtualmachineinstancemigrations'],
-                  ['CREATE', 'UPDATE'],
-                ),
-              ],
+        rules: deployed!.webhooks[0]!.rules,
         failurePolicy: 'Fail',
+        matchPolicy: 'Equivalent',
         sideEffects: 'None',
         admissionReviewVersions: ['v1'],
         timeoutSeconds: 10,
@@ -157,20 +145,24 @@ afterAll(async () => {
 
 const badVm = invalidVm(NS);
 
+/** kubectl on the test's API server, asynchronously: the webhook server answering the API server runs in this process */
+function kubectl(...args: string[]): Promise<{ status: number; stderr: string }> {
+  const bin = env.binaries.kubectl;
+  expect(bin).toBeDefined();
+  return new Promise((resolve) =>
+    execFile(bin!, ['--kubeconfig', env.kubeconfigPath, ...args], (err, _out, stderr) =>
+      resolve({ status: err ? ((err as { code?: number }).code ?? 1) : 0, stderr }),
+    ),
+  );
+}
+
 describe('admission webhooks through the API server', () => {
   it('kubectl apply of an invalid VM prints every error with its field path, as kv-validate does', async () => {
     const expected = validateObject(badVm).map(formatFieldError);
     expect(expected.length).toBeGreaterThanOrEqual(2);
     const file = join(certDir, 'bad-vm.json');
     writeFileSync(file, JSON.stringify(badVm));
-    const kubectl = env.binaries.kubectl;
-    expect(kubectl).toBeDefined();
-    // asynchronously: the webhook server answering the API server runs in this process
-    const r = await new Promise<{ status: number; stderr: string }>((resolve) =>
-      execFile(kubectl!, ['--kubeconfig', env.kubeconfigPath, 'apply', '-f', file], (err, _out, stderr) =>
-        resolve({ status: err ? ((err as { code?: number }).code ?? 1) : 0, stderr }),
-      ),
-    );
+    const r = await kubectl('apply', '-f', file);
     expect(r.status).not.toBe(0);
     // kubectl lists the causes of the webhook's Status: one `* path: reason` line per error
     expect(r.stderr).toMatch(/The request is invalid/);
@@ -230,6 +222,69 @@ describe('admission webhooks through the API server', () => {
     await expect(api.update(VMS, bad)).rejects.toThrow(
       /spec\.running: running and runStrategy are mutually exclusive/,
     );
+  });
+
+  it('every served kind not implemented lists (200, empty) across namespaces; a create is refused by name', async () => {
+    for (const k of NOT_IMPLEMENTED_KINDS) {
+      for (const v of crdVersions(k)) {
+        const res: Resource = {
+          group: crdGroup(k),
+          version: v.name,
+          plural: k.plural,
+          namespaced: k.scope !== 'Cluster',
+        };
+        const list = await api.list<KubeObject>(res, undefined);
+        expect({ kind: k.kind, version: v.name, items: list.items }).toEqual({
+          kind: k.kind,
+          version: v.name,
+          items: [],
+        });
+      }
+    }
+    const pool: Resource = {
+      group: 'pool.kubevirt.io',
+      version: 'v1beta1',
+      plural: 'virtualmachinepools',
+      namespaced: true,
+    };
+    const obj = {
+      apiVersion: 'pool.kubevirt.io/v1beta1',
+      kind: 'VirtualMachinePool',
+      metadata: { name: 'pool', namespace: NS },
+      spec: { replicas: 1 },
+    } as KubeObject;
+    const refused =
+      /admission webhook "validate\.kubevirt-ts\.kubevirt\.io" denied the request: VirtualMachinePool \(pool\.kubevirt\.io\): not implemented by kubevirt-ts/;
+    await expect(api.create(pool, NS, obj)).rejects.toThrow(refused);
+    // a dry run is answered the same way (sideEffects: None)
+    const file = join(certDir, 'pool.json');
+    writeFileSync(file, JSON.stringify(obj));
+    const dry = await kubectl('create', '--dry-run=server', '-f', file);
+    expect(dry.status).not.toBe(0);
+    expect(dry.stderr).toMatch(refused);
+    const clusterScoped: Resource = {
+      group: 'migrations.kubevirt.io',
+      version: 'v1alpha1',
+      plural: 'migrationpolicies',
+      namespaced: false,
+    };
+    await expect(
+      api.create(clusterScoped, undefined, {
+        apiVersion: 'migrations.kubevirt.io/v1alpha1',
+        kind: 'MigrationPolicy',
+        metadata: { name: 'policy' },
+        spec: {},
+      } as KubeObject),
+    ).rejects.toThrow(/MigrationPolicy \(migrations\.kubevirt\.io\): not implemented by kubevirt-ts/);
+  });
+
+  it('kubevirt.io/v1alpha3 is served for VMs and validated as v1 (matchPolicy Equivalent)', async () => {
+    const vms = { ...VMS, version: 'v1alpha3' };
+    await expect(
+      api.create(vms, NS, { ...badVm, apiVersion: 'kubevirt.io/v1alpha3' } as unknown as KubeObject),
+    ).rejects.toThrow(/running and runStrategy are mutually exclusive/);
+    const list = await api.list<KubeObject>(vms, NS);
+    expect(list.items.map((o) => o.apiVersion)).toEqual(list.items.map(() => 'kubevirt.io/v1alpha3'));
   });
 
   it('failurePolicy Fail: with the webhook down, kubevirt objects are refused', async () => {

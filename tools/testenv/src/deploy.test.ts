@@ -159,12 +159,52 @@ describe('deploy/ is generated', () => {
       'CustomResourceDefinition/virtualmachineinstances.kubevirt.io',
       'CustomResourceDefinition/virtualmachineinstancemigrations.kubevirt.io',
       'CustomResourceDefinition/kubevirts.kubevirt.io',
+      ...Object.entries(gen.NOT_IMPLEMENTED_RESOURCES).flatMap(([group, plurals]) =>
+        plurals.map((p) => `CustomResourceDefinition/${p}.${group}`),
+      ),
     ]) {
       expect(kinds).toContain(want);
     }
     // virt-handler reads no configuration (no Role); virt-operator needs no cluster-wide right
     for (const none of [`Role/${gen.HANDLER}`, `ClusterRole/${gen.OPERATOR}`])
       expect(kinds).not.toContain(none);
+  });
+
+  it('the validating webhook refuses to create each served kind not implemented (an opaque spec in crds/)', () => {
+    const crds = readdirSync(join(deployDir, 'crds')).flatMap((f) =>
+      readObjects(join('crds', f)),
+    ) as unknown as {
+      spec: {
+        group: string;
+        names: { plural: string };
+        versions: { schema: { openAPIV3Schema: { properties: { spec: { properties?: unknown } } } } }[];
+      };
+    }[];
+    const opaque: Record<string, string[]> = {};
+    for (const c of crds)
+      if (!c.spec.versions[0]!.schema.openAPIV3Schema.properties.spec.properties)
+        (opaque[c.spec.group] ??= []).push(c.spec.names.plural);
+    const sorted = (m: Record<string, string[]>) =>
+      Object.fromEntries(Object.entries(m).map(([g, ps]) => [g, [...ps].sort()]));
+    expect(sorted(opaque)).toEqual(sorted(gen.NOT_IMPLEMENTED_RESOURCES));
+    const vwc = readObjects('50-webhooks.yaml').find(
+      (o) => o.kind === 'ValidatingWebhookConfiguration',
+    ) as unknown as {
+      webhooks: {
+        sideEffects: string;
+        rules: { apiGroups: string[]; resources: string[]; operations: string[] }[];
+      }[];
+    };
+    expect(vwc.webhooks[0]!.sideEffects).toBe('None');
+    for (const [group, plurals] of Object.entries(opaque))
+      for (const p of plurals)
+        expect({
+          group,
+          p,
+          refused: vwc.webhooks[0]!.rules.some(
+            (r) => r.apiGroups.includes(group) && r.resources.includes(p) && r.operations.includes('CREATE'),
+          ),
+        }).toEqual({ group, p, refused: true });
   });
 
   it('every RBAC rule carries its reason as a comment', () => {

@@ -1118,6 +1118,32 @@ const admissionRule = (resources: string[], operations: string[]): V1RuleWithOpe
 });
 
 /**
+ * The resources served (deploy/crds, from @kubevirt-ts/api's CRD_KINDS without a schema) that kubevirt-ts does
+ * not implement yet, by API group: the validating webhook refuses to create them (deploy.test.ts checks this
+ * list against deploy/crds).
+ */
+export const NOT_IMPLEMENTED_RESOURCES: Record<string, string[]> = {
+  'kubevirt.io': ['virtualmachineinstancereplicasets', 'virtualmachineinstancepresets'],
+  'pool.kubevirt.io': ['virtualmachinepools'],
+  'snapshot.kubevirt.io': [
+    'virtualmachinesnapshots',
+    'virtualmachinesnapshotcontents',
+    'virtualmachinerestores',
+  ],
+  'export.kubevirt.io': ['virtualmachineexports'],
+  'backup.kubevirt.io': ['virtualmachinebackups', 'virtualmachinebackuptrackers'],
+  'instancetype.kubevirt.io': [
+    'virtualmachineinstancetypes',
+    'virtualmachineclusterinstancetypes',
+    'virtualmachinepreferences',
+    'virtualmachineclusterpreferences',
+  ],
+  'migrations.kubevirt.io': ['migrationpolicies'],
+  'clone.kubevirt.io': ['virtualmachineclones'],
+  'plugin.kubevirt.io': ['plugins'],
+};
+
+/**
  * The mutating and validating webhook configurations, as upstream's virt-api registers them: failurePolicy
  * Fail (an object is never stored unchecked), calls through the Service; the caBundle is not in the file:
  * virt-controller sets it (kubectl apply leaves a field it does not manage alone).
@@ -1156,6 +1182,14 @@ export function webhookConfigurations(): [V1MutatingWebhookConfiguration, V1Vali
             ['virtualmachines', 'virtualmachineinstances', 'virtualmachineinstancemigrations'],
             ['CREATE', 'UPDATE'],
           ),
+          // every served version (and both scopes): a create of a kind not implemented is refused by name
+          ...Object.entries(NOT_IMPLEMENTED_RESOURCES).map(([group, resources]): V1RuleWithOperations => ({
+            apiGroups: [group],
+            apiVersions: ['*'],
+            resources,
+            operations: ['CREATE'],
+            scope: '*',
+          })),
         ]),
       ],
     },
@@ -1179,7 +1213,7 @@ const COMMENTS: Record<string, string> = {
     'virt-controller: 2 replicas, one active at a time through leader election on a Lease; a PodDisruptionBudget keeps one; every replica serves the admission webhooks behind the Service.',
   '41-virt-handler.yaml': 'virt-handler: one per node; host paths listed with the reason each is needed.',
   '50-webhooks.yaml':
-    'Admission webhooks served by virt-controller (defaults, validation), failurePolicy Fail; virt-controller sets their caBundle.',
+    'Admission webhooks served by virt-controller (defaults, validation, refusal of the served kinds not implemented), failurePolicy Fail; virt-controller sets their caBundle.',
   '23-rbac-subresources.yaml':
     'virt-controller serving subresources.kubevirt.io: least privilege for the subresource verbs; each rule says why.',
   '43-subresources-api.yaml':
@@ -1236,7 +1270,8 @@ export function generateDeploy(repoRoot: string, opts: DeployOptions = {}): Gene
         .filter((f) => f.endsWith('.yaml'))
         .sort()
     : [];
-  for (const f of crds) links[`01-crd-${f.replace(/^kubevirt\.io_/, '')}`] = `crds/${f}`;
+  // crds/<group>_<plural>.yaml -> 01-crd-<plural>.yaml (the plurals are unique across the groups)
+  for (const f of crds) links[`01-crd-${f.replace(/^[^_]+_/, '')}`] = `crds/${f}`;
   return { files, links };
 }
 

@@ -1,0 +1,62 @@
+// The validating webhook's answer for the kinds kubevirt-ts serves but does not implement.
+import { NOT_IMPLEMENTED_KINDS, crdGroup, crdVersions } from '@kubevirt-ts/api';
+import { validate, type AdmissionRequest } from './admission.js';
+
+const request = (group: string, version: string, kind: string, extra: Partial<AdmissionRequest> = {}) => ({
+  uid: 'u1',
+  kind: { group, version, kind },
+  operation: 'CREATE' as const,
+  object: { apiVersion: group ? `${group}/${version}` : version, kind, metadata: { name: 'x' }, spec: {} },
+  ...extra,
+});
+
+describe('validate: served but not implemented kinds', () => {
+  it.each(NOT_IMPLEMENTED_KINDS.map((k) => [k.kind, k]))(
+    'a create of %s is refused in every served version, naming the kind',
+    (kind, k) => {
+      for (const v of crdVersions(k)) {
+        const r = validate(request(crdGroup(k), v.name, kind));
+        expect(r).toEqual({
+          uid: 'u1',
+          allowed: false,
+          status: {
+            code: 403,
+            reason: 'Forbidden',
+            message: `${kind} (${crdGroup(k)}): not implemented by kubevirt-ts (served so that tools can list and delete it)`,
+          },
+        });
+      }
+    },
+  );
+
+  it('a dry run is refused the same way', () => {
+    const r = validate(request('pool.kubevirt.io', 'v1beta1', 'VirtualMachinePool', { dryRun: true }));
+    expect(r.allowed).toBe(false);
+    expect(r.status?.message).toMatch(
+      /^VirtualMachinePool \(pool\.kubevirt\.io\): not implemented by kubevirt-ts/,
+    );
+  });
+
+  it('updates and deletes are allowed (an object stored before is not stuck: its finalizers can go)', () => {
+    for (const operation of ['UPDATE', 'DELETE'] as const)
+      expect(validate(request('pool.kubevirt.io', 'v1beta1', 'VirtualMachinePool', { operation }))).toEqual({
+        uid: 'u1',
+        allowed: true,
+      });
+  });
+
+  it('the group is part of the match: an implemented kind or another group is not refused as not implemented', () => {
+    expect(validate(request('example.com', 'v1', 'VirtualMachinePool')).status?.message ?? '').not.toMatch(
+      /not implemented/,
+    );
+    const vmim = request('kubevirt.io', 'v1', 'VirtualMachineInstanceMigration', {
+      object: {
+        apiVersion: 'kubevirt.io/v1',
+        kind: 'VirtualMachineInstanceMigration',
+        metadata: { name: 'm', namespace: 'ns' },
+        spec: { vmiName: 'vmi' },
+      },
+    });
+    expect(validate(vmim)).toEqual({ uid: 'u1', allowed: true });
+  });
+});
