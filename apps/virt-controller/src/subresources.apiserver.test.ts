@@ -49,6 +49,7 @@ it('serves start through the aggregator with its TLS certificate; SIGTERM closes
       '--kubeconfig',
       join(dir, 'kubeconfig'),
       // as deploy/ runs it: every replica serves the API, leader or not
+      '--launcher-image=registry.example/kubevirt-ts/virt-launcher:test',
       '--leader-elect',
       '--lease-namespace=kubevirt-ts',
       '--metrics-port=0',
