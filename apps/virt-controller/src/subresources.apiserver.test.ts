@@ -88,4 +88,4 @@ it('serves start through the aggregator with its TLS certificate; SIGTERM closes
 
   proc.kill('SIGTERM');
   expect(await exited).toBe(0);
-});
+}, 120000);
