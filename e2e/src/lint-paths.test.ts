@@ -16,7 +16,7 @@ const FILES: Record<string, { bad: string; good: string }> = {
     good: "export const dir = new URL('../test-fixtures/reference', import.meta.url);",
   },
   'packages/a/src/deep.ts': {
-    bad: "export const up = new URL('../../../elsewhere', import.meta.url);",
+    bad: "export const up = new URL('../../../../elsewhere', import.meta.url);",
     good: "export const up = new URL('../../../README.md', import.meta.url);",
   },
   'e2e/src/beside.test.ts': {
