@@ -29,6 +29,7 @@ const ALLOWED = new Set([
   'nullable',
   'additionalProperties',
   'minimum',
+  'maximum',
   'maxItems',
   'pattern',
   'anyOf',
@@ -88,27 +89,39 @@ describe.each(CRD_KINDS.map((k) => [k.kind, k]))('%s CRD', (kind, info) => {
 
   test('is a v1 CRD (status subresource except on the VMI, as upstream), names, short names and category all', () => {
     expect(crd.apiVersion).toBe('apiextensions.k8s.io/v1');
-    expect(crd.metadata.name).toBe(`${info.plural}.kubevirt.io`);
-    expect(crd.spec.scope).toBe('Namespaced');
+    expect(crd.metadata.name).toBe(`${info.plural}.${info.group ?? 'kubevirt.io'}`);
+    expect(crd.spec.scope).toBe(kind.includes('Cluster') ? 'Cluster' : 'Namespaced');
     expect(crd.spec.names.kind).toBe(kind);
     expect(crd.spec.names.categories).toEqual(['all']);
     expect(crd.spec.names.shortNames[0]).toBe(
-      { VirtualMachine: 'vm', VirtualMachineInstance: 'vmi', VirtualMachineInstanceMigration: 'vmim' }[kind],
+      {
+        VirtualMachine: 'vm',
+        VirtualMachineInstance: 'vmi',
+        VirtualMachineInstanceMigration: 'vmim',
+        KubeVirt: 'kv',
+        VirtualMachineInstancetype: 'vminstancetype',
+        VirtualMachineClusterInstancetype: 'vmclusterinstancetype',
+        VirtualMachinePreference: 'vmpref',
+        VirtualMachineClusterPreference: 'vmcp',
+      }[kind],
     );
-    expect(version).toMatchObject({ name: 'v1', served: true, storage: true });
-    if (kind === 'VirtualMachineInstance') expect(version.subresources).toBeUndefined();
+    expect(version).toMatchObject({ name: info.version ?? 'v1', served: true, storage: true });
+    // no status at all on instance types and preferences
+    if (kind === 'VirtualMachineInstance' || info.group) expect(version.subresources).toBeUndefined();
     else expect(version.subresources).toEqual({ status: {} });
   });
 
   test('has the printer columns that apply to it', () => {
-    const names = version.additionalPrinterColumns.map((c: Any) => c.name);
-    const want = {
-      VirtualMachine: ['Age', 'Status', 'Ready'],
-      VirtualMachineInstance: ['Age', 'Phase', 'IP', 'NodeName', 'Ready'],
-      VirtualMachineInstanceMigration: ['Phase', 'VMI', 'Age'],
-    }[kind];
+    const names = (version.additionalPrinterColumns ?? []).map((c: Any) => c.name);
+    const want =
+      {
+        VirtualMachine: ['Age', 'Status', 'Ready'],
+        VirtualMachineInstance: ['Age', 'Phase', 'IP', 'NodeName', 'Ready'],
+        VirtualMachineInstanceMigration: ['Phase', 'VMI', 'Age'],
+        KubeVirt: ['Age', 'Phase'],
+      }[kind] ?? [];
     expect(names).toEqual(want);
-    for (const c of version.additionalPrinterColumns) expect(c.jsonPath).toMatch(/^\./);
+    for (const c of version.additionalPrinterColumns ?? []) expect(c.jsonPath).toMatch(/^\./);
   });
 
   test('has a structural schema', () => {
@@ -152,7 +165,7 @@ test('the API server would prune no field of the reference VMIs and fixtures', (
 
 test('the committed YAML parses back to the generated object', () => {
   for (const k of CRD_KINDS) {
-    const text = readFileSync(`${CRD_DIR}kubevirt.io_${k.plural}.yaml`, 'utf8');
+    const text = readFileSync(`${CRD_DIR}${k.group ?? 'kubevirt.io'}_${k.plural}.yaml`, 'utf8');
     expect(parse(text)).toEqual(crdFor(k.kind));
   }
 });

@@ -666,8 +666,36 @@ export const VirtualMachineSpecSchema = Strict({
   runStrategy: Opt(Enum([...RUN_STRATEGIES])),
   template: VirtualMachineInstanceTemplateSpecSchema,
   dataVolumeTemplates: Opt(Arr(Opaque())),
-  instancetype: Opt(Opaque()),
-  preference: Opt(Opaque()),
+  instancetype: Opt(
+    Strict(
+      {
+        name: Opt(Line('the instance type')),
+        kind: Opt(
+          Enum(
+            ['VirtualMachineInstancetype', 'VirtualMachineClusterInstancetype'],
+            'default VirtualMachineClusterInstancetype',
+          ),
+        ),
+        revisionName: Opt(Line('a ControllerRevision holding the instance type to use')),
+      },
+      'the instance type (instancetype.kubevirt.io) whose CPU, memory and devices the VMIs get',
+    ),
+  ),
+  preference: Opt(
+    Strict(
+      {
+        name: Opt(Line('the preference')),
+        kind: Opt(
+          Enum(
+            ['VirtualMachinePreference', 'VirtualMachineClusterPreference'],
+            'default VirtualMachineClusterPreference',
+          ),
+        ),
+        revisionName: Opt(Line('a ControllerRevision holding the preference to use')),
+      },
+      'the preference (instancetype.kubevirt.io) that fills what the template leaves unset',
+    ),
+  ),
 });
 /** The `spec` of a VirtualMachine: `running` or `runStrategy` (exclusive), and the VMI template. */
 export type VirtualMachineSpec = Static<typeof VirtualMachineSpecSchema>;
@@ -692,6 +720,15 @@ export const PRINTABLE_STATUSES = [
   'WaitingForVolumeBinding',
 ] as const;
 
+/** `status.instancetypeRef` / `status.preferenceRef` (upstream `InstancetypeStatusRef`): what the VM uses and
+ * the ControllerRevision it is stored in. */
+const InstancetypeStatusRef = () =>
+  Loose({
+    name: Opt(Str()),
+    kind: Opt(Str()),
+    controllerRevisionRef: Opt(Loose({ name: Opt(Str()) })),
+  });
+
 /** TypeBox schema of the VM `status` (upstream `v1.VirtualMachineStatus`); fields not modelled here are kept. */
 export const VirtualMachineStatusSchema = Loose({
   printableStatus: Opt(Str()),
@@ -713,6 +750,8 @@ export const VirtualMachineStatusSchema = Loose({
   restoreInProgress: Opt(Str()),
   volumeRequests: Opt(Arr(Opaque())),
   volumeSnapshotStatuses: Opt(Arr(Opaque())),
+  instancetypeRef: Opt(InstancetypeStatusRef()),
+  preferenceRef: Opt(InstancetypeStatusRef()),
 });
 /** The `status` of a VirtualMachine: printable status, ready/created, conditions, state change
  * requests and start failures, written by virt-controller. */
