@@ -660,6 +660,18 @@ export const VirtualMachineInstanceTemplateSpecSchema = Strict({
 /** `spec.template` of a VirtualMachine: the metadata and spec of the VMIs it creates. */
 export type VirtualMachineInstanceTemplateSpec = Static<typeof VirtualMachineInstanceTemplateSpecSchema>;
 
+/** `spec.instancetype` / `spec.preference` of a VM (upstream `InstancetypeMatcher` / `PreferenceMatcher`, without
+ * inferFromVolume): the object's name and kind (default the cluster-wide kind), or a ControllerRevision holding it. */
+const Matcher = (kinds: [string, string], what: string, description: string) =>
+  Strict(
+    {
+      name: Opt(Line(`the ${what}`)),
+      kind: Opt(Enum(kinds, `default ${kinds[1]}`)),
+      revisionName: Opt(Line(`a ControllerRevision holding the ${what} to use`)),
+    },
+    description,
+  );
+
 /** TypeBox schema of the VM `spec` (upstream `v1.VirtualMachineSpec`); unknown fields are rejected. */
 export const VirtualMachineSpecSchema = Strict({
   running: Opt(Bool('true: keep a VMI running (Always), false: Halted; mutually exclusive with runStrategy')),
@@ -667,32 +679,16 @@ export const VirtualMachineSpecSchema = Strict({
   template: VirtualMachineInstanceTemplateSpecSchema,
   dataVolumeTemplates: Opt(Arr(Opaque())),
   instancetype: Opt(
-    Strict(
-      {
-        name: Opt(Line('the instance type')),
-        kind: Opt(
-          Enum(
-            ['VirtualMachineInstancetype', 'VirtualMachineClusterInstancetype'],
-            'default VirtualMachineClusterInstancetype',
-          ),
-        ),
-        revisionName: Opt(Line('a ControllerRevision holding the instance type to use')),
-      },
+    Matcher(
+      ['VirtualMachineInstancetype', 'VirtualMachineClusterInstancetype'],
+      'instance type',
       'the instance type (instancetype.kubevirt.io) whose CPU, memory and devices the VMIs get',
     ),
   ),
   preference: Opt(
-    Strict(
-      {
-        name: Opt(Line('the preference')),
-        kind: Opt(
-          Enum(
-            ['VirtualMachinePreference', 'VirtualMachineClusterPreference'],
-            'default VirtualMachineClusterPreference',
-          ),
-        ),
-        revisionName: Opt(Line('a ControllerRevision holding the preference to use')),
-      },
+    Matcher(
+      ['VirtualMachinePreference', 'VirtualMachineClusterPreference'],
+      'preference',
       'the preference (instancetype.kubevirt.io) that fills what the template leaves unset',
     ),
   ),

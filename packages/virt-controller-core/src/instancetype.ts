@@ -21,7 +21,7 @@ import {
   type KubeObject,
   type Resource,
 } from '@kubevirt-ts/controller-runtime';
-import { SyncError, errorMessage, type Vm } from './common.js';
+import { SyncError, errorMessage, vmOwnerReference, type Vm } from './common.js';
 
 const res = (plural: string, namespaced: boolean): Resource => ({
   group: INSTANCETYPE_GROUP,
@@ -65,23 +65,21 @@ interface Which {
 function which(vm: Vm, field: 'instancetype' | 'preference'): Which | undefined {
   const m = vm.spec[field];
   if (!m) return undefined;
-  if (field === 'instancetype') {
-    const kind = instancetypeKindOf(m);
-    return {
-      field,
-      statusField: 'instancetypeRef',
-      kind,
-      resource: kind === 'VirtualMachineInstancetype' ? INSTANCETYPES : CLUSTER_INSTANCETYPES,
-      reason: 'FailedFindInstancetype',
-    };
-  }
-  const kind = preferenceKindOf(m);
+  const it = field === 'instancetype';
+  const kind = it ? instancetypeKindOf(m) : preferenceKindOf(m);
+  const resource = {
+    VirtualMachineInstancetype: INSTANCETYPES,
+    VirtualMachineClusterInstancetype: CLUSTER_INSTANCETYPES,
+    VirtualMachinePreference: PREFERENCES,
+    VirtualMachineClusterPreference: CLUSTER_PREFERENCES,
+  }[kind];
+  const statusField = it ? 'instancetypeRef' : 'preferenceRef';
   return {
     field,
-    statusField: 'preferenceRef',
+    statusField,
     kind,
-    resource: kind === 'VirtualMachinePreference' ? PREFERENCES : CLUSTER_PREFERENCES,
-    reason: 'FailedFindPreference',
+    resource,
+    reason: it ? 'FailedFindInstancetype' : 'FailedFindPreference',
   };
 }
 
@@ -166,16 +164,7 @@ async function storeRevision(
     metadata: {
       ...cr.metadata,
       namespace: ns,
-      ownerReferences: [
-        {
-          apiVersion: 'kubevirt.io/v1',
-          kind: 'VirtualMachine',
-          name: vm.metadata.name!,
-          uid: vm.metadata.uid!,
-          controller: true,
-          blockOwnerDeletion: true,
-        },
-      ],
+      ownerReferences: [vmOwnerReference(vm)],
     },
   };
   try {
