@@ -92,7 +92,8 @@ describe.each(CRD_KINDS.map((k) => [k.kind, k]))('%s CRD', (kind, info) => {
     expect(crd.metadata.name).toBe(`${info.plural}.${info.group ?? 'kubevirt.io'}`);
     expect(crd.spec.scope).toBe(kind.includes('Cluster') ? 'Cluster' : 'Namespaced');
     expect(crd.spec.names.kind).toBe(kind);
-    expect(crd.spec.names.categories).toEqual(['all']);
+    // as upstream: the cluster-scoped instance types and preferences are in no category
+    expect(crd.spec.names.categories).toEqual(kind.includes('Cluster') ? undefined : ['all']);
     expect(crd.spec.names.shortNames[0]).toBe(
       {
         VirtualMachine: 'vm',

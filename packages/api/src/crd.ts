@@ -125,6 +125,8 @@ export interface KindInfo {
   version?: string;
   /** default Namespaced */
   scope?: 'Namespaced' | 'Cluster';
+  /** default `['all']` */
+  categories?: string[];
 }
 
 const AGE = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
@@ -201,7 +203,8 @@ export const CRD_KINDS: KindInfo[] = [
     statusSubresource: false,
     group: INSTANCETYPE_GROUP,
     version: 'v1beta1',
-    scope: kind.includes('Cluster') ? 'Cluster' : 'Namespaced',
+    // upstream puts the cluster-scoped ones in no category
+    ...(kind.includes('Cluster') ? { scope: 'Cluster' as const, categories: [] } : {}),
   })),
 ];
 
@@ -230,7 +233,7 @@ export function crdFor(kind: string): Record<string, unknown> {
         plural: k.plural,
         singular: k.singular,
         shortNames: k.shortNames,
-        categories: ['all'],
+        ...((k.categories ?? ['all']).length ? { categories: k.categories ?? ['all'] } : {}),
       },
       scope: k.scope ?? 'Namespaced',
       versions: [

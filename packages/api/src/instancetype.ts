@@ -22,7 +22,9 @@ import {
   type VirtualMachineStatus,
 } from './schemas.js';
 
+/** The API group of instance types and preferences. */
 export const INSTANCETYPE_GROUP = 'instancetype.kubevirt.io';
+/** The apiVersion of instance types and preferences this package models. */
 export const INSTANCETYPE_API_VERSION = 'instancetype.kubevirt.io/v1beta1';
 
 /** The kinds a VM's `spec.instancetype.kind` names (no kind: the cluster-wide one, as upstream). */
@@ -32,7 +34,9 @@ export const INSTANCETYPE_KINDS = [
 ] as const;
 /** The kinds a VM's `spec.preference.kind` names (no kind: the cluster-wide one, as upstream). */
 export const PREFERENCE_KINDS = ['VirtualMachinePreference', 'VirtualMachineClusterPreference'] as const;
+/** VirtualMachineInstancetype or VirtualMachineClusterInstancetype. */
 export type InstancetypeKind = (typeof INSTANCETYPE_KINDS)[number];
+/** VirtualMachinePreference or VirtualMachineClusterPreference. */
 export type PreferenceKind = (typeof PREFERENCE_KINDS)[number];
 
 // ---------------------------------------------------------------- schemas
@@ -74,6 +78,7 @@ export const VirtualMachineInstancetypeSpecSchema = Strict({
   launchSecurity: DomainSpecSchema.properties.launchSecurity,
   annotations: Opt(StringMap('added to the VMI; a VM annotation with another value conflicts')),
 });
+/** The `spec` of an instance type: CPU, memory, devices and scheduling its VMs get. */
 export type VirtualMachineInstancetypeSpec = Static<typeof VirtualMachineInstancetypeSpecSchema>;
 
 /** The CPU topologies a preference can prefer (upstream's, with the deprecated `prefer*` spellings). */
@@ -89,6 +94,7 @@ export const PREFERRED_CPU_TOPOLOGIES = [
   'preferSpread',
   'preferAny',
 ] as const;
+/** A topology of {@link PREFERRED_CPU_TOPOLOGIES}. */
 export type PreferredCPUTopology = (typeof PREFERRED_CPU_TOPOLOGIES)[number];
 
 /** TypeBox schema of a preference's `spec` (upstream `VirtualMachinePreferenceSpec`). */
@@ -175,6 +181,7 @@ export const VirtualMachinePreferenceSpecSchema = Strict({
   preferredArchitecture: Opt(Line()),
   preferredLaunchSecurity: DomainSpecSchema.properties.launchSecurity,
 });
+/** The `spec` of a preference: defaults for what a VM leaves unset, and requirements. */
 export type VirtualMachinePreferenceSpec = Static<typeof VirtualMachinePreferenceSpecSchema>;
 
 const objectSchema = <
@@ -195,21 +202,25 @@ const objectSchema = <
     { description },
   );
 
+/** TypeBox schema of a VirtualMachineInstancetype (namespaced). */
 export const VirtualMachineInstancetypeSchema = objectSchema(
   'VirtualMachineInstancetype',
   VirtualMachineInstancetypeSpecSchema,
   'VirtualMachineInstancetype: the CPU, memory and devices of the VMs that name it (namespaced)',
 );
+/** TypeBox schema of a VirtualMachineClusterInstancetype (cluster-scoped). */
 export const VirtualMachineClusterInstancetypeSchema = objectSchema(
   'VirtualMachineClusterInstancetype',
   VirtualMachineInstancetypeSpecSchema,
   'VirtualMachineClusterInstancetype: a cluster-wide VirtualMachineInstancetype',
 );
+/** TypeBox schema of a VirtualMachinePreference (namespaced). */
 export const VirtualMachinePreferenceSchema = objectSchema(
   'VirtualMachinePreference',
   VirtualMachinePreferenceSpecSchema,
   'VirtualMachinePreference: defaults for what the VMs that name it leave unset (namespaced)',
 );
+/** TypeBox schema of a VirtualMachineClusterPreference (cluster-scoped). */
 export const VirtualMachineClusterPreferenceSchema = objectSchema(
   'VirtualMachineClusterPreference',
   VirtualMachinePreferenceSpecSchema,
@@ -230,11 +241,13 @@ export interface Preference {
   spec: VirtualMachinePreferenceSpec;
 }
 
+/** `status.instancetypeRef` / `status.preferenceRef` of a VM: what it uses and the ControllerRevision holding it. */
 export type InstancetypeStatusRef = NonNullable<VirtualMachineStatus['instancetypeRef']>;
 
-/** The kind a matcher names: its `kind`, else the cluster-wide kind (as upstream). */
+/** The kind an instance type matcher names: its `kind`, else the cluster-wide kind (as upstream). */
 export const instancetypeKindOf = (m: { kind?: string }): InstancetypeKind =>
   m.kind === 'VirtualMachineInstancetype' ? m.kind : 'VirtualMachineClusterInstancetype';
+/** The kind a preference matcher names: its `kind`, else the cluster-wide kind (as upstream). */
 export const preferenceKindOf = (m: { kind?: string }): PreferenceKind =>
   m.kind === 'VirtualMachinePreference' ? m.kind : 'VirtualMachineClusterPreference';
 

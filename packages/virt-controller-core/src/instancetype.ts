@@ -29,10 +29,15 @@ const res = (plural: string, namespaced: boolean): Resource => ({
   plural,
   namespaced,
 });
+/** instancetype.kubevirt.io/v1beta1 VirtualMachineInstancetypes (namespaced) */
 export const INSTANCETYPES = res('virtualmachineinstancetypes', true);
+/** instancetype.kubevirt.io/v1beta1 VirtualMachineClusterInstancetypes (cluster-scoped) */
 export const CLUSTER_INSTANCETYPES = res('virtualmachineclusterinstancetypes', false);
+/** instancetype.kubevirt.io/v1beta1 VirtualMachinePreferences (namespaced) */
 export const PREFERENCES = res('virtualmachinepreferences', true);
+/** instancetype.kubevirt.io/v1beta1 VirtualMachineClusterPreferences (cluster-scoped) */
 export const CLUSTER_PREFERENCES = res('virtualmachineclusterpreferences', false);
+/** apps/v1 ControllerRevisions: where a VM keeps the instance type and preference it uses */
 export const CONTROLLER_REVISIONS: Resource = {
   group: 'apps',
   version: 'v1',
