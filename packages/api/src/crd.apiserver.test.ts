@@ -86,11 +86,11 @@ beforeAll(async () => {
     for (;;) {
       const r = await kube(
         'GET',
-        `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${k.plural}.kubevirt.io`,
+        `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${k.plural}.${k.group ?? 'kubevirt.io'}`,
       );
       const est = (r.body.status?.conditions ?? []).find((c: Any) => c.type === 'Established');
       if (est?.status === 'True') {
-        const list = await kube('GET', `/apis/kubevirt.io/v1/${k.plural}`);
+        const list = await kube('GET', `/apis/${k.group ?? 'kubevirt.io'}/${k.version ?? 'v1'}/${k.plural}`);
         if (list.status === 200) break;
       }
       if (Date.now() > deadline)
@@ -109,7 +109,7 @@ test('the API server accepts the CRDs with no structural-schema complaints', asy
   for (const k of CRD_KINDS) {
     const r = await kube(
       'GET',
-      `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${k.plural}.kubevirt.io`,
+      `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${k.plural}.${k.group ?? 'kubevirt.io'}`,
     );
     const conds: Any[] = r.body.status.conditions;
     expect(conds.find((c) => c.type === 'NonStructuralSchema')).toBeUndefined();
@@ -240,7 +240,13 @@ test('discovery lists short names and the category all', async () => {
   expect(byName['virtualmachines'].shortNames).toEqual(['vm', 'vms']);
   expect(byName['virtualmachineinstances'].shortNames).toEqual(['vmi', 'vmis']);
   expect(byName['virtualmachineinstancemigrations'].shortNames).toEqual(['vmim', 'vmims']);
-  for (const k of CRD_KINDS) expect(byName[k.plural].categories).toEqual(['all']);
+  for (const k of CRD_KINDS.filter((x) => !x.group)) expect(byName[k.plural].categories).toEqual(['all']);
+  // the instance types and preferences: their own group, the cluster-scoped ones in no category (as upstream)
+  const it = await kube('GET', '/apis/instancetype.kubevirt.io/v1beta1');
+  const itByName = Object.fromEntries(it.body.resources.map((x: Any) => [x.name, x]));
+  expect(itByName['virtualmachineinstancetypes']).toMatchObject({ namespaced: true, categories: ['all'] });
+  expect(itByName['virtualmachineclusterinstancetypes'].namespaced).toBe(false);
+  expect(itByName['virtualmachineclusterinstancetypes'].categories).toBeUndefined();
   expect(byName['virtualmachines/status']).toBeDefined();
   expect(byName['virtualmachineinstancemigrations/status']).toBeDefined();
   expect(byName['virtualmachineinstances/status']).toBeUndefined();
