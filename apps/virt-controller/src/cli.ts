@@ -113,8 +113,16 @@ async function main(): Promise<number> {
     log.info('serving admission webhooks', { port: managed.server.port, secret: flags.webhookSecret });
   } else if (flags.tlsCertFile && flags.tlsKeyFile) {
     const load = () => ({ cert: readFileSync(flags.tlsCertFile!), key: readFileSync(flags.tlsKeyFile!) });
-    const server = await startWebhookServer({ ...load(), port: flags.webhookPort, log });
-    webhooks = server;
+    // the validating webhook reads the instance types and preferences VMs name
+    const hookClient = new KubeClient(kc);
+    const server = await startWebhookServer({ ...load(), port: flags.webhookPort, log, client: hookClient });
+    webhooks = {
+      port: server.port,
+      close: async () => {
+        await server.close();
+        hookClient.close();
+      },
+    };
     log.info('serving admission webhooks', { port: server.port });
     // a rotated certificate (e.g. a re-mounted Secret) is picked up on SIGHUP
     process.on('SIGHUP', () => {

@@ -242,6 +242,12 @@ test('discovery lists short names and the category all', async () => {
     (x) => crdGroup(x) === 'kubevirt.io' && x.plural !== 'virtualmachineinstancepresets',
   ))
     expect(byName[k.plural].categories).toEqual(['all']);
+  // the instance types and preferences: their own group, the cluster-scoped ones in no category (as upstream)
+  const it = await kube('GET', '/apis/instancetype.kubevirt.io/v1beta1');
+  const itByName = Object.fromEntries(it.body.resources.map((x: Any) => [x.name, x]));
+  expect(itByName['virtualmachineinstancetypes']).toMatchObject({ namespaced: true, categories: ['all'] });
+  expect(itByName['virtualmachineclusterinstancetypes'].namespaced).toBe(false);
+  expect(itByName['virtualmachineclusterinstancetypes'].categories).toBeUndefined();
   expect(byName['virtualmachines/status']).toBeDefined();
   expect(byName['virtualmachineinstancemigrations/status']).toBeDefined();
   expect(byName['virtualmachineinstances/status']).toBeUndefined();

@@ -38,6 +38,7 @@ const ALLOWED = new Set([
   'nullable',
   'additionalProperties',
   'minimum',
+  'maximum',
   'maxItems',
   'pattern',
   'anyOf',
@@ -99,37 +100,47 @@ describe.each(IMPLEMENTED.map((k) => [k.kind, k]))('%s CRD', (kind, info) => {
 
   test('is a v1 CRD (status subresource except on the VMI, as upstream), names, short names and category all', () => {
     expect(crd.apiVersion).toBe('apiextensions.k8s.io/v1');
-    expect(crd.metadata.name).toBe(`${info.plural}.kubevirt.io`);
-    expect(crd.spec.scope).toBe('Namespaced');
+    expect(crd.metadata.name).toBe(`${info.plural}.${info.group ?? 'kubevirt.io'}`);
+    expect(crd.spec.scope).toBe(kind.includes('Cluster') ? 'Cluster' : 'Namespaced');
     expect(crd.spec.names.kind).toBe(kind);
-    expect(crd.spec.names.categories).toEqual(['all']);
+    // as upstream: the cluster-scoped instance types and preferences are in no category
+    expect(crd.spec.names.categories).toEqual(kind.includes('Cluster') ? undefined : ['all']);
     expect(crd.spec.names.shortNames[0]).toBe(
       {
         VirtualMachine: 'vm',
         VirtualMachineInstance: 'vmi',
         VirtualMachineInstanceMigration: 'vmim',
         KubeVirt: 'kv',
+        VirtualMachineInstancetype: 'vminstancetype',
+        VirtualMachineClusterInstancetype: 'vmclusterinstancetype',
+        VirtualMachinePreference: 'vmpref',
+        VirtualMachineClusterPreference: 'vmcp',
       }[kind],
     );
-    expect(version).toMatchObject({ name: 'v1', served: true, storage: true });
-    // upstream's deprecated v1alpha3 is served with the same schema (conversion None)
-    expect(crd.spec.versions.map((v: Any) => v.name)).toEqual(['v1', 'v1alpha3']);
-    expect(crd.spec.versions[1]).toMatchObject({ ...KUBEVIRT_IO_VERSIONS[1], schema: version.schema });
-    expect(crd.spec.conversion).toEqual({ strategy: 'None' });
-    if (kind === 'VirtualMachineInstance') expect(version.subresources).toBeUndefined();
+    expect(version).toMatchObject({ served: true, storage: true });
+    if (!info.group || info.group === 'kubevirt.io') {
+      expect(version.name).toBe('v1');
+      // upstream's deprecated v1alpha3 is served with the same schema (conversion None)
+      expect(crd.spec.versions.map((v: Any) => v.name)).toEqual(['v1', 'v1alpha3']);
+      expect(crd.spec.versions[1]).toMatchObject({ ...KUBEVIRT_IO_VERSIONS[1], schema: version.schema });
+      expect(crd.spec.conversion).toEqual({ strategy: 'None' });
+    } else expect(crd.spec.versions.map((v: Any) => v.name)).toEqual(['v1beta1']);
+    // no status subresource on the VMI (as upstream), none at all on instance types and preferences
+    if (kind === 'VirtualMachineInstance' || info.group) expect(version.subresources).toBeUndefined();
     else expect(version.subresources).toEqual({ status: {} });
   });
 
   test('has the printer columns that apply to it', () => {
-    const names = version.additionalPrinterColumns.map((c: Any) => c.name);
-    const want = {
-      VirtualMachine: ['Age', 'Status', 'Ready'],
-      VirtualMachineInstance: ['Age', 'Phase', 'IP', 'NodeName', 'Ready'],
-      VirtualMachineInstanceMigration: ['Phase', 'VMI', 'Age'],
-      KubeVirt: ['Age', 'Phase'],
-    }[kind];
+    const names = (version.additionalPrinterColumns ?? []).map((c: Any) => c.name);
+    const want =
+      {
+        VirtualMachine: ['Age', 'Status', 'Ready'],
+        VirtualMachineInstance: ['Age', 'Phase', 'IP', 'NodeName', 'Ready'],
+        VirtualMachineInstanceMigration: ['Phase', 'VMI', 'Age'],
+        KubeVirt: ['Age', 'Phase'],
+      }[kind] ?? [];
     expect(names).toEqual(want);
-    for (const c of version.additionalPrinterColumns) expect(c.jsonPath).toMatch(/^\./);
+    for (const c of version.additionalPrinterColumns ?? []) expect(c.jsonPath).toMatch(/^\./);
   });
 
   test('has a structural schema', () => {

@@ -5,6 +5,13 @@ import type { TSchema } from '@sinclair/typebox';
 import { yaml } from './yaml-lazy.js';
 import { KubeVirtSchema } from './kubevirt-cr.js';
 import {
+  INSTANCETYPE_GROUP,
+  VirtualMachineClusterInstancetypeSchema,
+  VirtualMachineClusterPreferenceSchema,
+  VirtualMachineInstancetypeSchema,
+  VirtualMachinePreferenceSchema,
+} from './instancetype.js';
+import {
   API_GROUP,
   VirtualMachineInstanceMigrationSchema,
   VirtualMachineInstanceSchema,
@@ -84,6 +91,7 @@ export function toStructural(schema: TSchema, opts: { root?: boolean } = {}): JS
     case 'integer': {
       const out: JSONSchemaProps = { type: 'integer' };
       if (typeof s['minimum'] === 'number') out['minimum'] = s['minimum'];
+      if (typeof s['maximum'] === 'number') out['maximum'] = s['maximum'];
       return withDescription(out, s);
     }
     case 'string': {
@@ -172,10 +180,11 @@ const SOURCE = [
 ];
 
 /** an instancetype.kubevirt.io kind: v1beta1 only, no status, no columns; the cluster-scoped ones in no category */
-function instancetypeKind(kind: string, shortNames: string[], scope?: 'Cluster'): KindInfo {
+function instancetypeKind(kind: string, schema: TSchema, shortNames: string[], scope?: 'Cluster'): KindInfo {
   return {
     kind,
-    group: 'instancetype.kubevirt.io',
+    schema,
+    group: INSTANCETYPE_GROUP,
     versions: [served('v1beta1', true)],
     ...(scope ? { scope, categories: [] } : {}),
     plural: `${kind.toLowerCase()}s`,
@@ -188,9 +197,9 @@ function instancetypeKind(kind: string, shortNames: string[], scope?: 'Cluster')
 
 /**
  * The CRDs this project serves, with upstream v1.9.0's groups, versions, names, scopes and printer columns:
- * first the implemented kinds of kubevirt.io (VirtualMachine, VirtualMachineInstance,
- * VirtualMachineInstanceMigration, KubeVirt), then every other kind upstream installs (no `schema`: served,
- * not implemented; see `NOT_IMPLEMENTED_KINDS`).
+ * first the implemented kinds (VirtualMachine, VirtualMachineInstance, VirtualMachineInstanceMigration, KubeVirt
+ * and the four of instancetype.kubevirt.io), then every other kind upstream installs (no `schema`: served, not
+ * implemented; see `NOT_IMPLEMENTED_KINDS`).
  */
 export const CRD_KINDS: KindInfo[] = [
   {
@@ -232,6 +241,30 @@ export const CRD_KINDS: KindInfo[] = [
     schema: KubeVirtSchema,
     columns: [AGE, PHASE],
   },
+  instancetypeKind('VirtualMachineInstancetype', VirtualMachineInstancetypeSchema, [
+    'vminstancetype',
+    'vminstancetypes',
+    'vmf',
+    'vmfs',
+  ]),
+  instancetypeKind(
+    'VirtualMachineClusterInstancetype',
+    VirtualMachineClusterInstancetypeSchema,
+    ['vmclusterinstancetype', 'vmclusterinstancetypes', 'vmcf', 'vmcfs'],
+    'Cluster',
+  ),
+  instancetypeKind('VirtualMachinePreference', VirtualMachinePreferenceSchema, [
+    'vmpref',
+    'vmprefs',
+    'vmp',
+    'vmps',
+  ]),
+  instancetypeKind(
+    'VirtualMachineClusterPreference',
+    VirtualMachineClusterPreferenceSchema,
+    ['vmcp', 'vmcps'],
+    'Cluster',
+  ),
   // served, not implemented
   {
     kind: 'VirtualMachineInstanceReplicaSet',
@@ -347,14 +380,6 @@ export const CRD_KINDS: KindInfo[] = [
       col('CheckpointTime', 'date', '.status.latestCheckpoint.creationTime'),
     ],
   },
-  instancetypeKind('VirtualMachineInstancetype', ['vminstancetype', 'vminstancetypes', 'vmf', 'vmfs']),
-  instancetypeKind(
-    'VirtualMachineClusterInstancetype',
-    ['vmclusterinstancetype', 'vmclusterinstancetypes', 'vmcf', 'vmcfs'],
-    'Cluster',
-  ),
-  instancetypeKind('VirtualMachinePreference', ['vmpref', 'vmprefs', 'vmp', 'vmps']),
-  instancetypeKind('VirtualMachineClusterPreference', ['vmcp', 'vmcps'], 'Cluster'),
   {
     kind: 'MigrationPolicy',
     group: 'migrations.kubevirt.io',

@@ -330,7 +330,8 @@ export function vmRunStrategy(vm: Pick<VirtualMachine, 'spec'>): RunStrategy {
 
 /**
  * A defaulted deep copy of a VM: the template spec gets the VMI defaults, with the firmware UUID
- * derived from the VM's name as upstream's VM controller does. `running`/`runStrategy` are kept as
+ * derived from the VM's name as upstream's VM controller does (not when the VM names an instance type or a
+ * preference: its VMIs get the defaults after those are applied). `running`/`runStrategy` are kept as
  * given (use vmRunStrategy() to read the effective strategy).
  */
 export function setVirtualMachineDefaults(vm: VirtualMachine, opts: DefaultsOptions = {}): VirtualMachine {
@@ -342,6 +343,9 @@ export function setVirtualMachineDefaults(vm: VirtualMachine, opts: DefaultsOpti
   const spec = ensureObj(out, 'spec');
   const template = spec ? ensureObj(spec, 'template') : undefined;
   const tspec = template ? ensureObj(template, 'spec') : undefined;
-  if (tspec) applyVmiSpecDefaults(tspec as unknown as VirtualMachineInstanceSpec, nameOf(meta), opts);
+  // with an instance type or preference the template is defaulted only once they are applied (the VM controller,
+  // on the VMI): defaults here would conflict with the instance type and hide what the preference prefers
+  if (tspec && spec?.['instancetype'] === undefined && spec?.['preference'] === undefined)
+    applyVmiSpecDefaults(tspec as unknown as VirtualMachineInstanceSpec, nameOf(meta), opts);
   return out as unknown as VirtualMachine;
 }

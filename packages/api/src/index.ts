@@ -33,6 +33,7 @@ export { yaml } from './yaml-lazy.js';
 export { pointerToPath, joinPath } from './paths.js';
 export { LAUNCHER_UID, LAUNCHER_GID, MAX_SOCKET_PATH_BYTES } from './runtime.js';
 export * from './kubevirt-cr.js';
+export * from './instancetype.js';
 export {
   crdFor,
   generateCrdFiles,

@@ -660,14 +660,38 @@ export const VirtualMachineInstanceTemplateSpecSchema = Strict({
 /** `spec.template` of a VirtualMachine: the metadata and spec of the VMIs it creates. */
 export type VirtualMachineInstanceTemplateSpec = Static<typeof VirtualMachineInstanceTemplateSpecSchema>;
 
+/** `spec.instancetype` / `spec.preference` of a VM (upstream `InstancetypeMatcher` / `PreferenceMatcher`, without
+ * inferFromVolume): the object's name and kind (default the cluster-wide kind), or a ControllerRevision holding it. */
+const Matcher = (kinds: [string, string], what: string, description: string) =>
+  Strict(
+    {
+      name: Opt(Line(`the ${what}`)),
+      kind: Opt(Enum(kinds, `default ${kinds[1]}`)),
+      revisionName: Opt(Line(`a ControllerRevision holding the ${what} to use`)),
+    },
+    description,
+  );
+
 /** TypeBox schema of the VM `spec` (upstream `v1.VirtualMachineSpec`); unknown fields are rejected. */
 export const VirtualMachineSpecSchema = Strict({
   running: Opt(Bool('true: keep a VMI running (Always), false: Halted; mutually exclusive with runStrategy')),
   runStrategy: Opt(Enum([...RUN_STRATEGIES])),
   template: VirtualMachineInstanceTemplateSpecSchema,
   dataVolumeTemplates: Opt(Arr(Opaque())),
-  instancetype: Opt(Opaque()),
-  preference: Opt(Opaque()),
+  instancetype: Opt(
+    Matcher(
+      ['VirtualMachineInstancetype', 'VirtualMachineClusterInstancetype'],
+      'instance type',
+      'the instance type (instancetype.kubevirt.io) whose CPU, memory and devices the VMIs get',
+    ),
+  ),
+  preference: Opt(
+    Matcher(
+      ['VirtualMachinePreference', 'VirtualMachineClusterPreference'],
+      'preference',
+      'the preference (instancetype.kubevirt.io) that fills what the template leaves unset',
+    ),
+  ),
 });
 /** The `spec` of a VirtualMachine: `running` or `runStrategy` (exclusive), and the VMI template. */
 export type VirtualMachineSpec = Static<typeof VirtualMachineSpecSchema>;
@@ -692,6 +716,15 @@ export const PRINTABLE_STATUSES = [
   'WaitingForVolumeBinding',
 ] as const;
 
+/** `status.instancetypeRef` / `status.preferenceRef` (upstream `InstancetypeStatusRef`): what the VM uses and
+ * the ControllerRevision it is stored in. */
+const InstancetypeStatusRef = () =>
+  Loose({
+    name: Opt(Str()),
+    kind: Opt(Str()),
+    controllerRevisionRef: Opt(Loose({ name: Opt(Str()) })),
+  });
+
 /** TypeBox schema of the VM `status` (upstream `v1.VirtualMachineStatus`); fields not modelled here are kept. */
 export const VirtualMachineStatusSchema = Loose({
   printableStatus: Opt(Str()),
@@ -713,6 +746,8 @@ export const VirtualMachineStatusSchema = Loose({
   restoreInProgress: Opt(Str()),
   volumeRequests: Opt(Arr(Opaque())),
   volumeSnapshotStatuses: Opt(Arr(Opaque())),
+  instancetypeRef: Opt(InstancetypeStatusRef()),
+  preferenceRef: Opt(InstancetypeStatusRef()),
 });
 /** The `status` of a VirtualMachine: printable status, ready/created, conditions, state change
  * requests and start failures, written by virt-controller. */

@@ -6,7 +6,12 @@ import { type Checked, describe } from './validate-schema.js';
 
 type Domain = Checked<DomainSpec>;
 
-export function validateResourcesAndMemory(domain: Domain, base: string, e: Errs) {
+export function validateResourcesAndMemory(
+  domain: Domain,
+  base: string,
+  e: Errs,
+  o: { memoryFromInstancetype?: boolean } = {},
+) {
   const requests = domain.resources?.requests ?? {};
   const limits = domain.resources?.limits ?? {};
   const memory = domain.memory ?? {};
@@ -29,6 +34,7 @@ export function validateResourcesAndMemory(domain: Domain, base: string, e: Errs
   const pageSizeRaw = memory.hugepages?.pageSize;
 
   if (
+    !o.memoryFromInstancetype &&
     !e.given(requests['memory'], sub(sub(resPath, 'requests'), 'memory')) &&
     !e.given(limits['memory'], sub(sub(resPath, 'limits'), 'memory')) &&
     !e.given(memory.guest, sub(sub(base, 'memory'), 'guest'))

@@ -711,10 +711,10 @@ const vmCases: Case[] = [
     ['spec.dataVolumeTemplates[0]'],
   ],
   [
-    'instancetype and preference (not implemented)',
+    'instancetype and preference without a name',
     (vm) => {
-      vm.spec.instancetype = { name: 'u1.medium' };
-      vm.spec.preference = { name: 'fedora' };
+      vm.spec.instancetype = { kind: 'VirtualMachineInstancetype' };
+      vm.spec.preference = {};
     },
     ['spec.instancetype', 'spec.preference'],
   ],
@@ -729,20 +729,18 @@ describe('invalid VMs', () => {
   });
 });
 
-test('instancetypes say they are not implemented; a template without memory names the template paths', () => {
+test('a template without memory names the template paths, unless an instance type gives the memory', () => {
   const vm = baseVm();
-  vm.spec.instancetype = { name: 'u1.medium' };
   delete vm.spec.template.spec.domain.resources;
-  expect(validateVirtualMachine(vm)).toEqual(
-    expect.arrayContaining([
-      { path: 'spec.instancetype', reason: expect.stringMatching(/not implemented by kubevirt-ts/) },
-      {
-        path: 'spec.template.spec.domain.resources.requests.memory',
-        reason:
-          'no memory requested: set spec.template.spec.domain.resources.requests.memory, spec.template.spec.domain.resources.limits.memory or spec.template.spec.domain.memory.guest',
-      },
-    ]),
-  );
+  expect(validateVirtualMachine(vm)).toEqual([
+    {
+      path: 'spec.template.spec.domain.resources.requests.memory',
+      reason:
+        'no memory requested: set spec.template.spec.domain.resources.requests.memory, spec.template.spec.domain.resources.limits.memory or spec.template.spec.domain.memory.guest',
+    },
+  ]);
+  vm.spec.instancetype = { name: 'u1.medium' };
+  expect(validateVirtualMachine(vm)).toEqual([]);
 });
 
 describe('invalid migrations and documents', () => {

@@ -167,7 +167,12 @@ function validateAccessCredentials(spec: Spec, base: string, e: Errs) {
 }
 
 /** Semantic rules for a VMI spec at `base` (e.g. `spec` or `spec.template.spec`). */
-function validateVmiSpec(spec: Spec | undefined, base: string, e: Errs) {
+function validateVmiSpec(
+  spec: Spec | undefined,
+  base: string,
+  e: Errs,
+  o: { memoryFromInstancetype?: boolean } = {},
+) {
   if (spec === undefined || e.reported(base)) return;
   const domain = spec.domain;
   if (domain === undefined || e.reported(sub(base, 'domain'))) {
@@ -176,7 +181,7 @@ function validateVmiSpec(spec: Spec | undefined, base: string, e: Errs) {
     return;
   }
   const dbase = sub(base, 'domain');
-  validateResourcesAndMemory(domain, dbase, e);
+  validateResourcesAndMemory(domain, dbase, e, o);
   validateCpu(domain, dbase, e);
   validateFirmware(domain, dbase, e);
   validateClockAndFeatures(domain, dbase, e);
@@ -259,15 +264,21 @@ export function validateVirtualMachine(o: unknown): FieldError[] {
   if (spec.running !== undefined && spec.runStrategy !== undefined) {
     e.add('spec.running', 'running and runStrategy are mutually exclusive: set only runStrategy');
   }
-  for (const f of ['instancetype', 'preference'] as const) {
-    if (spec[f] !== undefined)
-      e.add(
-        `spec.${f}`,
-        `${f === 'instancetype' ? 'instancetypes' : 'preferences'} are not implemented by kubevirt-ts: set the CPU, memory and devices in spec.template.spec.domain`,
-      );
-  }
+  if (spec.instancetype && !spec.instancetype.name)
+    e.add(
+      'spec.instancetype',
+      'Either Name or InferFromVolume should be provided within the InstancetypeMatcher',
+    );
+  if (spec.preference && !spec.preference.name)
+    e.add(
+      'spec.preference',
+      'Either Name or InferFromVolume should be provided within the PreferenceMatcher',
+    );
   validateMetadata(spec.template?.metadata, 'spec.template.metadata', e, { nameRequired: false });
-  validateVmiSpec(spec.template?.spec, 'spec.template.spec', e);
+  // an instance type gives the memory: the template need not (the admission webhook validates it applied)
+  validateVmiSpec(spec.template?.spec, 'spec.template.spec', e, {
+    memoryFromInstancetype: !!spec.instancetype,
+  });
   const dvNames = new Set(
     (spec.template?.spec?.volumes ?? []).map((v) => v.dataVolume?.name).filter((n): n is string => !!n),
   );

@@ -2,6 +2,9 @@
 // (and the VMI finalizer), the validating webhook rejects with every error and its field path, and a
 // VMI's spec cannot change after creation. Served over TLS by virt-controller (webhook.ts).
 import {
+  applyToVmiSpec,
+  checkPreferenceRequirements,
+  checkSpreadCpuTopology,
   notImplementedMessage,
   setVirtualMachineDefaults,
   setVirtualMachineInstanceDefaults,
@@ -10,8 +13,9 @@ import {
   type VirtualMachine,
   type VirtualMachineInstance,
 } from '@kubevirt-ts/api';
-import { deepEqual } from '@kubevirt-ts/controller-runtime';
+import { deepEqual, type KubeClient } from '@kubevirt-ts/controller-runtime';
 import { VMI_FINALIZER } from './common.js';
+import { findVmSpecs } from './instancetype.js';
 
 export interface AdmissionRequest {
   uid: string;
@@ -142,15 +146,71 @@ export function validate(req: AdmissionRequest): AdmissionResponse {
   return errs.length ? deny(req.uid, kind, errs) : { uid: req.uid, allowed: true };
 }
 
+/**
+ * The validating webhook with the instance type and preference a VM names applied first, as upstream's VM
+ * admitter: a template field the instance type sets too is refused (`VM field(s) <path> conflicts with selected
+ * instance type`), as are a spread topology the vCPUs do not divide into and unmet preference requirements; the
+ * template is then validated as the VMI will be. What `client` cannot find is ignored, as upstream does (the VM
+ * controller reports it and does not start the VM).
+ */
+export async function validateWithInstancetypes(
+  req: AdmissionRequest,
+  client: KubeClient | undefined,
+): Promise<AdmissionResponse> {
+  const vm = req.object as VirtualMachine | undefined;
+  const kind = req.kind?.kind ?? vm?.kind;
+  if (
+    !client ||
+    kind !== 'VirtualMachine' ||
+    (req.operation !== 'CREATE' && req.operation !== 'UPDATE') ||
+    !vm?.spec?.template?.spec?.domain ||
+    (!vm.spec.instancetype?.name && !vm.spec.preference?.name) ||
+    validateObject(vm).length > 0
+  )
+    return validate(req);
+  const specs = await findVmSpecs(client, vm, { ignoreMissing: true });
+  if (!specs.instancetype && !specs.preference) return validate(req);
+  const spread = checkSpreadCpuTopology(specs.instancetype, specs.preference);
+  if (spread) return deny(req.uid, kind, [{ path: spread.path, reason: spread.message }]);
+  const applied = structuredClone(vm);
+  const tmpl = applied.spec.template;
+  const conflicts = applyToVmiSpec(
+    'spec.template.spec',
+    specs.instancetype,
+    specs.preference,
+    tmpl.spec,
+    (tmpl.metadata ??= {}),
+  );
+  if (conflicts.length)
+    return deny(
+      req.uid,
+      kind,
+      conflicts.map((c) => ({ path: c.path, reason: c.message })),
+    );
+  const unmet = checkPreferenceRequirements(
+    specs.instancetype,
+    specs.preference,
+    setVirtualMachineDefaults({
+      ...applied,
+      spec: { ...applied.spec, instancetype: undefined, preference: undefined },
+    }).spec.template.spec,
+  );
+  if (unmet)
+    return deny(req.uid, kind, [
+      { path: unmet.paths.join(', '), reason: `failure checking preference requirements: ${unmet.message}` },
+    ]);
+  return validate({ ...req, object: applied });
+}
+
 /** An AdmissionReview answer for a review (v1). */
-export function review(
+export async function review(
   body: AdmissionReview,
-  handler: (r: AdmissionRequest) => AdmissionResponse,
-): AdmissionReview {
+  handler: (r: AdmissionRequest) => AdmissionResponse | Promise<AdmissionResponse>,
+): Promise<AdmissionReview> {
   if (!body?.request?.uid) throw new Error('not an AdmissionReview with a request');
   return {
     apiVersion: body.apiVersion || 'admission.k8s.io/v1',
     kind: 'AdmissionReview',
-    response: handler(body.request),
+    response: await handler(body.request),
   };
 }

@@ -79,6 +79,15 @@ export class SyncError extends Error {
 }
 
 /** what an event names: kind and apiVersion are not in listed items, so they are set here */
+/** the owner reference of what a VM controls (its VMI, its ControllerRevisions) */
+export const vmOwnerReference = (vm: Vm) => ({
+  apiVersion: 'kubevirt.io/v1',
+  kind: 'VirtualMachine',
+  name: vm.metadata.name!,
+  uid: vm.metadata.uid!,
+  controller: true,
+  blockOwnerDeletion: true,
+});
 export const vmRef = (vm: Vm) => ({
   apiVersion: 'kubevirt.io/v1',
   kind: 'VirtualMachine',

@@ -33,12 +33,24 @@ export type { ControllerContext, Pod, PodContainerStatus } from './context.js';
 export {
   mutate,
   validate,
+  validateWithInstancetypes,
   review,
   formatFieldError,
   type AdmissionRequest,
   type AdmissionResponse,
   type AdmissionReview,
 } from './admission.js';
+export {
+  findVmSpecs,
+  storeVmRevisions,
+  instancetypeAnnotations,
+  INSTANCETYPES,
+  CLUSTER_INSTANCETYPES,
+  PREFERENCES,
+  CLUSTER_PREFERENCES,
+  CONTROLLER_REVISIONS,
+  type VmSpecs,
+} from './instancetype.js';
 export {
   startWebhookServer,
   MUTATE_PATH,

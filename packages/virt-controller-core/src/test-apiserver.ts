@@ -1,13 +1,14 @@
 // Test support of the apiserver suites (not published: dist/test-*): a real kube-apiserver + etcd
 // (tools/testenv) with deploy/'s CRDs and the suite's namespace, a poll that ends with the suite, and
 // what kubelet does to a launcher Pod (the suites play kubelet and virt-handler themselves).
+import { spawnSync } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { parseManifests } from '@kubevirt-ts/api';
-import { KubeClient, PODS, type KubeObject } from '@kubevirt-ts/controller-runtime';
+import { KubeClient, PODS, type KubeObject, type Resource } from '@kubevirt-ts/controller-runtime';
 import { createLogger } from '@kubevirt-ts/log';
 import { LABEL_CREATED_BY } from '@kubevirt-ts/renderer';
 import {
@@ -19,6 +20,7 @@ import {
 import { nowTimestamp, type Vmi } from './common.js';
 import type { Pod } from './context.js';
 import { VirtController, type VirtControllerOptions } from './manager.js';
+import { MUTATE_PATH, VALIDATE_PATH } from './webhook.js';
 
 export const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -206,4 +208,114 @@ export function invalidVm(ns: string) {
       },
     },
   };
+}
+
+function openssl(certDir: string, args: string[]) {
+  const r = spawnSync('openssl', args, { cwd: certDir, encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`openssl ${args.join(' ')}: ${r.stderr}`);
+}
+/** a CA and a serving certificate for 127.0.0.1, made by openssl in `certDir` */
+export function makeCerts(certDir: string): { ca: string; cert: string; key: string } {
+  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+  openssl(certDir, [
+    'req',
+    '-x509',
+    ...ec,
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.crt',
+    '-days',
+    '2',
+    '-subj',
+    '/CN=webhook-test-ca',
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign,cRLSign',
+  ]);
+  writeFileSync(
+    join(certDir, 'srv.ext'),
+    'basicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1\n',
+  );
+  openssl(certDir, [
+    'req',
+    '-new',
+    ...ec,
+    '-keyout',
+    'srv.key',
+    '-out',
+    'srv.csr',
+    '-subj',
+    '/CN=virt-controller-webhook',
+  ]);
+  openssl(certDir, [
+    'x509',
+    '-req',
+    '-in',
+    'srv.csr',
+    '-CA',
+    'ca.crt',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-days',
+    '2',
+    '-extfile',
+    'srv.ext',
+    '-out',
+    'srv.crt',
+  ]);
+  const read = (f: string) => readFileSync(join(certDir, f), 'utf8');
+  return { ca: read('ca.crt'), cert: read('srv.crt'), key: read('srv.key') };
+}
+
+/**
+ * deploy/50-webhooks.yaml's webhook of `kind`, calling the webhook server on 127.0.0.1:`port` (failurePolicy Fail):
+ * the same rules as a cluster gets
+ */
+export function webhookConfig(kind: 'Mutating' | 'Validating', port: number, ca: string): KubeObject {
+  const path = kind === 'Mutating' ? MUTATE_PATH : VALIDATE_PATH;
+  const name = kind === 'Mutating' ? 'mutate' : 'validate';
+  const deployed = deployObjects('50-webhooks.yaml').find((o) => o.kind === `${kind}WebhookConfiguration`) as
+    { webhooks: { rules: unknown[] }[] } | undefined;
+  return {
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: `${kind}WebhookConfiguration`,
+    metadata: { name: `kubevirt-ts-${name}` },
+    webhooks: [
+      {
+        name: `${name}.kubevirt-ts.kubevirt.io`,
+        clientConfig: {
+          url: `https://127.0.0.1:${port}${path}`,
+          caBundle: Buffer.from(ca).toString('base64'),
+        },
+        rules: deployed!.webhooks[0]!.rules,
+        failurePolicy: 'Fail',
+        matchPolicy: 'Equivalent',
+        sideEffects: 'None',
+        admissionReviewVersions: ['v1'],
+        timeoutSeconds: 10,
+      },
+    ],
+  } as KubeObject;
+}
+
+const MWC: Resource = {
+  group: 'admissionregistration.k8s.io',
+  version: 'v1',
+  plural: 'mutatingwebhookconfigurations',
+  namespaced: false,
+};
+const VWC: Resource = {
+  group: 'admissionregistration.k8s.io',
+  version: 'v1',
+  plural: 'validatingwebhookconfigurations',
+  namespaced: false,
+};
+
+/** Registers the mutating and validating webhooks (see {@link webhookConfig}) with the API server. */
+export async function registerWebhooks(api: KubeClient, port: number, ca: string): Promise<void> {
+  await api.create(MWC, undefined, webhookConfig('Mutating', port, ca));
+  await api.create(VWC, undefined, webhookConfig('Validating', port, ca));
 }

@@ -4,6 +4,9 @@
 // lagging cache from creating a second VMI or deleting one twice.
 import { isNotFound, updateIfChanged } from '@kubevirt-ts/controller-runtime';
 import {
+  applyToVmiSpec,
+  applyVmiSpecDefaults,
+  conflictsMessage,
   setVirtualMachineDefaults,
   vmRunStrategy,
   type Condition,
@@ -18,6 +21,7 @@ import {
   VM_CONTROLLER_FINALIZER,
   controllerRef,
   errorMessage,
+  vmOwnerReference,
   vmRef,
   getCondition,
   hasCondition,
@@ -29,6 +33,7 @@ import {
   type Vmi,
 } from './common.js';
 import type { ControllerContext } from './context.js';
+import { findVmSpecs, instancetypeAnnotations, storeVmRevisions, type VmSpecs } from './instancetype.js';
 import { REASON_ERR_IMAGE_PULL, REASON_IMAGE_PULL_BACKOFF } from './vmi.js';
 
 /** the finalizer kube-apiserver puts on an object deleted with propagationPolicy Orphan */
@@ -106,6 +111,7 @@ export class VmController {
           if (!vm.metadata.deletionTimestamp) return;
         } else {
           vm = (await this.setVmFinalizer(vm, true)) ?? vm;
+          vm = await this.syncInstancetype(vm);
           syncErr = await this.startStop(key, vm, vmi);
         }
       } catch (e) {
@@ -277,12 +283,66 @@ export class VmController {
     return diff > 0 ? diff : 0;
   }
 
-  /** The VMI this VM starts: its template, name, owner reference, labels, firmware UUID, finalizers. */
-  vmiFromVm(vm: Vm): Vmi {
+  /**
+   * Upstream's instancetype controller Sync: the instance type and preference the VM names can be read (else a
+   * FailedFindInstancetype / FailedFindPreference sync error: the VM does not start), and they are stored in
+   * ControllerRevisions recorded in the VM's status. Returns the VM as written.
+   */
+  private async syncInstancetype(vm: Vm): Promise<Vm> {
+    if (!vm.spec.instancetype && !vm.spec.preference) return vm;
+    const { client } = this.ctx;
+    await findVmSpecs(client, vm);
+    const refs = await storeVmRevisions(client, vm, (it) => {
+      // the instance type may have changed since the VM was admitted: upstream checks once more
+      const conflicts = applyToVmiSpec(
+        'spec.template.spec',
+        it,
+        undefined,
+        structuredClone(vm.spec.template.spec),
+        structuredClone(vm.spec.template.metadata ?? {}),
+      );
+      if (conflicts.length) throw new SyncError('FailedCreate', conflictsMessage(conflicts));
+    });
+    if (!refs) return vm;
+    try {
+      const r = await updateIfChanged<Vm>({
+        client,
+        resource: VMS,
+        current: vm,
+        subresource: 'status',
+        mutate: (latest) => {
+          latest.status = { ...latest.status, ...refs };
+          return latest;
+        },
+      });
+      return r.object ?? vm;
+    } catch (e) {
+      throw new SyncError(
+        'FailedCreate',
+        `failed to record the instancetype and preference ControllerRevisions: ${errorMessage(e)}`,
+      );
+    }
+  }
+
+  /**
+   * The VMI this VM starts: its template, name, owner reference, labels, firmware UUID, finalizers; with the
+   * instance type and preference of `specs` applied (and the annotations naming them), then the defaults.
+   */
+  vmiFromVm(vm: Vm, specs: VmSpecs = {}): Vmi {
     const d = setVirtualMachineDefaults(vm);
     const tmeta = structuredClone(vm.spec.template.metadata ?? {}) as Vmi['metadata'];
     delete tmeta.generateName;
     const spec = structuredClone(d.spec.template.spec);
+    if (vm.spec.instancetype || vm.spec.preference) {
+      tmeta.annotations = { ...(tmeta.annotations ?? {}), ...instancetypeAnnotations(vm) };
+      const conflicts = applyToVmiSpec('spec', specs.instancetype, specs.preference, spec, tmeta);
+      if (conflicts.length)
+        throw new SyncError(
+          'FailedCreate',
+          `VMI conflicts with instancetype spec in fields: [${conflicts.map((c) => c.path).join(', ')}]`,
+        );
+      applyVmiSpecDefaults(spec, vm.metadata.name);
+    }
     if (hasStartPausedRequest(vm)) spec.startStrategy = 'Paused';
     return {
       apiVersion: 'kubevirt.io/v1',
@@ -296,16 +356,7 @@ export class VmController {
           ...(tmeta.annotations ?? {}),
           [ANNOTATION_VM_GENERATION]: String(vm.metadata.generation ?? 0),
         },
-        ownerReferences: [
-          {
-            apiVersion: 'kubevirt.io/v1',
-            kind: 'VirtualMachine',
-            name: vm.metadata.name!,
-            uid: vm.metadata.uid!,
-            controller: true,
-            blockOwnerDeletion: true,
-          },
-        ],
+        ownerReferences: [vmOwnerReference(vm)],
         finalizers: [VMI_FINALIZER, VM_CONTROLLER_FINALIZER],
       },
       spec,
@@ -314,7 +365,7 @@ export class VmController {
 
   private async startVmi(key: string, vm: Vm): Promise<void> {
     const { ctx } = this;
-    const vmi = this.vmiFromVm(vm);
+    const vmi = this.vmiFromVm(vm, await findVmSpecs(ctx.client, vm));
     ctx.vmExpectations.expectCreations(key, 1);
     try {
       await ctx.client.create<Vmi>(VMIS, vm.metadata.namespace, vmi);

@@ -316,7 +316,13 @@ export async function startManagedWebhooks(
   });
   await certs.start();
   try {
-    server = await startWebhookServer({ ...first!, host: o.host, port: o.port, log: o.log });
+    server = await startWebhookServer({
+      ...first!,
+      host: o.host,
+      port: o.port,
+      log: o.log,
+      client: o.client,
+    });
   } catch (e) {
     await certs.stop();
     throw e;

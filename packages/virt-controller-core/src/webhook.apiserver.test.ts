@@ -1,8 +1,8 @@
 // The admission webhooks through a real kube-apiserver (tools/testenv): the API server calls the
 // webhook server over TLS on loopback (a CA and serving certificate made by openssl for the test),
 // registered with failurePolicy Fail, as deploy/ will register it.
-import { execFile, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -17,123 +17,21 @@ import { KubeClient, type KubeObject, type Resource } from '@kubevirt-ts/control
 import type { TestEnv } from '@kubevirt-ts/testenv';
 import { formatFieldError } from './admission.js';
 import { VMIMS, VMIS, VMS, VMI_FINALIZER, type Vm, type Vmi } from './common.js';
-import { deployObjects, invalidVm, startApiserver } from './test-apiserver.js';
-import { MUTATE_PATH, VALIDATE_PATH, startWebhookServer, type WebhookServer } from './webhook.js';
+import { invalidVm, makeCerts, registerWebhooks, startApiserver } from './test-apiserver.js';
+import { startWebhookServer, type WebhookServer } from './webhook.js';
 
 const NS = 'hook-test';
-const MWC: Resource = {
-  group: 'admissionregistration.k8s.io',
-  version: 'v1',
-  plural: 'mutatingwebhookconfigurations',
-  namespaced: false,
-};
-const VWC: Resource = {
-  group: 'admissionregistration.k8s.io',
-  version: 'v1',
-  plural: 'validatingwebhookconfigurations',
-  namespaced: false,
-};
-
 let env: TestEnv;
 let api: KubeClient;
 let hook: WebhookServer;
 let certDir: string;
 
-function openssl(args: string[]) {
-  const r = spawnSync('openssl', args, { cwd: certDir, encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`openssl ${args.join(' ')}: ${r.stderr}`);
-}
-/** a CA and a serving certificate for 127.0.0.1 */
-function makeCerts(): { ca: string; cert: string; key: string } {
-  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  openssl([
-    'req',
-    '-x509',
-    ...ec,
-    '-keyout',
-    'ca.key',
-    '-out',
-    'ca.crt',
-    '-days',
-    '2',
-    '-subj',
-    '/CN=webhook-test-ca',
-    '-addext',
-    'basicConstraints=critical,CA:TRUE',
-    '-addext',
-    'keyUsage=critical,keyCertSign,cRLSign',
-  ]);
-  writeFileSync(
-    join(certDir, 'srv.ext'),
-    'basicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1\n',
-  );
-  openssl([
-    'req',
-    '-new',
-    ...ec,
-    '-keyout',
-    'srv.key',
-    '-out',
-    'srv.csr',
-    '-subj',
-    '/CN=virt-controller-webhook',
-  ]);
-  openssl([
-    'x509',
-    '-req',
-    '-in',
-    'srv.csr',
-    '-CA',
-    'ca.crt',
-    '-CAkey',
-    'ca.key',
-    '-CAcreateserial',
-    '-days',
-    '2',
-    '-extfile',
-    'srv.ext',
-    '-out',
-    'srv.crt',
-  ]);
-  const read = (f: string) => readFileSync(join(certDir, f), 'utf8');
-  return { ca: read('ca.crt'), cert: read('srv.crt'), key: read('srv.key') };
-}
-
-/** deploy/50-webhooks.yaml's webhook, called at the test's server: the same rules as a cluster gets */
-function webhookConfig(kind: 'Mutating' | 'Validating', port: number, ca: string): KubeObject {
-  const path = kind === 'Mutating' ? MUTATE_PATH : VALIDATE_PATH;
-  const name = kind === 'Mutating' ? 'mutate' : 'validate';
-  const deployed = deployObjects('50-webhooks.yaml').find((o) => o.kind === `${kind}WebhookConfiguration`) as
-    { webhooks: { rules: unknown[] }[] } | undefined;
-  return {
-    apiVersion: 'admissionregistration.k8s.io/v1',
-    kind: `${kind}WebhookConfiguration`,
-    metadata: { name: `kubevirt-ts-${name}` },
-    webhooks: [
-      {
-        name: `${name}.kubevirt-ts.kubevirt.io`,
-        clientConfig: {
-          url: `https://127.0.0.1:${port}${path}`,
-          caBundle: Buffer.from(ca).toString('base64'),
-        },
-        rules: deployed!.webhooks[0]!.rules,
-        failurePolicy: 'Fail',
-        matchPolicy: 'Equivalent',
-        sideEffects: 'None',
-        admissionReviewVersions: ['v1'],
-        timeoutSeconds: 10,
-      },
-    ],
-  } as KubeObject;
-}
-
 beforeAll(async () => {
   ({ env, api } = await startApiserver(NS, 'webhook-test'));
   certDir = mkdtempSync(join(tmpdir(), 'kvts-webhook-'));
-  const { ca, cert, key } = makeCerts();
+  const { ca, cert, key } = makeCerts(certDir);
   hook = await startWebhookServer({ cert, key, host: '127.0.0.1' });
-  await api.create(MWC, undefined, webhookConfig('Mutating', hook.port, ca));
-  await api.create(VWC, undefined, webhookConfig('Validating', hook.port, ca));
+  await registerWebhooks(api, hook.port, ca);
 }, 120000);
 
 afterAll(async () => {

@@ -1,8 +1,15 @@
 // The admission webhooks over HTTPS: POST /mutate and /validate with an AdmissionReview (v1).
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import type { KubeClient } from '@kubevirt-ts/controller-runtime';
 import type { Logger } from '@kubevirt-ts/log';
-import { mutate, review, validate, type AdmissionReview } from './admission.js';
+import {
+  mutate,
+  review,
+  validateWithInstancetypes,
+  type AdmissionRequest,
+  type AdmissionReview,
+} from './admission.js';
 import { errorMessage } from './common.js';
 
 export const MUTATE_PATH = '/mutate';
@@ -17,6 +24,8 @@ export interface WebhookServerOptions {
   /** 0: any free port */
   port?: number;
   log?: Logger;
+  /** reads the instance types and preferences VMs name (none: they are not applied at admission) */
+  client?: KubeClient;
 }
 
 export interface WebhookServer {
@@ -38,7 +47,7 @@ export async function startWebhookServer(o: WebhookServerOptions): Promise<Webho
       req.url?.split('?')[0] === MUTATE_PATH
         ? mutate
         : req.url?.split('?')[0] === VALIDATE_PATH
-          ? validate
+          ? (r: AdmissionRequest) => validateWithInstancetypes(r, o.client)
           : undefined;
     if (req.method !== 'POST' || !handler) {
       res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found\n');
@@ -51,10 +60,10 @@ export async function startWebhookServer(o: WebhookServerOptions): Promise<Webho
       if (size > MAX_BODY) req.destroy(new Error('request body too large'));
       else chunks.push(c);
     });
-    req.on('end', () => {
+    req.on('end', async () => {
       try {
         const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as AdmissionReview;
-        const out = review(body, handler);
+        const out = await review(body, handler);
         if (!out.response?.allowed)
           o.log?.info('admission denied', {
             kind: body.request?.kind?.kind,

@@ -255,6 +255,14 @@ const NEEDS: Record<'controller' | 'handler' | 'operator', Need[]> = {
     },
     { group: '', resource: 'pods', verbs: ['get', 'list', 'watch', 'create', 'delete'] },
     { group: '', resource: 'persistentvolumeclaims', verbs: ['get', 'list', 'watch'] },
+    // instance types and preferences: read by the webhook and the VM controller, stored in ControllerRevisions
+    ...[
+      'virtualmachineinstancetypes',
+      'virtualmachineclusterinstancetypes',
+      'virtualmachinepreferences',
+      'virtualmachineclusterpreferences',
+    ].map((resource) => ({ group: 'instancetype.kubevirt.io', resource, verbs: ['get'] })),
+    { group: 'apps', resource: 'controllerrevisions', verbs: ['get', 'create'] },
     // patch: the node controller labels a node whose virt-handler stopped heartbeating unschedulable
     { group: '', resource: 'nodes', verbs: ['get', 'list', 'watch', 'patch'] },
     { group: '', resource: 'events', verbs: ['create', 'patch'] },

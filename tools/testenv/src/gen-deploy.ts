@@ -177,6 +177,23 @@ export const CONTROLLER_CLUSTER_RULES: Rule[] = [
     why: 'update/patch status: migration phase and target Pod',
   },
   {
+    apiGroups: ['instancetype.kubevirt.io'],
+    resources: [
+      'virtualmachineinstancetypes',
+      'virtualmachineclusterinstancetypes',
+      'virtualmachinepreferences',
+      'virtualmachineclusterpreferences',
+    ],
+    verbs: ['get'],
+    why: 'get: the instance type and preference a VM names, read by the validating webhook (applied to the template before it is validated) and by the VM controller (stored in a ControllerRevision); no list/watch: read on demand, no informer',
+  },
+  {
+    apiGroups: ['apps'],
+    resources: ['controllerrevisions'],
+    verbs: ['get', 'create'],
+    why: "create: the VM controller stores a VM's instance type and preference in ControllerRevisions owned by the VM (the garbage collector removes them with it); get: reads them back to start the VM's VMIs and to compare with one already there; no list/watch/delete: upstream's informer and its Expand policy are not implemented",
+  },
+  {
     apiGroups: [''],
     resources: ['pods'],
     verbs: ['get', 'list', 'watch', 'create', 'delete'],
