@@ -1149,12 +1149,6 @@ export const NOT_IMPLEMENTED_RESOURCES: Record<string, string[]> = {
   ],
   'export.kubevirt.io': ['virtualmachineexports'],
   'backup.kubevirt.io': ['virtualmachinebackups', 'virtualmachinebackuptrackers'],
-  'instancetype.kubevirt.io': [
-    'virtualmachineinstancetypes',
-    'virtualmachineclusterinstancetypes',
-    'virtualmachinepreferences',
-    'virtualmachineclusterpreferences',
-  ],
   'migrations.kubevirt.io': ['migrationpolicies'],
   'clone.kubevirt.io': ['virtualmachineclones'],
   'plugin.kubevirt.io': ['plugins'],
