@@ -15,7 +15,9 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 
 const esbuildDir = process.env.KVTS_ESBUILD_DIR;
-const { build } = await import(esbuildDir ? pathToFileURL(path.join(esbuildDir, 'lib', 'main.js')).href : 'esbuild');
+const { build } = await import(
+  esbuildDir ? pathToFileURL(path.join(esbuildDir, 'lib', 'main.js')).href : 'esbuild'
+);
 
 const { values } = parseArgs({
   options: { minify: { type: 'boolean', default: false } },

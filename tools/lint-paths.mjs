@@ -18,7 +18,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(process.argv[2] ?? fileURLToPath(new URL('..', import.meta.url)));
-const CODE = /\.(?:[cm]?[jt]s|sh|py|go|c|h|cc|ya?ml|json|toml|conf)$|(?:^|\/)(?:Containerfile|Dockerfile|Makefile)$/;
+const CODE =
+  /\.(?:[cm]?[jt]s|sh|py|go|c|h|cc|ya?ml|json|toml|conf)$|(?:^|\/)(?:Containerfile|Dockerfile|Makefile)$/;
 const SKIP = /(?:^|\/)(?:node_modules|dist|build)\/|(?:^|\/)package-lock\.json$/;
 
 const files = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], {
@@ -34,7 +35,10 @@ const outside = (fromDir, rel) => {
 };
 
 const rules = [
-  { re: /\/work\/[\w.+-]/g, why: () => "a path of this machine's layout (/work/...): not part of the repository" },
+  {
+    re: /\/work\/[\w.+-]/g,
+    why: () => "a path of this machine's layout (/work/...): not part of the repository",
+  },
   {
     re: /(?:\.\.\/)+shared\b|['"]\.\.['"]\s*,\s*['"]shared['"]/g,
     why: () => 'a shared folder beside the repository: copy what is needed into the repository',
@@ -75,7 +79,9 @@ for (const file of files) {
   });
 }
 if (problems.length) {
-  console.error(`lint-paths: ${problems.length} reference(s) to paths outside the repository:\n  ${problems.join('\n  ')}`);
+  console.error(
+    `lint-paths: ${problems.length} reference(s) to paths outside the repository:\n  ${problems.join('\n  ')}`,
+  );
   process.exit(1);
 }
 console.log(`lint-paths: ${files.length} files read, none reaches outside the repository`);

@@ -4,7 +4,7 @@
 // upstream applies unchanged) and listed by kubeVirtNotImplemented(), which virt-operator reports in the CR's
 // `NotImplemented` condition: nothing is silently ignored.
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import { Arr, Bool, Enum, Loose, Opt, Quantity, Str, UInt } from './schema-helpers.js';
+import { Arr, Bool, Enum, Loose, Opt, Quantity, Str } from './schema-helpers.js';
 import { API_VERSION, ConditionSchema, ObjectMetaSchema } from './schemas.js';
 
 const PullPolicy = () => Enum(['Always', 'IfNotPresent', 'Never']);

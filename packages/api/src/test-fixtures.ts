@@ -4,7 +4,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** The converter's reference VMIs (packages/converter/test-fixtures/README.md). */
-export const REFERENCE_DIR = fileURLToPath(new URL('../../converter/test-fixtures/reference', import.meta.url));
+export const REFERENCE_DIR = fileURLToPath(
+  new URL('../../converter/test-fixtures/reference', import.meta.url),
+);
 
 export function referenceYamls(): { file: string; text: string }[] {
   return readdirSync(REFERENCE_DIR)

@@ -44,7 +44,7 @@ export const metaString = (maxLength = 24): fc.Arbitrary<string> =>
 /** metaString without control characters: what the API takes in a field that ends up on a command line or in XML
  * attributes and text (kernel arguments, SMBIOS strings) */
 const lineString = (maxLength = 24): fc.Arbitrary<string> =>
-  metaString(maxLength).map((s) => s.replace(/[\x00-\x1f\x7f]/g, ' '));
+  metaString(maxLength).map((s) => s.replace(/\p{Cc}/gu, ' '));
 
 const label = fc.stringMatching(/^[a-z]([a-z0-9-]{0,14}[a-z0-9])?$/);
 const safeSerial = fc.stringMatching(/^[A-Za-z0-9_.+-]{1,20}$/);
