@@ -59,12 +59,15 @@ export const KubeVirtConfigurationSchema = Loose({
     Str('multiplies the computed memory overhead of a launcher Pod, e.g. "1.5" (default "1.0")'),
   ),
 });
+/** `spec.configuration` of the KubeVirt CR: the fields kubevirt-ts implements (others are kept, not typed). */
 export type KubeVirtConfiguration = Static<typeof KubeVirtConfigurationSchema>;
 
+/** TypeBox schema of the KubeVirt CR's `spec`: `configuration`; upstream's other fields are kept as given. */
 export const KubeVirtSpecSchema = Loose({
   configuration: Opt(KubeVirtConfigurationSchema),
 });
 
+/** TypeBox schema of the KubeVirt CR's `status`, as upstream's virt-operator reports it (virt-operator writes it). */
 export const KubeVirtStatusSchema = Loose({
   phase: Opt(Str('Deploying, Deployed, Deleting or Deleted')),
   conditions: Opt(Arr(ConditionSchema)),
@@ -75,6 +78,7 @@ export const KubeVirtStatusSchema = Loose({
   observedKubeVirtRegistry: Opt(Str()),
   targetKubeVirtRegistry: Opt(Str()),
 });
+/** The KubeVirt CR's `status`: phase, conditions, observedGeneration and versions. */
 export type KubeVirtStatus = Static<typeof KubeVirtStatusSchema>;
 
 /** TypeBox schema of the KubeVirt custom resource (kubevirt.io/v1 KubeVirt). */
@@ -88,6 +92,7 @@ export const KubeVirtSchema = Type.Object(
   },
   { description: "KubeVirt: the cluster's virtualization configuration and the installation's status" },
 );
+/** The KubeVirt custom resource: the cluster's configuration and the installation's status. */
 export type KubeVirt = Static<typeof KubeVirtSchema>;
 
 /** The KubeVirt CR's name in upstream's docs and in deploy/ (`kubectl get kubevirt kubevirt -n <namespace>`). */
