@@ -14,6 +14,7 @@ import {
 import {
   API_GROUP,
   VirtualMachineInstanceMigrationSchema,
+  VirtualMachineInstanceReplicaSetSchema,
   VirtualMachineInstanceSchema,
   VirtualMachineSchema,
 } from './schemas.js';
@@ -141,6 +142,8 @@ export interface KindInfo {
    * carries a phase and the labels that go with it, e.g. Scheduled and `kubevirt.io/nodeName`)
    */
   statusSubresource?: boolean;
+  /** the scale subresource (`kubectl scale`): where the desired and current replicas and the selector are */
+  scale?: { specReplicasPath: string; statusReplicasPath: string; labelSelectorPath?: string };
 }
 
 /** The versions upstream serves its core kubevirt.io kinds in: v1 (stored) and the deprecated v1alpha3. */
@@ -265,14 +268,20 @@ export const CRD_KINDS: KindInfo[] = [
     ['vmcp', 'vmcps'],
     'Cluster',
   ),
-  // served, not implemented
   {
     kind: 'VirtualMachineInstanceReplicaSet',
     plural: 'virtualmachineinstancereplicasets',
     singular: 'virtualmachineinstancereplicaset',
     shortNames: ['vmirs', 'vmirss'],
+    schema: VirtualMachineInstanceReplicaSetSchema,
     columns: REPLICAS,
+    scale: {
+      specReplicasPath: '.spec.replicas',
+      statusReplicasPath: '.status.replicas',
+      labelSelectorPath: '.status.labelSelector',
+    },
   },
+  // served, not implemented
   {
     kind: 'VirtualMachineInstancePreset',
     plural: 'virtualmachineinstancepresets',
@@ -460,6 +469,14 @@ function openAPIV3SchemaOf(schema: TSchema): JSONSchemaProps {
   return openAPIV3Schema;
 }
 
+/** The subresources of a kind's CRD: status (unless it has none), scale (when it has one). */
+function subresources(k: KindInfo): { subresources?: Record<string, unknown> } {
+  const sub: Record<string, unknown> = {};
+  if (k.statusSubresource !== false) sub['status'] = {};
+  if (k.scale) sub['scale'] = { ...k.scale };
+  return Object.keys(sub).length ? { subresources: sub } : {};
+}
+
 /** The CRD object for one kind. */
 export function crdFor(kind: string): Record<string, unknown> {
   const k = CRD_KINDS.find((x) => x.kind === kind);
@@ -490,7 +507,7 @@ export function crdFor(kind: string): Record<string, unknown> {
       ...(versions.length > 1 ? { conversion: { strategy: 'None' } } : {}),
       versions: versions.map((v) => ({
         ...v,
-        ...(k.statusSubresource === false ? {} : { subresources: { status: {} } }),
+        ...subresources(k),
         ...(k.columns.length ? { additionalPrinterColumns: k.columns } : {}),
         schema: { openAPIV3Schema },
       })),

@@ -1,5 +1,6 @@
 // @kubevirt-ts/api: kubevirt.io/v1 types and schemas, defaults, validation, CRD generation.
 export * from './schemas.js';
+export { labelSelectorError, labelSelectorMatches, labelSelectorString } from './selector.js';
 export { parseQuantity, isQuantity, quantityValue, formatBinaryQuantity } from './quantity.js';
 export {
   type FieldError,
@@ -8,6 +9,7 @@ export {
   validateVirtualMachine,
   validateVirtualMachineInstance,
   validateVirtualMachineInstanceMigration,
+  validateVirtualMachineInstanceReplicaSet,
   checkDns1123Label,
   checkDns1123Subdomain,
   checkQualifiedName,

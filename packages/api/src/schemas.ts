@@ -818,3 +818,63 @@ export const VirtualMachineInstanceMigrationSchema = Type.Object(
 );
 /** A kubevirt.io/v1 VirtualMachineInstanceMigration: one live migration of a VMI to another node. */
 export type VirtualMachineInstanceMigration = Static<typeof VirtualMachineInstanceMigrationSchema>;
+
+// ---------------------------------------------------------------- VirtualMachineInstanceReplicaSet
+
+/** The operators of a label selector requirement (meta/v1 `LabelSelectorOperator`). */
+export const LABEL_SELECTOR_OPERATORS = ['In', 'NotIn', 'Exists', 'DoesNotExist'] as const;
+
+/** TypeBox schema of a meta/v1 LabelSelector: matchLabels and matchExpressions, ANDed; unknown fields are rejected. */
+export const LabelSelectorSchema = Strict(
+  {
+    matchLabels: Opt(StringMap('labels an object must carry, exactly')),
+    matchExpressions: Opt(
+      Arr(
+        Strict({
+          key: Str('the label key'),
+          operator: Enum([...LABEL_SELECTOR_OPERATORS]),
+          values: Opt(Arr(Str(), 'non-empty for In and NotIn, empty for Exists and DoesNotExist')),
+        }),
+      ),
+    ),
+  },
+  'a label selector (meta/v1): every matchLabels entry and every matchExpressions requirement must hold',
+);
+/** A meta/v1 LabelSelector. */
+export type LabelSelector = Static<typeof LabelSelectorSchema>;
+
+/** TypeBox schema of the replica set `spec` (upstream `v1.VirtualMachineInstanceReplicaSetSpec`); unknown fields are rejected. */
+export const VirtualMachineInstanceReplicaSetSpecSchema = Strict({
+  replicas: Opt(UInt('how many VMIs to keep (default 1)')),
+  selector: LabelSelectorSchema,
+  template: VirtualMachineInstanceTemplateSpecSchema,
+  paused: Opt(Bool('true: the controller neither creates nor deletes VMIs')),
+});
+/** The `spec` of a VirtualMachineInstanceReplicaSet: replicas, the selector, the VMI template, paused. */
+export type VirtualMachineInstanceReplicaSetSpec = Static<typeof VirtualMachineInstanceReplicaSetSpecSchema>;
+
+/** TypeBox schema of the replica set `status` (upstream `v1.VirtualMachineInstanceReplicaSetStatus`); fields not modelled here are kept. */
+export const VirtualMachineInstanceReplicaSetStatusSchema = Loose({
+  replicas: Opt(Int('VMIs owned that are neither final nor being deleted')),
+  readyReplicas: Opt(Int('of those, the VMIs whose Ready condition is True')),
+  labelSelector: Opt(Str('spec.selector as a string (the scale subresource reads it)')),
+  conditions: Opt(Arr(ConditionSchema)),
+});
+/** The `status` of a VirtualMachineInstanceReplicaSet, written by virt-controller. */
+export type VirtualMachineInstanceReplicaSetStatus = Static<
+  typeof VirtualMachineInstanceReplicaSetStatusSchema
+>;
+
+/** TypeBox schema of a whole VirtualMachineInstanceReplicaSet object (apiVersion, kind, metadata, spec, status). */
+export const VirtualMachineInstanceReplicaSetSchema = Type.Object(
+  {
+    apiVersion: Type.Literal(API_VERSION),
+    kind: Type.Literal('VirtualMachineInstanceReplicaSet'),
+    metadata: ObjectMetaSchema,
+    spec: VirtualMachineInstanceReplicaSetSpecSchema,
+    status: Opt(VirtualMachineInstanceReplicaSetStatusSchema),
+  },
+  { description: 'VirtualMachineInstanceReplicaSet keeps a number of VMIs from one template running.' },
+);
+/** A kubevirt.io/v1 VirtualMachineInstanceReplicaSet: keeps `replicas` VMIs of its template running. */
+export type VirtualMachineInstanceReplicaSet = Static<typeof VirtualMachineInstanceReplicaSetSchema>;

@@ -15,7 +15,12 @@ export interface FieldError {
 }
 
 /** The kinds {@link validateObject} accepts (all of apiVersion kubevirt.io/v1). */
-export const KINDS = ['VirtualMachine', 'VirtualMachineInstance', 'VirtualMachineInstanceMigration'] as const;
+export const KINDS = [
+  'VirtualMachine',
+  'VirtualMachineInstance',
+  'VirtualMachineInstanceMigration',
+  'VirtualMachineInstanceReplicaSet',
+] as const;
 
 // ------------------------------------------------------------------ helpers
 

@@ -4,12 +4,15 @@
 // field path.
 import { isIP } from 'node:net';
 import { sub } from './paths.js';
+import { labelSelectorError, labelSelectorMatches } from './selector.js';
 import {
   API_VERSION,
   VirtualMachineInstanceMigrationSchema,
+  VirtualMachineInstanceReplicaSetSchema,
   VirtualMachineInstanceSchema,
   type VirtualMachineInstanceSpec,
   VirtualMachineSchema,
+  type LabelSelector,
 } from './schemas.js';
 import {
   Errs,
@@ -313,7 +316,30 @@ export function validateVirtualMachineInstanceMigration(o: unknown): FieldError[
   return merge(errors, e.list);
 }
 
-/** Validate any of the three kinds, dispatching on `kind`. */
+/** Validates a VirtualMachineInstanceReplicaSet manifest as upstream's VMIRS admitter: its metadata, the VMI
+ * template (as {@link validateVirtualMachineInstance}), and `spec.selector`, which must be well formed and
+ * match the template's labels. Returns every problem found, [] when valid. */
+export function validateVirtualMachineInstanceReplicaSet(o: unknown): FieldError[] {
+  const pre = preamble(o, 'VirtualMachineInstanceReplicaSet');
+  if (pre) return pre;
+  const { errors, value: rs } = checkSchema(VirtualMachineInstanceReplicaSetSchema, dropNulls(o));
+  const e = new Errs(errors);
+  validateMetadata(rs.metadata, 'metadata', e, { nameRequired: true });
+  const spec = rs.spec ?? {};
+  validateMetadata(spec.template?.metadata, 'spec.template.metadata', e, { nameRequired: false });
+  validateVmiSpec(spec.template?.spec, 'spec.template.spec', e);
+  // a selector the schema refused is not looked into further
+  const selector = spec.selector as LabelSelector | undefined;
+  if (selector && spec.template && !errors.some((f) => f.path.startsWith('spec.selector'))) {
+    const bad = labelSelectorError(selector);
+    if (bad) e.add('spec.selector', bad);
+    else if (!labelSelectorMatches(selector, spec.template.metadata?.labels as Record<string, string>))
+      e.add('spec.selector', 'selector does not match the labels of spec.template.metadata.labels');
+  }
+  return merge(errors, e.list);
+}
+
+/** Validate any of the kinds in `KINDS`, dispatching on `kind`. */
 export function validateObject(o: unknown): FieldError[] {
   if (!isObj(o))
     return [{ path: '', reason: `must be an object (a Kubernetes manifest), got ${describe(o)}` }];
@@ -332,6 +358,9 @@ export function validateObject(o: unknown): FieldError[] {
       break;
     case 'VirtualMachineInstanceMigration':
       rest = validateVirtualMachineInstanceMigration(o);
+      break;
+    case 'VirtualMachineInstanceReplicaSet':
+      rest = validateVirtualMachineInstanceReplicaSet(o);
       break;
     default:
       return [

@@ -253,6 +253,18 @@ const NEEDS: Record<'controller' | 'handler' | 'operator', Need[]> = {
       subresource: 'status',
       verbs: ['update', 'patch'],
     },
+    // the replica set controller: follows replica sets, writes their status
+    {
+      group: 'kubevirt.io',
+      resource: 'virtualmachineinstancereplicasets',
+      verbs: ['get', 'list', 'watch', 'update', 'patch'],
+    },
+    {
+      group: 'kubevirt.io',
+      resource: 'virtualmachineinstancereplicasets',
+      subresource: 'status',
+      verbs: ['update', 'patch'],
+    },
     { group: '', resource: 'pods', verbs: ['get', 'list', 'watch', 'create', 'delete'] },
     { group: '', resource: 'persistentvolumeclaims', verbs: ['get', 'list', 'watch'] },
     // instance types and preferences: read by the webhook and the VM controller, stored in ControllerRevisions

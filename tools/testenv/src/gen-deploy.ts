@@ -166,6 +166,18 @@ export const CONTROLLER_CLUSTER_RULES: Rule[] = [
   },
   {
     apiGroups: ['kubevirt.io'],
+    resources: ['virtualmachineinstancereplicasets'],
+    verbs: ['get', 'list', 'watch', 'update', 'patch'],
+    why: "get/list/watch: the replica set controller keeps each VirtualMachineInstanceReplicaSet's VMIs (informer); update/patch: as upstream, the controller may write the replica set itself",
+  },
+  {
+    apiGroups: ['kubevirt.io'],
+    resources: ['virtualmachineinstancereplicasets/status'],
+    verbs: ['update', 'patch'],
+    why: 'update/patch status: replicas, readyReplicas, labelSelector (read by the scale subresource) and the ReplicaFailure / ReplicaPaused conditions',
+  },
+  {
+    apiGroups: ['kubevirt.io'],
     resources: ['virtualmachineinstancemigrations'],
     verbs: ['get', 'list', 'watch', 'update', 'patch'],
     why: 'get/list/watch: the migration controller follows migrations; update/patch: its finalizer on them',
@@ -1140,7 +1152,7 @@ const admissionRule = (resources: string[], operations: string[]): V1RuleWithOpe
  * list against deploy/crds).
  */
 export const NOT_IMPLEMENTED_RESOURCES: Record<string, string[]> = {
-  'kubevirt.io': ['virtualmachineinstancereplicasets', 'virtualmachineinstancepresets'],
+  'kubevirt.io': ['virtualmachineinstancepresets'],
   'pool.kubevirt.io': ['virtualmachinepools'],
   'snapshot.kubevirt.io': [
     'virtualmachinesnapshots',
@@ -1190,7 +1202,12 @@ export function webhookConfigurations(): [V1MutatingWebhookConfiguration, V1Vali
       webhooks: [
         hook('validate.kubevirt-ts.kubevirt.io', '/validate', [
           admissionRule(
-            ['virtualmachines', 'virtualmachineinstances', 'virtualmachineinstancemigrations'],
+            [
+              'virtualmachines',
+              'virtualmachineinstances',
+              'virtualmachineinstancemigrations',
+              'virtualmachineinstancereplicasets',
+            ],
             ['CREATE', 'UPDATE'],
           ),
           // every served version (and both scopes): a create of a kind not implemented is refused by name
