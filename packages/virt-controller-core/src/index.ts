@@ -17,6 +17,7 @@ export {
   type MigrationPhase,
   type Vmim,
 } from './migration.js';
+export { ReplicaSetController, VMIRSS, BURST_REPLICAS, deletionOrder, type Vmirs } from './replicaset.js';
 export {
   NodeController,
   NODES,

@@ -1,4 +1,4 @@
-// virt-controller's controllers wired together: informers on VMs, VMIs, launcher Pods and the KubeVirt CR (the
+// virt-controller's controllers wired together: informers on VMs, VMIs, replica sets, launcher Pods and the KubeVirt CR (the
 // cluster's configuration, read live); a work queue per controller; expectations lowered by the informers' events.
 import type { ClusterAccess } from '@kubevirt-ts/controller-runtime';
 import {
@@ -28,6 +28,7 @@ import { VmController } from './vm.js';
 import { VmiController } from './vmi.js';
 import { MigrationController, type Vmim } from './migration.js';
 import { NODES, NodeController, type Node } from './node.js';
+import { ReplicaSetController, VMIRSS, type Vmirs } from './replicaset.js';
 
 /** the install namespace, where the KubeVirt CR lives (default) */
 export const CONFIG_NAMESPACE = 'kubevirt-ts';
@@ -50,6 +51,8 @@ export interface VirtControllerOptions {
   vmiWorkers?: number;
   /** migration controller workers (upstream default 3) */
   migrationWorkers?: number;
+  /** replica set controller workers (upstream default 3) */
+  replicaSetWorkers?: number;
   /** a node whose virt-handler heartbeat is older than this is unresponsive (upstream: 5 min) */
   heartbeatTimeoutMs?: number;
   /** how often each node is checked without events (upstream: 1 min) */
@@ -64,6 +67,7 @@ export class VirtController {
   readonly vm: VmController;
   readonly vmi: VmiController;
   readonly migration: MigrationController;
+  readonly replicaSet: ReplicaSetController;
   readonly node: NodeController;
   readonly nodes: Informer<Node>;
   readonly nodeQueue = new WorkQueue<string>();
@@ -171,6 +175,11 @@ export class VirtController {
       new Informer<Vmim>(this.client, { resource: VMIMS, log }),
     );
     this.migration.wire();
+    this.replicaSet = new ReplicaSetController(
+      this.ctx,
+      new Informer<Vmirs>(this.client, { resource: VMIRSS, log }),
+    );
+    this.replicaSet.wire();
     this.node = new NodeController(
       { ...this.ctx, nodes: this.nodes },
       { heartbeatTimeoutMs: opts.heartbeatTimeoutMs, recheckMs: opts.nodeRecheckMs },
@@ -299,6 +308,7 @@ export class VirtController {
       ctx.vmis.start(),
       ctx.vms.start(),
       this.migration.vmims.start(),
+      this.replicaSet.rss.start(),
       this.nodes.start(),
     ]);
     this.log.info('caches synced, starting workers', {
@@ -339,6 +349,12 @@ export class VirtController {
         this.log,
       ),
       runWorkers(
+        this.replicaSet.queue,
+        this.opts.replicaSetWorkers ?? 3,
+        wrap('replicaset', (k) => this.replicaSet.reconcile(k)),
+        this.log,
+      ),
+      runWorkers(
         this.nodeQueue,
         1,
         wrap('node', async (name) => {
@@ -356,6 +372,7 @@ export class VirtController {
     ctx.vmQueue.shutDown();
     ctx.vmiQueue.shutDown();
     this.migration.queue.shutDown();
+    this.replicaSet.queue.shutDown();
     this.nodeQueue.shutDown();
     await Promise.all(this.workers);
     await Promise.all([
@@ -364,6 +381,7 @@ export class VirtController {
       ctx.vmis.stop(),
       ctx.vms.stop(),
       this.migration.vmims.stop(),
+      this.replicaSet.rss.stop(),
       this.nodes.stop(),
     ]);
     await this.recorder.flush();
