@@ -60,3 +60,36 @@ describe('validate: served but not implemented kinds', () => {
     expect(validate(vmim)).toEqual({ uid: 'u1', allowed: true });
   });
 });
+
+describe('validate: VirtualMachineInstanceReplicaSet', () => {
+  const rs = (selector: unknown) =>
+    request('kubevirt.io', 'v1', 'VirtualMachineInstanceReplicaSet', {
+      object: {
+        apiVersion: 'kubevirt.io/v1',
+        kind: 'VirtualMachineInstanceReplicaSet',
+        metadata: { name: 'x' },
+        spec: {
+          replicas: 2,
+          selector,
+          template: {
+            metadata: { labels: { app: 'web' } },
+            spec: { domain: { devices: {}, resources: { requests: { memory: '64Mi' } } } },
+          },
+        },
+      },
+    });
+  it('is implemented: a selector matching the template labels is admitted', () => {
+    expect(validate(rs({ matchLabels: { app: 'web' } }))).toEqual({ uid: 'u1', allowed: true });
+  });
+  it('a selector that does not match the template labels is refused at spec.selector', () => {
+    const r = validate(rs({ matchLabels: { app: 'db' } }));
+    expect(r.allowed).toBe(false);
+    expect(r.status?.details?.causes).toEqual([
+      expect.objectContaining({ field: 'spec.selector', message: expect.stringMatching(/does not match/) }),
+    ]);
+  });
+  it('a malformed selector requirement is refused at spec.selector', () => {
+    const r = validate(rs({ matchExpressions: [{ key: 'app', operator: 'In' }] }));
+    expect(r.status?.details?.causes?.[0]?.field).toBe('spec.selector');
+  });
+});

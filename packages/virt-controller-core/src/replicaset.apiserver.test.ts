@@ -3,7 +3,15 @@
 import { KubeClient, resourcePath } from '@kubevirt-ts/controller-runtime';
 import { VMIS, isFinal, type Vmi } from './common.js';
 import { VMIRSS, type Vmirs } from './replicaset.js';
-import { poller, startController, stopController, type ControllerSuite } from './test-apiserver.js';
+import {
+  TEST_RENDERER,
+  kubeletRuns,
+  podsOf,
+  poller,
+  startController,
+  stopController,
+  type ControllerSuite,
+} from './test-apiserver.js';
 
 const NS = 'vmirs-test';
 let s: ControllerSuite | undefined;
@@ -78,15 +86,20 @@ test('creates VMIs owned by the replica set, follows the scale subresource, repo
   }
   await statusIs('web', { replicas: 2, readyReplicas: 0, labelSelector: 'rs=web' });
 
-  // virt-handler: one VMI runs and is Ready
-  await api.update<Vmi>(VMIS, {
-    ...vmis[0]!,
-    status: {
-      ...vmis[0]!.status,
-      phase: 'Running',
-      conditions: [{ type: 'Ready', status: 'True', lastProbeTime: null, lastTransitionTime: null }],
-    },
-  });
+  // kubelet runs the first VMI's Pod; virt-handler: the VMI runs and is Ready
+  const pod = await until('pod', async () => (await podsOf(api, vmis[0]!))[0]);
+  await kubeletRuns(api, pod, 'node01', TEST_RENDERER.launcherImage);
+  await until(
+    'scheduled',
+    async () => (await api.get<Vmi>(VMIS, NS, vmis[0]!.metadata.name!)).status?.phase === 'Scheduled',
+  );
+  await api.patch(
+    VMIS,
+    NS,
+    vmis[0]!.metadata.name!,
+    { status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] } },
+    'merge',
+  );
   await statusIs('web', { replicas: 2, readyReplicas: 1 });
 
   // the scale subresource, as kubectl scale: read it, then PATCH and PUT it
@@ -107,7 +120,7 @@ test('creates VMIs owned by the replica set, follows the scale subresource, repo
 test('a VMI that fails is deleted and replaced', async () => {
   const rs = await api.create<Vmirs>(VMIRSS, NS, rsObject('batch', 2));
   const [first] = await countIs(rs, 2);
-  await api.update<Vmi>(VMIS, { ...first!, status: { ...first!.status, phase: 'Failed' } });
+  await api.patch(VMIS, NS, first!.metadata.name!, { status: { phase: 'Failed' } }, 'merge');
   const after = await until('a replacement', async () => {
     const v = await activeVmis(rs);
     return v.length === 2 && !v.some((x) => x.metadata.uid === first!.metadata.uid) && v;
