@@ -12,6 +12,7 @@ import {
   VirtualMachineInstancetypeSchema,
   VirtualMachinePreferenceSchema,
 } from '@kubevirt-ts/api';
+import { canonicalQuantity } from './create.js';
 import { run } from './run.js';
 
 type Obj = Record<string, any>;
@@ -265,6 +266,49 @@ status: {}
     const none = await virtctl('create', 'vm', '--cloud-init', 'none', '--ssh-key', 'k');
     expect(none.err).toContain('--cloud-init: was set to none');
     expect((yaml().parse(none.out) as Obj)['spec']['template']['spec']['volumes']).toBeUndefined();
+  });
+
+  it('prints quantities as Kubernetes does after parsing (upstream: resource.Quantity)', async () => {
+    const vm = await create('vm', '--memory', '1024Mi', '--volume-import', 'type:blank,size:0.5Gi,name:a');
+    expect(vm['spec']['template']['spec']['domain']['memory']).toEqual({ guest: '1Gi' });
+    expect(vm['spec']['dataVolumeTemplates'][0]['spec']['storage']).toEqual({
+      resources: { requests: { storage: '512Mi' } },
+    });
+    expect(
+      [
+        '512Mi',
+        '1536Mi',
+        '1.5Ki',
+        '0.5Ki',
+        '0.1Ki',
+        '1000',
+        '2048',
+        '1500M',
+        '0.5G',
+        '1000000k',
+        '100m',
+        '0',
+        '1e3',
+        '+2Gi',
+      ].map(canonicalQuantity),
+    ).toEqual([
+      '512Mi',
+      '1536Mi',
+      '1536',
+      '512',
+      '0.1Ki',
+      '1k',
+      '2048',
+      '1500M',
+      '500M',
+      '1G',
+      '100m',
+      '0',
+      '1e3',
+      '2Gi',
+    ]);
+    const it = await create('instancetype', '--cpu', '1', '--memory', '2048Mi');
+    expect(it['spec']['memory']).toEqual({ guest: '2Gi' });
   });
 
   it('-o json prints the same object', async () => {

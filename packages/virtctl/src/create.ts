@@ -62,7 +62,56 @@ function uintParam(flag: string, p: Map<string, string>, key: string): number | 
 
 function quantity(flag: string, v: string, what = 'value'): string {
   if (!isQuantity(v)) throw new UsageError(`--${flag}: ${what} "${v}" is not a quantity (e.g. 512Mi, 2Gi)`);
-  return v;
+  return canonicalQuantity(v);
+}
+
+const BINARY_SHIFT: Record<string, number> = { Ki: 10, Mi: 20, Gi: 30, Ti: 40, Pi: 50, Ei: 60 };
+const DECIMAL_EXP: Record<string, number> = {
+  n: -9,
+  u: -6,
+  m: -3,
+  '': 0,
+  k: 3,
+  M: 6,
+  G: 9,
+  T: 12,
+  P: 15,
+  E: 18,
+};
+
+/**
+ * A quantity as Kubernetes prints it after parsing: the largest suffix of its kind (binary or decimal) that keeps
+ * the number whole (1024Mi -> 1Gi, 0.5Gi -> 512Mi, 1000 -> 1k, 1500M -> 1500M). Exponent forms (1e3) and
+ * fractions of a byte are printed as given.
+ */
+export function canonicalQuantity(q: string): string {
+  const m = /^(-?)(\d+)(?:\.(\d+))?(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?$/.exec(q.replace(/^\+/, ''));
+  if (!m) return q;
+  const [, sign, int, frac = '', suffix = ''] = m;
+  let digits = BigInt(int! + frac);
+  if (digits === 0n) return '0';
+  const shift = BINARY_SHIFT[suffix];
+  if (shift !== undefined) {
+    const num = digits << BigInt(shift);
+    const den = 10n ** BigInt(frac.length);
+    if (num % den !== 0n) return q;
+    let v = num / den;
+    let unit = 0;
+    while (unit < 6 && v % 1024n === 0n) {
+      v /= 1024n;
+      unit++;
+    }
+    return `${sign}${v}${['', 'Ki', 'Mi', 'Gi', 'Ti', 'Pi', 'Ei'][unit]}`;
+  }
+  let exp = DECIMAL_EXP[suffix]! - frac.length;
+  while (digits % 10n === 0n) {
+    digits /= 10n;
+    exp++;
+  }
+  const exp3 = Math.min(18, Math.floor(exp / 3) * 3);
+  if (exp3 < -9) return q;
+  const name = Object.keys(DECIMAL_EXP).find((k) => DECIMAL_EXP[k] === exp3)!;
+  return `${sign}${digits * 10n ** BigInt(exp - exp3)}${name}`;
 }
 
 /** `[prefix/]name` */
@@ -438,14 +487,17 @@ export function createVm(f: FlagValues, ctx: CreateCtx): Obj {
     const size = p.get('size');
     if (size === undefined && !t.sizeOptional)
       throw new UsageError('--volume-import: size must be specified');
-    if (size !== undefined) quantity('volume-import', size, 'size');
+    const storage =
+      size === undefined
+        ? {}
+        : { resources: { requests: { storage: quantity('volume-import', size, 'size') } } };
     const vol = p.get('name') ?? `imported-volume-${(ctx.suffix ?? randomSuffix)()}`;
     dnsLabel('volume-import', vol);
     const boot = uintParam('volume-import', p, 'bootorder');
     addVolume(s, 'volume-import', vol, { dataVolume: { name: vol } }, boot);
     dataVolumeTemplates.push({
       metadata: { name: vol },
-      spec: { ...dvSpec, storage: size ? { resources: { requests: { storage: size } } } : {} },
+      spec: { ...dvSpec, storage },
     });
   }
 
