@@ -7,6 +7,17 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeApiError, KubeClient } from '@kubevirt-ts/controller-runtime';
 import { StreamError, attachConsole, openStream, proxyVnc, worthRetrying, type Terminal } from './stream.js';
+import {
+  CREATE_INSTANCETYPE_FLAGS,
+  CREATE_PREFERENCE_FLAGS,
+  CREATE_VM_FLAGS,
+  createInstancetype,
+  createPreference,
+  createVm,
+  render,
+  type CreateCtx,
+} from './create.js';
+import { UsageError, refuseUnimplemented, type FlagValues, type Flags } from './flags.js';
 
 /** this package's version, as `v0.1.0` */
 export const CLIENT_VERSION = `v${(JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version}`;
@@ -19,10 +30,6 @@ export interface Io {
   /** the terminal, for console and vnc (the bin passes process.stdin/stdout) */
   terminal?: { stdin: Terminal['stdin']; stdout: Terminal['stdout'] };
 }
-
-class UsageError extends Error {}
-
-type Flags = Record<string, { type: 'string' | 'boolean'; short?: string; help: string }>;
 
 const GLOBAL: Flags = {
   kubeconfig: {
@@ -50,7 +57,9 @@ interface Verb {
   flags: Flags;
   /** positional arguments after the verb */
   args: string[];
-  run(ctx: Ctx, args: string[], flags: Record<string, string | boolean | undefined>): Promise<void>;
+  run?(ctx: Ctx, args: string[], flags: Record<string, string | boolean | undefined>): Promise<void>;
+  /** a verb that needs no cluster (create ...): prints what it builds */
+  offline?(flags: FlagValues, ctx: CreateCtx): unknown;
 }
 
 interface Ctx {
@@ -162,6 +171,14 @@ const getVerb = (subresource: string, summary: string, verb = subresource): Verb
     });
     ctx.io.stdout(`${JSON.stringify(out, null, 2)}\n`);
   },
+});
+
+const createVerb = (what: string, summary: string, flags: Flags, build: Verb['offline']): Verb => ({
+  usage: `create ${what}`,
+  summary,
+  flags,
+  args: [],
+  offline: build,
 });
 
 export const VERBS: Record<string, Verb> = {
@@ -359,6 +376,24 @@ export const VERBS: Record<string, Verb> = {
     "Print the guest agent's list of filesystems of a virtual machine instance (JSON)",
     'fslist',
   ),
+  'create vm': createVerb(
+    'vm',
+    'Print a VirtualMachine manifest (creates nothing)',
+    CREATE_VM_FLAGS,
+    createVm,
+  ),
+  'create instancetype': createVerb(
+    'instancetype',
+    'Print a VirtualMachine(Cluster)Instancetype manifest (creates nothing)',
+    CREATE_INSTANCETYPE_FLAGS,
+    createInstancetype,
+  ),
+  'create preference': createVerb(
+    'preference',
+    'Print a VirtualMachine(Cluster)Preference manifest (creates nothing)',
+    CREATE_PREFERENCE_FLAGS,
+    createPreference,
+  ),
   version: {
     usage: 'version',
     summary: "Print virtctl's version and the server's",
@@ -389,7 +424,7 @@ function flagHelp(flags: Flags): string {
   return Object.entries(flags)
     .map(
       ([n, f]) =>
-        `  ${f.short ? `-${f.short}, ` : '    '}--${n}${f.type === 'string' ? '=VALUE' : ''}\n        ${f.help}`,
+        `  ${f.short ? `-${f.short}, ` : '    '}--${n}${f.type === 'string' ? '=VALUE' : ''}${f.multiple ? ' (repeatable)' : ''}\n        ${f.help}`,
     )
     .join('\n');
 }
@@ -443,9 +478,26 @@ export function loadKubeConfig(io: Io, file?: string, context?: string): KubeCon
 
 /** Runs one virtctl command line; resolves to the exit status. */
 export async function run(argv: string[], io: Io): Promise<number> {
-  const [verbName, ...rest] = argv;
+  let [verbName, ...rest] = argv;
+  if (verbName === 'create') {
+    const sub = rest[0];
+    const subs = Object.keys(VERBS)
+      .filter((k) => k.startsWith('create '))
+      .map((k) => k.slice(7));
+    if (sub === undefined || !subs.includes(sub)) {
+      const ask = sub === '--help' || sub === '-h';
+      (ask ? io.stdout : io.stderr)(
+        `${ask ? '' : `virtctl create: expects one of ${subs.join(', ')}${sub === undefined ? '' : `, got "${sub}"`}\n`}` +
+          subs.map((k) => `  virtctl create ${k.padEnd(12)}  ${VERBS[`create ${k}`]!.summary}`).join('\n') +
+          '\n',
+      );
+      return ask ? 0 : 2;
+    }
+    verbName = `create ${sub}`;
+    rest = rest.slice(1);
+  }
   if (verbName === undefined || verbName === '--help' || verbName === '-h' || verbName === 'help') {
-    const topic = verbName === 'help' ? rest[0] : undefined;
+    const topic = verbName !== 'help' ? undefined : rest[0] === 'create' ? `create ${rest[1]}` : rest[0];
     if (topic && !VERBS[topic]) {
       io.stderr(`virtctl: unknown command "${topic}"\n`);
       return 2;
@@ -462,7 +514,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     const options = Object.fromEntries(
       Object.entries({ ...GLOBAL, ...verb.flags }).map(([k, f]) => [
         k,
-        { type: f.type, ...(f.short ? { short: f.short } : {}) },
+        { type: f.type, ...(f.short ? { short: f.short } : {}), ...(f.multiple ? { multiple: true } : {}) },
       ]),
     ) as ParseArgsConfig['options'];
     let parsed;
@@ -472,6 +524,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       throw new UsageError((e as Error).message);
     }
     const f = parsed.values as Record<string, string | boolean | undefined>;
+    refuseUnimplemented(verb.flags, f);
     if (f['help']) {
       io.stdout(usage(verbName));
       return 0;
@@ -482,6 +535,12 @@ export async function run(argv: string[], io: Io): Promise<number> {
           parsed.positionals.length ? parsed.positionals.map((p) => `"${p}"`).join(' ') : 'none'
         }`,
       );
+    if (verb.offline) {
+      const ns = f['namespace'] as string | undefined;
+      const built = verb.offline(f, { ...(ns ? { namespace: ns } : {}), warn: io.stderr });
+      io.stdout(render(built, f));
+      return 0;
+    }
     const kc = loadKubeConfig(io, f['kubeconfig'] as string | undefined, f['context'] as string | undefined);
     const namespace =
       (f['namespace'] as string | undefined) ||
@@ -489,7 +548,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       'default';
     const client = new KubeClient(kc);
     try {
-      await verb.run({ client, kc, namespace, io }, parsed.positionals, f);
+      await verb.run!({ client, kc, namespace, io }, parsed.positionals, f);
     } finally {
       client.close();
     }
