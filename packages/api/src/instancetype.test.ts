@@ -1,6 +1,10 @@
 import { Value } from '@sinclair/typebox/value';
 import { crdFor, generateCrdFiles } from './crd.js';
 import {
+  INSTANCETYPE_KINDS,
+  instancetypeKindOf,
+  matcherKind,
+  preferenceKindOf,
   applyToVmiSpec,
   checkPreferenceRequirements,
   checkSpreadCpuTopology,
@@ -14,7 +18,7 @@ import {
 } from './instancetype.js';
 import type { ObjectMeta, VirtualMachineInstanceSpec } from './schemas.js';
 import { baseVm, type Any } from './test-fixtures.js';
-import { validateVirtualMachine } from './validate.js';
+import { validateObject, validateVirtualMachine } from './validate.js';
 import { setVirtualMachineDefaults } from './defaults.js';
 
 const BASE = 'spec.template.spec';
@@ -334,5 +338,32 @@ test("a ControllerRevision as upstream's: name, labels, the object without its l
     kind: 'VirtualMachineClusterInstancetype',
     metadata: { name: 'u1.small', uid: 'abc', generation: 3, resourceVersion: '7' },
     spec: u1,
+  });
+});
+
+describe('the kind of a VM matcher', () => {
+  it('is read in any case, singular or plural, as upstream; no kind is the cluster-wide one', () => {
+    expect(instancetypeKindOf({ kind: 'virtualmachineinstancetype' })).toBe('VirtualMachineInstancetype');
+    expect(instancetypeKindOf({ kind: 'VirtualMachineInstancetypes' })).toBe('VirtualMachineInstancetype');
+    expect(instancetypeKindOf({ kind: 'virtualmachineclusterinstancetype' })).toBe(
+      'VirtualMachineClusterInstancetype',
+    );
+    expect(instancetypeKindOf({})).toBe('VirtualMachineClusterInstancetype');
+    expect(preferenceKindOf({ kind: 'virtualmachinepreferences' })).toBe('VirtualMachinePreference');
+    expect(matcherKind('virtualmachinepool', INSTANCETYPE_KINDS)).toBeUndefined();
+  });
+
+  it('is refused with its path when it names no instance type or preference kind', () => {
+    const vm = {
+      apiVersion: 'kubevirt.io/v1',
+      kind: 'VirtualMachine',
+      metadata: { name: 'vm', namespace: 'default' },
+      spec: {
+        instancetype: { name: 'u1', kind: 'virtualmachineinstancetype' },
+        preference: { name: 'p', kind: 'VirtualMachinePool' },
+        template: { spec: { domain: { devices: {} } } },
+      },
+    };
+    expect(validateObject(vm).map((e) => e.path)).toEqual(['spec.preference.kind']);
   });
 });

@@ -246,10 +246,21 @@ export type InstancetypeStatusRef = NonNullable<VirtualMachineStatus['instancety
 
 /** The kind an instance type matcher names: its `kind`, else the cluster-wide kind (as upstream). */
 export const instancetypeKindOf = (m: { kind?: string }): InstancetypeKind =>
-  m.kind === 'VirtualMachineInstancetype' ? m.kind : 'VirtualMachineClusterInstancetype';
+  matcherKind(m.kind, INSTANCETYPE_KINDS) ?? 'VirtualMachineClusterInstancetype';
 /** The kind a preference matcher names: its `kind`, else the cluster-wide kind (as upstream). */
 export const preferenceKindOf = (m: { kind?: string }): PreferenceKind =>
-  m.kind === 'VirtualMachinePreference' ? m.kind : 'VirtualMachineClusterPreference';
+  matcherKind(m.kind, PREFERENCE_KINDS) ?? 'VirtualMachineClusterPreference';
+
+/**
+ * The kind of `kinds` a matcher's `kind` names, in any case, singular or plural, as upstream reads it
+ * (`VirtualMachineInstancetype`, `virtualmachineinstancetypes`); undefined when it names none (no kind: the caller's
+ * cluster-wide default).
+ */
+export function matcherKind<K extends string>(kind: string | undefined, kinds: readonly K[]): K | undefined {
+  if (!kind) return undefined;
+  const k = kind.toLowerCase();
+  return kinds.find((x) => k === x.toLowerCase() || k === `${x.toLowerCase()}s`);
+}
 
 // ---------------------------------------------------------------- ControllerRevisions
 

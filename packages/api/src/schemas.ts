@@ -666,7 +666,8 @@ const Matcher = (kinds: [string, string], what: string, description: string) =>
   Strict(
     {
       name: Opt(Line(`the ${what}`)),
-      kind: Opt(Enum(kinds, `default ${kinds[1]}`)),
+      // any case, singular or plural, as upstream (`virtctl create vm` writes virtualmachineinstancetype)
+      kind: Opt(Line(`${kinds[0]} or ${kinds[1]} (any case, singular or plural; default ${kinds[1]})`)),
       revisionName: Opt(Line(`a ControllerRevision holding the ${what} to use`)),
     },
     description,

@@ -36,6 +36,7 @@ import {
   validateFirmware,
   validateResourcesAndMemory,
 } from './validate-compute.js';
+import { INSTANCETYPE_KINDS, PREFERENCE_KINDS, matcherKind } from './instancetype.js';
 import { validateNetworks } from './validate-network.js';
 import { type Checked, checkSchema, describe } from './validate-schema.js';
 import { type BootOrderUse, validateDisks, validateVolumes } from './validate-storage.js';
@@ -277,6 +278,17 @@ export function validateVirtualMachine(o: unknown): FieldError[] {
       'spec.preference',
       'Either Name or InferFromVolume should be provided within the PreferenceMatcher',
     );
+  for (const [field, kinds] of [
+    ['instancetype', INSTANCETYPE_KINDS],
+    ['preference', PREFERENCE_KINDS],
+  ] as const) {
+    const kind = spec[field]?.kind;
+    if (kind && !matcherKind(kind, kinds))
+      e.add(
+        `spec.${field}.kind`,
+        `must be ${kinds.join(' or ')} (any case, singular or plural), got ${JSON.stringify(kind)}`,
+      );
+  }
   validateMetadata(spec.template?.metadata, 'spec.template.metadata', e, { nameRequired: false });
   // an instance type gives the memory: the template need not (the admission webhook validates it applied)
   validateVmiSpec(spec.template?.spec, 'spec.template.spec', e, {

@@ -115,8 +115,8 @@ status: {}
       '--preference',
       'my-pref',
     );
-    // upstream prints the kind lower-cased; the Kind here (see create.ts: matcher)
-    expect(vm['spec']['instancetype']).toEqual({ name: 'my-it', kind: 'VirtualMachineInstancetype' });
+    // lower-cased, as upstream prints it
+    expect(vm['spec']['instancetype']).toEqual({ name: 'my-it', kind: 'virtualmachineinstancetype' });
     expect(vm['spec']['preference']).toEqual({ name: 'my-pref' });
     expect(vm['spec']['template']['spec']['domain']).toEqual({ devices: {} });
     const vm2 = await create(
@@ -127,7 +127,7 @@ status: {}
       'virtualmachineclusterpreference/p',
     );
     expect(vm2['spec']['instancetype']).toEqual({ name: 'it' });
-    expect(vm2['spec']['preference']).toEqual({ name: 'p', kind: 'VirtualMachineClusterPreference' });
+    expect(vm2['spec']['preference']).toEqual({ name: 'p', kind: 'virtualmachineclusterpreference' });
   });
 
   it("volumes: containerdisks, PVCs and imports in upstream's order; boot orders become disks", async () => {

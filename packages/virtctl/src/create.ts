@@ -334,9 +334,8 @@ function plainVolume(s: VmState, flag: string, v: string, build: (src: string) =
 }
 
 /**
- * `[kind/]name` of --instancetype/--preference. The kind is taken in any case, as upstream's; upstream
- * prints it lower-cased (its controllers compare case-insensitively), this prints the Kind
- * (VirtualMachineInstancetype, ...), the only spelling @kubevirt-ts/api's validation accepts.
+ * `[kind/]name` of --instancetype/--preference. The kind is taken in any case and printed lower-cased, as upstream's
+ * (the API reads it in any case, singular or plural).
  */
 function matcher(flag: string, value: string, kinds: [string, string]): Obj {
   const [prefix, name] = prefixed(flag, value);
@@ -346,7 +345,7 @@ function matcher(flag: string, value: string, kinds: [string, string]): Obj {
     throw new UsageError(
       `--${flag}: invalid ${flag} kind "${lower}", supported values are: ${kinds.map((k) => k.toLowerCase()).join(', ')}`,
     );
-  return { name, ...(kind ? { kind } : {}) };
+  return { name, ...(kind ? { kind: lower } : {}) };
 }
 
 function cloudInit(s: VmState, f: FlagValues, ctx: CreateCtx): void {
