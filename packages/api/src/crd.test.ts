@@ -111,6 +111,7 @@ describe.each(IMPLEMENTED.map((k) => [k.kind, k]))('%s CRD', (kind, info) => {
         VirtualMachineInstance: 'vmi',
         VirtualMachineInstanceMigration: 'vmim',
         KubeVirt: 'kv',
+        VirtualMachineInstanceReplicaSet: 'vmirs',
         VirtualMachineInstancetype: 'vminstancetype',
         VirtualMachineClusterInstancetype: 'vmclusterinstancetype',
         VirtualMachinePreference: 'vmpref',
@@ -127,6 +128,16 @@ describe.each(IMPLEMENTED.map((k) => [k.kind, k]))('%s CRD', (kind, info) => {
     } else expect(crd.spec.versions.map((v: Any) => v.name)).toEqual(['v1beta1']);
     // no status subresource on the VMI (as upstream), none at all on instance types and preferences
     if (kind === 'VirtualMachineInstance' || info.group) expect(version.subresources).toBeUndefined();
+    else if (kind === 'VirtualMachineInstanceReplicaSet')
+      // and the scale subresource: `kubectl scale vmirs`
+      expect(version.subresources).toEqual({
+        status: {},
+        scale: {
+          specReplicasPath: '.spec.replicas',
+          statusReplicasPath: '.status.replicas',
+          labelSelectorPath: '.status.labelSelector',
+        },
+      });
     else expect(version.subresources).toEqual({ status: {} });
   });
 
@@ -138,6 +149,7 @@ describe.each(IMPLEMENTED.map((k) => [k.kind, k]))('%s CRD', (kind, info) => {
         VirtualMachineInstance: ['Age', 'Phase', 'IP', 'NodeName', 'Ready'],
         VirtualMachineInstanceMigration: ['Phase', 'VMI', 'Age'],
         KubeVirt: ['Age', 'Phase'],
+        VirtualMachineInstanceReplicaSet: ['Desired', 'Current', 'Ready', 'Age'],
       }[kind] ?? [];
     expect(names).toEqual(want);
     for (const c of version.additionalPrinterColumns ?? []) expect(c.jsonPath).toMatch(/^\./);
@@ -257,6 +269,7 @@ describe.each(NOT_IMPLEMENTED_KINDS.map((k) => [k.kind, k]))(
 
 test('implemented kinds and other groups are not refused as not implemented', () => {
   expect(notImplementedMessage('kubevirt.io', 'VirtualMachine')).toBeUndefined();
-  expect(notImplementedMessage(undefined, 'VirtualMachineInstanceReplicaSet')).toMatch(/not implemented/);
+  expect(notImplementedMessage(undefined, 'VirtualMachineInstanceReplicaSet')).toBeUndefined();
+  expect(notImplementedMessage(undefined, 'VirtualMachineInstancePreset')).toMatch(/not implemented/);
   expect(notImplementedMessage('example.com', 'VirtualMachinePool')).toBeUndefined();
 });
