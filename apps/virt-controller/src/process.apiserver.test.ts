@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import { connect as tlsConnect } from 'node:tls';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseManifests } from '@kubevirt-ts/api';
@@ -97,10 +97,10 @@ beforeAll(async () => {
     env.kubeConfig(),
     [
       ...manifests('00-namespace.yaml'),
-      ...manifests('01-crd-virtualmachines.yaml'),
-      ...manifests('01-crd-virtualmachineinstances.yaml'),
-      ...manifests('01-crd-virtualmachineinstancemigrations.yaml'),
-      ...manifests('01-crd-kubevirts.yaml'),
+      // every CRD deploy/ installs: the controller watches several kinds
+      ...readdirSync(join(repoRoot, 'deploy', 'crds'))
+        .filter((f) => f.endsWith('.yaml'))
+        .flatMap((f) => manifests(join('crds', f))),
     ],
     { fieldManager: 'process-test' },
   );
