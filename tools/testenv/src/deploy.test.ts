@@ -257,7 +257,7 @@ const NEEDS: Record<'controller' | 'handler' | 'operator', Need[]> = {
     {
       group: 'kubevirt.io',
       resource: 'virtualmachineinstancereplicasets',
-      verbs: ['get', 'list', 'watch', 'update', 'patch'],
+      verbs: ['get', 'list', 'watch'],
     },
     {
       group: 'kubevirt.io',

@@ -167,8 +167,8 @@ export const CONTROLLER_CLUSTER_RULES: Rule[] = [
   {
     apiGroups: ['kubevirt.io'],
     resources: ['virtualmachineinstancereplicasets'],
-    verbs: ['get', 'list', 'watch', 'update', 'patch'],
-    why: "get/list/watch: the replica set controller keeps each VirtualMachineInstanceReplicaSet's VMIs (informer); update/patch: as upstream, the controller may write the replica set itself",
+    verbs: ['get', 'list', 'watch'],
+    why: "get/list/watch: the replica set controller keeps each VirtualMachineInstanceReplicaSet's VMIs (informer); it writes only their status (below)",
   },
   {
     apiGroups: ['kubevirt.io'],
