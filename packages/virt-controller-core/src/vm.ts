@@ -291,7 +291,8 @@ export class VmController {
   private async syncInstancetype(vm: Vm): Promise<Vm> {
     if (!vm.spec.instancetype && !vm.spec.preference) return vm;
     const { client } = this.ctx;
-    await findVmSpecs(client, vm);
+    // reads the objects only while a revision is not recorded yet (a missing one: FailedFind*); once recorded, a
+    // reconcile reads nothing here (the VMI's creation reads the revisions)
     const refs = await storeVmRevisions(client, vm, (it) => {
       // the instance type may have changed since the VM was admitted: upstream checks once more
       const conflicts = applyToVmiSpec(
