@@ -1,7 +1,21 @@
-// Jest reporter: appends this project's totals to $JEST_JSON_DIR so tools/test.sh can print one
-// closing line for the whole suite ("tests: N passed, N failed").
+// Jest reporter: appends this project's totals to $JEST_JSON_DIR/counts.jsonl, and each failed test (or suite
+// that failed to run) with the start of its message to failures.jsonl, so tools/test.sh can print one closing
+// line for the whole suite ("tests: N passed, N failed") and, after it, what failed (CI shows the tail).
 const fs = require('node:fs');
 const path = require('node:path');
+// jest's messages carry terminal colours (ESC [ ... m): the file and CI's log want plain text
+const ESC = String.fromCharCode(27);
+const strip = (s) =>
+  String(s ?? '')
+    .split(ESC)
+    .map((p, i) => (i ? p.replace(/^\[[0-9;]*m/, '') : p))
+    .join('');
+const head = (s, n = 12) =>
+  strip(s)
+    .split('\n')
+    .filter((l) => l.trim())
+    .slice(0, n)
+    .join('\n');
 class CountReporter {
   onRunComplete(_contexts, results) {
     const dir = process.env.JEST_JSON_DIR;
@@ -13,6 +27,27 @@ class CountReporter {
       skipped: results.numPendingTests + results.numTodoTests,
     });
     fs.appendFileSync(path.join(dir, 'counts.jsonl'), line + '\n');
+    const failures = [];
+    for (const suite of results.testResults) {
+      const file = path.relative(process.cwd(), suite.testFilePath);
+      if (suite.testExecError)
+        failures.push({
+          cwd: process.cwd(),
+          file,
+          test: '(suite failed to run)',
+          message: head(suite.testExecError.message),
+        });
+      for (const t of suite.testResults) {
+        if (t.status === 'failed')
+          failures.push({
+            cwd: process.cwd(),
+            file,
+            test: t.fullName,
+            message: head(t.failureMessages.join('\n')),
+          });
+      }
+    }
+    for (const f of failures) fs.appendFileSync(path.join(dir, 'failures.jsonl'), JSON.stringify(f) + '\n');
   }
 }
 module.exports = CountReporter;

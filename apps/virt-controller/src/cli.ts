@@ -115,7 +115,13 @@ async function main(): Promise<number> {
     const load = () => ({ cert: readFileSync(flags.tlsCertFile!), key: readFileSync(flags.tlsKeyFile!) });
     // the validating webhook reads the instance types and preferences VMs name
     const hookClient = new KubeClient(kc);
-    const server = await startWebhookServer({ ...load(), port: flags.webhookPort, log, client: hookClient });
+    const server = await startWebhookServer({
+      ...load(),
+      port: flags.webhookPort,
+      log,
+      client: hookClient,
+      namespace: flags.webhookNamespace,
+    });
     webhooks = {
       port: server.port,
       close: async () => {

@@ -77,8 +77,9 @@ export const USAGE = `usage: virt-controller [flags]
   --webhook-namespace NS     namespace of that Secret and of the Service (default: $KVTS_NAMESPACE, else kubevirt-ts)
   --webhook-service NAME     the Service in front of the webhooks (default virt-controller-webhook)
   --webhook-extra-sans LIST  more DNS names / IPs for the serving certificate, comma separated
-  --mutating-webhook NAME    MutatingWebhookConfiguration whose caBundle it keeps (default kubevirt-ts-mutator)
-  --validating-webhook NAME  ValidatingWebhookConfiguration whose caBundle it keeps (default kubevirt-ts-validator)
+  --mutating-webhook NAME    MutatingWebhookConfiguration whose caBundle (virt-operator publishes it) must
+                             trust a new CA before a certificate it signed is served (default kubevirt-ts-mutator)
+  --validating-webhook NAME  the same for the ValidatingWebhookConfiguration (default kubevirt-ts-validator)
   --webhook-ca-validity S    lifetime of a CA it makes, seconds (default 604800: 7 days)
   --webhook-cert-validity S  lifetime of a serving certificate, seconds (default 86400); both are renewed
                              once 80% of it has passed

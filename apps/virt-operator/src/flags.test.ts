@@ -10,6 +10,21 @@ describe('parseOperatorFlags', () => {
       kubevirtVersion: 'v0.1.0',
       defaultConfiguration: undefined,
       logLevel: undefined,
+      caBundles: {
+        secretName: 'kubevirt-ts-webhook-certs',
+        mutatingWebhook: 'kubevirt-ts-mutator',
+        validatingWebhook: 'kubevirt-ts-validator',
+        apiService: 'v1.subresources.kubevirt.io',
+      },
+    });
+    expect(parseOperatorFlags(['--kubevirt-version=v1', '--webhook-secret='], {}).caBundles).toBeUndefined();
+    expect(
+      parseOperatorFlags(['--kubevirt-version=v1', '--api-service=', '--mutating-webhook=m'], {}).caBundles,
+    ).toEqual({
+      secretName: 'kubevirt-ts-webhook-certs',
+      mutatingWebhook: 'm',
+      validatingWebhook: 'kubevirt-ts-validator',
+      apiService: undefined,
     });
     expect(
       parseOperatorFlags(['--kubevirt-version=v1', '--default-configuration={"imagePullPolicy":"Never"}'], {})

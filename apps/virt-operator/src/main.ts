@@ -23,6 +23,7 @@ async function main(): Promise<number> {
     namespace: flags.namespace,
     version: flags.kubevirtVersion,
     defaultConfiguration: flags.defaultConfiguration,
+    caBundles: flags.caBundles,
     log,
   });
   const stopped = new Promise<void>((resolve) => {

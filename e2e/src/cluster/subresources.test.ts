@@ -158,7 +158,7 @@ describe(`subresources and virtctl on the single-node cluster (${reason ? `skipp
   });
 
   clusterTest(
-    'deploy/ applied: the APIService is Available (front proxy, caBundle from virt-controller) and virt-handler serves mutual TLS with the Secret virt-controller made',
+    'deploy/ applied: the APIService is Available (front proxy, caBundle published by virt-operator) and virt-handler serves mutual TLS with the Secret virt-controller made',
     async () => {
       applyDeployWithEmulation();
       expect(getJson('secret', '-n', 'kubevirt-ts', 'virt-handler-certs')?.data?.['tls.crt']).toBeTruthy();

@@ -60,6 +60,27 @@ export const DEPLOYMENTS: Resource = {
   namespaced: true,
 };
 export const DAEMONSETS: Resource = { group: 'apps', version: 'v1', plural: 'daemonsets', namespaced: true };
+/** core/v1 Secrets */
+export const SECRETS: Resource = { group: '', version: 'v1', plural: 'secrets', namespaced: true };
+/** the admission webhook configurations and APIServices whose caBundle virt-operator publishes */
+export const MUTATING_WEBHOOKS: Resource = {
+  group: 'admissionregistration.k8s.io',
+  version: 'v1',
+  plural: 'mutatingwebhookconfigurations',
+  namespaced: false,
+};
+export const VALIDATING_WEBHOOKS: Resource = {
+  group: 'admissionregistration.k8s.io',
+  version: 'v1',
+  plural: 'validatingwebhookconfigurations',
+  namespaced: false,
+};
+export const API_SERVICES: Resource = {
+  group: 'apiregistration.k8s.io',
+  version: 'v1',
+  plural: 'apiservices',
+  namespaced: false,
+};
 export const LEASES: Resource = {
   group: 'coordination.k8s.io',
   version: 'v1',

@@ -3,7 +3,8 @@
 // virt-handler DaemonSet of the namespace; any change queues the CRs; one reconcile writes a CR's status once, only
 // when it differs. The components read the configuration themselves, live: nothing needs a restart when it changes.
 // When the namespace has no KubeVirt CR (a fresh install: kubectl cannot create a custom resource in the same apply
-// as its CRD), the operator creates the default one, named `kubevirt` as upstream's docs name it.
+// as its CRD), the operator creates the default one, named `kubevirt` as upstream's docs name it. It also publishes
+// the webhook CA (ca-bundles.ts), which virt-controller cannot.
 import {
   DAEMONSETS,
   DEPLOYMENTS,
@@ -21,6 +22,7 @@ import {
 } from '@kubevirt-ts/controller-runtime';
 import { API_VERSION, KUBEVIRT_CR_NAME, type KubeVirt, type KubeVirtConfiguration } from '@kubevirt-ts/api';
 import { createLogger, type Logger } from '@kubevirt-ts/log';
+import { CaBundlePublisher, type CaBundleOptions } from './ca-bundles.js';
 import { kubeVirtStatus, type DaemonSet, type Deployment } from './status.js';
 
 export interface OperatorOptions {
@@ -35,6 +37,11 @@ export interface OperatorOptions {
   /** the components' names (deploy/'s) */
   controllerDeployment?: string;
   handlerDaemonSet?: string;
+  /**
+   * publish the webhook certificate Secret's CA into the webhook configurations' and the APIService's caBundle
+   * (ca-bundles.ts; the Secret is in `namespace`); undefined: publish nothing
+   */
+  caBundles?: Omit<CaBundleOptions, 'client' | 'log' | 'namespace'>;
 }
 
 type KubeVirtObject = KubeVirt & KubeObject;
@@ -50,12 +57,15 @@ export class VirtOperator {
   private readonly log: Logger;
   private readonly reported = new Map<string, string>();
   private workers: Promise<void> | undefined;
+  readonly caBundles: CaBundlePublisher | undefined;
 
   constructor(private readonly o: OperatorOptions) {
     this.log = o.log ?? createLogger('virt-operator');
     this.client = new KubeClient(o.kubeConfig);
     const log = this.log;
     const { namespace } = o;
+    if (o.caBundles)
+      this.caBundles = new CaBundlePublisher({ ...o.caBundles, client: this.client, namespace, log });
     this.kubevirts = new Informer(this.client, { resource: KUBEVIRTS, namespace, log });
     this.deployments = new Informer(this.client, {
       resource: DEPLOYMENTS,
@@ -85,10 +95,12 @@ export class VirtOperator {
     await this.kubevirts.start();
     this.queue.add(ENSURE_CR);
     this.workers = runWorkers(this.queue, 1, (key) => this.reconcile(key), this.log);
+    await this.caBundles?.start();
   }
 
   async stop(): Promise<void> {
     this.queue.shutDown();
+    await this.caBundles?.stop();
     await Promise.all([this.kubevirts.stop(), this.deployments.stop(), this.daemonsets.stop()]);
     await this.workers;
     this.client.close();

@@ -1,6 +1,6 @@
 // The validating webhook's answer for the kinds kubevirt-ts serves but does not implement.
 import { NOT_IMPLEMENTED_KINDS, crdGroup, crdVersions } from '@kubevirt-ts/api';
-import { validate, type AdmissionRequest } from './admission.js';
+import { RESERVED_VMI_LABELS, componentUsers, validate, type AdmissionRequest } from './admission.js';
 
 const request = (group: string, version: string, kind: string, extra: Partial<AdmissionRequest> = {}) => ({
   uid: 'u1',
@@ -91,5 +91,77 @@ describe('validate: VirtualMachineInstanceReplicaSet', () => {
   it('a malformed selector requirement is refused at spec.selector', () => {
     const r = validate(rs({ matchExpressions: [{ key: 'app', operator: 'In' }] }));
     expect(r.status?.details?.causes?.[0]?.field).toBe('spec.selector');
+  });
+});
+
+describe('validate: reserved VMI labels', () => {
+  const vmi = (labels: Record<string, string>) => ({
+    apiVersion: 'kubevirt.io/v1',
+    kind: 'VirtualMachineInstance',
+    metadata: { name: 'v', namespace: 'ns', labels },
+    spec: { domain: { devices: {}, resources: { requests: { memory: '64Mi' } } } },
+  });
+  const req = (
+    operation: 'CREATE' | 'UPDATE',
+    username: string,
+    labels: Record<string, string>,
+    old: Record<string, string> = {},
+  ): AdmissionRequest => ({
+    uid: 'u1',
+    kind: { group: 'kubevirt.io', version: 'v1', kind: 'VirtualMachineInstance' },
+    operation,
+    object: vmi(labels),
+    oldObject: operation === 'UPDATE' ? vmi(old) : undefined,
+    userInfo: { username },
+  });
+  const controller = 'system:serviceaccount:kubevirt-ts:kubevirt-ts-controller';
+  const handler = 'system:serviceaccount:kubevirt-ts:kubevirt-ts-handler';
+
+  it.each(RESERVED_VMI_LABELS)(
+    '%s: a user cannot create a VMI with it nor change it; the components can',
+    (l) => {
+      const created = validate(req('CREATE', 'alice', { [l]: 'x', app: 'db' }));
+      expect(created.allowed).toBe(false);
+      expect(created.status?.details?.causes).toEqual([
+        {
+          field: `metadata.labels[${l}]`,
+          message:
+            "Forbidden: a reserved label, set only by kubevirt-ts's components (a VMI cannot be created with it)",
+          reason: 'FieldValueInvalid',
+        },
+      ]);
+      for (const [now, old] of [
+        [{ [l]: 'y' }, { [l]: 'x' }],
+        [{}, { [l]: 'x' }],
+        [{ [l]: 'x' }, {}],
+      ] as const) {
+        const r = validate(req('UPDATE', 'alice', now, old));
+        expect(r.status?.message).toContain(`metadata.labels[${l}]: Forbidden: a reserved label`);
+        expect(validate(req('UPDATE', controller, now, old)).allowed).toBe(true);
+        expect(validate(req('UPDATE', handler, now, old)).allowed).toBe(true);
+      }
+      // unchanged: anyone may update the VMI's other labels
+      expect(
+        validate(req('UPDATE', 'alice', { [l]: 'x', app: 'web' }, { [l]: 'x', app: 'db' })).allowed,
+      ).toBe(true);
+      expect(validate(req('CREATE', controller, { [l]: 'x' })).allowed).toBe(true);
+    },
+  );
+
+  it('the components are those of the namespace virt-controller runs in', () => {
+    const users = componentUsers('kv');
+    expect([...users]).toEqual([
+      'system:serviceaccount:kv:kubevirt-ts-operator',
+      'system:serviceaccount:kv:kubevirt-ts-controller',
+      'system:serviceaccount:kv:kubevirt-ts-handler',
+    ]);
+    const r = req('CREATE', controller, { 'kubevirt.io/nodeName': 'n' });
+    expect(validate(r, { componentUsers: users }).allowed).toBe(false);
+    expect(
+      validate(
+        { ...r, userInfo: { username: 'system:serviceaccount:kv:kubevirt-ts-controller' } },
+        { componentUsers: users },
+      ).allowed,
+    ).toBe(true);
   });
 });

@@ -23,7 +23,7 @@ export interface AdmissionRequest {
   operation?: 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
   object?: unknown;
   oldObject?: unknown;
-  userInfo?: { username?: string };
+  userInfo?: { username?: string; extra?: Record<string, string[]> };
   /** a dry run is answered the same way: admission has no side effects */
   dryRun?: boolean;
 }
@@ -65,6 +65,49 @@ function deny(uid: string, kind: string, errs: FieldError[]): AdmissionResponse 
       },
     },
   };
+}
+
+/**
+ * The labels of a VMI that only kubevirt-ts's components set (upstream's restricted VMI labels): where it runs, its
+ * migration, who made it. Anyone else creating a VMI with one, or changing one, is refused.
+ */
+export const RESERVED_VMI_LABELS: readonly string[] = [
+  'kubevirt.io/created-by',
+  'kubevirt.io/migrationJobUID',
+  'kubevirt.io/nodeName',
+  'kubevirt.io/migrationTargetNodeName',
+  'kubevirt.io/schedulable',
+  'kubevirt.io/install-strategy',
+];
+/** the service accounts of virt-operator, virt-controller and virt-handler (deploy/'s names) */
+export const COMPONENT_SERVICE_ACCOUNTS: readonly string[] = [
+  'kubevirt-ts-operator',
+  'kubevirt-ts-controller',
+  'kubevirt-ts-handler',
+];
+/** the user names the API server gives the components' service accounts in `namespace` */
+export function componentUsers(namespace = 'kubevirt-ts'): ReadonlySet<string> {
+  return new Set(COMPONENT_SERVICE_ACCOUNTS.map((sa) => `system:serviceaccount:${namespace}:${sa}`));
+}
+const DEFAULT_COMPONENT_USERS = componentUsers();
+
+export interface ValidateOptions {
+  /** who may set the reserved VMI labels (default: the components' service accounts in kubevirt-ts) */
+  componentUsers?: ReadonlySet<string>;
+}
+
+/** Errors for reserved VMI labels set (create) or changed (update) by someone other than a component. */
+export function reservedLabelErrors(req: AdmissionRequest, o: ValidateOptions = {}): FieldError[] {
+  const users = o.componentUsers ?? DEFAULT_COMPONENT_USERS;
+  if (users.has(req.userInfo?.username ?? '')) return [];
+  const labels = (x: unknown) =>
+    (x as { metadata?: { labels?: Record<string, string> } })?.metadata?.labels ?? {};
+  const now = labels(req.object);
+  const before = req.operation === 'UPDATE' ? labels(req.oldObject) : {};
+  return RESERVED_VMI_LABELS.filter((l) => now[l] !== before[l]).map((l) => ({
+    path: `metadata.labels[${l}]`,
+    reason: `Forbidden: a reserved label, set only by kubevirt-ts's components (${req.operation === 'UPDATE' ? 'it cannot be changed' : 'a VMI cannot be created with it'})`,
+  }));
 }
 
 /** Mutating webhook: defaults for VM and VMI (VMI: on create only), and the VMI finalizer. */
@@ -121,7 +164,7 @@ export function mutate(req: AdmissionRequest): AdmissionResponse {
  * Validating webhook: every error with its field path; a VMI's spec is immutable; a kind served (its CRD is
  * installed, so tools can list and delete it) but not implemented cannot be created.
  */
-export function validate(req: AdmissionRequest): AdmissionResponse {
+export function validate(req: AdmissionRequest, o: ValidateOptions = {}): AdmissionResponse {
   const obj = req.object as { kind?: string; spec?: unknown } | undefined;
   const kind = req.kind?.kind ?? obj?.kind ?? 'object';
   const notImplemented = notImplementedMessage(req.kind?.group, kind);
@@ -135,6 +178,7 @@ export function validate(req: AdmissionRequest): AdmissionResponse {
   }
   if (req.operation !== 'CREATE' && req.operation !== 'UPDATE') return { uid: req.uid, allowed: true };
   const errs = validateObject(obj);
+  if (kind === 'VirtualMachineInstance') errs.push(...reservedLabelErrors(req, o));
   if (req.operation === 'UPDATE' && kind === 'VirtualMachineInstance') {
     const old = req.oldObject as { spec?: unknown } | undefined;
     if (old && !deepEqual(old.spec, obj?.spec))
@@ -156,6 +200,7 @@ export function validate(req: AdmissionRequest): AdmissionResponse {
 export async function validateWithInstancetypes(
   req: AdmissionRequest,
   client: KubeClient | undefined,
+  o: ValidateOptions = {},
 ): Promise<AdmissionResponse> {
   const vm = req.object as VirtualMachine | undefined;
   const kind = req.kind?.kind ?? vm?.kind;
@@ -167,9 +212,9 @@ export async function validateWithInstancetypes(
     (!vm.spec.instancetype?.name && !vm.spec.preference?.name) ||
     validateObject(vm).length > 0
   )
-    return validate(req);
+    return validate(req, o);
   const specs = await findVmSpecs(client, vm, { ignoreMissing: true });
-  if (!specs.instancetype && !specs.preference) return validate(req);
+  if (!specs.instancetype && !specs.preference) return validate(req, o);
   const spread = checkSpreadCpuTopology(specs.instancetype, specs.preference);
   if (spread) return deny(req.uid, kind, [{ path: spread.path, reason: spread.message }]);
   const applied = structuredClone(vm);
@@ -199,7 +244,7 @@ export async function validateWithInstancetypes(
     return deny(req.uid, kind, [
       { path: unmet.paths.join(', '), reason: `failure checking preference requirements: ${unmet.message}` },
     ]);
-  return validate({ ...req, object: applied });
+  return validate({ ...req, object: applied }, o);
 }
 
 /** An AdmissionReview answer for a review (v1). */

@@ -6,7 +6,8 @@
 // test may use is loopback. So the test applies deploy/50-webhooks.yaml with each webhook's
 // `clientConfig.service` replaced by `clientConfig.url: https://127.0.0.1:PORT<same path>` (everything else as
 // in the file: rules, failurePolicy Fail, ...), and the controller adds 127.0.0.1 to the certificate's names
-// (--webhook-extra-sans=127.0.0.1). The caBundle is set by the controller, as in a cluster.
+// (--webhook-extra-sans=127.0.0.1). The caBundle is published by virt-operator's CaBundlePublisher, started here
+// beside the replicas as in a cluster; the replicas only read it (a new CA is served once it is published).
 import { setTimeout as sleep } from 'node:timers/promises';
 import { execFile, spawnSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
@@ -20,6 +21,8 @@ import {
   type VirtualMachineInstance,
 } from '@kubevirt-ts/api';
 import { KubeClient, type KubeObject } from '@kubevirt-ts/controller-runtime';
+import { createLogger } from '@kubevirt-ts/log';
+import { CaBundlePublisher } from '@kubevirt-ts/operator';
 import { freePort, serverSideApply, type KubeObject as TestObject, type TestEnv } from '@kubevirt-ts/testenv';
 import { splitPem } from './certs.js';
 import { VMIS, VMI_FINALIZER, type Vmi } from './common.js';
@@ -60,6 +63,31 @@ let port: number;
 let serving: { close(): Promise<void> } | undefined;
 const closers: (() => Promise<void>)[] = [];
 const unb64 = (s: string | undefined) => Buffer.from(s ?? '', 'base64').toString('utf8');
+const SUBRESOURCES_API_SERVICE = 'v1.subresources.kubevirt.io';
+
+/** virt-operator's part: publishes the Secret's ca.crt into the caBundles (stopped with the test file) */
+async function startPublisher(): Promise<CaBundlePublisher> {
+  const p = new CaBundlePublisher({
+    client: api,
+    namespace: CTRL_NS,
+    secretName: SECRET,
+    mutatingWebhook: MWC,
+    validatingWebhook: VWC,
+    apiService: SUBRESOURCES_API_SERVICE,
+    log: createLogger({ component: 'virt-operator', level: 'warn' }),
+  });
+  await p.start();
+  closers.push(() => p.stop());
+  return p;
+}
+
+/** both webhook configurations' caBundle is `ca` (base64) */
+async function caBundlesAre(ca: string): Promise<boolean> {
+  const m = await api.get<HookConfig>(MUTATING_WEBHOOKS, undefined, MWC);
+  const v = await api.get<HookConfig>(VALIDATING_WEBHOOKS, undefined, VWC);
+  return [m, v].every((c) => c.webhooks[0]!.clientConfig.caBundle === ca);
+}
+let publisher: CaBundlePublisher;
 
 async function until<T>(what: string, fn: () => Promise<T | undefined | false>, ms = 120000): Promise<T> {
   const end = Date.now() + ms;
@@ -158,7 +186,7 @@ describe("deploy/'s webhooks with the certificate virt-controller manages", () =
     await expect(api.create<Vmi>(VMIS, NS, vmi('early') as Vmi)).rejects.toThrow(/failed calling webhook/);
   });
 
-  it('two replicas starting at once: one Secret (CA + serving cert), both caBundles set, both serve it', async () => {
+  it('two replicas starting at once: one Secret (CA + serving cert), both serve it; virt-operator publishes its CA', async () => {
     const port2 = await freePort();
     const [a, b] = await Promise.all([
       startManagedWebhooks(managedOptions({ port })),
@@ -184,13 +212,21 @@ describe("deploy/'s webhooks with the certificate virt-controller manages", () =
     expect(v.stdout.trim()).toBe('tls.pem: OK');
     expect(await servedSerial(port)).toBe(tls.serialNumber);
     expect(await servedSerial(port2)).toBe(tls.serialNumber);
-    for (const [r, name] of [
-      [MUTATING_WEBHOOKS, MWC],
-      [VALIDATING_WEBHOOKS, VWC],
-    ] as const) {
-      const cfg = await api.get<HookConfig>(r, undefined, name);
-      expect(unb64(cfg.webhooks[0]!.clientConfig.caBundle)).toBe(unb64(secret.data['ca.crt']));
-    }
+    // the replicas do not write the caBundles: admission fails until virt-operator publishes the CA
+    const cfg = await api.get<HookConfig>(VALIDATING_WEBHOOKS, undefined, VWC);
+    expect(cfg.webhooks[0]!.clientConfig.caBundle).toBeUndefined();
+    publisher = await startPublisher();
+    await until('the caBundles published', () => caBundlesAre(secret.data['ca.crt']!));
+    await api.create<Vmi>(VMIS, NS, vmi('published') as Vmi);
+    // a configuration re-applied without its caBundle gets it back
+    await api.patch(
+      VALIDATING_WEBHOOKS,
+      undefined,
+      VWC,
+      [{ op: 'remove', path: '/webhooks/0/clientConfig/caBundle' }],
+      'json',
+    );
+    await until('the caBundle published again', () => caBundlesAre(secret.data['ca.crt']!));
     // stop the second replica; the first answers the API server
     await b.close();
   });
@@ -247,6 +283,8 @@ describe("deploy/'s webhooks with the certificate virt-controller manages", () =
       async () => (await servedSerial(port)) === secondTls.serialNumber,
     );
     await api.create<Vmi>(VMIS, NS, vmi('after-cert-rotation') as Vmi);
+    // virt-operator is away while the CA is renewed: the replica keeps serving the certificate the API server trusts
+    await publisher.stop();
     // CA renewed after ~20 s: the bundle holds the new CA first and the old one until it expires
     const third = await until('a renewed CA', async () => {
       const s = await api.get<Secret>(SECRETS, CTRL_NS, SECRET);
@@ -259,11 +297,11 @@ describe("deploy/'s webhooks with the certificate virt-controller manages", () =
     const newCa = new X509Certificate(bundle[0]!);
     const thirdTls = new X509Certificate(unb64(third.data['tls.crt']));
     expect(thirdTls.verify(newCa.publicKey)).toBe(true);
-    await until('the caBundles updated', async () => {
-      const m = await api.get<HookConfig>(MUTATING_WEBHOOKS, undefined, MWC);
-      const v = await api.get<HookConfig>(VALIDATING_WEBHOOKS, undefined, VWC);
-      return [m, v].every((c) => unb64(c.webhooks[0]!.clientConfig.caBundle) === unb64(third.data['ca.crt']));
-    });
+    await sleep(2000); // four checks
+    expect(await servedSerial(port)).toBe(secondTls.serialNumber);
+    await api.create<Vmi>(VMIS, NS, vmi('ca-not-yet-published') as Vmi);
+    publisher = await startPublisher();
+    await until('the caBundles updated', () => caBundlesAre(third.data['ca.crt']!));
     await until(
       'the CA-rotated certificate served',
       async () => (await servedSerial(port)) === thirdTls.serialNumber,
@@ -329,8 +367,7 @@ describe("deploy/'s webhooks with the certificate virt-controller manages", () =
     expect(await servedSerial(port)).toBe(
       new X509Certificate(readFileSync(join(dir, 'op.crt'))).serialNumber,
     );
-    const cfg = await api.get<HookConfig>(VALIDATING_WEBHOOKS, undefined, VWC);
-    expect(cfg.webhooks[0]!.clientConfig.caBundle).toBe(f('op-ca.crt'));
+    await until("the operator's CA published", () => caBundlesAre(f('op-ca.crt')));
     await api.create<Vmi>(VMIS, NS, vmi('operator-cert') as Vmi);
     // several checks later the Secret is still the operator's, untouched
     await sleep(2000);
@@ -339,7 +376,7 @@ describe("deploy/'s webhooks with the certificate virt-controller manages", () =
     expect(after.metadata!.annotations?.[MANAGED_BY_ANNOTATION]).toBeUndefined();
   });
 
-  it("deploy/'s APIService for subresources.kubevirt.io gets the same CA as its caBundle", async () => {
+  it("deploy/'s APIService for subresources.kubevirt.io gets the same CA as its caBundle (virt-operator publishes it)", async () => {
     const file = parseManifests(
       readFileSync(join(repoRoot, 'deploy', '43-subresources-api.yaml'), 'utf8'),
     ) as TestObject[];
@@ -347,13 +384,20 @@ describe("deploy/'s webhooks with the certificate virt-controller manages", () =
     expect((apiService as { spec?: { caBundle?: string } }).spec?.caBundle).toBeUndefined();
     await serverSideApply(env.kubeConfig(), [apiService], { fieldManager: 'certs-test' });
     const name = apiService.metadata!.name!;
+    expect(name).toBe(SUBRESOURCES_API_SERVICE);
     try {
       const p = await freePort();
       const m = await startManagedWebhooks(managedOptions({ port: p, apiService: name }));
       closers.push(m.close);
       const secret = await api.get<Secret>(SECRETS, CTRL_NS, SECRET);
-      const got = await api.get<KubeObject & { spec: { caBundle?: string } }>(API_SERVICES, undefined, name);
-      expect(got.spec.caBundle).toBe(secret.data['ca.crt']);
+      await until('the APIService caBundle published', async () => {
+        const got = await api.get<KubeObject & { spec: { caBundle?: string } }>(
+          API_SERVICES,
+          undefined,
+          name,
+        );
+        return got.spec.caBundle === secret.data['ca.crt'];
+      });
       await m.close();
     } finally {
       await api.delete(API_SERVICES, undefined, name).catch(() => undefined);

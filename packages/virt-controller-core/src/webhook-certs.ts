@@ -1,11 +1,19 @@
 // The admission webhooks' TLS: a Secret holding a CA and a serving certificate, made by virt-controller
-// when absent and renewed before they expire, and the CA bundle of both webhook configurations kept equal
-// to the Secret's `ca.crt`. Every replica runs this (each serves the webhooks); writes are conditional on
-// the resourceVersion, so replicas that race converge on one Secret. A Secret without the managed-by
+// when absent and renewed before they expire. Every replica runs this (each serves the webhooks); writes are
+// conditional on the resourceVersion, so replicas that race converge on one Secret. A Secret without the managed-by
 // annotation is the operator's: it is served as it is and never written.
+//
+// virt-controller does not write the caBundle of the webhook configurations or of the APIService: virt-operator
+// publishes the Secret's `ca.crt` there (@kubevirt-ts/operator's CaBundlePublisher), so the component serving these
+// requests cannot change which requests reach it. A replica only reads them: it hands over a certificate signed by a
+// new CA once every one of them trusts that CA (or once the certificate it serves is about to expire anyway).
 import { X509Certificate } from 'node:crypto';
 import { isIP } from 'node:net';
 import {
+  API_SERVICES,
+  MUTATING_WEBHOOKS,
+  SECRETS,
+  VALIDATING_WEBHOOKS,
   isAlreadyExists,
   isConflict,
   type KubeClient,
@@ -17,25 +25,7 @@ import { createCA, createServingCert, splitPem, type KeyPair } from './certs.js'
 import { errorMessage } from './common.js';
 import { startWebhookServer, type WebhookServer } from './webhook.js';
 
-export const SECRETS: Resource = { group: '', version: 'v1', plural: 'secrets', namespaced: true };
-export const MUTATING_WEBHOOKS: Resource = {
-  group: 'admissionregistration.k8s.io',
-  version: 'v1',
-  plural: 'mutatingwebhookconfigurations',
-  namespaced: false,
-};
-export const VALIDATING_WEBHOOKS: Resource = {
-  group: 'admissionregistration.k8s.io',
-  version: 'v1',
-  plural: 'validatingwebhookconfigurations',
-  namespaced: false,
-};
-export const API_SERVICES: Resource = {
-  group: 'apiregistration.k8s.io',
-  version: 'v1',
-  plural: 'apiservices',
-  namespaced: false,
-};
+export { SECRETS, MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS, API_SERVICES };
 /** on a Secret virt-controller made: it may renew it */
 export const MANAGED_BY_ANNOTATION = 'kubevirt-ts.io/managed-by';
 export const MANAGED_BY = 'virt-controller';
@@ -58,12 +48,15 @@ export interface WebhookCertOptions {
   client: KubeClient;
   namespace: string;
   secretName: string;
-  /** names of the MutatingWebhookConfiguration and ValidatingWebhookConfiguration to keep the caBundle of */
+  /**
+   * names of the MutatingWebhookConfiguration and ValidatingWebhookConfiguration whose caBundle (published by
+   * virt-operator) must trust a new CA before a certificate it signed is served; read, never written
+   */
   mutatingWebhook: string;
   validatingWebhook: string;
   /**
    * name of an APIService served with the same certificate (deploy/'s `v1.subresources.kubevirt.io`), whose
-   * `spec.caBundle` is kept equal to the CA as the webhooks' are
+   * `spec.caBundle` must trust it too
    */
   apiService?: string;
   /** subject alternative names of the serving certificate (DNS names and IPs) */
@@ -96,6 +89,8 @@ export function serviceDnsNames(service: string, namespace: string): string[] {
 export class WebhookCertManager {
   private timer: NodeJS.Timeout | undefined;
   private served = '';
+  private servedCert = '';
+  private waitingFor = '';
   private running: Promise<void> | undefined;
   private readonly now: () => Date;
 
@@ -103,7 +98,7 @@ export class WebhookCertManager {
     this.now = o.now ?? (() => new Date());
   }
 
-  /** one sync (the Secret exists and is current, both caBundles set, the certificate handed over), then every checkIntervalMs */
+  /** one sync (the Secret exists and is current, the certificate handed over), then every checkIntervalMs */
   async start(): Promise<void> {
     await this.sync();
     this.timer = setInterval(() => {
@@ -120,7 +115,7 @@ export class WebhookCertManager {
     await this.running;
   }
 
-  /** read (create, renew) the Secret, set the caBundles, hand over a new serving certificate */
+  /** read (create, renew) the Secret, hand over a new serving certificate once the API server trusts it */
   async sync(): Promise<void> {
     let secret: Secret | undefined;
     for (let attempt = 0; ; attempt++) {
@@ -140,13 +135,17 @@ export class WebhookCertManager {
         `secret ${this.o.namespace}/${this.o.secretName}: data.tls.crt and data.tls.key are required`,
       );
     const ca = unb64(secret.data?.['ca.crt']);
-    if (ca) {
-      await this.setCaBundle(MUTATING_WEBHOOKS, this.o.mutatingWebhook, ca);
-      await this.setCaBundle(VALIDATING_WEBHOOKS, this.o.validatingWebhook, ca);
-      if (this.o.apiService) await this.setApiServiceCaBundle(this.o.apiService, ca);
-    }
     if (cert + key !== this.served) {
+      if (this.served && !this.expiring(this.servedCert) && !(await this.trusted(cert, ca))) {
+        if (this.waitingFor !== cert)
+          this.o.log?.info('waiting for virt-operator to publish the CA of the new webhook certificate', {
+            secret: `${this.o.namespace}/${this.o.secretName}`,
+          });
+        this.waitingFor = cert;
+        return;
+      }
       this.o.onCertificate(cert, key);
+      this.servedCert = cert;
       this.served = cert + key;
       const x = new X509Certificate(cert);
       this.o.log?.info('serving the webhook certificate', {
@@ -244,49 +243,51 @@ export class WebhookCertManager {
     return client.update<Secret>(SECRETS, { ...cur, data });
   }
 
-  private async setApiServiceCaBundle(name: string, ca: string): Promise<void> {
-    const svc = await this.o.client.getOrUndefined<KubeObject & { spec?: { caBundle?: string } }>(
-      API_SERVICES,
-      undefined,
-      name,
-    );
-    if (!svc) {
-      this.o.log?.warn('APIService not found: its API is not registered', { name });
-      return;
+  /** the served certificate ends before the next two checks: a new one is served whoever trusts it */
+  private expiring(pem: string): boolean {
+    try {
+      const left = Date.parse(new X509Certificate(pem).validTo) - this.now().getTime();
+      return left <= 2 * (this.o.checkIntervalMs ?? 60_000);
+    } catch {
+      return true;
     }
-    const want = b64(ca);
-    if (svc.spec?.caBundle === want) return;
-    await this.o.client.patch(
-      API_SERVICES,
-      undefined,
-      name,
-      [{ op: 'add', path: '/spec/caBundle', value: want }],
-      'json',
-    );
-    this.o.log?.info('set the APIService CA bundle', { name });
   }
 
-  private async setCaBundle(r: Resource, name: string, ca: string): Promise<void> {
-    const cfg = await this.o.client.getOrUndefined<WebhookConfiguration>(r, undefined, name);
-    if (!cfg) {
-      this.o.log?.warn('webhook configuration not found: admission is not registered', {
-        kind: r.plural,
-        name,
-      });
-      return;
+  /**
+   * Whether each webhook configuration and the APIService (those installed) trust the CA in `bundle` that signed
+   * `cert`: their caBundle holds it. When no CA of the bundle signed it, their caBundle must be the whole bundle.
+   */
+  private async trusted(cert: string, bundle: string): Promise<boolean> {
+    const norm = (pem: string) => splitPem(pem).map((c) => c.trim());
+    let issuer: string | undefined;
+    try {
+      const x = new X509Certificate(cert);
+      issuer = norm(bundle).find((c) => x.verify(new X509Certificate(c).publicKey));
+    } catch {
+      issuer = undefined;
     }
-    const want = b64(ca);
-    const ops = (cfg.webhooks ?? []).flatMap((w, i) =>
-      w.clientConfig?.caBundle === want
-        ? []
-        : [
-            { op: 'test', path: `/webhooks/${i}/name`, value: w.name },
-            { op: 'add', path: `/webhooks/${i}/clientConfig/caBundle`, value: want },
-          ],
-    );
-    if (!ops.length) return;
-    await this.o.client.patch(r, undefined, name, ops, 'json');
-    this.o.log?.info('set the webhook CA bundle', { kind: r.plural, name });
+    const wanted = issuer ? [issuer] : norm(bundle);
+    const targets: [Resource, string | undefined][] = [
+      [MUTATING_WEBHOOKS, this.o.mutatingWebhook],
+      [VALIDATING_WEBHOOKS, this.o.validatingWebhook],
+      [API_SERVICES, this.o.apiService],
+    ];
+    for (const [r, name] of targets) {
+      if (!name) continue;
+      const o = await this.o.client.getOrUndefined<WebhookConfiguration & { spec?: { caBundle?: string } }>(
+        r,
+        undefined,
+        name,
+      );
+      if (!o) continue; // not installed: nothing to wait for
+      const bundles =
+        r === API_SERVICES ? [o.spec?.caBundle] : (o.webhooks ?? []).map((w) => w.clientConfig?.caBundle);
+      for (const b of bundles) {
+        const have = norm(unb64(b));
+        if (!wanted.every((c) => have.includes(c))) return false;
+      }
+    }
+    return true;
   }
 }
 
@@ -322,6 +323,7 @@ export async function startManagedWebhooks(
       port: o.port,
       log: o.log,
       client: o.client,
+      namespace: o.namespace,
     });
   } catch (e) {
     await certs.stop();

@@ -14,7 +14,8 @@ import {
   type VirtualMachineInstance,
 } from '@kubevirt-ts/api';
 import { KubeClient, type KubeObject, type Resource } from '@kubevirt-ts/controller-runtime';
-import type { TestEnv } from '@kubevirt-ts/testenv';
+import { KubeConfig } from '@kubernetes/client-node';
+import { kubeRequest, type TestEnv } from '@kubevirt-ts/testenv';
 import { formatFieldError } from './admission.js';
 import { VMIMS, VMIS, VMS, VMI_FINALIZER, type Vm, type Vmi } from './common.js';
 import { invalidVm, makeCerts, registerWebhooks, startApiserver } from './test-apiserver.js';
@@ -103,6 +104,98 @@ describe('admission webhooks through the API server', () => {
     relabeled.metadata.labels = { a: 'b' };
     const ok = await api.update<Vmi>(VMIS, relabeled);
     expect(ok.metadata.labels).toEqual({ a: 'b' });
+  });
+
+  it("reserved labels (kubevirt.io/nodeName, ...): nobody but the components' service accounts sets or changes them", async () => {
+    const vmi = (name: string, labels: Record<string, string>) =>
+      ({
+        apiVersion: 'kubevirt.io/v1',
+        kind: 'VirtualMachineInstance',
+        metadata: { name, namespace: NS, labels },
+        spec: { domain: { devices: {}, resources: { requests: { memory: '64Mi' } } } },
+      }) as unknown as Vmi;
+    // the admin of this API server is a person, not a component
+    await expect(api.create(VMIS, NS, vmi('pinned', { 'kubevirt.io/nodeName': 'node-x' }))).rejects.toThrow(
+      /metadata\.labels\[kubevirt\.io\/nodeName\]: Forbidden: a reserved label/,
+    );
+    const plain = await api.create<Vmi>(VMIS, NS, vmi('plain', { app: 'db', 'kubevirt.io/domain': 'plain' }));
+    await expect(
+      api.patch(
+        VMIS,
+        NS,
+        'plain',
+        { metadata: { labels: { 'kubevirt.io/migrationTargetNodeName': 'n' } } },
+        'merge',
+      ),
+    ).rejects.toThrow(/metadata\.labels\[kubevirt\.io\/migrationTargetNodeName\]: Forbidden/);
+    // virt-controller's service account (a real token) may: it schedules VMIs
+    const ns = 'kubevirt-ts';
+    const sa = 'kubevirt-ts-controller';
+    await api.create({ group: '', version: 'v1', plural: 'namespaces', namespaced: false }, undefined, {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: ns },
+    } as KubeObject);
+    const SAS: Resource = { group: '', version: 'v1', plural: 'serviceaccounts', namespaced: true };
+    await api.create(SAS, ns, {
+      apiVersion: 'v1',
+      kind: 'ServiceAccount',
+      metadata: { name: sa },
+    } as KubeObject);
+    await api.create(
+      { group: 'rbac.authorization.k8s.io', version: 'v1', plural: 'clusterrolebindings', namespaced: false },
+      undefined,
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRoleBinding',
+        metadata: { name: 'reserved-labels-test' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+        subjects: [{ kind: 'ServiceAccount', name: sa, namespace: ns }],
+      } as KubeObject,
+    );
+    const tr = await kubeRequest<{ status: { token: string } }>(
+      env.kubeConfig(),
+      'POST',
+      `/api/v1/namespaces/${ns}/serviceaccounts/${sa}/token`,
+      { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 600 } },
+    );
+    const c = env.kubeConfig().getCurrentCluster()!;
+    const asController = new KubeConfig();
+    asController.loadFromOptions({
+      clusters: [{ name: 'c', server: c.server, caData: c.caData, caFile: c.caFile, skipTLSVerify: false }],
+      users: [{ name: 'u', token: tr.status.token }],
+      contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+      currentContext: 'x',
+    });
+    const controller = new KubeClient(asController);
+    try {
+      const scheduled = await controller.patch<Vmi>(
+        VMIS,
+        NS,
+        'plain',
+        { metadata: { labels: { 'kubevirt.io/nodeName': 'node-x' } } },
+        'merge',
+      );
+      expect(scheduled.metadata.labels).toEqual({
+        app: 'db',
+        'kubevirt.io/domain': 'plain',
+        'kubevirt.io/nodeName': 'node-x',
+      });
+      const made = await controller.create<Vmi>(VMIS, NS, vmi('made', { 'kubevirt.io/created-by': 'uid-1' }));
+      expect(made.metadata.labels?.['kubevirt.io/created-by']).toBe('uid-1');
+    } finally {
+      controller.close();
+    }
+    // other labels stay free, kubevirt.io ones that are not reserved too
+    const relabeled = await api.patch<Vmi>(
+      VMIS,
+      NS,
+      'plain',
+      { metadata: { labels: { app: 'web' } } },
+      'merge',
+    );
+    expect(relabeled.metadata.labels?.app).toBe('web');
+    expect(plain.metadata.labels?.['kubevirt.io/domain']).toBe('plain');
   });
 
   it('a valid VM is accepted with its template defaulted; an invalid update is rejected', async () => {

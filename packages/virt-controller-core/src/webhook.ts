@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { KubeClient } from '@kubevirt-ts/controller-runtime';
 import type { Logger } from '@kubevirt-ts/log';
 import {
+  componentUsers,
   mutate,
   review,
   validateWithInstancetypes,
@@ -26,6 +27,8 @@ export interface WebhookServerOptions {
   log?: Logger;
   /** reads the instance types and preferences VMs name (none: they are not applied at admission) */
   client?: KubeClient;
+  /** the components' namespace: their service accounts may set the reserved VMI labels (default kubevirt-ts) */
+  namespace?: string;
 }
 
 export interface WebhookServer {
@@ -37,6 +40,7 @@ export interface WebhookServer {
 }
 
 export async function startWebhookServer(o: WebhookServerOptions): Promise<WebhookServer> {
+  const validateOptions = { componentUsers: componentUsers(o.namespace) };
   const server = createServer({ cert: o.cert, key: o.key, minVersion: 'TLSv1.2' }, (req, res) => {
     // the Deployment's readiness probe: a replica is in the Service once it serves TLS
     if (req.method === 'GET' && req.url === '/readyz') {
@@ -47,7 +51,7 @@ export async function startWebhookServer(o: WebhookServerOptions): Promise<Webho
       req.url?.split('?')[0] === MUTATE_PATH
         ? mutate
         : req.url?.split('?')[0] === VALIDATE_PATH
-          ? (r: AdmissionRequest) => validateWithInstancetypes(r, o.client)
+          ? (r: AdmissionRequest) => validateWithInstancetypes(r, o.client, validateOptions)
           : undefined;
     if (req.method !== 'POST' || !handler) {
       res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found\n');

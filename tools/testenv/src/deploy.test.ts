@@ -165,9 +165,9 @@ describe('deploy/ is generated', () => {
     ]) {
       expect(kinds).toContain(want);
     }
-    // virt-handler reads no configuration (no Role); virt-operator needs no cluster-wide right
-    for (const none of [`Role/${gen.HANDLER}`, `ClusterRole/${gen.OPERATOR}`])
-      expect(kinds).not.toContain(none);
+    // virt-handler reads no configuration (no Role); virt-operator's cluster-wide right is the caBundles
+    expect(kinds).not.toContain(`Role/${gen.HANDLER}`);
+    expect(kinds).toContain(`ClusterRole/${gen.OPERATOR}`);
   });
 
   it('the validating webhook refuses to create each served kind not implemented (an opaque spec in crds/)', () => {
@@ -295,8 +295,8 @@ const NEEDS: Record<'controller' | 'handler' | 'operator', Need[]> = {
       name: 'kubevirt',
       verbs: ['get', 'list', 'watch'],
     },
-    // the admission webhooks' TLS: its Secret (made once, read and renewed by every replica) and the caBundle
-    // of kubevirt-ts's two webhook configurations
+    // the admission webhooks' TLS: its Secret (made once, read and renewed by every replica); the caBundle of
+    // kubevirt-ts's two webhook configurations is read (a new CA is served once virt-operator published it)
     { group: '', resource: 'secrets', namespace: 'kubevirt-ts', verbs: ['create'] },
     {
       group: '',
@@ -318,13 +318,13 @@ const NEEDS: Record<'controller' | 'handler' | 'operator', Need[]> = {
       group: 'admissionregistration.k8s.io',
       resource: 'mutatingwebhookconfigurations',
       name: 'kubevirt-ts-mutator',
-      verbs: ['get', 'patch'],
+      verbs: ['get'],
     },
     {
       group: 'admissionregistration.k8s.io',
       resource: 'validatingwebhookconfigurations',
       name: 'kubevirt-ts-validator',
-      verbs: ['get', 'patch'],
+      verbs: ['get'],
     },
     // serving subresources.kubevirt.io (23-rbac-subresources.yaml): migrate creates a migration, every request
     // is authorized by a SubjectAccessReview, the front-proxy settings come from kube-system
@@ -337,12 +337,12 @@ const NEEDS: Record<'controller' | 'handler' | 'operator', Need[]> = {
       name: 'extension-apiserver-authentication',
       verbs: ['get', 'list', 'watch'],
     },
-    // its own APIService's caBundle = the CA it manages for the webhooks and this API
+    // its own APIService's caBundle, read as the webhooks'
     {
       group: 'apiregistration.k8s.io',
       resource: 'apiservices',
       name: 'v1.subresources.kubevirt.io',
-      verbs: ['get', 'patch'],
+      verbs: ['get'],
     },
   ],
   handler: [
@@ -354,7 +354,7 @@ const NEEDS: Record<'controller' | 'handler' | 'operator', Need[]> = {
       verbs: ['get', 'list', 'watch', 'update', 'patch'],
     },
     { group: 'kubevirt.io', resource: 'virtualmachineinstancemigrations', verbs: ['get', 'list', 'watch'] },
-    { group: '', resource: 'pods', verbs: ['get', 'list', 'watch'] },
+    // no Pods: it finds its launchers by their sockets on its node, and a VMI's Pod by status.activePods
     { group: '', resource: 'nodes', verbs: ['get', 'patch'] },
     { group: '', resource: 'events', verbs: ['create', 'patch'] },
     { group: 'events.k8s.io', resource: 'events', verbs: ['create', 'patch'] },
@@ -377,6 +377,25 @@ const NEEDS: Record<'controller' | 'handler' | 'operator', Need[]> = {
     // the components' rollout, read only
     { group: 'apps', resource: 'deployments', namespace: 'kubevirt-ts', verbs: ['get', 'list', 'watch'] },
     { group: 'apps', resource: 'daemonsets', namespace: 'kubevirt-ts', verbs: ['get', 'list', 'watch'] },
+    // the webhook CA: read from virt-controller's Secret, published as the caBundle of the two webhook
+    // configurations and the subresource APIService (the installer's right, not the serving component's)
+    {
+      group: '',
+      resource: 'secrets',
+      namespace: 'kubevirt-ts',
+      name: 'kubevirt-ts-webhook-certs',
+      verbs: ['get', 'list', 'watch'],
+    },
+    ...[
+      ['admissionregistration.k8s.io', 'mutatingwebhookconfigurations', 'kubevirt-ts-mutator'],
+      ['admissionregistration.k8s.io', 'validatingwebhookconfigurations', 'kubevirt-ts-validator'],
+      ['apiregistration.k8s.io', 'apiservices', 'v1.subresources.kubevirt.io'],
+    ].map(([group, resource, name]) => ({
+      group: group!,
+      resource: resource!,
+      name,
+      verbs: ['get', 'list', 'watch', 'patch'],
+    })),
   ],
 };
 
@@ -636,8 +655,20 @@ describe('deploy/ on a real kube-apiserver', () => {
     );
     expect(dep.spec.replicas).toBe(2);
     const ds = await kubeRequest<{
-      spec: { template: { spec: { volumes: { hostPath?: { path: string } }[] } } };
+      spec: {
+        template: {
+          spec: {
+            volumes: { name: string; hostPath?: { path: string } }[];
+            containers: { volumeMounts?: { name: string; mountPropagation?: string }[] }[];
+          };
+        };
+      };
     }>(kc, 'GET', '/apis/apps/v1/namespaces/kubevirt-ts/daemonsets/virt-handler');
+    // no Bidirectional propagation anywhere (nothing the handler mounts in its container reaches the host): the
+    // kubelet's pods dir HostToContainer (it sees the container disks bound from the host's mount namespace)
+    const mounts = ds.spec.template.spec.containers.flatMap((c) => c.volumeMounts ?? []);
+    expect(mounts.filter((m) => m.mountPropagation === 'Bidirectional')).toEqual([]);
+    expect(mounts.find((m) => m.name === 'kubelet-pods')?.mountPropagation).toBe('HostToContainer');
     expect(
       ds.spec.template.spec.volumes
         .filter((v) => v.hostPath)
@@ -774,6 +805,18 @@ describe('deploy/ on a real kube-apiserver', () => {
         spec: { containers: [{ name: 'c', image: 'x' }] },
       }),
     ).toBe(403);
+    // virt-handler reads no Pod at all: it knows its launchers from their sockets on its node
+    expect(await req(gen.HANDLER, 'GET', '/api/v1/namespaces/default/pods')).toBe(403);
+    expect(await req(gen.HANDLER, 'GET', '/api/v1/pods')).toBe(403);
+    // the caBundles: virt-controller (which serves the webhooks) may read but not change them; virt-operator may
+    const hooks = `/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/${gen.VALIDATING_WEBHOOK}`;
+    const apiService = '/apis/apiregistration.k8s.io/v1/apiservices/v1.subresources.kubevirt.io';
+    for (const path of [hooks, apiService]) {
+      expect(await req(gen.CONTROLLER, 'GET', path)).toBe(200);
+      expect(await req(gen.CONTROLLER, 'PATCH', path, {})).toBe(403);
+      expect(await req(gen.OPERATOR, 'PATCH', path, {})).toBe(200);
+    }
+    expect(await req(gen.OPERATOR, 'DELETE', hooks)).toBe(403);
   });
 
   describe("people: upstream's user roles", () => {
@@ -949,7 +992,8 @@ async function kubeRequestAs(
   };
   await k.applyToHTTPSOptions(opts);
   const payload = body === undefined ? undefined : JSON.stringify(body);
-  if (payload) opts.headers = { ...opts.headers, 'Content-Type': 'application/json' };
+  const type = method === 'PATCH' ? 'application/merge-patch+json' : 'application/json';
+  if (payload) opts.headers = { ...opts.headers, 'Content-Type': type };
   return new Promise((resolve, reject) => {
     const r = request(url, opts, (res) => {
       let text = '';

@@ -43,6 +43,8 @@ import type {
   V1Service,
   V1ServiceAccount,
   V1ValidatingWebhookConfiguration,
+  V1ValidatingAdmissionPolicy,
+  V1ValidatingAdmissionPolicyBinding,
 } from '@kubernetes/client-node';
 import YAML from 'yaml';
 
@@ -76,6 +78,8 @@ export type DeployObject = (
   | V1DaemonSet
   | V1MutatingWebhookConfiguration
   | V1ValidatingWebhookConfiguration
+  | V1ValidatingAdmissionPolicy
+  | V1ValidatingAdmissionPolicyBinding
 ) & { _why?: Rule[] };
 
 /** What generateDeploy makes: file name -> content, and CRD link name -> symlink target. */
@@ -233,8 +237,8 @@ export const CONTROLLER_CLUSTER_RULES: Rule[] = [
     apiGroups: ['admissionregistration.k8s.io'],
     resources: ['mutatingwebhookconfigurations', 'validatingwebhookconfigurations'],
     resourceNames: [MUTATING_WEBHOOK, VALIDATING_WEBHOOK],
-    verbs: ['get', 'patch'],
-    why: "get/patch: sets the caBundle of kubevirt-ts's own two webhook configurations to the CA it manages (no other webhook, no create or delete)",
+    verbs: ['get'],
+    why: "get: whether kubevirt-ts's own two webhook configurations trust a new CA (their caBundle, which virt-operator publishes) before a certificate it signed is served; no write: the component serving the webhooks cannot change which requests reach it",
   },
 ];
 
@@ -296,12 +300,6 @@ export const HANDLER_CLUSTER_RULES: Rule[] = [
   },
   {
     apiGroups: [''],
-    resources: ['pods'],
-    verbs: ['get', 'list', 'watch'],
-    why: 'get/list/watch: the launcher Pod of each VMI on its node (its uid locates the socket and disk dirs under /var/lib/kubelet/pods)',
-  },
-  {
-    apiGroups: [''],
     resources: ['nodes'],
     verbs: ['get', 'patch'],
     why: 'get/patch: heartbeat on its own node (kubevirt.io/schedulable label, heartbeat annotation); no list, no delete',
@@ -317,7 +315,22 @@ export const HANDLER_CLUSTER_RULES: Rule[] = [
 /** virt-handler reads no configuration: what it needs comes with each VMI (e.g. its migration configuration) */
 export const HANDLER_NAMESPACE_RULES: Rule[] = [];
 
-export const OPERATOR_CLUSTER_RULES: Rule[] = [];
+export const OPERATOR_CLUSTER_RULES: Rule[] = [
+  {
+    apiGroups: ['admissionregistration.k8s.io'],
+    resources: ['mutatingwebhookconfigurations', 'validatingwebhookconfigurations'],
+    resourceNames: [MUTATING_WEBHOOK, VALIDATING_WEBHOOK],
+    verbs: ['get', 'list', 'watch', 'patch'],
+    why: "get/list/watch/patch: publishes the webhook Secret's CA as the caBundle of kubevirt-ts's own two webhook configurations (list/watch with fieldSelector metadata.name: a re-applied configuration gets it back at once); no other webhook, no create or delete",
+  },
+  {
+    apiGroups: ['apiregistration.k8s.io'],
+    resources: ['apiservices'],
+    resourceNames: ['v1.subresources.kubevirt.io'],
+    verbs: ['get', 'list', 'watch', 'patch'],
+    why: 'get/list/watch/patch: the same CA as the caBundle of the subresource APIService (served with the same certificate); no other APIService, no create or delete',
+  },
+];
 export const OPERATOR_NAMESPACE_RULES: Rule[] = [
   {
     apiGroups: ['kubevirt.io'],
@@ -337,6 +350,13 @@ export const OPERATOR_NAMESPACE_RULES: Rule[] = [
     verbs: ['get', 'list', 'watch'],
     why: "get/list/watch: the virt-controller Deployment's and the virt-handler DaemonSet's rollout, which the CR's status reports (no write: nothing here needs a restart when the configuration changes)",
   },
+  {
+    apiGroups: [''],
+    resources: ['secrets'],
+    resourceNames: [WEBHOOK_SECRET],
+    verbs: ['get', 'list', 'watch'],
+    why: 'get/list/watch: the webhook certificate Secret (made and renewed by virt-controller), whose ca.crt it publishes as the caBundles above; this Secret only (list/watch with fieldSelector metadata.name), never written',
+  },
 ];
 
 /** Host paths virt-handler mounts, with the reason; nothing broader (no /, no /etc, no /var/lib/kubelet as a whole). */
@@ -348,8 +368,8 @@ export const HANDLER_HOST_PATHS: HostPath[] = [
     // is longer than a unix socket path may be (107 bytes); the handler gets --pods-dir=/pods
     mountPath: '/pods',
     type: 'Directory',
-    mountPropagation: 'Bidirectional',
-    why: "each launcher Pod's emptyDirs (cmd socket, domain-notify pipe in public, container-disks, hotplug-disks): talks to the launcher and bind-mounts container disks into the Pod (Bidirectional so the Pod sees them)",
+    mountPropagation: 'HostToContainer',
+    why: "each launcher Pod's emptyDirs (cmd socket, domain-notify pipe in public, container-disks, hotplug-disks): talks to the launcher, and sees the container disks bound into the Pod. HostToContainer, not Bidirectional: the bind mounts are made in the host's mount namespace (kvts-hostmount through /proc/<pid>/ns/mnt), so nothing mounted in this container ever propagates to the host",
   },
   {
     name: 'device-plugins',
@@ -380,8 +400,8 @@ export const SUBRESOURCES_CLUSTER_RULES: Rule[] = [
     apiGroups: ['apiregistration.k8s.io'],
     resources: ['apiservices'],
     resourceNames: ['v1.subresources.kubevirt.io'],
-    verbs: ['get', 'patch'],
-    why: 'get/patch: sets the caBundle of its own APIService to the CA it manages (the one the webhooks use); no other APIService, no create or delete',
+    verbs: ['get'],
+    why: 'get: whether its own APIService trusts a new CA (its caBundle, which virt-operator publishes) before a certificate it signed is served; no write',
   },
   {
     apiGroups: ['authorization.k8s.io'],
@@ -886,6 +906,8 @@ export function deployObjects({
                   args: [
                     `--kubevirt-version=v${tag}`,
                     `--default-configuration=${JSON.stringify(DEFAULT_CONFIGURATION)}`,
+                    // publishes this Secret's CA into the caBundles (virt-controller makes the Secret, cannot publish)
+                    `--webhook-secret=${WEBHOOK_SECRET}`,
                   ],
                   env: envCommon,
                   resources: { requests: { cpu: '10m', memory: '64Mi' }, limits: { memory: '256Mi' } },
@@ -992,6 +1014,7 @@ export function deployObjects({
       },
     ],
     '50-webhooks.yaml': webhookConfigurations(),
+    '51-node-restriction.yaml': nodeRestriction(),
     '23-rbac-subresources.yaml': [
       {
         apiVersion: 'rbac.authorization.k8s.io/v1',
@@ -1100,7 +1123,7 @@ export function deployObjects({
                   ],
                   ports: [{ name: 'subresources', containerPort: HANDLER_SUBRESOURCE_PORT, protocol: 'TCP' }],
                   resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '512Mi' } },
-                  // privileged: mount propagation and Pod network phase 1 inside launcher Pods (see the comment below)
+                  // privileged: mounts in the host's mount namespace and Pod network phase 1 inside launcher Pods (see below)
                   securityContext: { privileged: true, runAsUser: 0 },
                   volumeMounts: [
                     ...HANDLER_HOST_PATHS.map((h) => ({
@@ -1224,6 +1247,118 @@ export function webhookConfigurations(): [V1MutatingWebhookConfiguration, V1Vali
   ];
 }
 
+export const NODE_RESTRICTION = 'kubevirt-ts-node-restriction';
+/** the VMI labels naming its node and its migration target (virt-controller's and virt-handler's) */
+const LABEL_NODE_NAME = 'kubevirt.io/nodeName';
+const LABEL_MIGRATION_TARGET = 'kubevirt.io/migrationTargetNodeName';
+/** the node-name claim of a service-account token bound to a Pod, as the API server puts it in the user's extra */
+export const NODE_NAME_EXTRA = 'authentication.kubernetes.io/node-name';
+
+/**
+ * virt-handler's node restriction: a ValidatingAdmissionPolicy on Node and VMI updates by the handler's service
+ * account, and its binding. A PATCH reaches admission as an UPDATE with the whole old and new object.
+ */
+function nodeRestriction(): DeployObject[] {
+  const labels_ = (o: string) => `${o}.metadata.?labels.orValue({})`;
+  const annotations = (o: string) => `${o}.metadata.?annotations.orValue({})`;
+  // a key virt-handler owns: kubevirt.io/... or <sub>.kubevirt.io/... (e.g. cpu-model.node.kubevirt.io/)
+  const reserved = (k: string) => `${k}.matches('^([a-z0-9.-]+\\\\.)?kubevirt\\\\.io/')`;
+  /** only reserved keys of map `m` differ between oldObject and object */
+  const onlyReserved = (m: (o: string) => string) =>
+    `${m('object')}.all(k, ${reserved('k')} || (k in ${m('oldObject')} && ${m('oldObject')}[k] == ${m('object')}[k])) && ` +
+    `${m('oldObject')}.all(k, ${reserved('k')} || k in ${m('object')})`;
+  const isNode = "request.resource.resource == 'nodes'";
+  const isVmi = "request.resource.resource == 'virtualmachineinstances'";
+  return [
+    {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicy',
+      metadata: { name: NODE_RESTRICTION, labels: labels('virt-handler') },
+      spec: {
+        failurePolicy: 'Fail',
+        // with the API server's defaults spelled out (matchConstraints is atomic: `kubectl apply` and a server-side
+        // apply after it must send the same value)
+        matchConstraints: {
+          matchPolicy: 'Equivalent',
+          namespaceSelector: {},
+          objectSelector: {},
+          resourceRules: [
+            {
+              apiGroups: [''],
+              apiVersions: ['v1'],
+              resources: ['nodes'],
+              operations: ['UPDATE'],
+              scope: '*',
+            },
+            {
+              apiGroups: ['kubevirt.io'],
+              apiVersions: ['*'],
+              resources: ['virtualmachineinstances'],
+              operations: ['UPDATE'],
+              scope: '*',
+            },
+          ],
+        },
+        matchConditions: [
+          {
+            name: 'virt-handler',
+            expression: `request.userInfo.username == 'system:serviceaccount:${NAMESPACE}:${HANDLER}'`,
+          },
+        ],
+        variables: [
+          {
+            name: 'node',
+            expression: `'${NODE_NAME_EXTRA}' in request.userInfo.extra ? request.userInfo.extra['${NODE_NAME_EXTRA}'][0] : ''`,
+          },
+          // the nodes a VMI is on, migrating to, or migrated from (its migration state's source), before this write
+          {
+            name: 'vmiNodes',
+            expression: `${isVmi} ? [${labels_('oldObject')}[?'${LABEL_NODE_NAME}'].orValue(''), string(oldObject.?status.?nodeName.orValue('')), ${labels_('oldObject')}[?'${LABEL_MIGRATION_TARGET}'].orValue(''), string(oldObject.?status.?migrationState.?targetNode.orValue('')), string(oldObject.?status.?migrationState.?sourceNode.orValue(''))].filter(n, n != '') : []`,
+          },
+        ],
+        validations: [
+          {
+            expression: "variables.node != ''",
+            message:
+              "virt-handler's token names no node: its service-account token must be bound to its Pod (a projected token), which puts the node's name in it",
+            reason: 'Forbidden',
+          },
+          {
+            expression: `!(${isNode}) || object.metadata.name == variables.node`,
+            messageExpression:
+              "'virt-handler on node ' + variables.node + ' may not change node ' + object.metadata.name",
+            reason: 'Forbidden',
+          },
+          {
+            expression: `!(${isNode}) || (object.spec == oldObject.spec && ${onlyReserved(labels_)} && ${onlyReserved(annotations)})`,
+            messageExpression:
+              "'virt-handler may change only kubevirt.io labels and annotations of its node ' + object.metadata.name",
+            reason: 'Forbidden',
+          },
+          {
+            expression: `!(${isVmi}) || variables.node in variables.vmiNodes`,
+            messageExpression:
+              "'virt-handler on node ' + variables.node + ' may not change VirtualMachineInstance ' + object.metadata.namespace + '/' + object.metadata.name + ' (on ' + string(oldObject.?status.?nodeName.orValue('no node')) + ')'",
+            reason: 'Forbidden',
+          },
+          {
+            expression: `!(${isVmi}) || (object.spec == oldObject.spec && ${onlyReserved(labels_)} && [${labels_('object')}[?'${LABEL_NODE_NAME}'].orValue(''), string(object.?status.?nodeName.orValue(''))].all(n, n == '' || n in variables.vmiNodes))`,
+            messageExpression:
+              "'virt-handler may change only the status and kubevirt.io labels of VirtualMachineInstance ' + object.metadata.namespace + '/' + object.metadata.name + ', and not move it to another node'",
+            reason: 'Forbidden',
+          },
+        ],
+      },
+    },
+    {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicyBinding',
+      metadata: { name: NODE_RESTRICTION, labels: labels('virt-handler') },
+      spec: { policyName: NODE_RESTRICTION, validationActions: ['Deny'] },
+    },
+  ];
+}
+
 const COMMENTS: Record<string, string> = {
   '00-namespace.yaml': 'Namespace of virt-operator, virt-controller, virt-handler and the KubeVirt CR.',
   '10-service-accounts.yaml': 'One ServiceAccount per component.',
@@ -1241,7 +1376,9 @@ const COMMENTS: Record<string, string> = {
     'virt-controller: 2 replicas, one active at a time through leader election on a Lease; a PodDisruptionBudget keeps one; every replica serves the admission webhooks behind the Service.',
   '41-virt-handler.yaml': 'virt-handler: one per node; host paths listed with the reason each is needed.',
   '50-webhooks.yaml':
-    'Admission webhooks served by virt-controller (defaults, validation, refusal of the served kinds not implemented), failurePolicy Fail; virt-controller sets their caBundle.',
+    'Admission webhooks served by virt-controller (defaults, validation, refusal of the served kinds not implemented), failurePolicy Fail; virt-operator publishes their caBundle.',
+  '51-node-restriction.yaml':
+    "Node restriction for virt-handler (upstream's NodeRestriction), in the API server itself (CEL, no webhook): a handler's service-account token names the node of its Pod (authentication.kubernetes.io/node-name); it may change only that Node (only kubevirt.io labels and annotations) and only the VMIs on that node, migrating to it or from it (status and kubevirt.io labels, never the spec, never onto a third node).",
   '23-rbac-subresources.yaml':
     'virt-controller serving subresources.kubevirt.io: least privilege for the subresource verbs; each rule says why.',
   '43-subresources-api.yaml':
@@ -1271,7 +1408,7 @@ function toYaml(obj: DeployObject): string {
     for (const item of mapAt(['spec', 'template', 'spec', 'containers', 0]).items) {
       if (item.key.value === 'securityContext')
         item.key.commentBefore =
-          ' privileged: Bidirectional mount propagation (container disks into launcher Pods), and Pod network phase 1' +
+          ' privileged: container disks bound into launcher Pods from the host mount namespace (setns into /proc/1/ns/mnt), and Pod network phase 1' +
           " inside each launcher Pod's network namespace (entered by nsenter through /proc/<pid>/ns/net: setns needs" +
           ' CAP_SYS_ADMIN; bridge, tap and nftables NAT: CAP_NET_ADMIN; IP forwarding sysctl) and the chown of the' +
           " Pod's /dev/net/tun to the launcher's user (CAP_CHOWN) require it";
