@@ -272,18 +272,19 @@ test('every served version of every kind lists across namespaces; v1alpha3 says 
 });
 
 test('a kind not implemented keeps whatever it is given (no webhook here: the CRD alone)', async () => {
-  expect(NOT_IMPLEMENTED_KINDS.map((k) => k.kind)).toContain('VirtualMachinePool');
-  const pool = {
-    apiVersion: 'pool.kubevirt.io/v1beta1',
-    kind: 'VirtualMachinePool',
-    metadata: { name: 'p', namespace: 'default' },
+  expect(NOT_IMPLEMENTED_KINDS.map((k) => k.kind)).toContain('VirtualMachineSnapshot');
+  const snap = {
+    apiVersion: 'snapshot.kubevirt.io/v1beta1',
+    kind: 'VirtualMachineSnapshot',
+    metadata: { name: 's', namespace: 'default' },
     spec: { replicas: 2, anything: { nested: [1, 'two'] } },
     extra: 'kept',
   };
-  const r = await kube('POST', '/apis/pool.kubevirt.io/v1beta1/namespaces/default/virtualmachinepools', pool);
+  const base = 'namespaces/default/virtualmachinesnapshots';
+  const r = await kube('POST', `/apis/snapshot.kubevirt.io/v1beta1/${base}`, snap);
   expect(r.status).toBe(201);
-  expect({ spec: r.body.spec, extra: r.body.extra }).toEqual({ spec: pool.spec, extra: 'kept' });
-  const old = await kube('GET', '/apis/pool.kubevirt.io/v1alpha1/namespaces/default/virtualmachinepools/p');
-  expect(old.body.apiVersion).toBe('pool.kubevirt.io/v1alpha1');
-  expect(old.body.spec).toEqual(pool.spec);
+  expect({ spec: r.body.spec, extra: r.body.extra }).toEqual({ spec: snap.spec, extra: 'kept' });
+  const old = await kube('GET', `/apis/snapshot.kubevirt.io/v1alpha1/${base}/s`);
+  expect(old.body.apiVersion).toBe('snapshot.kubevirt.io/v1alpha1');
+  expect(old.body.spec).toEqual(snap.spec);
 });

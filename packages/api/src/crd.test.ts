@@ -95,7 +95,8 @@ const IMPLEMENTED = CRD_KINDS.filter((k) => k.schema);
 
 describe.each(IMPLEMENTED.map((k) => [k.kind, k]))('%s CRD', (kind, info) => {
   const crd: Any = crdFor(kind);
-  const version = crd.spec.versions[0];
+  // the stored version (a pool is also served as v1alpha1, listed first)
+  const version = crd.spec.versions.find((v: Any) => v.storage);
   const schema = version.schema.openAPIV3Schema;
 
   test('is a v1 CRD (status subresource except on the VMI, as upstream), names, short names and category all', () => {
@@ -116,6 +117,7 @@ describe.each(IMPLEMENTED.map((k) => [k.kind, k]))('%s CRD', (kind, info) => {
         VirtualMachineClusterInstancetype: 'vmclusterinstancetype',
         VirtualMachinePreference: 'vmpref',
         VirtualMachineClusterPreference: 'vmcp',
+        VirtualMachinePool: 'vmpool',
       }[kind],
     );
     expect(version).toMatchObject({ served: true, storage: true });
@@ -125,10 +127,13 @@ describe.each(IMPLEMENTED.map((k) => [k.kind, k]))('%s CRD', (kind, info) => {
       expect(crd.spec.versions.map((v: Any) => v.name)).toEqual(['v1', 'v1alpha3']);
       expect(crd.spec.versions[1]).toMatchObject({ ...KUBEVIRT_IO_VERSIONS[1], schema: version.schema });
       expect(crd.spec.conversion).toEqual({ strategy: 'None' });
-    } else expect(crd.spec.versions.map((v: Any) => v.name)).toEqual(['v1beta1']);
+    } else if (kind === 'VirtualMachinePool')
+      expect(crd.spec.versions.map((v: Any) => v.name)).toEqual(['v1alpha1', 'v1beta1']);
+    else expect(crd.spec.versions.map((v: Any) => v.name)).toEqual(['v1beta1']);
     // no status subresource on the VMI (as upstream), none at all on instance types and preferences
-    if (kind === 'VirtualMachineInstance' || info.group) expect(version.subresources).toBeUndefined();
-    else if (kind === 'VirtualMachineInstanceReplicaSet')
+    if (kind === 'VirtualMachineInstance' || (info.group && kind !== 'VirtualMachinePool'))
+      expect(version.subresources).toBeUndefined();
+    else if (kind === 'VirtualMachineInstanceReplicaSet' || kind === 'VirtualMachinePool')
       // and the scale subresource: `kubectl scale vmirs`
       expect(version.subresources).toEqual({
         status: {},
@@ -150,6 +155,7 @@ describe.each(IMPLEMENTED.map((k) => [k.kind, k]))('%s CRD', (kind, info) => {
         VirtualMachineInstanceMigration: ['Phase', 'VMI', 'Age'],
         KubeVirt: ['Age', 'Phase'],
         VirtualMachineInstanceReplicaSet: ['Desired', 'Current', 'Ready', 'Age'],
+        VirtualMachinePool: ['Desired', 'Current', 'Ready', 'Age'],
       }[kind] ?? [];
     expect(names).toEqual(want);
     for (const c of version.additionalPrinterColumns ?? []) expect(c.jsonPath).toMatch(/^\./);

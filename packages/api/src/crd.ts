@@ -15,6 +15,8 @@ import {
   API_GROUP,
   VirtualMachineInstanceMigrationSchema,
   VirtualMachineInstanceReplicaSetSchema,
+  VirtualMachinePoolSchema,
+  POOL_GROUP,
   VirtualMachineInstanceSchema,
   VirtualMachineSchema,
 } from './schemas.js';
@@ -281,6 +283,21 @@ export const CRD_KINDS: KindInfo[] = [
       labelSelectorPath: '.status.labelSelector',
     },
   },
+  {
+    kind: 'VirtualMachinePool',
+    group: POOL_GROUP,
+    versions: ALPHA1_BETA1,
+    plural: 'virtualmachinepools',
+    singular: 'virtualmachinepool',
+    shortNames: ['vmpool', 'vmpools'],
+    schema: VirtualMachinePoolSchema,
+    columns: REPLICAS,
+    scale: {
+      specReplicasPath: '.spec.replicas',
+      statusReplicasPath: '.status.replicas',
+      labelSelectorPath: '.status.labelSelector',
+    },
+  },
   // served, not implemented
   {
     kind: 'VirtualMachineInstancePreset',
@@ -304,15 +321,6 @@ export const CRD_KINDS: KindInfo[] = [
     ],
     statusSubresource: false,
     columns: [],
-  },
-  {
-    kind: 'VirtualMachinePool',
-    group: 'pool.kubevirt.io',
-    versions: ALPHA1_BETA1,
-    plural: 'virtualmachinepools',
-    singular: 'virtualmachinepool',
-    shortNames: ['vmpool', 'vmpools'],
-    columns: REPLICAS,
   },
   {
     kind: 'VirtualMachineSnapshot',

@@ -10,6 +10,8 @@ export {
   validateVirtualMachineInstance,
   validateVirtualMachineInstanceMigration,
   validateVirtualMachineInstanceReplicaSet,
+  validateVirtualMachinePool,
+  POOL_FIELDS_NOT_IMPLEMENTED,
   checkDns1123Label,
   checkDns1123Subdomain,
   checkQualifiedName,

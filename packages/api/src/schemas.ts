@@ -879,3 +879,65 @@ export const VirtualMachineInstanceReplicaSetSchema = Type.Object(
 );
 /** A kubevirt.io/v1 VirtualMachineInstanceReplicaSet: keeps `replicas` VMIs of its template running. */
 export type VirtualMachineInstanceReplicaSet = Static<typeof VirtualMachineInstanceReplicaSetSchema>;
+
+// ---------------------------------------------------------------- VirtualMachinePool (pool.kubevirt.io)
+
+/** The API group and stored version of VirtualMachinePools (upstream also serves v1alpha1, the same shape). */
+export const POOL_GROUP = 'pool.kubevirt.io';
+/** `pool.kubevirt.io/v1beta1`, the version pools are stored in */
+export const POOL_API_VERSION = `${POOL_GROUP}/v1beta1`;
+/** the apiVersions a VirtualMachinePool may be written in */
+export const POOL_API_VERSIONS = [POOL_API_VERSION, `${POOL_GROUP}/v1alpha1`] as const;
+
+/** TypeBox schema of `spec.virtualMachineTemplate` of a pool: the metadata and spec of the VMs it creates. */
+export const VirtualMachineTemplateSpecSchema = Strict({
+  metadata: Opt(ObjectMetaSchema),
+  spec: VirtualMachineSpecSchema,
+});
+
+/** TypeBox schema of the pool `spec` (upstream `v1beta1.VirtualMachinePoolSpec`); unknown fields are rejected. */
+export const VirtualMachinePoolSpecSchema = Strict({
+  replicas: Opt(UInt('how many VMs to keep (default 1)')),
+  selector: LabelSelectorSchema,
+  virtualMachineTemplate: VirtualMachineTemplateSpecSchema,
+  paused: Opt(Bool('true: the controller neither creates nor deletes VMs')),
+  nameGeneration: Opt(
+    Strict({
+      appendIndexToConfigMapRefs: Opt(Bool('configMap volumes of VM <pool>-<i> name <configMap>-<i>')),
+      appendIndexToSecretRefs: Opt(
+        Bool('secret volumes and cloud-init secret references of VM <pool>-<i> name <secret>-<i>'),
+      ),
+    }),
+  ),
+  // upstream's rollout and scale-in policies: not implemented here, refused by validation with the field's name
+  maxUnavailable: Opt(Opaque('not implemented by kubevirt-ts')),
+  scaleInStrategy: Opt(Opaque('not implemented by kubevirt-ts')),
+  updateStrategy: Opt(Opaque('not implemented by kubevirt-ts')),
+  autohealing: Opt(Opaque('not implemented by kubevirt-ts')),
+});
+/** The `spec` of a VirtualMachinePool: replicas, the selector, the VM template, paused, name generation. */
+export type VirtualMachinePoolSpec = Static<typeof VirtualMachinePoolSpecSchema>;
+
+/** TypeBox schema of the pool `status` (upstream `v1beta1.VirtualMachinePoolStatus`); fields not modelled here are kept. */
+export const VirtualMachinePoolStatusSchema = Loose({
+  replicas: Opt(Int('VMs owned that are not being deleted')),
+  readyReplicas: Opt(Int('of those, the VMs whose Ready condition is True')),
+  labelSelector: Opt(Str('spec.selector as a string (the scale subresource reads it)')),
+  conditions: Opt(Arr(ConditionSchema)),
+});
+/** The `status` of a VirtualMachinePool, written by virt-controller. */
+export type VirtualMachinePoolStatus = Static<typeof VirtualMachinePoolStatusSchema>;
+
+/** TypeBox schema of a whole VirtualMachinePool object (apiVersion, kind, metadata, spec, status). */
+export const VirtualMachinePoolSchema = Type.Object(
+  {
+    apiVersion: Type.Union(POOL_API_VERSIONS.map((v) => Type.Literal(v))),
+    kind: Type.Literal('VirtualMachinePool'),
+    metadata: ObjectMetaSchema,
+    spec: VirtualMachinePoolSpecSchema,
+    status: Opt(VirtualMachinePoolStatusSchema),
+  },
+  { description: 'VirtualMachinePool keeps a number of VMs, named <pool>-<index>, from one template.' },
+);
+/** A pool.kubevirt.io/v1beta1 VirtualMachinePool: keeps `replicas` VMs of its template, named `<pool>-<index>`. */
+export type VirtualMachinePool = Static<typeof VirtualMachinePoolSchema>;

@@ -14,12 +14,13 @@ export interface FieldError {
   reason: string;
 }
 
-/** The kinds {@link validateObject} accepts (all of apiVersion kubevirt.io/v1). */
+/** The kinds {@link validateObject} accepts (kubevirt.io/v1; VirtualMachinePool: pool.kubevirt.io/v1beta1). */
 export const KINDS = [
   'VirtualMachine',
   'VirtualMachineInstance',
   'VirtualMachineInstanceMigration',
   'VirtualMachineInstanceReplicaSet',
+  'VirtualMachinePool',
 ] as const;
 
 // ------------------------------------------------------------------ helpers

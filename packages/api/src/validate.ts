@@ -12,6 +12,8 @@ import {
   VirtualMachineInstanceSchema,
   type VirtualMachineInstanceSpec,
   VirtualMachineSchema,
+  VirtualMachinePoolSchema,
+  POOL_API_VERSIONS,
   type LabelSelector,
 } from './schemas.js';
 import {
@@ -351,14 +353,69 @@ export function validateVirtualMachineInstanceReplicaSet(o: unknown): FieldError
   return merge(errors, e.list);
 }
 
+/** the fields of a pool's spec upstream has and kubevirt-ts does not implement */
+export const POOL_FIELDS_NOT_IMPLEMENTED = [
+  'maxUnavailable',
+  'scaleInStrategy',
+  'updateStrategy',
+  'autohealing',
+] as const;
+
+/** Validates a VirtualMachinePool manifest (pool.kubevirt.io/v1beta1 or v1alpha1) as upstream's pool admitter: its
+ * metadata, the VM template (as {@link validateVirtualMachine}, paths under `spec.virtualMachineTemplate`), and
+ * `spec.selector`, which must be well formed and match the template's labels. Upstream's rollout and scale-in fields
+ * (`POOL_FIELDS_NOT_IMPLEMENTED`) are refused by name. Returns every problem found, [] when valid. */
+export function validateVirtualMachinePool(o: unknown): FieldError[] {
+  const pre = preamble(o, 'VirtualMachinePool');
+  if (pre) return pre;
+  const { errors, value: pool } = checkSchema(VirtualMachinePoolSchema, dropNulls(o));
+  const e = new Errs(errors);
+  validateMetadata(pool.metadata, 'metadata', e, { nameRequired: true });
+  const spec = pool.spec ?? {};
+  for (const f of POOL_FIELDS_NOT_IMPLEMENTED)
+    if (spec[f] !== undefined)
+      e.add(
+        `spec.${f}`,
+        'not implemented by kubevirt-ts: a pool creates and deletes VMs; a template change applies to the VMs created after it',
+      );
+  const tmpl = spec.virtualMachineTemplate;
+  if (tmpl?.spec) {
+    // the template as the pool's first VM will be
+    const vm = {
+      apiVersion: API_VERSION,
+      kind: 'VirtualMachine',
+      metadata: { ...(tmpl.metadata ?? {}), name: `${pool.metadata?.name || 'pool'}-0` },
+      spec: tmpl.spec,
+    };
+    for (const f of validateVirtualMachine(vm))
+      if (f.path !== 'metadata.name')
+        e.add(f.path.replace(/^(spec|metadata)\b/, 'spec.virtualMachineTemplate.$1'), f.reason);
+  }
+  const selector = spec.selector as LabelSelector | undefined;
+  if (selector && tmpl && !errors.some((f) => f.path.startsWith('spec.selector'))) {
+    const bad = labelSelectorError(selector);
+    if (bad) e.add('spec.selector', bad);
+    else if (!labelSelectorMatches(selector, tmpl.metadata?.labels as Record<string, string>))
+      e.add(
+        'spec.selector',
+        'selector does not match the labels of spec.virtualMachineTemplate.metadata.labels',
+      );
+  }
+  return merge(errors, e.list);
+}
+
 /** Validate any of the kinds in `KINDS`, dispatching on `kind`. */
 export function validateObject(o: unknown): FieldError[] {
   if (!isObj(o))
     return [{ path: '', reason: `must be an object (a Kubernetes manifest), got ${describe(o)}` }];
   const kind = o['kind'];
   const errs: FieldError[] = [];
-  if (o['apiVersion'] !== API_VERSION) {
-    errs.push({ path: 'apiVersion', reason: `must be "${API_VERSION}", got ${describe(o['apiVersion'])}` });
+  const versions: readonly string[] = kind === 'VirtualMachinePool' ? POOL_API_VERSIONS : [API_VERSION];
+  if (!versions.includes(o['apiVersion'] as string)) {
+    errs.push({
+      path: 'apiVersion',
+      reason: `must be ${versions.map((v) => `"${v}"`).join(' or ')}, got ${describe(o['apiVersion'])}`,
+    });
   }
   let rest: FieldError[];
   switch (kind) {
@@ -373,6 +430,9 @@ export function validateObject(o: unknown): FieldError[] {
       break;
     case 'VirtualMachineInstanceReplicaSet':
       rest = validateVirtualMachineInstanceReplicaSet(o);
+      break;
+    case 'VirtualMachinePool':
+      rest = validateVirtualMachinePool(o);
       break;
     default:
       return [

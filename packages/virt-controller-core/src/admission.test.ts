@@ -30,25 +30,29 @@ describe('validate: served but not implemented kinds', () => {
   );
 
   it('a dry run is refused the same way', () => {
-    const r = validate(request('pool.kubevirt.io', 'v1beta1', 'VirtualMachinePool', { dryRun: true }));
+    const r = validate(
+      request('snapshot.kubevirt.io', 'v1beta1', 'VirtualMachineSnapshot', { dryRun: true }),
+    );
     expect(r.allowed).toBe(false);
     expect(r.status?.message).toMatch(
-      /^VirtualMachinePool \(pool\.kubevirt\.io\): not implemented by kubevirt-ts/,
+      /^VirtualMachineSnapshot \(snapshot\.kubevirt\.io\): not implemented by kubevirt-ts/,
     );
   });
 
   it('updates and deletes are allowed (an object stored before is not stuck: its finalizers can go)', () => {
     for (const operation of ['UPDATE', 'DELETE'] as const)
-      expect(validate(request('pool.kubevirt.io', 'v1beta1', 'VirtualMachinePool', { operation }))).toEqual({
+      expect(
+        validate(request('snapshot.kubevirt.io', 'v1beta1', 'VirtualMachineSnapshot', { operation })),
+      ).toEqual({
         uid: 'u1',
         allowed: true,
       });
   });
 
   it('the group is part of the match: an implemented kind or another group is not refused as not implemented', () => {
-    expect(validate(request('example.com', 'v1', 'VirtualMachinePool')).status?.message ?? '').not.toMatch(
-      /not implemented/,
-    );
+    expect(
+      validate(request('example.com', 'v1', 'VirtualMachineSnapshot')).status?.message ?? '',
+    ).not.toMatch(/not implemented/);
     const vmim = request('kubevirt.io', 'v1', 'VirtualMachineInstanceMigration', {
       object: {
         apiVersion: 'kubevirt.io/v1',

@@ -17,7 +17,26 @@ export {
   type MigrationPhase,
   type Vmim,
 } from './migration.js';
-export { ReplicaSetController, VMIRSS, BURST_REPLICAS, deletionOrder, type Vmirs } from './replicaset.js';
+export {
+  ReplicaSetController,
+  VMIRSS,
+  BURST_REPLICAS,
+  deletionOrder,
+  setControllerOwner,
+  replicaConditions,
+  type ControllerOwnerRef,
+  type Vmirs,
+} from './replicaset.js';
+export {
+  PoolController,
+  POOLS,
+  poolVmName,
+  poolVmIndex,
+  indexVmSpec,
+  poolDeletionOrder,
+  poolOwnerReference,
+  type Pool,
+} from './pool.js';
 export {
   NodeController,
   NODES,

@@ -29,6 +29,7 @@ import { VmiController } from './vmi.js';
 import { MigrationController, type Vmim } from './migration.js';
 import { NODES, NodeController, type Node } from './node.js';
 import { ReplicaSetController, VMIRSS, type Vmirs } from './replicaset.js';
+import { POOLS, PoolController, type Pool } from './pool.js';
 
 /** the install namespace, where the KubeVirt CR lives (default) */
 export const CONFIG_NAMESPACE = 'kubevirt-ts';
@@ -53,6 +54,8 @@ export interface VirtControllerOptions {
   migrationWorkers?: number;
   /** replica set controller workers (upstream default 3) */
   replicaSetWorkers?: number;
+  /** pool controller workers (upstream default 3) */
+  poolWorkers?: number;
   /** a node whose virt-handler heartbeat is older than this is unresponsive (upstream: 5 min) */
   heartbeatTimeoutMs?: number;
   /** how often each node is checked without events (upstream: 1 min) */
@@ -68,6 +71,7 @@ export class VirtController {
   readonly vmi: VmiController;
   readonly migration: MigrationController;
   readonly replicaSet: ReplicaSetController;
+  readonly pool: PoolController;
   readonly node: NodeController;
   readonly nodes: Informer<Node>;
   readonly nodeQueue = new WorkQueue<string>();
@@ -180,6 +184,8 @@ export class VirtController {
       new Informer<Vmirs>(this.client, { resource: VMIRSS, log }),
     );
     this.replicaSet.wire();
+    this.pool = new PoolController(this.ctx, new Informer<Pool>(this.client, { resource: POOLS, log }));
+    this.pool.wire();
     this.node = new NodeController(
       { ...this.ctx, nodes: this.nodes },
       { heartbeatTimeoutMs: opts.heartbeatTimeoutMs, recheckMs: opts.nodeRecheckMs },
@@ -309,6 +315,7 @@ export class VirtController {
       ctx.vms.start(),
       this.migration.vmims.start(),
       this.replicaSet.rss.start(),
+      this.pool.pools.start(),
       this.nodes.start(),
     ]);
     this.log.info('caches synced, starting workers', {
@@ -355,6 +362,12 @@ export class VirtController {
         this.log,
       ),
       runWorkers(
+        this.pool.queue,
+        this.opts.poolWorkers ?? 3,
+        wrap('pool', (k) => this.pool.reconcile(k)),
+        this.log,
+      ),
+      runWorkers(
         this.nodeQueue,
         1,
         wrap('node', async (name) => {
@@ -373,6 +386,7 @@ export class VirtController {
     ctx.vmiQueue.shutDown();
     this.migration.queue.shutDown();
     this.replicaSet.queue.shutDown();
+    this.pool.queue.shutDown();
     this.nodeQueue.shutDown();
     await Promise.all(this.workers);
     await Promise.all([
@@ -382,6 +396,7 @@ export class VirtController {
       ctx.vms.stop(),
       this.migration.vmims.stop(),
       this.replicaSet.rss.stop(),
+      this.pool.pools.stop(),
       this.nodes.stop(),
     ]);
     await this.recorder.flush();

@@ -21,6 +21,7 @@ import {
   setVirtualMachineInstanceDefaults,
   type VirtualMachineInstanceReplicaSet,
   type VirtualMachineInstanceReplicaSetStatus,
+  type Condition,
 } from '@kubevirt-ts/api';
 import {
   SyncError,
@@ -33,6 +34,7 @@ import {
   nowTimestamp,
   removeCondition,
   updateCondition,
+  type Vm,
   type Vmi,
 } from './common.js';
 import type { ControllerContext } from './context.js';
@@ -51,7 +53,7 @@ export const VMIRSS: Resource = {
 /** upstream's default burst: at most this many creations or deletions per sync */
 export const BURST_REPLICAS = 250;
 
-export const rsOwnerReference = (rs: Vmirs) => ({
+export const rsOwnerReference = (rs: Vmirs): ControllerOwnerRef => ({
   apiVersion: 'kubevirt.io/v1',
   kind: KIND,
   name: rs.metadata.name!,
@@ -73,6 +75,91 @@ export function deletionOrder(vmis: Vmi[]): Vmi[] {
   const running = (v: Vmi) => (v.status?.phase === 'Running' ? 1 : 0);
   const created = (v: Vmi) => Date.parse(v.metadata.creationTimestamp ?? '') || 0;
   return [...vmis].sort((a, b) => running(a) - running(b) || created(b) - created(a));
+}
+
+/** A controller reference (owner reference with `controller: true`) as a replica set or pool writes it. */
+export interface ControllerOwnerRef {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid: string;
+  controller: true;
+  blockOwnerDeletion: true;
+}
+
+/**
+ * Adds (adopt) or removes (release) `ref` as the controller reference of `child` (a VMI of a replica set, a VM of a
+ * pool); adopting never takes a child another controller owns. Returns the child as written, undefined when it is gone
+ * or was not adopted.
+ */
+export async function setControllerOwner<T extends Vmi | Vm>(
+  ctx: ControllerContext,
+  resource: Resource,
+  child: T,
+  ref: ControllerOwnerRef,
+  own: boolean,
+  owner: { kind: string; metadata: { namespace?: string; name?: string } },
+): Promise<T | undefined> {
+  try {
+    const r = await updateIfChanged<T>({
+      client: ctx.client,
+      resource,
+      current: child,
+      mutate: (latest) => {
+        const refs = (latest.metadata.ownerReferences ?? []).filter((x) => x.uid !== ref.uid);
+        if (own) {
+          // another controller got there first
+          if (refs.some((x) => x.controller)) return undefined;
+          refs.push(ref);
+        }
+        latest.metadata.ownerReferences = refs;
+        if (refs.length === 0) delete latest.metadata.ownerReferences;
+        return latest;
+      },
+    });
+    ctx.log.info(
+      own ? `adopted an orphaned ${child.kind}` : `released a ${child.kind} its selector no longer matches`,
+      {
+        kind: owner.kind,
+        namespace: owner.metadata.namespace,
+        name: owner.metadata.name,
+        child: child.metadata.name,
+      },
+    );
+    return r.object;
+  } catch (e) {
+    if (isNotFound(e)) return undefined;
+    throw e;
+  }
+}
+
+/** The ReplicaPaused and ReplicaFailure conditions of a replica set's or pool's status (upstream's). */
+export function replicaConditions(
+  status: { conditions?: Condition[] },
+  paused: boolean,
+  syncErr: SyncError | undefined,
+): void {
+  const now = nowTimestamp();
+  if (paused)
+    updateCondition(status, {
+      type: 'ReplicaPaused',
+      status: 'True',
+      reason: 'Paused',
+      message: 'Controller got paused',
+      lastProbeTime: null,
+      lastTransitionTime: now,
+    });
+  else removeCondition(status, 'ReplicaPaused');
+  if (syncErr)
+    updateCondition(status, {
+      type: 'ReplicaFailure',
+      status: 'True',
+      reason: syncErr.reason,
+      message: syncErr.message,
+      lastProbeTime: null,
+      lastTransitionTime: now,
+    });
+  else removeCondition(status, 'ReplicaFailure');
 }
 
 export class ReplicaSetController {
@@ -183,36 +270,8 @@ export class ReplicaSetController {
     return out;
   }
 
-  /** Adds (adopt) or removes (release) the replica set's controller reference on the VMI. */
-  private async setOwner(rs: Vmirs, vmi: Vmi, own: boolean): Promise<Vmi | undefined> {
-    try {
-      const r = await updateIfChanged<Vmi>({
-        client: this.ctx.client,
-        resource: VMIS,
-        current: vmi,
-        mutate: (latest) => {
-          const refs = (latest.metadata.ownerReferences ?? []).filter((x) => x.uid !== rs.metadata.uid);
-          if (own) {
-            // another controller got there first
-            if (refs.some((x) => x.controller)) return undefined;
-            refs.push(rsOwnerReference(rs));
-          }
-          latest.metadata.ownerReferences = refs;
-          if (refs.length === 0) delete latest.metadata.ownerReferences;
-          return latest;
-        },
-      });
-      this.ctx.log.info(own ? 'adopted an orphaned VMI' : 'released a VMI its selector no longer matches', {
-        kind: KIND,
-        namespace: rs.metadata.namespace,
-        name: rs.metadata.name,
-        vmi: vmi.metadata.name,
-      });
-      return r.object;
-    } catch (e) {
-      if (isNotFound(e)) return undefined;
-      throw e;
-    }
+  private setOwner(rs: Vmirs, vmi: Vmi, own: boolean): Promise<Vmi | undefined> {
+    return setControllerOwner(this.ctx, VMIS, vmi, rsOwnerReference(rs), own, rsRef(rs));
   }
 
   private async scale(key: string, rs: Vmirs, active: Vmi[]): Promise<void> {
@@ -321,27 +380,7 @@ export class ReplicaSetController {
     status.replicas = active.length;
     status.readyReplicas = active.filter(isReady).length;
     status.labelSelector = labelSelectorString(rs.spec.selector);
-    const now = nowTimestamp();
-    if (rs.spec.paused)
-      updateCondition(status, {
-        type: 'ReplicaPaused',
-        status: 'True',
-        reason: 'Paused',
-        message: 'Controller got paused',
-        lastProbeTime: null,
-        lastTransitionTime: now,
-      });
-    else removeCondition(status, 'ReplicaPaused');
-    if (syncErr)
-      updateCondition(status, {
-        type: 'ReplicaFailure',
-        status: 'True',
-        reason: syncErr.reason,
-        message: syncErr.message,
-        lastProbeTime: null,
-        lastTransitionTime: now,
-      });
-    else removeCondition(status, 'ReplicaFailure');
+    replicaConditions(status, !!rs.spec.paused, syncErr);
     return status;
   }
 

@@ -198,6 +198,54 @@ describe('admission webhooks through the API server', () => {
     expect(plain.metadata.labels?.['kubevirt.io/domain']).toBe('plain');
   });
 
+  it('VirtualMachinePools (pool.kubevirt.io, v1beta1 and v1alpha1) are validated: each problem with its field path', async () => {
+    const pools: Resource = {
+      group: 'pool.kubevirt.io',
+      version: 'v1beta1',
+      plural: 'virtualmachinepools',
+      namespaced: true,
+    };
+    const pool = (name: string, selector: string, apiVersion = 'pool.kubevirt.io/v1beta1') =>
+      ({
+        apiVersion,
+        kind: 'VirtualMachinePool',
+        metadata: { name, namespace: NS },
+        spec: {
+          replicas: 0,
+          selector: { matchLabels: { pool: selector } },
+          virtualMachineTemplate: {
+            metadata: { labels: { pool: name } },
+            spec: {
+              runStrategy: 'Halted',
+              template: {
+                spec: {
+                  domain: {
+                    devices: { disks: [{ name: 'nope' }] },
+                    resources: { requests: { memory: '64Mi' } },
+                  },
+                },
+              },
+            },
+          },
+        },
+      }) as KubeObject;
+    await expect(api.create(pools, NS, pool('bad', 'other'))).rejects.toThrow(
+      /spec\.virtualMachineTemplate\.spec\.template\.spec\.domain\.devices\.disks\[0\]\.name: .*\n.*spec\.selector: selector does not match/s,
+    );
+    // the older version is converted for the webhook (matchPolicy Equivalent) and refused the same way
+    await expect(
+      api.create({ ...pools, version: 'v1alpha1' }, NS, pool('old', 'other', 'pool.kubevirt.io/v1alpha1')),
+    ).rejects.toThrow(/spec\.selector: selector does not match/);
+    const ok = pool('good', 'good');
+    (
+      ok as {
+        spec: { virtualMachineTemplate: { spec: { template: { spec: { domain: { devices: object } } } } } };
+      }
+    ).spec.virtualMachineTemplate.spec.template.spec.domain.devices = {};
+    const created = await api.create<KubeObject>(pools, NS, ok);
+    expect(created.metadata?.name).toBe('good');
+  });
+
   it('a valid VM is accepted with its template defaulted; an invalid update is rejected', async () => {
     const vm = await api.create<Vm>(VMS, NS, {
       ...badVm,
@@ -232,23 +280,23 @@ describe('admission webhooks through the API server', () => {
         });
       }
     }
-    const pool: Resource = {
-      group: 'pool.kubevirt.io',
+    const snapshots: Resource = {
+      group: 'snapshot.kubevirt.io',
       version: 'v1beta1',
-      plural: 'virtualmachinepools',
+      plural: 'virtualmachinesnapshots',
       namespaced: true,
     };
     const obj = {
-      apiVersion: 'pool.kubevirt.io/v1beta1',
-      kind: 'VirtualMachinePool',
-      metadata: { name: 'pool', namespace: NS },
-      spec: { replicas: 1 },
+      apiVersion: 'snapshot.kubevirt.io/v1beta1',
+      kind: 'VirtualMachineSnapshot',
+      metadata: { name: 'snap', namespace: NS },
+      spec: { source: { apiGroup: 'kubevirt.io', kind: 'VirtualMachine', name: 'vm' } },
     } as KubeObject;
     const refused =
-      /admission webhook "validate\.kubevirt-ts\.kubevirt\.io" denied the request: VirtualMachinePool \(pool\.kubevirt\.io\): not implemented by kubevirt-ts/;
-    await expect(api.create(pool, NS, obj)).rejects.toThrow(refused);
+      /admission webhook "validate\.kubevirt-ts\.kubevirt\.io" denied the request: VirtualMachineSnapshot \(snapshot\.kubevirt\.io\): not implemented by kubevirt-ts/;
+    await expect(api.create(snapshots, NS, obj)).rejects.toThrow(refused);
     // a dry run is answered the same way (sideEffects: None)
-    const file = join(certDir, 'pool.json');
+    const file = join(certDir, 'snapshot.json');
     writeFileSync(file, JSON.stringify(obj));
     const dry = await kubectl('create', '--dry-run=server', '-f', file);
     expect(dry.status).not.toBe(0);

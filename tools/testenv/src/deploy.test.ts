@@ -235,7 +235,19 @@ const ALL_VERBS = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'
 /** What each component needs (from its job, written independently of deploy/'s rules). */
 const NEEDS: Record<'controller' | 'handler' | 'operator', Need[]> = {
   controller: [
-    { group: 'kubevirt.io', resource: 'virtualmachines', verbs: ['get', 'list', 'watch', 'update', 'patch'] },
+    {
+      group: 'kubevirt.io',
+      resource: 'virtualmachines',
+      verbs: ['get', 'list', 'watch', 'update', 'patch', 'create', 'delete'],
+    },
+    // the pool controller: follows pools, writes their status (and creates/deletes their VMs, above)
+    { group: 'pool.kubevirt.io', resource: 'virtualmachinepools', verbs: ['get', 'list', 'watch'] },
+    {
+      group: 'pool.kubevirt.io',
+      resource: 'virtualmachinepools',
+      subresource: 'status',
+      verbs: ['update', 'patch'],
+    },
     { group: 'kubevirt.io', resource: 'virtualmachines', subresource: 'status', verbs: ['update', 'patch'] },
     {
       group: 'kubevirt.io',

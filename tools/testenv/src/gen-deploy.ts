@@ -158,6 +158,24 @@ export const CONTROLLER_CLUSTER_RULES: Rule[] = [
   },
   {
     apiGroups: ['kubevirt.io'],
+    resources: ['virtualmachines'],
+    verbs: ['create', 'delete'],
+    why: "create/delete: the pool controller keeps each VirtualMachinePool's VMs (<pool>-<index>), deleting the surplus when it scales down",
+  },
+  {
+    apiGroups: ['pool.kubevirt.io'],
+    resources: ['virtualmachinepools'],
+    verbs: ['get', 'list', 'watch'],
+    why: 'get/list/watch: the pool controller follows every VirtualMachinePool (informer); it writes only their status (below)',
+  },
+  {
+    apiGroups: ['pool.kubevirt.io'],
+    resources: ['virtualmachinepools/status'],
+    verbs: ['update', 'patch'],
+    why: 'update/patch status: replicas, readyReplicas, labelSelector (read by the scale subresource) and the ReplicaFailure / ReplicaPaused conditions',
+  },
+  {
+    apiGroups: ['kubevirt.io'],
     resources: ['virtualmachines/status'],
     verbs: ['update', 'patch'],
     why: 'update/patch status: printableStatus, ready, created, conditions of each VM',
@@ -1176,7 +1194,6 @@ const admissionRule = (resources: string[], operations: string[]): V1RuleWithOpe
  */
 export const NOT_IMPLEMENTED_RESOURCES: Record<string, string[]> = {
   'kubevirt.io': ['virtualmachineinstancepresets'],
-  'pool.kubevirt.io': ['virtualmachinepools'],
   'snapshot.kubevirt.io': [
     'virtualmachinesnapshots',
     'virtualmachinesnapshotcontents',
@@ -1192,7 +1209,7 @@ export const NOT_IMPLEMENTED_RESOURCES: Record<string, string[]> = {
 /**
  * The mutating and validating webhook configurations, as upstream's virt-api registers them: failurePolicy
  * Fail (an object is never stored unchecked), calls through the Service; the caBundle is not in the file:
- * virt-controller sets it (kubectl apply leaves a field it does not manage alone).
+ * virt-operator publishes it (kubectl apply leaves a field it does not manage alone).
  */
 export function webhookConfigurations(): [V1MutatingWebhookConfiguration, V1ValidatingWebhookConfiguration] {
   const hook = (name: string, path: string, rules: V1RuleWithOperations[]): V1MutatingWebhook => ({
@@ -1233,6 +1250,14 @@ export function webhookConfigurations(): [V1MutatingWebhookConfiguration, V1Vali
             ],
             ['CREATE', 'UPDATE'],
           ),
+          // pools in the version they are stored in (matchPolicy Equivalent: a v1alpha1 request is converted)
+          {
+            apiGroups: ['pool.kubevirt.io'],
+            apiVersions: ['v1beta1'],
+            resources: ['virtualmachinepools'],
+            operations: ['CREATE', 'UPDATE'],
+            scope: 'Namespaced',
+          },
           // every served version (and both scopes): a create of a kind not implemented is refused by name
           ...Object.entries(NOT_IMPLEMENTED_RESOURCES).map(([group, resources]): V1RuleWithOperations => ({
             apiGroups: [group],
