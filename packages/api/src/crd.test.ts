@@ -118,10 +118,17 @@ describe.each(IMPLEMENTED.map((k) => [k.kind, k]))('%s CRD', (kind, info) => {
         VirtualMachinePreference: 'vmpref',
         VirtualMachineClusterPreference: 'vmcp',
         VirtualMachinePool: 'vmpool',
+        VirtualMachineInstancePreset: 'vmipreset',
       }[kind],
     );
     expect(version).toMatchObject({ served: true, storage: true });
-    if (!info.group || info.group === 'kubevirt.io') {
+    if (kind === 'VirtualMachineInstancePreset') {
+      // as upstream: stored as v1alpha3, both versions deprecated
+      expect(crd.spec.versions.map((v: Any) => [v.name, v.storage, v.deprecated])).toEqual([
+        ['v1', false, true],
+        ['v1alpha3', true, true],
+      ]);
+    } else if (!info.group || info.group === 'kubevirt.io') {
       expect(version.name).toBe('v1');
       // upstream's deprecated v1alpha3 is served with the same schema (conversion None)
       expect(crd.spec.versions.map((v: Any) => v.name)).toEqual(['v1', 'v1alpha3']);
@@ -131,7 +138,11 @@ describe.each(IMPLEMENTED.map((k) => [k.kind, k]))('%s CRD', (kind, info) => {
       expect(crd.spec.versions.map((v: Any) => v.name)).toEqual(['v1alpha1', 'v1beta1']);
     else expect(crd.spec.versions.map((v: Any) => v.name)).toEqual(['v1beta1']);
     // no status subresource on the VMI (as upstream), none at all on instance types and preferences
-    if (kind === 'VirtualMachineInstance' || (info.group && kind !== 'VirtualMachinePool'))
+    if (
+      kind === 'VirtualMachineInstance' ||
+      kind === 'VirtualMachineInstancePreset' ||
+      (info.group && kind !== 'VirtualMachinePool')
+    )
       expect(version.subresources).toBeUndefined();
     else if (kind === 'VirtualMachineInstanceReplicaSet' || kind === 'VirtualMachinePool')
       // and the scale subresource: `kubectl scale vmirs`
@@ -276,6 +287,7 @@ describe.each(NOT_IMPLEMENTED_KINDS.map((k) => [k.kind, k]))(
 test('implemented kinds and other groups are not refused as not implemented', () => {
   expect(notImplementedMessage('kubevirt.io', 'VirtualMachine')).toBeUndefined();
   expect(notImplementedMessage(undefined, 'VirtualMachineInstanceReplicaSet')).toBeUndefined();
-  expect(notImplementedMessage(undefined, 'VirtualMachineInstancePreset')).toMatch(/not implemented/);
+  expect(notImplementedMessage(undefined, 'VirtualMachineInstancePreset')).toBeUndefined();
+  expect(notImplementedMessage('snapshot.kubevirt.io', 'VirtualMachineSnapshot')).toMatch(/not implemented/);
   expect(notImplementedMessage('example.com', 'VirtualMachinePool')).toBeUndefined();
 });

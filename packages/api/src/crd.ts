@@ -16,6 +16,7 @@ import {
   VirtualMachineInstanceMigrationSchema,
   VirtualMachineInstanceReplicaSetSchema,
   VirtualMachinePoolSchema,
+  VirtualMachineInstancePresetSchema,
   POOL_GROUP,
   VirtualMachineInstanceSchema,
   VirtualMachineSchema,
@@ -298,12 +299,12 @@ export const CRD_KINDS: KindInfo[] = [
       labelSelectorPath: '.status.labelSelector',
     },
   },
-  // served, not implemented
   {
     kind: 'VirtualMachineInstancePreset',
     plural: 'virtualmachineinstancepresets',
     singular: 'virtualmachineinstancepreset',
     shortNames: ['vmipreset', 'vmipresets'],
+    schema: VirtualMachineInstancePresetSchema,
     // upstream stores presets as v1alpha3; both versions are deprecated
     versions: [
       {
@@ -322,6 +323,7 @@ export const CRD_KINDS: KindInfo[] = [
     statusSubresource: false,
     columns: [],
   },
+  // served, not implemented
   {
     kind: 'VirtualMachineSnapshot',
     group: 'snapshot.kubevirt.io',

@@ -1,6 +1,13 @@
 // @kubevirt-ts/api: kubevirt.io/v1 types and schemas, defaults, validation, CRD generation.
 export * from './schemas.js';
 export { labelSelectorError, labelSelectorMatches, labelSelectorString } from './selector.js';
+export {
+  applyPresets,
+  presetConflicts,
+  presetAnnotation,
+  PRESET_EXCLUDE_ANNOTATION,
+  type PresetResult,
+} from './preset.js';
 export { parseQuantity, isQuantity, quantityValue, formatBinaryQuantity } from './quantity.js';
 export {
   type FieldError,
@@ -11,6 +18,7 @@ export {
   validateVirtualMachineInstanceMigration,
   validateVirtualMachineInstanceReplicaSet,
   validateVirtualMachinePool,
+  validateVirtualMachineInstancePreset,
   POOL_FIELDS_NOT_IMPLEMENTED,
   checkDns1123Label,
   checkDns1123Subdomain,

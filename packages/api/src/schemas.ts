@@ -941,3 +941,29 @@ export const VirtualMachinePoolSchema = Type.Object(
 );
 /** A pool.kubevirt.io/v1beta1 VirtualMachinePool: keeps `replicas` VMs of its template, named `<pool>-<index>`. */
 export type VirtualMachinePool = Static<typeof VirtualMachinePoolSchema>;
+
+// ---------------------------------------------------------------- VirtualMachineInstancePreset (deprecated upstream)
+
+/** TypeBox schema of a preset's `spec` (upstream `v1.VirtualMachineInstancePresetSpec`); unknown fields are rejected. */
+export const VirtualMachineInstancePresetSpecSchema = Strict({
+  selector: LabelSelectorSchema,
+  domain: Opt(DomainSpecSchema),
+});
+/** The `spec` of a VirtualMachineInstancePreset: which VMIs (selector) get which domain settings. */
+export type VirtualMachineInstancePresetSpec = Static<typeof VirtualMachineInstancePresetSpecSchema>;
+
+/** TypeBox schema of a whole VirtualMachineInstancePreset (kubevirt.io/v1 or the stored v1alpha3; both deprecated). */
+export const VirtualMachineInstancePresetSchema = Type.Object(
+  {
+    apiVersion: Type.Union([Type.Literal(API_VERSION), Type.Literal('kubevirt.io/v1alpha3')]),
+    kind: Type.Literal('VirtualMachineInstancePreset'),
+    metadata: ObjectMetaSchema,
+    spec: VirtualMachineInstancePresetSpecSchema,
+  },
+  {
+    description:
+      'VirtualMachineInstancePreset (deprecated upstream) fills domain settings of matching new VMIs.',
+  },
+);
+/** A kubevirt.io/v1 VirtualMachineInstancePreset (deprecated upstream): domain settings for matching new VMIs. */
+export type VirtualMachineInstancePreset = Static<typeof VirtualMachineInstancePresetSchema>;

@@ -21,6 +21,7 @@ export const KINDS = [
   'VirtualMachineInstanceMigration',
   'VirtualMachineInstanceReplicaSet',
   'VirtualMachinePool',
+  'VirtualMachineInstancePreset',
 ] as const;
 
 // ------------------------------------------------------------------ helpers

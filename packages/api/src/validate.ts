@@ -13,6 +13,7 @@ import {
   type VirtualMachineInstanceSpec,
   VirtualMachineSchema,
   VirtualMachinePoolSchema,
+  VirtualMachineInstancePresetSchema,
   POOL_API_VERSIONS,
   type LabelSelector,
 } from './schemas.js';
@@ -404,13 +405,34 @@ export function validateVirtualMachinePool(o: unknown): FieldError[] {
   return merge(errors, e.list);
 }
 
+/** Validates a VirtualMachineInstancePreset (deprecated upstream): its metadata, a well-formed selector, and the
+ * domain settings it fills (the VMI's domain schema). Returns every problem found, [] when valid. */
+export function validateVirtualMachineInstancePreset(o: unknown): FieldError[] {
+  const pre = preamble(o, 'VirtualMachineInstancePreset');
+  if (pre) return pre;
+  const { errors, value: p } = checkSchema(VirtualMachineInstancePresetSchema, dropNulls(o));
+  const e = new Errs(errors);
+  validateMetadata(p.metadata, 'metadata', e, { nameRequired: true });
+  const selector = p.spec?.selector as LabelSelector | undefined;
+  if (selector && !errors.some((f) => f.path.startsWith('spec.selector'))) {
+    const bad = labelSelectorError(selector);
+    if (bad) e.add('spec.selector', bad);
+  }
+  return merge(errors, e.list);
+}
+
 /** Validate any of the kinds in `KINDS`, dispatching on `kind`. */
 export function validateObject(o: unknown): FieldError[] {
   if (!isObj(o))
     return [{ path: '', reason: `must be an object (a Kubernetes manifest), got ${describe(o)}` }];
   const kind = o['kind'];
   const errs: FieldError[] = [];
-  const versions: readonly string[] = kind === 'VirtualMachinePool' ? POOL_API_VERSIONS : [API_VERSION];
+  const versions: readonly string[] =
+    kind === 'VirtualMachinePool'
+      ? POOL_API_VERSIONS
+      : kind === 'VirtualMachineInstancePreset'
+        ? [API_VERSION, 'kubevirt.io/v1alpha3']
+        : [API_VERSION];
   if (!versions.includes(o['apiVersion'] as string)) {
     errs.push({
       path: 'apiVersion',
@@ -433,6 +455,9 @@ export function validateObject(o: unknown): FieldError[] {
       break;
     case 'VirtualMachinePool':
       rest = validateVirtualMachinePool(o);
+      break;
+    case 'VirtualMachineInstancePreset':
+      rest = validateVirtualMachineInstancePreset(o);
       break;
     default:
       return [

@@ -2,6 +2,7 @@
 // (and the VMI finalizer), the validating webhook rejects with every error and its field path, and a
 // VMI's spec cannot change after creation. Served over TLS by virt-controller (webhook.ts).
 import {
+  applyPresets,
   applyToVmiSpec,
   checkPreferenceRequirements,
   checkSpreadCpuTopology,
@@ -12,8 +13,9 @@ import {
   type FieldError,
   type VirtualMachine,
   type VirtualMachineInstance,
+  type VirtualMachineInstancePreset,
 } from '@kubevirt-ts/api';
-import { deepEqual, type KubeClient } from '@kubevirt-ts/controller-runtime';
+import { deepEqual, type KubeClient, type Resource } from '@kubevirt-ts/controller-runtime';
 import { VMI_FINALIZER } from './common.js';
 import { findVmSpecs } from './instancetype.js';
 
@@ -110,18 +112,56 @@ export function reservedLabelErrors(req: AdmissionRequest, o: ValidateOptions = 
   }));
 }
 
-/** Mutating webhook: defaults for VM and VMI (VMI: on create only), and the VMI finalizer. */
+/** kubevirt.io/v1 VirtualMachineInstancePresets (deprecated upstream; applied to new VMIs by the mutating webhook) */
+export const PRESETS: Resource = {
+  group: 'kubevirt.io',
+  version: 'v1',
+  plural: 'virtualmachineinstancepresets',
+  namespaced: true,
+};
+
+/** The mutating webhook with the presets of the VMI's namespace read first (a VMI create only; one list per create). */
+export async function mutateWithPresets(
+  req: AdmissionRequest,
+  client: KubeClient | undefined,
+): Promise<AdmissionResponse> {
+  const ns = (req.object as { metadata?: { namespace?: string } } | undefined)?.metadata?.namespace;
+  const kind = req.kind?.kind ?? (req.object as { kind?: string } | undefined)?.kind;
+  if (!client || kind !== 'VirtualMachineInstance' || req.operation !== 'CREATE' || !ns) return mutate(req);
+  const presets = (await client.list<VirtualMachineInstancePreset>(PRESETS, ns)).items;
+  return mutate(req, presets);
+}
+
+/** Mutating webhook: the presets and defaults for a new VMI, defaults for VMs, and the VMI finalizer. */
 /** on a VirtualMachineInstanceMigration: the name of its VMI (upstream's `MigrationSelectorLabel`) */
 export const MIGRATION_VMI_LABEL = 'kubevirt.io/vmi-name';
 
-export function mutate(req: AdmissionRequest): AdmissionResponse {
+export function mutate(
+  req: AdmissionRequest,
+  presets: VirtualMachineInstancePreset[] = [],
+): AdmissionResponse {
   const obj = req.object as
-    { kind?: string; spec?: unknown; metadata?: { finalizers?: string[] } } | undefined;
+    | {
+        kind?: string;
+        spec?: unknown;
+        metadata?: { finalizers?: string[]; annotations?: Record<string, string> };
+      }
+    | undefined;
   const kind = req.kind?.kind ?? obj?.kind;
   const ops: JsonPatchOp[] = [];
   try {
     if (kind === 'VirtualMachineInstance' && req.operation === 'CREATE' && obj) {
-      const d = setVirtualMachineInstanceDefaults(obj as VirtualMachineInstance);
+      // the presets first, then the defaults (as upstream's VMI mutator)
+      const p = applyPresets(obj as VirtualMachineInstance, presets);
+      if (p.error)
+        return { uid: req.uid, allowed: false, status: { code: 422, reason: 'Invalid', message: p.error } };
+      if (p.applied.length)
+        ops.push({
+          op: obj.metadata?.annotations ? 'replace' : 'add',
+          path: '/metadata/annotations',
+          value: p.vmi.metadata.annotations,
+        });
+      const d = setVirtualMachineInstanceDefaults(p.vmi);
       if (!deepEqual(d.spec, obj.spec))
         ops.push({ op: obj.spec === undefined ? 'add' : 'replace', path: '/spec', value: d.spec });
       const fin = obj.metadata?.finalizers;

@@ -52,6 +52,8 @@ export * from './common.js';
 export type { ControllerContext, Pod, PodContainerStatus } from './context.js';
 export {
   mutate,
+  mutateWithPresets,
+  PRESETS,
   validate,
   validateWithInstancetypes,
   review,

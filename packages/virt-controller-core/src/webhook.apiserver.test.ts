@@ -31,7 +31,8 @@ beforeAll(async () => {
   ({ env, api } = await startApiserver(NS, 'webhook-test'));
   certDir = mkdtempSync(join(tmpdir(), 'kvts-webhook-'));
   const { ca, cert, key } = makeCerts(certDir);
-  hook = await startWebhookServer({ cert, key, host: '127.0.0.1' });
+  // with a client, as virt-controller runs it: the presets of a new VMI's namespace, the instance types of a VM
+  hook = await startWebhookServer({ cert, key, host: '127.0.0.1', client: api });
   await registerWebhooks(api, hook.port, ca);
 }, 120000);
 
@@ -196,6 +197,52 @@ describe('admission webhooks through the API server', () => {
     );
     expect(relabeled.metadata.labels?.app).toBe('web');
     expect(plain.metadata.labels?.['kubevirt.io/domain']).toBe('plain');
+  });
+
+  it('VirtualMachineInstancePresets: a new VMI matching one gets its settings and the annotation; conflicts refuse it', async () => {
+    const presets: Resource = {
+      group: 'kubevirt.io',
+      version: 'v1',
+      plural: 'virtualmachineinstancepresets',
+      namespaced: true,
+    };
+    const preset = (name: string, cores: number) =>
+      ({
+        apiVersion: 'kubevirt.io/v1',
+        kind: 'VirtualMachineInstancePreset',
+        metadata: { name, namespace: NS },
+        spec: {
+          selector: { matchLabels: { flavor: name } },
+          domain: { cpu: { cores }, resources: { requests: { memory: '96Mi' } } },
+        },
+      }) as KubeObject;
+    await api.create(presets, NS, preset('small', 2));
+    // validated as any kind: a malformed selector is refused with its path
+    const bad = preset('bad', 1) as KubeObject & { spec: { selector: object } };
+    bad.spec.selector = { matchExpressions: [{ key: 'a', operator: 'In' }] };
+    await expect(api.create(presets, NS, bad)).rejects.toThrow(/spec\.selector: /);
+    const vmi = (name: string, labels: Record<string, string>) =>
+      ({
+        apiVersion: 'kubevirt.io/v1',
+        kind: 'VirtualMachineInstance',
+        metadata: { name, namespace: NS, labels },
+        spec: { domain: { devices: {} } },
+      }) as unknown as Vmi;
+    const made = await api.create<Vmi>(VMIS, NS, vmi('preset-small', { flavor: 'small' }));
+    expect(made.spec.domain.cpu?.cores).toBe(2);
+    expect(made.spec.domain.resources?.requests?.memory).toBe('96Mi');
+    expect(made.metadata.annotations?.['virtualmachinepreset.kubevirt.io/small']).toBe('kubevirt.io/v1');
+    // a second matching preset that disagrees: the VMI is refused, naming both
+    await api.create(presets, NS, {
+      ...preset('small-too', 4),
+      spec: { selector: { matchLabels: { flavor: 'small' } }, domain: { cpu: { cores: 4 } } },
+    } as KubeObject);
+    await expect(api.create<Vmi>(VMIS, NS, vmi('preset-clash', { flavor: 'small' }))).rejects.toThrow(
+      /presets 'small-too' and 'small' conflict: spec\.cpu/,
+    );
+    // the old version of the kind is served too (deprecated, as upstream)
+    const old = await api.list<KubeObject>({ ...presets, version: 'v1alpha3' }, NS);
+    expect(old.items.map((p) => p.metadata?.name).sort()).toEqual(['small', 'small-too']);
   });
 
   it('VirtualMachinePools (pool.kubevirt.io, v1beta1 and v1alpha1) are validated: each problem with its field path', async () => {

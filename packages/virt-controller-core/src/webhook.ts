@@ -5,7 +5,7 @@ import type { KubeClient } from '@kubevirt-ts/controller-runtime';
 import type { Logger } from '@kubevirt-ts/log';
 import {
   componentUsers,
-  mutate,
+  mutateWithPresets,
   review,
   validateWithInstancetypes,
   type AdmissionRequest,
@@ -49,7 +49,7 @@ export async function startWebhookServer(o: WebhookServerOptions): Promise<Webho
     }
     const handler =
       req.url?.split('?')[0] === MUTATE_PATH
-        ? mutate
+        ? (r: AdmissionRequest) => mutateWithPresets(r, o.client)
         : req.url?.split('?')[0] === VALIDATE_PATH
           ? (r: AdmissionRequest) => validateWithInstancetypes(r, o.client, validateOptions)
           : undefined;

@@ -240,6 +240,8 @@ const NEEDS: Record<'controller' | 'handler' | 'operator', Need[]> = {
       resource: 'virtualmachines',
       verbs: ['get', 'list', 'watch', 'update', 'patch', 'create', 'delete'],
     },
+    // the mutating webhook lists the presets of a new VMI's namespace
+    { group: 'kubevirt.io', resource: 'virtualmachineinstancepresets', verbs: ['list'] },
     // the pool controller: follows pools, writes their status (and creates/deletes their VMs, above)
     { group: 'pool.kubevirt.io', resource: 'virtualmachinepools', verbs: ['get', 'list', 'watch'] },
     {

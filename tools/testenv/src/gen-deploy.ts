@@ -163,6 +163,12 @@ export const CONTROLLER_CLUSTER_RULES: Rule[] = [
     why: "create/delete: the pool controller keeps each VirtualMachinePool's VMs (<pool>-<index>), deleting the surplus when it scales down",
   },
   {
+    apiGroups: ['kubevirt.io'],
+    resources: ['virtualmachineinstancepresets'],
+    verbs: ['list'],
+    why: "list: the mutating webhook applies the matching VirtualMachineInstancePresets of a new VMI's namespace (read per create, no informer)",
+  },
+  {
     apiGroups: ['pool.kubevirt.io'],
     resources: ['virtualmachinepools'],
     verbs: ['get', 'list', 'watch'],
@@ -1193,7 +1199,6 @@ const admissionRule = (resources: string[], operations: string[]): V1RuleWithOpe
  * list against deploy/crds).
  */
 export const NOT_IMPLEMENTED_RESOURCES: Record<string, string[]> = {
-  'kubevirt.io': ['virtualmachineinstancepresets'],
   'snapshot.kubevirt.io': [
     'virtualmachinesnapshots',
     'virtualmachinesnapshotcontents',
@@ -1247,6 +1252,7 @@ export function webhookConfigurations(): [V1MutatingWebhookConfiguration, V1Vali
               'virtualmachineinstances',
               'virtualmachineinstancemigrations',
               'virtualmachineinstancereplicasets',
+              'virtualmachineinstancepresets',
             ],
             ['CREATE', 'UPDATE'],
           ),
