@@ -12,10 +12,9 @@ import {
   Informer,
   WorkQueue,
   isNotFound,
-  keyOf,
   updateIfChanged,
+  type Resource,
 } from '@kubevirt-ts/controller-runtime';
-import type { Resource } from '@kubevirt-ts/controller-runtime';
 import {
   POOL_API_VERSION,
   labelSelectorError,
@@ -25,12 +24,13 @@ import {
   type VirtualMachinePoolStatus,
   type VirtualMachineSpec,
 } from '@kubevirt-ts/api';
-import { SyncError, VMS, controllerRef, errorMessage, type Vm } from './common.js';
+import { SyncError, VMS, errorMessage, type Vm } from './common.js';
 import type { ControllerContext } from './context.js';
 import {
   BURST_REPLICAS,
+  claimChildren,
   replicaConditions,
-  setControllerOwner,
+  wireOwnedChildren,
   type ControllerOwnerRef,
 } from './replicaset.js';
 
@@ -115,37 +115,12 @@ export class PoolController {
 
   /** Wakes pool keys on pool and VM events (the owner's, or every matching one for an orphan). */
   wire(): void {
-    const { ctx } = this;
-    this.pools.onChange((p) => this.queue.add(keyOf(p)));
-    const ownerKey = (vm: Vm): string | undefined => {
-      const ref = controllerRef(vm, KIND);
-      if (!ref) return undefined;
-      const key = `${vm.metadata.namespace}/${ref.name}`;
-      return this.pools.getByKey(key)?.metadata.uid === ref.uid ? key : undefined;
-    };
-    const orphanOf = (vm: Vm) => {
-      if (vm.metadata.ownerReferences?.some((r) => r.controller)) return;
-      for (const p of this.pools.list(vm.metadata.namespace))
-        if (p.spec.selector && labelSelectorMatches(p.spec.selector, vm.metadata.labels))
-          this.queue.add(keyOf(p));
-    };
-    ctx.vms.onAdd((vm) => {
-      const key = ownerKey(vm);
-      if (key) {
-        this.expectations.creationObserved(key);
-        this.queue.add(key);
-      } else orphanOf(vm);
-    });
-    ctx.vms.onUpdate((vm) => {
-      const key = ownerKey(vm);
-      if (key) this.queue.add(key);
-      else orphanOf(vm);
-    });
-    ctx.vms.onDelete((vm) => {
-      const key = ownerKey(vm);
-      if (!key) return;
-      this.expectations.deletionObserved(key);
-      this.queue.add(key);
+    wireOwnedChildren({
+      kind: KIND,
+      owners: this.pools,
+      children: this.ctx.vms,
+      queue: this.queue,
+      expectations: this.expectations,
     });
   }
 
@@ -189,29 +164,9 @@ export class PoolController {
     if (syncErr) throw syncErr;
   }
 
-  /** The pool's VMs: those it controls, and orphans matching its selector, which it adopts (unless it is deleted). */
-  private async claim(pool: Pool): Promise<Vm[]> {
-    const out: Vm[] = [];
-    for (const vm of this.ctx.vms.list(pool.metadata.namespace)) {
-      const ref = vm.metadata.ownerReferences?.find((r) => r.controller);
-      const matches = labelSelectorMatches(pool.spec.selector, vm.metadata.labels);
-      if (ref?.uid === pool.metadata.uid) {
-        if (matches) out.push(vm);
-        else if (!vm.metadata.deletionTimestamp)
-          await setControllerOwner(this.ctx, VMS, vm, poolOwnerReference(pool), false, poolRef(pool));
-      } else if (!ref && matches && !vm.metadata.deletionTimestamp && !pool.metadata.deletionTimestamp) {
-        const adopted = await setControllerOwner(
-          this.ctx,
-          VMS,
-          vm,
-          poolOwnerReference(pool),
-          true,
-          poolRef(pool),
-        );
-        if (adopted) out.push(adopted);
-      }
-    }
-    return out;
+  /** The pool's VMs (`claimChildren`: its own, and adopted orphans matching its selector). */
+  private claim(pool: Pool): Promise<Vm[]> {
+    return claimChildren(this.ctx, VMS, this.ctx.vms, pool, poolOwnerReference(pool), poolRef(pool));
   }
 
   /** The pool's VM number `index`: its template, indexed, named `<pool>-<index>`, owned by the pool. */

@@ -12,6 +12,7 @@ import {
   isNotFound,
   keyOf,
   updateIfChanged,
+  type KubeObject,
   type Resource,
 } from '@kubevirt-ts/controller-runtime';
 import {
@@ -22,6 +23,7 @@ import {
   type VirtualMachineInstanceReplicaSet,
   type VirtualMachineInstanceReplicaSetStatus,
   type Condition,
+  type LabelSelector,
 } from '@kubevirt-ts/api';
 import {
   SyncError,
@@ -133,6 +135,86 @@ export async function setControllerOwner<T extends Vmi | Vm>(
   }
 }
 
+/** What a replica set or a pool is to the helpers below: an owner with a label selector. */
+interface SelectorOwner {
+  kind?: string;
+  metadata: { name?: string; namespace?: string; uid?: string; deletionTimestamp?: string | null };
+  spec: { selector: LabelSelector };
+}
+
+/**
+ * Wakes an owner's key (a replica set's, a pool's) on events of its children (VMIs, VMs): the owner named by a child's
+ * controller reference (raising or lowering its expectations on add and delete), or for an orphan every owner of its
+ * namespace whose selector matches it (adoption); and on the owner's own events.
+ */
+export function wireOwnedChildren<O extends SelectorOwner & KubeObject, C extends Vmi | Vm>(o: {
+  kind: string;
+  owners: Informer<O>;
+  children: Informer<C>;
+  queue: WorkQueue<string>;
+  expectations: ControllerExpectations;
+}): void {
+  const { kind, owners, children, queue, expectations } = o;
+  owners.onChange((x) => queue.add(keyOf(x)));
+  const ownerKey = (c: C): string | undefined => {
+    const ref = controllerRef(c, kind);
+    if (!ref) return undefined;
+    const key = `${c.metadata.namespace}/${ref.name}`;
+    return owners.getByKey(key)?.metadata?.uid === ref.uid ? key : undefined;
+  };
+  const orphanOf = (c: C) => {
+    if (c.metadata.ownerReferences?.some((r) => r.controller)) return;
+    for (const x of owners.list(c.metadata.namespace))
+      if (x.spec.selector && labelSelectorMatches(x.spec.selector, c.metadata.labels)) queue.add(keyOf(x));
+  };
+  children.onAdd((c) => {
+    const key = ownerKey(c);
+    if (key) {
+      expectations.creationObserved(key);
+      queue.add(key);
+    } else orphanOf(c);
+  });
+  children.onUpdate((c) => {
+    const key = ownerKey(c);
+    if (key) queue.add(key);
+    else orphanOf(c);
+  });
+  children.onDelete((c) => {
+    const key = ownerKey(c);
+    if (!key) return;
+    expectations.deletionObserved(key);
+    queue.add(key);
+  });
+}
+
+/**
+ * An owner's children: those it controls, and orphans matching its selector, which it adopts (unless it is being
+ * deleted). A child it controls whose labels no longer match is released.
+ */
+export async function claimChildren<C extends Vmi | Vm>(
+  ctx: ControllerContext,
+  resource: Resource,
+  children: Informer<C>,
+  owner: SelectorOwner,
+  ref: ControllerOwnerRef,
+  ownerObj: { kind: string; metadata: { namespace?: string; name?: string } },
+): Promise<C[]> {
+  const out: C[] = [];
+  for (const c of children.list(owner.metadata.namespace)) {
+    const cur = c.metadata.ownerReferences?.find((r) => r.controller);
+    const matches = labelSelectorMatches(owner.spec.selector, c.metadata.labels);
+    if (cur?.uid === owner.metadata.uid) {
+      if (matches) out.push(c);
+      else if (!c.metadata.deletionTimestamp)
+        await setControllerOwner(ctx, resource, c, ref, false, ownerObj);
+    } else if (!cur && matches && !c.metadata.deletionTimestamp && !owner.metadata.deletionTimestamp) {
+      const adopted = await setControllerOwner(ctx, resource, c, ref, true, ownerObj);
+      if (adopted) out.push(adopted);
+    }
+  }
+  return out;
+}
+
 /** The ReplicaPaused and ReplicaFailure conditions of a replica set's or pool's status (upstream's). */
 export function replicaConditions(
   status: { conditions?: Condition[] },
@@ -174,37 +256,12 @@ export class ReplicaSetController {
 
   /** Wakes VMIRS keys on VMIRS and VMI events (the owner's, or every matching one for an orphan). */
   wire(): void {
-    const { ctx } = this;
-    this.rss.onChange((rs) => this.queue.add(keyOf(rs)));
-    const ownerKey = (vmi: Vmi): string | undefined => {
-      const ref = controllerRef(vmi, KIND);
-      if (!ref) return undefined;
-      const key = `${vmi.metadata.namespace}/${ref.name}`;
-      return this.rss.getByKey(key)?.metadata.uid === ref.uid ? key : undefined;
-    };
-    const orphanOf = (vmi: Vmi) => {
-      if (controllerRef(vmi, KIND) || vmi.metadata.ownerReferences?.some((r) => r.controller)) return;
-      for (const rs of this.rss.list(vmi.metadata.namespace))
-        if (rs.spec.selector && labelSelectorMatches(rs.spec.selector, vmi.metadata.labels))
-          this.queue.add(keyOf(rs));
-    };
-    ctx.vmis.onAdd((vmi) => {
-      const key = ownerKey(vmi);
-      if (key) {
-        this.expectations.creationObserved(key);
-        this.queue.add(key);
-      } else orphanOf(vmi);
-    });
-    ctx.vmis.onUpdate((vmi) => {
-      const key = ownerKey(vmi);
-      if (key) this.queue.add(key);
-      else orphanOf(vmi);
-    });
-    ctx.vmis.onDelete((vmi) => {
-      const key = ownerKey(vmi);
-      if (!key) return;
-      this.expectations.deletionObserved(key);
-      this.queue.add(key);
+    wireOwnedChildren({
+      kind: KIND,
+      owners: this.rss,
+      children: this.ctx.vmis,
+      queue: this.queue,
+      expectations: this.expectations,
     });
   }
 
@@ -249,29 +306,9 @@ export class ReplicaSetController {
     if (syncErr) throw syncErr;
   }
 
-  /**
-   * The VMIs of the replica set: those it controls, and orphans matching its selector, which it adopts
-   * (unless it is being deleted). A VMI it controls whose labels no longer match is released.
-   */
-  private async claim(rs: Vmirs): Promise<Vmi[]> {
-    const uid = rs.metadata.uid;
-    const out: Vmi[] = [];
-    for (const vmi of this.ctx.vmis.list(rs.metadata.namespace)) {
-      const ref = vmi.metadata.ownerReferences?.find((r) => r.controller);
-      const matches = labelSelectorMatches(rs.spec.selector, vmi.metadata.labels);
-      if (ref?.uid === uid) {
-        if (matches) out.push(vmi);
-        else if (!vmi.metadata.deletionTimestamp) await this.setOwner(rs, vmi, false);
-      } else if (!ref && matches && !vmi.metadata.deletionTimestamp && !rs.metadata.deletionTimestamp) {
-        const adopted = await this.setOwner(rs, vmi, true);
-        if (adopted) out.push(adopted);
-      }
-    }
-    return out;
-  }
-
-  private setOwner(rs: Vmirs, vmi: Vmi, own: boolean): Promise<Vmi | undefined> {
-    return setControllerOwner(this.ctx, VMIS, vmi, rsOwnerReference(rs), own, rsRef(rs));
+  /** The VMIs of the replica set (`claimChildren`: its own, and adopted orphans matching its selector). */
+  private claim(rs: Vmirs): Promise<Vmi[]> {
+    return claimChildren(this.ctx, VMIS, this.ctx.vmis, rs, rsOwnerReference(rs), rsRef(rs));
   }
 
   private async scale(key: string, rs: Vmirs, active: Vmi[]): Promise<void> {
