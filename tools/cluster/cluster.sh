@@ -131,9 +131,8 @@ cmd_up() {
   log "up in $((SECONDS - t0))s; node $NODE_NAME Ready; export KUBECONFIG=$ADMIN_KUBECONFIG"
 }
 
-# kubelet's dir as a shared mount (what a systemd host has): the handler's Bidirectional hostPath mount needs it
-# (runc refuses Bidirectional on a private mount), and the container disks virt-handler bind-mounts on the host
-# propagate from there into the launcher Pods (HostToContainer). Here / is private (no systemd), so kubelet's dir
+# kubelet's dir as a shared mount (what a systemd host has): the container disks virt-handler bind-mounts on the host
+# propagate from there into the launcher Pods and into the handler's own view of the dir (both HostToContainer). Here / is private (no systemd), so kubelet's dir
 # becomes a bind mount of itself made rshared; down unmounts it with everything under it.
 kubelet_dir_shared() {
   mkdir -p "$KUBELET_DIR"
