@@ -35,6 +35,13 @@ export {
   type PatchType,
   type WatchEvent,
 } from './client.js';
+export {
+  caBundleTargets,
+  caBundlesOf,
+  caBundlePatch,
+  type CaBundleNames,
+  type CaBundleCarrier,
+} from './ca-bundles.js';
 export { LiteKubeConfig, KubeConfigError, type ClusterAccess } from './kubeconfig.js';
 export { Informer, keyOf, splitKey, type InformerOptions, type Handler } from './informer.js';
 export { updateIfChanged, type UpdateIfChangedOptions, type UpdateResult } from './status.js';

@@ -5,60 +5,38 @@
 // installer can (as upstream's virt-operator). Informers on the Secret and on the three objects (each by name): a
 // new CA, or a configuration re-applied without its caBundle, is published within a watch event.
 import {
-  API_SERVICES,
   Informer,
   KubeClient,
-  MUTATING_WEBHOOKS,
   SECRETS,
-  VALIDATING_WEBHOOKS,
   WorkQueue,
+  caBundlePatch,
+  caBundleTargets,
   runWorkers,
+  type CaBundleCarrier,
+  type CaBundleNames,
   type KubeObject,
   type Resource,
 } from '@kubevirt-ts/controller-runtime';
 import type { Logger } from '@kubevirt-ts/log';
 
-export interface CaBundleOptions {
+export interface CaBundleOptions extends CaBundleNames {
   client: KubeClient;
   /** the namespace of the Secret */
   namespace: string;
   /** the webhook certificate Secret whose `ca.crt` is published (deploy/'s `kubevirt-ts-webhook-certs`) */
   secretName: string;
-  mutatingWebhook: string;
-  validatingWebhook: string;
-  /** the APIService served with the same certificate (deploy/'s `v1.subresources.kubevirt.io`); none: skip */
-  apiService?: string;
   log: Logger;
 }
 
 interface Secret extends KubeObject {
   data?: Record<string, string>;
 }
-interface WebhookConfiguration extends KubeObject {
-  webhooks?: { name: string; clientConfig?: { caBundle?: string } }[];
-}
-interface ApiService extends KubeObject {
-  spec?: { caBundle?: string };
-}
-
-/** The JSON patch that sets every webhook's caBundle to `want` (base64), or none when all have it. */
-export function webhookCaBundlePatch(cfg: WebhookConfiguration, want: string): object[] {
-  return (cfg.webhooks ?? []).flatMap((w, i) =>
-    w.clientConfig?.caBundle === want
-      ? []
-      : [
-          // the index still names this webhook (a concurrent edit fails the patch instead of landing elsewhere)
-          { op: 'test', path: `/webhooks/${i}/name`, value: w.name },
-          { op: 'add', path: `/webhooks/${i}/clientConfig/caBundle`, value: want },
-        ],
-  );
-}
 
 const SYNC = 'sync';
 
 export class CaBundlePublisher {
   private readonly secret: Informer<Secret>;
-  private readonly targets: { resource: Resource; name: string; informer: Informer<KubeObject> }[];
+  private readonly targets: { resource: Resource; name: string; informer: Informer<CaBundleCarrier> }[];
   private readonly queue = new WorkQueue<string>();
   private workers: Promise<void> | undefined;
 
@@ -72,22 +50,15 @@ export class CaBundlePublisher {
       log: o.log,
     });
     this.secret.onChange(onChange);
-    const t: [Resource, string | undefined][] = [
-      [MUTATING_WEBHOOKS, o.mutatingWebhook],
-      [VALIDATING_WEBHOOKS, o.validatingWebhook],
-      [API_SERVICES, o.apiService],
-    ];
-    this.targets = t
-      .filter((x): x is [Resource, string] => !!x[1])
-      .map(([resource, name]) => {
-        const informer = new Informer<KubeObject>(o.client, {
-          resource,
-          fieldSelector: byName(name),
-          log: o.log,
-        });
-        informer.onChange(onChange);
-        return { resource, name, informer };
+    this.targets = caBundleTargets(o).map(({ resource, name }) => {
+      const informer = new Informer<CaBundleCarrier>(o.client, {
+        resource,
+        fieldSelector: byName(name),
+        log: o.log,
       });
+      informer.onChange(onChange);
+      return { resource, name, informer };
+    });
   }
 
   async start(): Promise<void> {
@@ -110,12 +81,7 @@ export class CaBundlePublisher {
     for (const { resource, name, informer } of this.targets) {
       const cur = informer.get(undefined, name);
       if (!cur) continue; // not installed (yet): published when it appears
-      const ops =
-        resource === API_SERVICES
-          ? (cur as ApiService).spec?.caBundle === want
-            ? []
-            : [{ op: 'add', path: '/spec/caBundle', value: want }]
-          : webhookCaBundlePatch(cur as WebhookConfiguration, want);
+      const ops = caBundlePatch(resource, cur, want);
       if (!ops.length) continue;
       await this.o.client.patch(resource, undefined, name, ops, 'json');
       this.o.log.info('published the webhook CA bundle', {

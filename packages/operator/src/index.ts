@@ -1,7 +1,7 @@
 // @kubevirt-ts/operator: virt-operator's logic. The KubeVirt CR's status from the components' rollout and the
 // configuration, as upstream's virt-operator reports it; the CA the API server trusts for the webhooks and the
 // subresource API, published from the webhook certificate Secret.
-export { CaBundlePublisher, webhookCaBundlePatch, type CaBundleOptions } from './ca-bundles.js';
+export { CaBundlePublisher, type CaBundleOptions } from './ca-bundles.js';
 export { VirtOperator, type OperatorOptions } from './operator.js';
 export {
   kubeVirtStatus,

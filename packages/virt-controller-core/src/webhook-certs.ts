@@ -14,11 +14,14 @@ import {
   MUTATING_WEBHOOKS,
   SECRETS,
   VALIDATING_WEBHOOKS,
+  caBundleTargets,
+  caBundlesOf,
   isAlreadyExists,
   isConflict,
+  type CaBundleCarrier,
+  type CaBundleNames,
   type KubeClient,
   type KubeObject,
-  type Resource,
 } from '@kubevirt-ts/controller-runtime';
 import type { Logger } from '@kubevirt-ts/log';
 import { createCA, createServingCert, splitPem, type KeyPair } from './certs.js';
@@ -40,11 +43,7 @@ interface Secret extends KubeObject {
   type?: string;
   data?: Record<string, string>;
 }
-interface WebhookConfiguration extends KubeObject {
-  webhooks?: { name: string; clientConfig?: { caBundle?: string } }[];
-}
-
-export interface WebhookCertOptions {
+export interface WebhookCertOptions extends CaBundleNames {
   client: KubeClient;
   namespace: string;
   secretName: string;
@@ -267,22 +266,10 @@ export class WebhookCertManager {
       issuer = undefined;
     }
     const wanted = issuer ? [issuer] : norm(bundle);
-    const targets: [Resource, string | undefined][] = [
-      [MUTATING_WEBHOOKS, this.o.mutatingWebhook],
-      [VALIDATING_WEBHOOKS, this.o.validatingWebhook],
-      [API_SERVICES, this.o.apiService],
-    ];
-    for (const [r, name] of targets) {
-      if (!name) continue;
-      const o = await this.o.client.getOrUndefined<WebhookConfiguration & { spec?: { caBundle?: string } }>(
-        r,
-        undefined,
-        name,
-      );
+    for (const { resource, name } of caBundleTargets(this.o)) {
+      const o = await this.o.client.getOrUndefined<CaBundleCarrier>(resource, undefined, name);
       if (!o) continue; // not installed: nothing to wait for
-      const bundles =
-        r === API_SERVICES ? [o.spec?.caBundle] : (o.webhooks ?? []).map((w) => w.clientConfig?.caBundle);
-      for (const b of bundles) {
+      for (const b of caBundlesOf(resource, o)) {
         const have = norm(unb64(b));
         if (!wanted.every((c) => have.includes(c))) return false;
       }
