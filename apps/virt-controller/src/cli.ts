@@ -76,7 +76,8 @@ async function main(): Promise<number> {
   // certificate the webhooks use (managed in --webhook-secret, or --tls-*)
   let subresources: SubresourceServer | undefined;
   let subresourcesCert: { cert: string | Buffer; key: string | Buffer } | undefined;
-  // admission is served by every replica, leader or not
+  // admission is served by every replica, leader or not; new VMIs get the defaults of the KubeVirt CR's configuration
+  const kubeVirt = { namespace: flags.configNamespace, name: flags.configName };
   let webhooks: Pick<WebhookServer, 'close' | 'port'> | undefined;
   if (flags.webhookSecret) {
     const certClient = new KubeClient(kc);
@@ -97,6 +98,7 @@ async function main(): Promise<number> {
         if (subresources) subresources.setCertificate(cert, key);
         else subresourcesCert = { cert, key };
       },
+      kubeVirt,
       caValidityMs: flags.webhookCaValiditySeconds * 1000,
       certValidityMs: flags.webhookCertValiditySeconds * 1000,
       checkIntervalMs: flags.webhookCheckSeconds * 1000,
@@ -121,6 +123,7 @@ async function main(): Promise<number> {
       log,
       client: hookClient,
       namespace: flags.webhookNamespace,
+      kubeVirt,
     });
     webhooks = {
       port: server.port,

@@ -2,12 +2,14 @@
 // its own image) created it; `kubectl wait kubevirt kubevirt --for condition=Available` (upstream's install docs)
 // returns; the status carries upstream's phase, conditions and versions; a configuration patch is reflected in
 // status.observedGeneration, a field kubevirt-ts does not implement is reported in the NotImplemented condition, a
-// value of the wrong type is refused by the API server naming the field.
+// value of the wrong type is refused by the API server naming the field; the pod network's default binding
+// (network.defaultNetworkInterface) reaches the next VMI admitted, read live by the deployed webhooks.
 import {
   clusterGate,
   deployKubevirtTs,
   getJson,
   kubectl,
+  kubectlIn,
   kubectlTry,
   KV_CR,
   KV_NS,
@@ -64,6 +66,28 @@ describe(`the KubeVirt CR (${reason ? `skipped: ${reason}` : 'tools/cluster.sh'}
         'not implemented by kubevirt-ts, ignored: spec.configuration.developerConfiguration.logVerbosity',
       );
       expect(cond(kv(), 'Available').status).toBe('True');
+
+      // deploy/'s CR: masquerade for a VMI without interfaces; patched to bridge, the next VMI gets bridge
+      expect(ready.spec.configuration.network).toEqual({ defaultNetworkInterface: 'masquerade' });
+      const bare = JSON.stringify({
+        apiVersion: 'kubevirt.io/v1',
+        kind: 'VirtualMachineInstance',
+        metadata: { name: 'no-interfaces', namespace: 'default' },
+        spec: { domain: { devices: {}, resources: { requests: { memory: '64Mi' } } } },
+      });
+      const admitted = () =>
+        JSON.parse(kubectlIn(bare, 'create', '--dry-run=server', '-o', 'json', '-f', '-')).spec.domain.devices
+          .interfaces;
+      expect(admitted()).toEqual([{ name: 'default', masquerade: {} }]);
+      patchKubeVirt({ network: { defaultNetworkInterface: 'bridge' } });
+      await waitFor(
+        'bridge as the default binding',
+        () => admitted()?.[0]?.bridge !== undefined,
+        60_000,
+        250,
+      );
+      patchKubeVirt({ network: { defaultNetworkInterface: 'masquerade' } });
+      await waitFor('masquerade again', () => admitted()?.[0]?.masquerade !== undefined, 60_000, 250);
 
       // the wrong type: refused by the API server, naming the field
       const bad = kubectlTry(

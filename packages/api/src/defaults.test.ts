@@ -285,6 +285,34 @@ test('setDefaultEvictionStrategy: the cluster eviction strategy when the VMI set
   expect(d(v, { evictionStrategy: 'LiveMigrate' }).spec.evictionStrategy).toBe('None');
 });
 
+test("SetDefaultNetworkInterface: the cluster's default binding on the pod network; slirp and a bridge not permitted are refused", async () => {
+  const { DefaultsError } = await import('./defaults.js');
+  const bare = () => {
+    const v = baseVmi();
+    delete v.spec.domain.devices.interfaces;
+    delete v.spec.networks;
+    return v;
+  };
+  expect(d(bare()).spec.domain.devices.interfaces).toEqual([{ name: 'default', masquerade: {} }]);
+  expect(d(bare(), { defaultNetworkInterface: 'bridge' }).spec.domain.devices.interfaces).toEqual([
+    { name: 'default', bridge: {} },
+  ]);
+  expect(d(bare(), { defaultNetworkInterface: 'bridge' }).spec.networks).toEqual([
+    { name: 'default', pod: {} },
+  ]);
+  expect(() => d(bare(), { defaultNetworkInterface: 'slirp' })).toThrow(
+    new DefaultsError('slirp interface is deprecated as of v1.3'),
+  );
+  expect(() =>
+    d(bare(), { defaultNetworkInterface: 'bridge', permitBridgeInterfaceOnPodNetwork: false }),
+  ).toThrow(new DefaultsError('bridge interface is not enabled in kubevirt-config'));
+  // a VMI with interfaces of its own is left as it is, whatever the cluster permits
+  const own = baseVmi();
+  expect(d(own, { defaultNetworkInterface: 'slirp' }).spec.domain.devices.interfaces).toEqual(
+    own.spec.domain.devices.interfaces,
+  );
+});
+
 test('SetDefaults_Firmware / SetDefaults_VirtualMachineInstance: firmware and features always present, ACPI on', () => {
   const out = d(baseVmi());
   expect(out.spec.domain.firmware).toEqual({ uuid: firmwareUUID('testvmi') });

@@ -22,6 +22,22 @@ export interface DefaultsOptions {
   memoryOvercommit?: number;
   /** The cluster's eviction strategy (upstream `evictionStrategy`), given to VMIs that set none. Default: none. */
   evictionStrategy?: 'None' | 'LiveMigrate' | 'LiveMigrateIfPossible' | 'External';
+  /**
+   * The binding of the pod network interface a VMI without interfaces and networks gets (upstream
+   * `network.defaultNetworkInterface`). Default here `masquerade`, what kubevirt-ts's installed KubeVirt CR sets;
+   * a cluster whose CR leaves it unset passes upstream's default, `bridge`. `slirp` fails as upstream's does.
+   */
+  defaultNetworkInterface?: 'bridge' | 'masquerade' | 'slirp';
+  /** Whether the pod network may use the bridge binding (upstream `network.permitBridgeInterfaceOnPodNetwork`, default true). */
+  permitBridgeInterfaceOnPodNetwork?: boolean;
+}
+
+/**
+ * A default the cluster's configuration cannot give (e.g. the bridge binding as the default interface while the
+ * configuration does not permit it on the pod network): admission refuses the object with this message.
+ */
+export class DefaultsError extends Error {
+  override name = 'DefaultsError';
 }
 
 /** Upstream's namespace UUID for firmware UUIDs ("magicUUID" in pkg/virt-controller/watch/vm.go). */
@@ -212,7 +228,7 @@ export function applyVmiSpecDefaults(
   // setDefaultEvictionStrategy
   if (opts.evictionStrategy) setIfUnset(spec, 'evictionStrategy', opts.evictionStrategy);
 
-  // SetVMISpecDefaultNetworkInterface: no interfaces and no networks -> masquerade on the pod network
+  // SetDefaultNetworkInterface: no interfaces and no networks -> the cluster's default binding on the pod network
   const devices = ensureObj(domain, 'devices');
   if (devices) {
     const empty = (x: unknown) => x === undefined || (Array.isArray(x) && x.length === 0);
@@ -221,7 +237,12 @@ export function applyVmiSpecDefaults(
       empty(devices['interfaces']) &&
       empty(spec['networks'])
     ) {
-      devices['interfaces'] = [{ name: 'default', masquerade: {} }];
+      const binding = opts.defaultNetworkInterface ?? 'masquerade';
+      // upstream's messages (SetDefaultNetworkInterface)
+      if (binding === 'slirp') throw new DefaultsError('slirp interface is deprecated as of v1.3');
+      if (binding === 'bridge' && opts.permitBridgeInterfaceOnPodNetwork === false)
+        throw new DefaultsError('bridge interface is not enabled in kubevirt-config');
+      devices['interfaces'] = [{ name: 'default', [binding]: {} }];
       spec['networks'] = [{ name: 'default', pod: {} }];
     }
   }

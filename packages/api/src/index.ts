@@ -29,6 +29,7 @@ export {
 } from './validate.js';
 export {
   type DefaultsOptions,
+  DefaultsError,
   setVirtualMachineInstanceDefaults,
   setVirtualMachineDefaults,
   applyVmiSpecDefaults,

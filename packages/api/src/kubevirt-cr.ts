@@ -5,6 +5,7 @@
 // `NotImplemented` condition: nothing is silently ignored.
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { Arr, Bool, Enum, Loose, Opt, Quantity, Str } from './schema-helpers.js';
+import type { DefaultsOptions } from './defaults.js';
 import { API_VERSION, ConditionSchema, ObjectMetaSchema } from './schemas.js';
 
 const PullPolicy = () => Enum(['Always', 'IfNotPresent', 'Never']);
@@ -49,9 +50,37 @@ export const SeccompConfigurationSchema = Loose({
   ),
 });
 
+/** `spec.configuration.network` (upstream's NetworkConfiguration): the parts kubevirt-ts implements. */
+export const NetworkConfigurationSchema = Loose({
+  defaultNetworkInterface: Opt(
+    Enum(
+      ['bridge', 'masquerade', 'slirp'],
+      'binding of the pod network interface a VMI without interfaces gets (unset: bridge, as upstream; ' +
+        "kubevirt-ts's installed CR sets masquerade); slirp is deprecated: such VMIs are refused",
+    ),
+  ),
+  permitBridgeInterfaceOnPodNetwork: Opt(
+    Bool('whether the bridge binding may be used on the pod network (default true)'),
+  ),
+});
+
 /** `spec.configuration` (upstream's KubeVirtConfiguration): the fields kubevirt-ts implements. */
 export const KubeVirtConfigurationSchema = Loose({
   developerConfiguration: Opt(DeveloperConfigurationSchema),
+  network: Opt(NetworkConfigurationSchema),
+  evictionStrategy: Opt(
+    Enum(
+      ['None', 'LiveMigrate', 'LiveMigrateIfPossible', 'External'],
+      'eviction strategy of VMIs that set none (default: none)',
+    ),
+  ),
+  vmRolloutStrategy: Opt(
+    Enum(
+      ['Stage', 'LiveUpdate'],
+      'how a change to a running VM is rolled out: Stage (kept for the next start, RestartRequired condition); ' +
+        'LiveUpdate is not implemented by kubevirt-ts (changes are staged)',
+    ),
+  ),
   imagePullPolicy: Opt(PullPolicy()),
   migrations: Opt(MigrationConfigurationSchema),
   seccompConfiguration: Opt(SeccompConfigurationSchema),
@@ -100,6 +129,35 @@ export const KUBEVIRT_CR_NAME = 'kubevirt';
 
 /** spec fields upstream's own CR manifest sets to these values, which are what kubevirt-ts does anyway */
 const MATCHES_WHAT_WE_DO: Record<string, unknown> = { 'spec.imagePullPolicy': 'IfNotPresent' };
+/** typed fields with a value kubevirt-ts accepts (upstream's manifests carry it) but does not implement */
+const VALUES_NOT_IMPLEMENTED: Record<string, unknown[]> = {
+  'spec.configuration.vmRolloutStrategy': ['LiveUpdate'],
+};
+
+/** What the KubeVirt CR's configuration sets for new VMs and VMIs: defaults and the rollout of changes. */
+export interface ClusterDefaults extends DefaultsOptions {
+  /** Stage: a change to a running VM's template waits for its next start (RestartRequired) */
+  vmRolloutStrategy: 'Stage' | 'LiveUpdate';
+}
+
+/**
+ * The defaults a KubeVirt CR's `spec.configuration` gives new VMIs, as upstream's defaults read the cluster
+ * configuration: the pod network's default binding (unset: `bridge`, upstream's default), whether the bridge
+ * binding may be used on the pod network, the eviction strategy; and the VM rollout strategy (unset: upstream's
+ * `LiveUpdate`, which kubevirt-ts carries out as `Stage`). The CRD's schema checks the values.
+ */
+export function clusterDefaultsFromKubeVirt(
+  configuration: KubeVirtConfiguration | undefined,
+): ClusterDefaults {
+  const c = configuration ?? {};
+  const out: ClusterDefaults = {
+    defaultNetworkInterface: c.network?.defaultNetworkInterface ?? 'bridge',
+    permitBridgeInterfaceOnPodNetwork: c.network?.permitBridgeInterfaceOnPodNetwork ?? true,
+    vmRolloutStrategy: c.vmRolloutStrategy ?? 'LiveUpdate',
+  };
+  if (c.evictionStrategy) out.evictionStrategy = c.evictionStrategy;
+  return out;
+}
 
 const isEmpty = (v: unknown) =>
   v === null ||
@@ -118,6 +176,10 @@ export function kubeVirtNotImplemented(kv: { spec?: unknown }): string[] {
     if (isEmpty(value)) return;
     if (!schema) {
       if (!(path in MATCHES_WHAT_WE_DO && MATCHES_WHAT_WE_DO[path] === value)) out.push(path);
+      return;
+    }
+    if (VALUES_NOT_IMPLEMENTED[path]?.includes(value)) {
+      out.push(`${path}=${String(value)}`);
       return;
     }
     const props = (schema as { properties?: Record<string, TSchema> }).properties;

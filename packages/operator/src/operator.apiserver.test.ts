@@ -175,7 +175,7 @@ it('a patch shows in observedGeneration; an invalid value in Degraded and an uni
     spec: {
       configuration: {
         additionalGuestMemoryOverheadRatio: '0.5',
-        network: { defaultNetworkInterface: 'bridge' },
+        network: { defaultNetworkInterface: 'bridge', binding: { sidecar: { sidecarImage: 'x' } } },
         developerConfiguration: { logVerbosity: { virtLauncher: 4 } },
       },
     },
@@ -190,7 +190,7 @@ it('a patch shows in observedGeneration; an invalid value in Degraded and an uni
   expect(cond(kv, 'Degraded')!.message).toMatch(/^spec\.configuration\.additionalGuestMemoryOverheadRatio: /);
   expect(cond(kv, 'NotImplemented')).toMatchObject({ status: 'True', reason: 'FieldsNotImplemented' });
   expect(cond(kv, 'NotImplemented')!.message).toBe(
-    'not implemented by kubevirt-ts, ignored: spec.configuration.developerConfiguration.logVerbosity, spec.configuration.network',
+    'not implemented by kubevirt-ts, ignored: spec.configuration.developerConfiguration.logVerbosity, spec.configuration.network.binding',
   );
 
   // a wrong type never reaches the operator: the CRD's schema refuses it, naming the field

@@ -179,16 +179,19 @@ describe('kubeVirtNotImplemented', () => {
               useEmulation: true,
               logVerbosity: { virtLauncher: 4 },
             },
-            network: { defaultNetworkInterface: 'bridge' },
+            network: { defaultNetworkInterface: 'bridge', binding: { sidecar: { sidecarImage: 'x' } } },
             migrations: { allowPostCopy: true, nodeDrainTaintKey: 'x' },
+            vmRolloutStrategy: 'LiveUpdate',
+            evictionStrategy: 'LiveMigrate',
           },
           infra: { replicas: 3 },
         },
       }),
     ).toEqual([
       'spec.configuration.developerConfiguration.logVerbosity',
-      'spec.configuration.network',
+      'spec.configuration.network.binding',
       'spec.configuration.migrations.nodeDrainTaintKey',
+      'spec.configuration.vmRolloutStrategy=LiveUpdate',
       'spec.infra',
     ]);
     expect(kubeVirtNotImplemented({ spec: { imagePullPolicy: 'Always' } })).toEqual(['spec.imagePullPolicy']);

@@ -6,10 +6,12 @@ import {
   applyToVmiSpec,
   checkPreferenceRequirements,
   checkSpreadCpuTopology,
+  DefaultsError,
   notImplementedMessage,
   setVirtualMachineDefaults,
   setVirtualMachineInstanceDefaults,
   validateObject,
+  type DefaultsOptions,
   type FieldError,
   type VirtualMachine,
   type VirtualMachineInstance,
@@ -96,6 +98,30 @@ const DEFAULT_COMPONENT_USERS = componentUsers();
 export interface ValidateOptions {
   /** who may set the reserved VMI labels (default: the components' service accounts in kubevirt-ts) */
   componentUsers?: ReadonlySet<string>;
+  /** false: the bridge binding is refused on the pod network (upstream `permitBridgeInterfaceOnPodNetwork`) */
+  permitBridgeInterfaceOnPodNetwork?: boolean;
+}
+
+/**
+ * Errors for interfaces bound with `bridge` to the pod network while the cluster's configuration does not permit
+ * it (upstream's message, at the interface's name). `prefix` is the path of the VMI spec in the object.
+ */
+export function bridgeOnPodNetworkErrors(spec: unknown, prefix: string, o: ValidateOptions): FieldError[] {
+  if (o.permitBridgeInterfaceOnPodNetwork !== false) return [];
+  const s = spec as { domain?: { devices?: { interfaces?: unknown } }; networks?: unknown } | undefined;
+  const ifaces = Array.isArray(s?.domain?.devices?.interfaces) ? s.domain.devices.interfaces : [];
+  const nets = Array.isArray(s?.networks) ? (s.networks as { name?: string; pod?: unknown }[]) : [];
+  const pod = new Set(nets.filter((n) => n?.pod !== undefined).map((n) => n.name));
+  return (ifaces as { name?: string; bridge?: unknown }[]).flatMap((iface, i) =>
+    iface?.bridge !== undefined && pod.has(iface.name)
+      ? [
+          {
+            path: `${prefix}.domain.devices.interfaces[${i}].name`,
+            reason: 'Bridge on pod network configuration is not enabled under kubevirt-config',
+          },
+        ]
+      : [],
+  );
 }
 
 /** Errors for reserved VMI labels set (create) or changed (update) by someone other than a component. */
@@ -124,12 +150,14 @@ export const PRESETS: Resource = {
 export async function mutateWithPresets(
   req: AdmissionRequest,
   client: KubeClient | undefined,
+  defaults: DefaultsOptions = {},
 ): Promise<AdmissionResponse> {
   const ns = (req.object as { metadata?: { namespace?: string } } | undefined)?.metadata?.namespace;
   const kind = req.kind?.kind ?? (req.object as { kind?: string } | undefined)?.kind;
-  if (!client || kind !== 'VirtualMachineInstance' || req.operation !== 'CREATE' || !ns) return mutate(req);
+  if (!client || kind !== 'VirtualMachineInstance' || req.operation !== 'CREATE' || !ns)
+    return mutate(req, [], defaults);
   const presets = (await client.list<VirtualMachineInstancePreset>(PRESETS, ns)).items;
-  return mutate(req, presets);
+  return mutate(req, presets, defaults);
 }
 
 /** Mutating webhook: the presets and defaults for a new VMI, defaults for VMs, and the VMI finalizer. */
@@ -139,6 +167,7 @@ export const MIGRATION_VMI_LABEL = 'kubevirt.io/vmi-name';
 export function mutate(
   req: AdmissionRequest,
   presets: VirtualMachineInstancePreset[] = [],
+  defaults: DefaultsOptions = {},
 ): AdmissionResponse {
   const obj = req.object as
     | {
@@ -161,7 +190,7 @@ export function mutate(
           path: '/metadata/annotations',
           value: p.vmi.metadata.annotations,
         });
-      const d = setVirtualMachineInstanceDefaults(p.vmi);
+      const d = setVirtualMachineInstanceDefaults(p.vmi, defaults);
       if (!deepEqual(d.spec, obj.spec))
         ops.push({ op: obj.spec === undefined ? 'add' : 'replace', path: '/spec', value: d.spec });
       const fin = obj.metadata?.finalizers;
@@ -183,11 +212,18 @@ export function mutate(
         });
       }
     } else if (kind === 'VirtualMachine' && obj) {
-      const d = setVirtualMachineDefaults(obj as VirtualMachine);
+      const d = setVirtualMachineDefaults(obj as VirtualMachine, defaults);
       if (!deepEqual(d.spec, obj.spec))
         ops.push({ op: obj.spec === undefined ? 'add' : 'replace', path: '/spec', value: d.spec });
     }
-  } catch {
+  } catch (e) {
+    // a default the cluster's configuration cannot give: refused with upstream's message
+    if (e instanceof DefaultsError)
+      return {
+        uid: req.uid,
+        allowed: false,
+        status: { code: 400, reason: 'BadRequest', message: e.message },
+      };
     // not an object the defaults understand: the validating webhook explains what is wrong
     return { uid: req.uid, allowed: true };
   }
@@ -218,7 +254,17 @@ export function validate(req: AdmissionRequest, o: ValidateOptions = {}): Admiss
   }
   if (req.operation !== 'CREATE' && req.operation !== 'UPDATE') return { uid: req.uid, allowed: true };
   const errs = validateObject(obj);
-  if (kind === 'VirtualMachineInstance') errs.push(...reservedLabelErrors(req, o));
+  if (kind === 'VirtualMachineInstance') {
+    errs.push(...reservedLabelErrors(req, o));
+    if (req.operation === 'CREATE') errs.push(...bridgeOnPodNetworkErrors(obj?.spec, 'spec', o));
+  } else if (kind === 'VirtualMachine')
+    errs.push(
+      ...bridgeOnPodNetworkErrors(
+        (obj?.spec as { template?: { spec?: unknown } } | undefined)?.template?.spec,
+        'spec.template.spec',
+        o,
+      ),
+    );
   if (req.operation === 'UPDATE' && kind === 'VirtualMachineInstance') {
     const old = req.oldObject as { spec?: unknown } | undefined;
     if (old && !deepEqual(old.spec, obj?.spec))

@@ -10,6 +10,12 @@ export const VM_CONTROLLER_FINALIZER = 'kubevirt.io/virtualMachineControllerFina
 export const VMI_FINALIZER = 'kubevirt.io/foregroundDeleteVirtualMachine';
 export const LABEL_NODE_NAME = 'kubevirt.io/nodeName';
 export const ANNOTATION_VM_GENERATION = 'kubevirt.io/vm-generation';
+/**
+ * On a VMI a VM started: a hash of what it was started from (the VM's template spec, instance type and
+ * preference), so the VM controller sees a later change that needs a restart (upstream keeps the VM's spec in a
+ * ControllerRevision named in the VMI's status; a hash answers the same question without an extra write)
+ */
+export const ANNOTATION_VM_TEMPLATE_HASH = 'kubevirt-ts.io/vm-template-hash';
 
 export type Phase = NonNullable<NonNullable<VirtualMachineInstance['status']>['phase']>;
 export type Vm = VirtualMachine;

@@ -7,6 +7,7 @@ import type {
   KubeObject,
   WorkQueue,
 } from '@kubevirt-ts/controller-runtime';
+import type { DefaultsOptions } from '@kubevirt-ts/api';
 import type { Logger } from '@kubevirt-ts/log';
 import type { RendererConfig } from '@kubevirt-ts/renderer';
 import type { Vm, Vmi } from './common.js';
@@ -62,4 +63,6 @@ export interface ControllerContext {
   vmiExpectations: ControllerExpectations;
   /** the cluster config for the renderer; undefined while the config object is missing */
   rendererConfig(): RendererConfig | undefined;
+  /** the defaults the KubeVirt CR's configuration gives new VMIs (the library's when no CR is read) */
+  clusterDefaults(): DefaultsOptions;
 }

@@ -15,7 +15,12 @@ import {
   type KubeObject,
 } from '@kubevirt-ts/controller-runtime';
 import { createLogger, type Logger } from '@kubevirt-ts/log';
-import { KUBEVIRT_CR_NAME, type KubeVirt } from '@kubevirt-ts/api';
+import {
+  KUBEVIRT_CR_NAME,
+  clusterDefaultsFromKubeVirt,
+  type DefaultsOptions,
+  type KubeVirt,
+} from '@kubevirt-ts/api';
 import {
   LABEL_APP,
   LABEL_CREATED_BY,
@@ -80,6 +85,7 @@ export class VirtController {
   readonly recorder: EventRecorder;
   private readonly configInformer: Informer<KubeVirt & KubeObject> | undefined;
   private config: RendererConfig | undefined;
+  private clusterDefaults: DefaultsOptions = {};
   private readonly podIndex = new Map<string, Map<string, Pod>>();
   private workers: Promise<void>[] = [];
   private readonly log: Logger;
@@ -155,6 +161,7 @@ export class VirtController {
       podExpectations: new ControllerExpectations(),
       vmiExpectations: new ControllerExpectations(),
       rendererConfig: () => this.config,
+      clusterDefaults: () => this.clusterDefaults,
     };
     this.metrics.gauge(
       'kubevirt_ts_controller_queue_depth',
@@ -272,6 +279,7 @@ export class VirtController {
         this.config = undefined;
         return;
       }
+      this.clusterDefaults = clusterDefaultsFromKubeVirt(kv.spec.configuration);
       try {
         this.config = rendererConfigFromKubeVirt(kv.spec.configuration, this.opts.baseConfig!);
         this.log.info('cluster configuration loaded from the KubeVirt CR', {

@@ -2,11 +2,13 @@
 // exists (upstream v1.1.0's startStop), and the VM's status mirrors the VMI (printableStatus, ready,
 // created, conditions, start-failure backoff). Level-triggered, one key at a time; expectations keep a
 // lagging cache from creating a second VMI or deleting one twice.
+import { createHash } from 'node:crypto';
 import { isNotFound, updateIfChanged } from '@kubevirt-ts/controller-runtime';
 import {
   applyToVmiSpec,
   applyVmiSpecDefaults,
   conflictsMessage,
+  DefaultsError,
   setVirtualMachineDefaults,
   vmRunStrategy,
   type Condition,
@@ -14,6 +16,7 @@ import {
 } from '@kubevirt-ts/api';
 import {
   ANNOTATION_VM_GENERATION,
+  ANNOTATION_VM_TEMPLATE_HASH,
   SyncError,
   VMIS,
   VMI_FINALIZER,
@@ -41,6 +44,33 @@ const ORPHAN_FINALIZER = 'orphan';
 
 /** upstream's defaultMaxCrashLoopBackoffDelaySeconds */
 export const MAX_CRASHLOOP_BACKOFF_SECONDS = 300;
+
+/** JSON with the keys of every object sorted: the same value always gives the same text */
+function canonicalJson(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
+  if (v && typeof v === 'object')
+    return `{${Object.keys(v)
+      .sort()
+      .filter((k) => (v as Record<string, unknown>)[k] !== undefined)
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((v as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
+  return JSON.stringify(v) ?? 'null';
+}
+
+/**
+ * What a running VMI was started from, as a hash: the VM's template spec and the instance type and preference it
+ * names. A VM whose hash differs from its VMI's (ANNOTATION_VM_TEMPLATE_HASH) has changes that wait for a restart.
+ */
+export function vmTemplateHash(vm: Vm): string {
+  const { template, instancetype, preference } = vm.spec;
+  return createHash('sha256')
+    .update(canonicalJson({ spec: template?.spec, instancetype, preference }))
+    .digest('hex')
+    .slice(0, 32);
+}
+
+/** upstream's RestartRequired message for a template change (kubevirt-ts has no live updates: every change) */
+export const RESTART_REQUIRED_MESSAGE = 'a non-live-updatable field was changed in the template spec';
 
 /** Seconds before the next start after `failCount` consecutive early failures (10 s * n², +0..50 %, max 300 s). */
 export function startBackoffSeconds(
@@ -330,7 +360,18 @@ export class VmController {
    * instance type and preference of `specs` applied (and the annotations naming them), then the defaults.
    */
   vmiFromVm(vm: Vm, specs: VmSpecs = {}): Vmi {
-    const d = setVirtualMachineDefaults(vm);
+    try {
+      return this.vmiFromVmWithDefaults(vm, specs);
+    } catch (e) {
+      // a default the cluster's configuration cannot give (e.g. bridge not permitted on the pod network)
+      if (e instanceof DefaultsError) throw new SyncError('FailedCreate', e.message);
+      throw e;
+    }
+  }
+
+  private vmiFromVmWithDefaults(vm: Vm, specs: VmSpecs): Vmi {
+    const defaults = this.ctx.clusterDefaults();
+    const d = setVirtualMachineDefaults(vm, defaults);
     const tmeta = structuredClone(vm.spec.template.metadata ?? {}) as Vmi['metadata'];
     delete tmeta.generateName;
     const spec = structuredClone(d.spec.template.spec);
@@ -342,7 +383,7 @@ export class VmController {
           'FailedCreate',
           `VMI conflicts with instancetype spec in fields: [${conflicts.map((c) => c.path).join(', ')}]`,
         );
-      applyVmiSpecDefaults(spec, vm.metadata.name);
+      applyVmiSpecDefaults(spec, vm.metadata.name, defaults);
     }
     if (hasStartPausedRequest(vm)) spec.startStrategy = 'Paused';
     return {
@@ -356,6 +397,7 @@ export class VmController {
         annotations: {
           ...(tmeta.annotations ?? {}),
           [ANNOTATION_VM_GENERATION]: String(vm.metadata.generation ?? 0),
+          [ANNOTATION_VM_TEMPLATE_HASH]: vmTemplateHash(vm),
         },
         ownerReferences: [vmOwnerReference(vm)],
         finalizers: [VMI_FINALIZER, VM_CONTROLLER_FINALIZER],
@@ -504,9 +546,27 @@ export class VmController {
         updateCondition(status, { ...c } as Condition);
       }
       for (const c of [...(status.conditions ?? [])])
-        if (c.type !== 'Ready' && c.type !== 'Failure' && !mirrored.has(c.type))
+        if (
+          c.type !== 'Ready' &&
+          c.type !== 'Failure' &&
+          c.type !== 'RestartRequired' &&
+          !mirrored.has(c.type)
+        )
           removeCondition(status, c.type);
     }
+    // RestartRequired: the template, instance type or preference changed since the running VMI was started from
+    // it (any change: kubevirt-ts updates nothing live); gone once the VM stops or restarts with the change
+    const startedFrom = vmi?.metadata.annotations?.[ANNOTATION_VM_TEMPLATE_HASH];
+    if (vmi && !isFinal(vmi) && startedFrom && startedFrom !== vmTemplateHash(vm)) {
+      if (!hasCondition(status.conditions, 'RestartRequired', 'True'))
+        updateCondition(status, {
+          type: 'RestartRequired',
+          status: 'True',
+          message: RESTART_REQUIRED_MESSAGE,
+          lastProbeTime: null,
+          lastTransitionTime: now,
+        });
+    } else removeCondition(status, 'RestartRequired');
 
     status.printableStatus = this.printableStatus(key, vm, vmi, status);
     return status;

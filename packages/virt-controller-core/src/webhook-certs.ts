@@ -281,6 +281,8 @@ export class WebhookCertManager {
 export interface ManagedWebhooksOptions extends Omit<WebhookCertOptions, 'onCertificate'> {
   host?: string;
   port?: number;
+  /** the KubeVirt CR the webhooks read the cluster's defaults from (see WebhookServerOptions.kubeVirt) */
+  kubeVirt?: { namespace: string; name: string };
   /** also called with each new serving certificate (another server using it, e.g. the subresource API) */
   onCertificate?: (cert: string, key: string) => void;
 }
@@ -311,6 +313,7 @@ export async function startManagedWebhooks(
       log: o.log,
       client: o.client,
       namespace: o.namespace,
+      kubeVirt: o.kubeVirt,
     });
   } catch (e) {
     await certs.stop();

@@ -1,7 +1,8 @@
 // The admission webhooks over HTTPS: POST /mutate and /validate with an AdmissionReview (v1).
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import type { KubeClient } from '@kubevirt-ts/controller-runtime';
+import { clusterDefaultsFromKubeVirt, type DefaultsOptions, type KubeVirt } from '@kubevirt-ts/api';
+import { Informer, KUBEVIRTS, type KubeClient, type KubeObject } from '@kubevirt-ts/controller-runtime';
 import type { Logger } from '@kubevirt-ts/log';
 import {
   componentUsers,
@@ -29,6 +30,12 @@ export interface WebhookServerOptions {
   client?: KubeClient;
   /** the components' namespace: their service accounts may set the reserved VMI labels (default kubevirt-ts) */
   namespace?: string;
+  /**
+   * The KubeVirt CR whose `spec.configuration` gives new VMIs their cluster defaults (the pod network's binding,
+   * the eviction strategy) and decides whether the bridge binding is allowed on the pod network; read live with
+   * `client` (an informer on this one object). None: the library's defaults, everything permitted.
+   */
+  kubeVirt?: { namespace: string; name: string };
 }
 
 export interface WebhookServer {
@@ -40,7 +47,30 @@ export interface WebhookServer {
 }
 
 export async function startWebhookServer(o: WebhookServerOptions): Promise<WebhookServer> {
-  const validateOptions = { componentUsers: componentUsers(o.namespace) };
+  const users = componentUsers(o.namespace);
+  const kubeVirt =
+    o.client && o.kubeVirt
+      ? new Informer<KubeVirt & KubeObject>(o.client, {
+          resource: KUBEVIRTS,
+          namespace: o.kubeVirt.namespace,
+          fieldSelector: `metadata.name=${o.kubeVirt.name}`,
+          log: o.log,
+        })
+      : undefined;
+  kubeVirt
+    ?.start()
+    .catch((e: unknown) =>
+      o.log?.error('cannot read the KubeVirt CR: new VMIs get upstream defaults', {
+        reason: errorMessage(e),
+      }),
+    );
+  // read per request: a patch of the CR applies to the next admission
+  const defaults = (): DefaultsOptions =>
+    kubeVirt
+      ? clusterDefaultsFromKubeVirt(
+          kubeVirt.get(o.kubeVirt!.namespace, o.kubeVirt!.name)?.spec?.configuration,
+        )
+      : {};
   const server = createServer({ cert: o.cert, key: o.key, minVersion: 'TLSv1.2' }, (req, res) => {
     // the Deployment's readiness probe: a replica is in the Service once it serves TLS
     if (req.method === 'GET' && req.url === '/readyz') {
@@ -49,9 +79,13 @@ export async function startWebhookServer(o: WebhookServerOptions): Promise<Webho
     }
     const handler =
       req.url?.split('?')[0] === MUTATE_PATH
-        ? (r: AdmissionRequest) => mutateWithPresets(r, o.client)
+        ? (r: AdmissionRequest) => mutateWithPresets(r, o.client, defaults())
         : req.url?.split('?')[0] === VALIDATE_PATH
-          ? (r: AdmissionRequest) => validateWithInstancetypes(r, o.client, validateOptions)
+          ? (r: AdmissionRequest) =>
+              validateWithInstancetypes(r, o.client, {
+                componentUsers: users,
+                permitBridgeInterfaceOnPodNetwork: defaults().permitBridgeInterfaceOnPodNetwork,
+              })
           : undefined;
     if (req.method !== 'POST' || !handler) {
       res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found\n');
@@ -91,11 +125,13 @@ export async function startWebhookServer(o: WebhookServerOptions): Promise<Webho
   return {
     server,
     port: (server.address() as AddressInfo).port,
-    close: () =>
-      new Promise<void>((resolve) => {
+    close: async () => {
+      await kubeVirt?.stop();
+      await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
-      }),
+      });
+    },
     setCertificate: (cert, key) => server.setSecureContext({ cert, key, minVersion: 'TLSv1.2' }),
   };
 }

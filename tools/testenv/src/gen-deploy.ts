@@ -105,10 +105,15 @@ export const KUBEVIRT_CR = 'kubevirt';
  * spec.configuration of the KubeVirt CR virt-operator creates when the namespace has none (kubectl cannot create a
  * custom resource in the same `apply` as its CRD): the launcher Pods' seccomp profile is the one virt-handler installs
  * on each node (--seccomp-profile-dir): containers' default profile (user namespaces for passt's sandbox) plus
- * userfaultfd. Everything else keeps upstream's defaults; feature gates are off (e.g. "HostDisk": hostDisk volumes).
+ * userfaultfd. The pod network's default binding is masquerade, changes to running VMs are staged (Stage).
+ * Everything else keeps upstream's defaults; feature gates are off (e.g. "HostDisk": hostDisk volumes).
  */
 export const DEFAULT_CONFIGURATION = {
   developerConfiguration: { useEmulation: false, featureGates: [] as string[] },
+  // upstream's compiled-in default is bridge; masquerade is the binding upstream's docs recommend for the pod network
+  network: { defaultNetworkInterface: 'masquerade' },
+  // what kubevirt-ts does (no live updates): upstream's default, LiveUpdate, would be reported as not implemented
+  vmRolloutStrategy: 'Stage',
   seccompConfiguration: {
     virtualMachineInstanceProfile: { customProfile: { localhostProfile: 'kubevirt-ts/kubevirt.json' } },
   },
