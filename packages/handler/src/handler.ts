@@ -196,7 +196,9 @@ export class Handler {
     // before anything else: a launcher Pod naming the profile cannot start on this node without it
     if (o.seccompProfileDir) {
       const r = await installSeccompProfile(o.seccompProfileDir, o.seccompBaseProfile);
-      this.log.info(`seccomp profile ${r.written ? 'installed' : 'already installed'}: ${r.path}`);
+      this.log.info(
+        `seccomp profile ${r.written ? 'installed' : 'already installed'}: ${r.paths.join(', ')}`,
+      );
     }
     await this.notify.start();
     const found = await discoverLaunchers(o.podsDir, o.launcherUid ?? LAUNCHER_UID, this.log, this.warned);

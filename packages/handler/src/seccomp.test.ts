@@ -8,6 +8,7 @@ import path from 'node:path';
 import {
   DEFAULT_SECCOMP_BASE,
   SECCOMP_PROFILE_NAME,
+  UPSTREAM_SECCOMP_PROFILE_NAME,
   installSeccompProfile,
   launcherSeccompProfile,
 } from './seccomp.js';
@@ -152,16 +153,33 @@ describe('installSeccompProfile', () => {
   });
   afterEach(() => rm(dir, { recursive: true, force: true }));
 
-  test('writes <dir>/kubevirt-ts/kubevirt.json once, readable by the runtime; again only when it differs', async () => {
+  test('writes <dir>/kubevirt-ts/kubevirt.json and upstream <dir>/kubevirt/kubevirt.json once, readable by the runtime; again only when one differs', async () => {
     const base = path.join(dir, 'base.json');
     await writeFile(base, BASE);
     const seccompDir = path.join(dir, 'kubelet', 'seccomp');
     const r = await installSeccompProfile(seccompDir, base);
-    expect(r).toEqual({ path: path.join(seccompDir, SECCOMP_PROFILE_NAME), written: true });
+    const upstream = path.join(seccompDir, 'kubevirt', 'kubevirt.json');
+    expect(r).toEqual({
+      path: path.join(seccompDir, SECCOMP_PROFILE_NAME),
+      written: true,
+      paths: [path.join(seccompDir, SECCOMP_PROFILE_NAME), upstream],
+    });
     const text = await readFile(r.path, 'utf8');
     expect(JSON.parse(text)).toEqual(launcherSeccompProfile(BASE));
     expect((await stat(r.path)).mode & 0o777).toBe(0o644);
-    expect(await installSeccompProfile(seccompDir, base)).toEqual({ path: r.path, written: false });
+    // upstream's name (a KubeVirt CR written for upstream selects kubevirt/kubevirt.json): the same profile
+    expect(path.join(seccompDir, UPSTREAM_SECCOMP_PROFILE_NAME)).toBe(upstream);
+    expect(await readFile(upstream, 'utf8')).toBe(text);
+    expect((await stat(upstream)).mode & 0o777).toBe(0o644);
+    expect(await installSeccompProfile(seccompDir, base)).toEqual({
+      path: r.path,
+      written: false,
+      paths: r.paths,
+    });
+    // only the upstream-named file changed: it alone is rewritten
+    await writeFile(upstream, '{}');
+    expect((await installSeccompProfile(seccompDir, base)).written).toBe(true);
+    expect(await readFile(upstream, 'utf8')).toBe(text);
     // a changed file (an older handler's, or an edit) is replaced; no temporary file is left
     await writeFile(r.path, '{}');
     expect((await installSeccompProfile(seccompDir, base)).written).toBe(true);
@@ -178,6 +196,10 @@ describe('installSeccompProfile', () => {
     await writeFile(bad, '{"defaultAction": "ALLOW", "syscalls": []}');
     await expect(installSeccompProfile(seccompDir, bad)).rejects.toThrow(
       `seccomp base profile ${bad}: defaultAction: must be an SCMP_ACT_* action, got "ALLOW"`,
+    );
+    await writeFile(bad, BASE);
+    await expect(installSeccompProfile(seccompDir, bad, [])).rejects.toThrow(
+      'seccomp profile: no file name to install the profile under',
     );
     expect(existsSync(seccompDir)).toBe(false);
   });

@@ -18,6 +18,14 @@ import path from 'node:path';
 
 /** the profile's name under kubelet's seccomp dir, as Pods name it (localhostProfile) */
 export const SECCOMP_PROFILE_NAME = 'kubevirt-ts/kubevirt.json';
+/**
+ * upstream's name for its launcher profile (virt-handler writes `<kubelet>/seccomp/kubevirt/kubevirt.json` with the
+ * KubevirtSeccompProfile feature gate, Beta, on by default): a KubeVirt CR written for upstream names it in
+ * `seccompConfiguration.virtualMachineInstanceProfile.customProfile.localhostProfile` (upstream's own e2e
+ * configuration does), and kubelet refuses a launcher Pod whose profile file is missing, so the handler writes the
+ * same profile under this name too
+ */
+export const UPSTREAM_SECCOMP_PROFILE_NAME = 'kubevirt/kubevirt.json';
 /** Debian's golang-github-containers-common: the containers tools' default profile */
 export const DEFAULT_SECCOMP_BASE = '/usr/share/containers/seccomp.json';
 /** syscalls the launcher needs beyond the base profile (upstream's addition: post-copy migration) */
@@ -122,15 +130,18 @@ export function launcherSeccompProfile(
 }
 
 /**
- * Writes the launcher profile to `<seccompDir>/kubevirt-ts/kubevirt.json` (seccompDir: kubelet's seccomp dir, e.g.
- * /var/lib/kubelet/seccomp) from the base profile file, resolved for this node and a launcher without capabilities
- * (its one capability, NET_BIND_SERVICE, gates no rule); atomically (a temporary file renamed over it), and not at
- * all when the file already holds it. Returns the path and whether it was written. Errors name the file.
+ * Writes the launcher profile to `<seccompDir>/kubevirt-ts/kubevirt.json` and, the same profile, to upstream's
+ * `<seccompDir>/kubevirt/kubevirt.json` (seccompDir: kubelet's seccomp dir, e.g. /var/lib/kubelet/seccomp; `names`
+ * to choose others) from the base profile file, resolved for this node and a launcher without capabilities (its one
+ * capability, NET_BIND_SERVICE, gates no rule); each atomically (a temporary file renamed over it), and not at all
+ * when the file already holds it. Returns the first path, whether any file was written, and every path. Errors name
+ * the file.
  */
 export async function installSeccompProfile(
   seccompDir: string,
   baseFile: string = DEFAULT_SECCOMP_BASE,
-): Promise<{ path: string; written: boolean }> {
+  names: readonly string[] = [SECCOMP_PROFILE_NAME, UPSTREAM_SECCOMP_PROFILE_NAME],
+): Promise<{ path: string; written: boolean; paths: string[] }> {
   let baseJson: string;
   try {
     baseJson = await readFile(baseFile, 'utf8');
@@ -143,18 +154,23 @@ export async function installSeccompProfile(
   } catch (e) {
     throw new Error(`seccomp base profile ${baseFile}: ${(e as Error).message}`);
   }
-  const file = path.join(seccompDir, SECCOMP_PROFILE_NAME);
+  if (names.length === 0) throw new Error('seccomp profile: no file name to install the profile under');
   const text = `${JSON.stringify(profile, null, 2)}\n`;
-  const current = await readFile(file, 'utf8').catch(() => undefined);
-  if (current === text) return { path: file, written: false };
-  const tmp = `${file}.${process.pid}.tmp`;
-  try {
-    await mkdir(path.dirname(file), { recursive: true, mode: 0o755 });
-    await writeFile(tmp, text, { mode: 0o644 });
-    await rename(tmp, file);
-  } catch (e) {
-    await rm(tmp, { force: true });
-    throw new Error(`seccomp profile ${file}: ${(e as Error).message}`);
+  const paths = names.map((n) => path.join(seccompDir, n));
+  let written = false;
+  for (const file of paths) {
+    const current = await readFile(file, 'utf8').catch(() => undefined);
+    if (current === text) continue;
+    const tmp = `${file}.${process.pid}.tmp`;
+    try {
+      await mkdir(path.dirname(file), { recursive: true, mode: 0o755 });
+      await writeFile(tmp, text, { mode: 0o644 });
+      await rename(tmp, file);
+    } catch (e) {
+      await rm(tmp, { force: true });
+      throw new Error(`seccomp profile ${file}: ${(e as Error).message}`);
+    }
+    written = true;
   }
-  return { path: file, written: true };
+  return { path: paths[0]!, written, paths };
 }
