@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { kubeVirtNotImplemented, parseManifests, type KubeVirtConfiguration } from '@kubevirt-ts/api';
 import {
+  gateEnabled,
   migrationConfiguration,
   MIGRATION_DEFAULTS,
   rendererConfigFromKubeVirt,
@@ -87,12 +88,29 @@ describe('rendererConfigFromKubeVirt', () => {
     expect(rendererConfigFromKubeVirt({}, base)).toEqual(base);
   });
 
+  it("keeps feature gates it does not act on, as upstream does (upstream's e2e configuration turns on many)", () => {
+    const gates = ['CPUManager', 'Sidecar', 'HostDisk', 'DecentralizedLiveMigration', 'Hostdisk'];
+    const c = rendererConfigFromKubeVirt({ developerConfiguration: { featureGates: gates } }, base);
+    expect(c.featureGates).toEqual(gates);
+    expect(gateEnabled(c, 'HostDisk')).toBe(true);
+    expect(
+      gateEnabled(
+        rendererConfigFromKubeVirt({ developerConfiguration: { featureGates: ['Hostdisk'] } }, base),
+        'HostDisk',
+      ),
+    ).toBe(false);
+  });
+
   const custom = (customProfile: object) => ({
     seccompConfiguration: { virtualMachineInstanceProfile: { customProfile } },
   });
   it.each([
     [
-      { developerConfiguration: { featureGates: ['HostDisk', 'Hostdisk'] } },
+      { developerConfiguration: { featureGates: ['HostDisk', ''] } },
+      'spec.configuration.developerConfiguration.featureGates[1]',
+    ],
+    [
+      { developerConfiguration: { featureGates: ['HostDisk', 7] } },
       'spec.configuration.developerConfiguration.featureGates[1]',
     ],
     [

@@ -44,7 +44,9 @@ export interface RendererConfig {
   pvcVolumeModes?: Record<string, 'Block' | 'Filesystem' | undefined>;
   /**
    * Feature gates turned on in the cluster (upstream's `developerConfiguration.featureGates`). Off by default.
-   * Known: `HostDisk` (hostDisk volumes: files on the node's filesystem).
+   * Acted on: `HostDisk` (hostDisk volumes: files on the node's filesystem). Any other name is kept and has no
+   * effect here, as upstream keeps a gate it does not know (a CR written for upstream turns on gates such as
+   * `CPUManager` or `Sidecar`; refusing them would refuse the whole configuration).
    */
   featureGates?: string[];
   /**
@@ -153,7 +155,7 @@ function resolveMigration(c: Partial<RendererConfig>): MigrationConfiguration {
   return r;
 }
 
-/** Feature gates this renderer knows. */
+/** Feature gates this renderer acts on (others are accepted and ignored). */
 export const FEATURE_GATES = ['HostDisk'] as const;
 export type FeatureGate = (typeof FEATURE_GATES)[number];
 
@@ -221,11 +223,17 @@ export function resolveConfig(c: RendererConfig): ResolvedConfig {
       `must be "RuntimeDefault" or a profile path relative to kubelet's seccomp dir (like "kubevirt-ts/kubevirt.json"), got ${JSON.stringify(sp)}`,
     );
   if (r.launcherCommand.length === 0) throw new RenderError('config.launcherCommand', 'must not be empty');
+  if (!Array.isArray(r.featureGates))
+    throw new RenderError(
+      'config.featureGates',
+      `must be a list of names, got ${JSON.stringify(r.featureGates)}`,
+    );
+  // a gate this renderer does not act on is not an error: upstream keeps any name (gates it does not know too)
   r.featureGates.forEach((g, i) => {
-    if (!(FEATURE_GATES as readonly string[]).includes(g))
+    if (typeof g !== 'string' || g === '')
       throw new RenderError(
         `config.featureGates[${i}]`,
-        `unknown feature gate ${JSON.stringify(g)} (known: ${FEATURE_GATES.join(', ')})`,
+        `must be a feature gate's name, got ${JSON.stringify(g)}`,
       );
   });
   return r;
