@@ -660,8 +660,9 @@ export const VirtualMachineInstanceTemplateSpecSchema = Strict({
 /** `spec.template` of a VirtualMachine: the metadata and spec of the VMIs it creates. */
 export type VirtualMachineInstanceTemplateSpec = Static<typeof VirtualMachineInstanceTemplateSpecSchema>;
 
-/** `spec.instancetype` / `spec.preference` of a VM (upstream `InstancetypeMatcher` / `PreferenceMatcher`, without
- * inferFromVolume): the object's name and kind (default the cluster-wide kind), or a ControllerRevision holding it. */
+/** `spec.instancetype` / `spec.preference` of a VM (upstream `InstancetypeMatcher` / `PreferenceMatcher`): the
+ * object's name and kind (default the cluster-wide kind), a ControllerRevision holding it, or the volume whose
+ * labels name it (inferred at admission). */
 const Matcher = (kinds: [string, string], what: string, description: string) =>
   Strict(
     {
@@ -669,6 +670,17 @@ const Matcher = (kinds: [string, string], what: string, description: string) =>
       // any case, singular or plural, as upstream (`virtctl create vm` writes virtualmachineinstancetype)
       kind: Opt(Line(`${kinds[0]} or ${kinds[1]} (any case, singular or plural; default ${kinds[1]})`)),
       revisionName: Opt(Line(`a ControllerRevision holding the ${what} to use`)),
+      inferFromVolume: Opt(
+        Line(
+          `a volume of the template (PVC or DataVolume) whose instancetype.kubevirt.io/default-* labels name the ${what}; replaced by name and kind at admission`,
+        ),
+      ),
+      inferFromVolumeFailurePolicy: Opt(
+        Enum(
+          ['Ignore', 'Reject'],
+          'Reject (default): the VM is refused when nothing can be inferred; Ignore: the matcher is dropped instead',
+        ),
+      ),
     },
     description,
   );

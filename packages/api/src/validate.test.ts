@@ -718,7 +718,32 @@ const vmCases: Case[] = [
     },
     ['spec.instancetype', 'spec.preference'],
   ],
+  [
+    'inferFromVolume with a name and kind, of a volume the template lacks, with an unknown failure policy',
+    (vm) => {
+      vm.spec.instancetype = {
+        name: 'u1.small',
+        kind: 'VirtualMachineInstancetype',
+        inferFromVolume: vm.spec.template.spec.volumes[0].name,
+      };
+      vm.spec.preference = { inferFromVolume: 'data', inferFromVolumeFailurePolicy: 'Maybe' };
+    },
+    [
+      'spec.instancetype.name',
+      'spec.instancetype.kind',
+      'spec.preference.inferFromVolume',
+      'spec.preference.inferFromVolumeFailurePolicy',
+    ],
+  ],
 ];
+
+test('inferFromVolume naming a volume of the template is valid (the webhook infers the matcher)', () => {
+  const vm = baseVm();
+  const volume = vm.spec.template.spec.volumes[0].name;
+  vm.spec.instancetype = { inferFromVolume: volume, inferFromVolumeFailurePolicy: 'Ignore' };
+  vm.spec.preference = { inferFromVolume: volume };
+  expect(validateObject(vm)).toEqual([]);
+});
 
 describe('invalid VMs', () => {
   test.each(vmCases)('%s', (_name, mutate, want) => {

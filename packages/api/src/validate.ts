@@ -271,16 +271,24 @@ export function validateVirtualMachine(o: unknown): FieldError[] {
   if (spec.running !== undefined && spec.runStrategy !== undefined) {
     e.add('spec.running', 'running and runStrategy are mutually exclusive: set only runStrategy');
   }
-  if (spec.instancetype && !spec.instancetype.name)
-    e.add(
-      'spec.instancetype',
-      'Either Name or InferFromVolume should be provided within the InstancetypeMatcher',
-    );
-  if (spec.preference && !spec.preference.name)
-    e.add(
-      'spec.preference',
-      'Either Name or InferFromVolume should be provided within the PreferenceMatcher',
-    );
+  const volumeNames = new Set((spec.template?.spec?.volumes ?? []).map((v) => v.name));
+  for (const [field, matcher] of [
+    ['instancetype', 'InstancetypeMatcher'],
+    ['preference', 'PreferenceMatcher'],
+  ] as const) {
+    const m = spec[field];
+    if (!m) continue;
+    if (!m.name && !m.inferFromVolume)
+      e.add(`spec.${field}`, `Either Name or InferFromVolume should be provided within the ${matcher}`);
+    if (!m.inferFromVolume) continue;
+    // upstream's messages: the matcher names an object or a volume, not both
+    if (m.name)
+      e.add(`spec.${field}.name`, 'Name already set, should be cleared before setting inferFromVolume');
+    if (m.kind)
+      e.add(`spec.${field}.kind`, 'Kind already set, should be cleared before setting inferFromVolume');
+    if (!volumeNames.has(m.inferFromVolume))
+      e.add(`spec.${field}.inferFromVolume`, `unable to find volume ${m.inferFromVolume} to infer defaults`);
+  }
   for (const [field, kinds] of [
     ['instancetype', INSTANCETYPE_KINDS],
     ['preference', PREFERENCE_KINDS],

@@ -18,7 +18,8 @@ import {
   type VirtualMachineInstancePreset,
 } from '@kubevirt-ts/api';
 import { deepEqual, type KubeClient, type Resource } from '@kubevirt-ts/controller-runtime';
-import { VMI_FINALIZER } from './common.js';
+import { VMI_FINALIZER, errorMessage } from './common.js';
+import { inferFromVolumes } from './infer.js';
 import { findVmSpecs } from './instancetype.js';
 
 export interface AdmissionRequest {
@@ -146,7 +147,10 @@ export const PRESETS: Resource = {
   namespaced: true,
 };
 
-/** The mutating webhook with the presets of the VMI's namespace read first (a VMI create only; one list per create). */
+/**
+ * The mutating webhook with what it reads through `client`: the presets of a new VMI's namespace (one list per
+ * create), and for a VM whose instance type or preference is to be inferred from a volume, that volume's labels.
+ */
 export async function mutateWithPresets(
   req: AdmissionRequest,
   client: KubeClient | undefined,
@@ -154,6 +158,26 @@ export async function mutateWithPresets(
 ): Promise<AdmissionResponse> {
   const ns = (req.object as { metadata?: { namespace?: string } } | undefined)?.metadata?.namespace;
   const kind = req.kind?.kind ?? (req.object as { kind?: string } | undefined)?.kind;
+  if (
+    client &&
+    kind === 'VirtualMachine' &&
+    req.object &&
+    (req.operation === 'CREATE' || req.operation === 'UPDATE')
+  ) {
+    // the instance type and preference named by the labels of the volume inferFromVolume names (upstream's VM
+    // mutator); what cannot be inferred refuses the VM with upstream's message
+    let inferred: VirtualMachine | undefined;
+    try {
+      inferred = await inferFromVolumes(client, req.object as VirtualMachine);
+    } catch (e) {
+      return {
+        uid: req.uid,
+        allowed: false,
+        status: { code: 400, reason: 'BadRequest', message: errorMessage(e) },
+      };
+    }
+    return mutate(req, [], defaults, inferred);
+  }
   if (!client || kind !== 'VirtualMachineInstance' || req.operation !== 'CREATE' || !ns)
     return mutate(req, [], defaults);
   const presets = (await client.list<VirtualMachineInstancePreset>(PRESETS, ns)).items;
@@ -168,6 +192,8 @@ export function mutate(
   req: AdmissionRequest,
   presets: VirtualMachineInstancePreset[] = [],
   defaults: DefaultsOptions = {},
+  /** a VM with its instance type and preference inferred from its volumes (mutateWithPresets) */
+  inferredVm?: VirtualMachine,
 ): AdmissionResponse {
   const obj = req.object as
     | {
@@ -212,7 +238,7 @@ export function mutate(
         });
       }
     } else if (kind === 'VirtualMachine' && obj) {
-      const d = setVirtualMachineDefaults(obj as VirtualMachine, defaults);
+      const d = setVirtualMachineDefaults(inferredVm ?? (obj as VirtualMachine), defaults);
       if (!deepEqual(d.spec, obj.spec))
         ops.push({ op: obj.spec === undefined ? 'add' : 'replace', path: '/spec', value: d.spec });
     }

@@ -281,6 +281,10 @@ const NEEDS: Record<'controller' | 'handler' | 'operator', Need[]> = {
     },
     { group: '', resource: 'pods', verbs: ['get', 'list', 'watch', 'create', 'delete'] },
     { group: '', resource: 'persistentvolumeclaims', verbs: ['get', 'list', 'watch'] },
+    // inferFromVolume: the labels of a DataVolume, its DataSource or VolumeSnapshot, read by the mutating webhook
+    { group: 'cdi.kubevirt.io', resource: 'datavolumes', verbs: ['get'] },
+    { group: 'cdi.kubevirt.io', resource: 'datasources', verbs: ['get'] },
+    { group: 'snapshot.storage.k8s.io', resource: 'volumesnapshots', verbs: ['get'] },
     // instance types and preferences: read by the webhook and the VM controller, stored in ControllerRevisions
     ...[
       'virtualmachineinstancetypes',

@@ -248,7 +248,19 @@ export const CONTROLLER_CLUSTER_RULES: Rule[] = [
     apiGroups: [''],
     resources: ['persistentvolumeclaims'],
     verbs: ['get', 'list', 'watch'],
-    why: 'get/list/watch: volumeMode of the claims a VMI uses (Block claims become volumeDevices in the launcher Pod)',
+    why: "get/list/watch: volumeMode of the claims a VMI uses (Block claims become volumeDevices in the launcher Pod); get: the labels of the claim a VM's inferFromVolume names (the mutating webhook infers its instance type and preference)",
+  },
+  {
+    apiGroups: ['cdi.kubevirt.io'],
+    resources: ['datavolumes', 'datasources'],
+    verbs: ['get'],
+    why: "get: the labels of the DataVolume (and the DataSource it copies) a VM's inferFromVolume names, read by the mutating webhook; no list/watch",
+  },
+  {
+    apiGroups: ['snapshot.storage.k8s.io'],
+    resources: ['volumesnapshots'],
+    verbs: ['get'],
+    why: "get: the labels of the VolumeSnapshot a DataVolume named by a VM's inferFromVolume copies, read by the mutating webhook",
   },
   {
     apiGroups: [''],
