@@ -57,13 +57,11 @@ export async function startWebhookServer(o: WebhookServerOptions): Promise<Webho
           log: o.log,
         })
       : undefined;
-  kubeVirt
-    ?.start()
-    .catch((e: unknown) =>
-      o.log?.error('cannot read the KubeVirt CR: new VMIs get upstream defaults', {
-        reason: errorMessage(e),
-      }),
-    );
+  kubeVirt?.start().catch((e: unknown) =>
+    o.log?.error('cannot read the KubeVirt CR: new VMIs get upstream defaults', {
+      reason: errorMessage(e),
+    }),
+  );
   // read per request: a patch of the CR applies to the next admission
   const defaults = (): DefaultsOptions =>
     kubeVirt
