@@ -116,3 +116,62 @@ test('the bin says clearly when the package is not built', () => {
   expect(r.status).toBe(2);
   expect(r.stderr).toMatch(/not built yet/);
 });
+
+test('documents of other APIs are not validated, and say so; a directory is walked', () => {
+  const sub = join(dir, 'walk', 'nested');
+  mkdirSync(sub, { recursive: true });
+  writeFileSync(
+    join(dir, 'walk', 'pc.yaml'),
+    'apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: p}\nvalue: 1\n',
+  );
+  writeFileSync(
+    join(sub, 'mixed.yaml'),
+    `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n---\n${stringify(baseVmi())}`,
+  );
+  writeFileSync(join(sub, 'notes.txt'), 'not a manifest');
+  const r = run(['walk']);
+  expect(r.out).toBe(
+    'walk/nested/mixed.yaml: ok (not validated, not a KubeVirt kind: ConfigMap v1)\n' +
+      'walk/pc.yaml: skipped (not a KubeVirt kind: PriorityClass scheduling.k8s.io/v1)\n',
+  );
+  expect(r.code).toBe(0);
+  // a KubeVirt group's kind that is not implemented is refused, not skipped
+  const snap = file(
+    'snap.yaml',
+    'apiVersion: snapshot.kubevirt.io/v1beta1\nkind: VirtualMachineSnapshot\nmetadata: {name: s}\n',
+  );
+  expect(run([snap])).toMatchObject({
+    code: 1,
+    out: expect.stringMatching(/^snap\.yaml: apiVersion: must be/),
+  });
+});
+
+test('tools/check-examples.mjs: per file accepted/refused/skipped, the refusals with their paths, the summary', () => {
+  const ex = join(dir, 'examples');
+  mkdirSync(ex, { recursive: true });
+  writeFileSync(join(ex, 'a-ok.yaml'), stringify(baseVm()));
+  const bad = baseVmi();
+  bad.spec.domain.devices.disks.push({ name: 'data', disk: {} });
+  writeFileSync(join(ex, 'b-bad.yaml'), stringify(bad));
+  writeFileSync(
+    join(ex, 'c-pc.yaml'),
+    'apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: p}\nvalue: 1\n',
+  );
+  const tool = fileURLToPath(new URL('../../../tools/check-examples.mjs', import.meta.url));
+  const r = spawnSync(process.execPath, [tool, ex], { encoding: 'utf8' });
+  expect(r.stdout).toBe(
+    [
+      'a-ok.yaml: accepted',
+      'b-bad.yaml: refused',
+      '  spec.domain.devices.disks[2].name: no volume named "data" in spec.volumes',
+      'c-pc.yaml: skipped (not a KubeVirt kind: PriorityClass scheduling.k8s.io/v1)',
+      'examples: 1 accepted, 1 refused, 1 skipped',
+      '',
+    ].join('\n'),
+  );
+  expect(r.status).toBe(1);
+  expect(spawnSync(process.execPath, [tool], { encoding: 'utf8' }).status).toBe(2);
+  expect(spawnSync(process.execPath, [tool, join(ex, 'a-ok.yaml')], { encoding: 'utf8' }).stderr).toMatch(
+    /not a directory/,
+  );
+});

@@ -102,11 +102,13 @@ describe.each(IMPLEMENTED.map((k) => [k.kind, k]))('%s CRD', (kind, info) => {
   test('is a v1 CRD (status subresource except on the VMI, as upstream), names, short names and category all', () => {
     expect(crd.apiVersion).toBe('apiextensions.k8s.io/v1');
     expect(crd.metadata.name).toBe(`${info.plural}.${info.group ?? 'kubevirt.io'}`);
-    expect(crd.spec.scope).toBe(kind.includes('Cluster') ? 'Cluster' : 'Namespaced');
+    const clusterScoped = kind.includes('Cluster') || kind === 'MigrationPolicy';
+    expect(crd.spec.scope).toBe(clusterScoped ? 'Cluster' : 'Namespaced');
     expect(crd.spec.names.kind).toBe(kind);
-    // as upstream: the cluster-scoped instance types and preferences are in no category
-    expect(crd.spec.names.categories).toEqual(kind.includes('Cluster') ? undefined : ['all']);
-    expect(crd.spec.names.shortNames[0]).toBe(
+    // as upstream: the cluster-scoped instance types, preferences and migration policies are in no category
+    expect(crd.spec.names.categories).toEqual(clusterScoped ? undefined : ['all']);
+    // as upstream: a migration policy has no short name
+    expect(crd.spec.names.shortNames?.[0]).toBe(
       {
         VirtualMachine: 'vm',
         VirtualMachineInstance: 'vmi',
@@ -136,12 +138,14 @@ describe.each(IMPLEMENTED.map((k) => [k.kind, k]))('%s CRD', (kind, info) => {
       expect(crd.spec.conversion).toEqual({ strategy: 'None' });
     } else if (kind === 'VirtualMachinePool')
       expect(crd.spec.versions.map((v: Any) => v.name)).toEqual(['v1alpha1', 'v1beta1']);
+    else if (kind === 'MigrationPolicy')
+      expect(crd.spec.versions.map((v: Any) => v.name)).toEqual(['v1alpha1']);
     else expect(crd.spec.versions.map((v: Any) => v.name)).toEqual(['v1beta1']);
     // no status subresource on the VMI (as upstream), none at all on instance types and preferences
     if (
       kind === 'VirtualMachineInstance' ||
       kind === 'VirtualMachineInstancePreset' ||
-      (info.group && kind !== 'VirtualMachinePool')
+      (info.group && kind !== 'VirtualMachinePool' && kind !== 'MigrationPolicy')
     )
       expect(version.subresources).toBeUndefined();
     else if (kind === 'VirtualMachineInstanceReplicaSet' || kind === 'VirtualMachinePool')

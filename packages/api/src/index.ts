@@ -19,6 +19,8 @@ export {
   validateVirtualMachineInstanceReplicaSet,
   validateVirtualMachinePool,
   validateVirtualMachineInstancePreset,
+  validateInstancetypeOrPreference,
+  validateMigrationPolicy,
   POOL_FIELDS_NOT_IMPLEMENTED,
   checkDns1123Label,
   checkDns1123Subdomain,
@@ -41,12 +43,15 @@ export {
   DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS,
 } from './defaults.js';
 export { parseManifests, vmiFromManifest } from './manifests.js';
+export { checkFile, isKubeVirtApiVersion, type FileCheck } from './cli/validate-file.js';
+export { manifestFiles } from './cli/manifest-files.js';
 /** the `yaml` library, loaded on first use (the packages' one lazy loader) */
 export { yaml } from './yaml-lazy.js';
 export { pointerToPath, joinPath } from './paths.js';
 export { LAUNCHER_UID, LAUNCHER_GID, MAX_SOCKET_PATH_BYTES } from './runtime.js';
 export * from './kubevirt-cr.js';
 export * from './instancetype.js';
+export * from './migration-policy.js';
 export {
   crdFor,
   generateCrdFiles,

@@ -14,7 +14,8 @@ export interface FieldError {
   reason: string;
 }
 
-/** The kinds {@link validateObject} accepts (kubevirt.io/v1; VirtualMachinePool: pool.kubevirt.io/v1beta1). */
+/** The kinds {@link validateObject} accepts (kubevirt.io/v1; VirtualMachinePool: pool.kubevirt.io/v1beta1; instance
+ * types and preferences: instancetype.kubevirt.io/v1beta1; MigrationPolicy: migrations.kubevirt.io/v1alpha1). */
 export const KINDS = [
   'VirtualMachine',
   'VirtualMachineInstance',
@@ -22,6 +23,11 @@ export const KINDS = [
   'VirtualMachineInstanceReplicaSet',
   'VirtualMachinePool',
   'VirtualMachineInstancePreset',
+  'VirtualMachineInstancetype',
+  'VirtualMachineClusterInstancetype',
+  'VirtualMachinePreference',
+  'VirtualMachineClusterPreference',
+  'MigrationPolicy',
 ] as const;
 
 // ------------------------------------------------------------------ helpers

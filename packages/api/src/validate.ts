@@ -39,7 +39,21 @@ import {
   validateFirmware,
   validateResourcesAndMemory,
 } from './validate-compute.js';
-import { INSTANCETYPE_KINDS, PREFERENCE_KINDS, matcherKind } from './instancetype.js';
+import {
+  INSTANCETYPE_API_VERSION,
+  INSTANCETYPE_KINDS,
+  PREFERENCE_KINDS,
+  VirtualMachineClusterInstancetypeSchema,
+  VirtualMachineClusterPreferenceSchema,
+  VirtualMachineInstancetypeSchema,
+  VirtualMachinePreferenceSchema,
+  matcherKind,
+} from './instancetype.js';
+import {
+  MIGRATION_POLICY_API_VERSION,
+  MIGRATION_POLICY_FIELDS_NOT_IMPLEMENTED,
+  MigrationPolicySchema,
+} from './migration-policy.js';
 import { validateNetworks } from './validate-network.js';
 import { type Checked, checkSchema, describe } from './validate-schema.js';
 import { type BootOrderUse, validateDisks, validateVolumes } from './validate-storage.js';
@@ -78,6 +92,10 @@ function validateDevices(
     if (bus !== undefined && bus !== 'usb' && bus !== 'virtio')
       e.add(sub(p, 'bus'), `unsupported input bus "${bus}": must be usb or virtio`);
   });
+
+  // upstream's message (validateVideoConfig)
+  if (devices.video && devices.autoattachGraphicsDevice === false)
+    e.add(sub(dpath, 'video'), 'Video configuration is not allowed when autoattachGraphicsDevice is set to false');
 
   const seen = new Map<number, string>();
   for (const b of boot) {
@@ -429,6 +447,79 @@ export function validateVirtualMachineInstancePreset(o: unknown): FieldError[] {
   return merge(errors, e.list);
 }
 
+const INSTANCETYPE_SCHEMAS = {
+  VirtualMachineInstancetype: VirtualMachineInstancetypeSchema,
+  VirtualMachineClusterInstancetype: VirtualMachineClusterInstancetypeSchema,
+  VirtualMachinePreference: VirtualMachinePreferenceSchema,
+  VirtualMachineClusterPreference: VirtualMachineClusterPreferenceSchema,
+} as const;
+
+/** Validates an instance type or preference (instancetype.kubevirt.io/v1beta1, namespaced or cluster-wide) as
+ * upstream's admitters do: the schema, its metadata, and an instance type's memory `overcommitPercent`, which
+ * does not go with `hugepages`. Returns every problem found, [] when valid. */
+export function validateInstancetypeOrPreference(o: unknown): FieldError[] {
+  const kind = (isObj(o) ? o['kind'] : undefined) as keyof typeof INSTANCETYPE_SCHEMAS;
+  const schema = INSTANCETYPE_SCHEMAS[kind] ?? VirtualMachineInstancetypeSchema;
+  const pre = preamble(o, kind ?? 'VirtualMachineInstancetype');
+  if (pre) return pre;
+  const { errors, value } = checkSchema(schema, dropNulls(o));
+  const e = new Errs(errors);
+  validateMetadata(value.metadata, 'metadata', e, { nameRequired: true });
+  const memory = (value.spec as { memory?: { overcommitPercent?: number; hugepages?: unknown } } | undefined)
+    ?.memory;
+  if (memory?.overcommitPercent && memory.hugepages !== undefined)
+    e.add(
+      'spec.memory.overcommitPercent',
+      'spec.memory.overcommitPercent and spec.memory.hugepages cannot be requested together',
+    );
+  return merge(errors, e.list);
+}
+
+/** Validates a MigrationPolicy (migrations.kubevirt.io/v1alpha1, cluster-scoped): the schema (spec.selectors is
+ * required, completionTimeoutPerGiB not negative) and its metadata; upstream's feature-gated fields
+ * (`MIGRATION_POLICY_FIELDS_NOT_IMPLEMENTED`) are refused by name. Returns every problem found, [] when valid. */
+export function validateMigrationPolicy(o: unknown): FieldError[] {
+  const pre = preamble(o, 'MigrationPolicy');
+  if (pre) return pre;
+  const { errors, value: p } = checkSchema(MigrationPolicySchema, dropNulls(o));
+  const e = new Errs(errors);
+  validateMetadata(p.metadata, 'metadata', e, { nameRequired: true });
+  for (const f of MIGRATION_POLICY_FIELDS_NOT_IMPLEMENTED)
+    if (p.spec?.[f] !== undefined)
+      e.add(
+        `spec.${f}`,
+        "not implemented by kubevirt-ts (upstream's MigrationStallDetection feature gate, which kubevirt-ts does not have)",
+      );
+  return merge(errors, e.list);
+}
+
+const DRA_NOT_IMPLEMENTED =
+  'not implemented by kubevirt-ts: dynamic resource allocation (DRA) resource claims; a GPU or host device is named by its deviceName (a device plugin resource)';
+
+/** Upstream's DRA fields (a VMI spec's `resourceClaims`, a GPU's or host device's `claimName`/`requestName` in
+ * place of `deviceName`) get one clear reason instead of the schema's `unknown field`/`required field is missing`. */
+function explainDra(o: Record<string, unknown>, errs: FieldError[]): FieldError[] {
+  const at = (path: string): unknown =>
+    path
+      .split(/\.|\[(\d+)\]/)
+      .filter((k) => k !== undefined && k !== '')
+      .reduce<unknown>(
+        (v, k) => (isObj(v) || Array.isArray(v) ? (v as Record<string, unknown>)[k] : undefined),
+        o,
+      );
+  return errs.map((f) => {
+    if (/(^|\.)spec\.resourceClaims$/.test(f.path) && f.reason === 'unknown field')
+      return { path: f.path, reason: DRA_NOT_IMPLEMENTED };
+    const device = /^(.*\.(?:gpus|hostDevices)\[\d+\])\.deviceName$/.exec(f.path);
+    if (device && f.reason === 'required field is missing') {
+      const d = at(device[1]!);
+      if (isObj(d) && (d['claimName'] !== undefined || d['requestName'] !== undefined))
+        return { path: f.path, reason: `required field is missing (${DRA_NOT_IMPLEMENTED})` };
+    }
+    return f;
+  });
+}
+
 /** Validate any of the kinds in `KINDS`, dispatching on `kind`. */
 export function validateObject(o: unknown): FieldError[] {
   if (!isObj(o))
@@ -440,7 +531,11 @@ export function validateObject(o: unknown): FieldError[] {
       ? POOL_API_VERSIONS
       : kind === 'VirtualMachineInstancePreset'
         ? [API_VERSION, 'kubevirt.io/v1alpha3']
-        : [API_VERSION];
+        : typeof kind === 'string' && kind in INSTANCETYPE_SCHEMAS
+          ? [INSTANCETYPE_API_VERSION]
+          : kind === 'MigrationPolicy'
+            ? [MIGRATION_POLICY_API_VERSION]
+            : [API_VERSION];
   if (!versions.includes(o['apiVersion'] as string)) {
     errs.push({
       path: 'apiVersion',
@@ -467,11 +562,20 @@ export function validateObject(o: unknown): FieldError[] {
     case 'VirtualMachineInstancePreset':
       rest = validateVirtualMachineInstancePreset(o);
       break;
+    case 'VirtualMachineInstancetype':
+    case 'VirtualMachineClusterInstancetype':
+    case 'VirtualMachinePreference':
+    case 'VirtualMachineClusterPreference':
+      rest = validateInstancetypeOrPreference(o);
+      break;
+    case 'MigrationPolicy':
+      rest = validateMigrationPolicy(o);
+      break;
     default:
       return [
         ...errs,
         { path: 'kind', reason: `unsupported kind ${describe(kind)}: must be one of ${KINDS.join(', ')}` },
       ];
   }
-  return merge(errs, rest);
+  return explainDra(o, merge(errs, rest));
 }

@@ -25,7 +25,6 @@ import {
   LABEL_CREATED_BY,
   migrationConfiguration,
   renderLaunchPod,
-  type MigrationConfiguration,
   RenderError,
 } from '@kubevirt-ts/renderer';
 import {
@@ -40,6 +39,7 @@ import {
   type Vmi,
 } from './common.js';
 import type { ControllerContext, Pod } from './context.js';
+import { migrationOptionsFor, type MigrationOptions } from './migration-policy.js';
 import { isPodDownOrGoingDown, isPodReady } from './vmi.js';
 
 export type Vmim = VirtualMachineInstanceMigration;
@@ -403,16 +403,32 @@ export class MigrationController {
     if (vmi.status?.migrationState?.migrationUid === m.metadata.uid) return;
     const targetNode = pod.spec?.nodeName ?? '';
     const source = this.sourcePod(vmi);
-    // migrationConfiguration: upstream's field, kept by the CRD (the schema preserves unknown fields), not modelled
-    const state: MigrationState & { migrationConfiguration: MigrationConfiguration } = {
+    // upstream: the cluster's migration options (spec.configuration.migrations, defaults filled in) with the
+    // matching MigrationPolicy's over them go with the migration; the source handler turns them into
+    // MigrateVirtualMachine's options (bandwidth, timeouts, ...)
+    let options: MigrationOptions;
+    try {
+      options = await migrationOptionsFor(
+        this.ctx.client,
+        vmi,
+        migrationConfiguration(this.ctx.rendererConfig()),
+      );
+    } catch (e) {
+      throw new SyncError('FailedMigrationPolicy', `cannot read the migration policies: ${errorMessage(e)}`);
+    }
+    // migrationConfiguration, migrationPolicyName: upstream's fields, kept by the CRD (the schema preserves unknown
+    // fields), not modelled
+    const state: MigrationState & {
+      migrationConfiguration: MigrationOptions['configuration'];
+      migrationPolicyName?: string;
+    } = {
       migrationUid: m.metadata.uid,
       targetNode,
       sourceNode: vmi.status?.nodeName,
       targetPod: pod.metadata?.name,
       ...(source?.metadata?.name ? { sourcePod: source.metadata.name } : {}),
-      // upstream: the cluster's migration options (spec.configuration.migrations, defaults filled in) go with the
-      // migration; the source handler turns them into MigrateVirtualMachine's options (bandwidth, timeouts, ...)
-      migrationConfiguration: migrationConfiguration(this.ctx.rendererConfig()),
+      migrationConfiguration: options.configuration,
+      ...(options.policyName ? { migrationPolicyName: options.policyName } : {}),
     };
     // one write (the VMI has no status subresource): the hand-off, and the label by which the target node's
     // virt-handler picks the VMI up

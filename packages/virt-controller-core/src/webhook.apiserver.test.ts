@@ -349,19 +349,19 @@ describe('admission webhooks through the API server', () => {
     expect(dry.status).not.toBe(0);
     expect(dry.stderr).toMatch(refused);
     const clusterScoped: Resource = {
-      group: 'migrations.kubevirt.io',
+      group: 'plugin.kubevirt.io',
       version: 'v1alpha1',
-      plural: 'migrationpolicies',
+      plural: 'plugins',
       namespaced: false,
     };
     await expect(
       api.create(clusterScoped, undefined, {
-        apiVersion: 'migrations.kubevirt.io/v1alpha1',
-        kind: 'MigrationPolicy',
-        metadata: { name: 'policy' },
+        apiVersion: 'plugin.kubevirt.io/v1alpha1',
+        kind: 'Plugin',
+        metadata: { name: 'plugin' },
         spec: {},
       } as KubeObject),
-    ).rejects.toThrow(/MigrationPolicy \(migrations\.kubevirt\.io\): not implemented by kubevirt-ts/);
+    ).rejects.toThrow(/Plugin \(plugin\.kubevirt\.io\): not implemented by kubevirt-ts/);
   });
 
   it('kubevirt.io/v1alpha3 is served for VMs and validated as v1 (matchPolicy Equivalent)', async () => {

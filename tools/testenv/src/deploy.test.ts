@@ -293,6 +293,9 @@ const NEEDS: Record<'controller' | 'handler' | 'operator', Need[]> = {
       'virtualmachineclusterpreferences',
     ].map((resource) => ({ group: 'instancetype.kubevirt.io', resource, verbs: ['get'] })),
     { group: 'apps', resource: 'controllerrevisions', verbs: ['get', 'create'] },
+    // the migration controller: the MigrationPolicy matching a VMI and the labels of its namespace, per hand-off
+    { group: 'migrations.kubevirt.io', resource: 'migrationpolicies', verbs: ['list'] },
+    { group: '', resource: 'namespaces', verbs: ['get'] },
     // patch: the node controller labels a node whose virt-handler stopped heartbeating unschedulable
     { group: '', resource: 'nodes', verbs: ['get', 'list', 'watch', 'patch'] },
     { group: '', resource: 'events', verbs: ['create', 'patch'] },

@@ -233,6 +233,18 @@ export const CONTROLLER_CLUSTER_RULES: Rule[] = [
     why: 'get: the instance type and preference a VM names, read by the validating webhook (applied to the template before it is validated) and by the VM controller (stored in a ControllerRevision); no list/watch: read on demand, no informer',
   },
   {
+    apiGroups: ['migrations.kubevirt.io'],
+    resources: ['migrationpolicies'],
+    verbs: ['list'],
+    why: 'list: the migration controller hands a migration off with the options of the MigrationPolicy that matches the VMI and its namespace (read per hand-off, no informer)',
+  },
+  {
+    apiGroups: [''],
+    resources: ['namespaces'],
+    verbs: ['get'],
+    why: "get: the labels of a migrating VMI's namespace, which a MigrationPolicy's namespaceSelector matches (read per hand-off)",
+  },
+  {
     apiGroups: ['apps'],
     resources: ['controllerrevisions'],
     verbs: ['get', 'create'],
@@ -1223,7 +1235,6 @@ export const NOT_IMPLEMENTED_RESOURCES: Record<string, string[]> = {
   ],
   'export.kubevirt.io': ['virtualmachineexports'],
   'backup.kubevirt.io': ['virtualmachinebackups', 'virtualmachinebackuptrackers'],
-  'migrations.kubevirt.io': ['migrationpolicies'],
   'clone.kubevirt.io': ['virtualmachineclones'],
   'plugin.kubevirt.io': ['plugins'],
 };
@@ -1280,6 +1291,14 @@ export function webhookConfigurations(): [V1MutatingWebhookConfiguration, V1Vali
             resources: ['virtualmachinepools'],
             operations: ['CREATE', 'UPDATE'],
             scope: 'Namespaced',
+          },
+          // migration policies (cluster-scoped): their selectors and options, checked as upstream's admitter does
+          {
+            apiGroups: ['migrations.kubevirt.io'],
+            apiVersions: ['v1alpha1'],
+            resources: ['migrationpolicies'],
+            operations: ['CREATE', 'UPDATE'],
+            scope: 'Cluster',
           },
           // every served version (and both scopes): a create of a kind not implemented is refused by name
           ...Object.entries(NOT_IMPLEMENTED_RESOURCES).map(([group, resources]): V1RuleWithOperations => ({
