@@ -339,7 +339,6 @@ describe('preferences (figures from upstream v1.7.0)', () => {
       },
     ],
     [
-      // upstream also has devices.preferredVideoType: virtio (left out: no video device in kubevirt-ts)
       'windows.11.virtio',
       {
         annotations: { 'vm.kubevirt.io/os': 'windows' },
@@ -352,6 +351,7 @@ describe('preferences (figures from upstream v1.7.0)', () => {
           preferredInputType: 'tablet',
           preferredInterfaceModel: 'virtio',
           preferredTPM: { persistent: true },
+          preferredVideoType: 'virtio',
         },
         features: { preferredAcpi: {}, preferredApic: {}, preferredHyperv: hyperv, preferredSmm: {} },
         firmware: { preferredEfi: { persistent: true, secureBoot: true } },

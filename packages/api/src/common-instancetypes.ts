@@ -351,14 +351,14 @@ const WINDOWS: Spec = {
 };
 /** emulated devices a Windows install finds drivers for: SATA disks, an e1000e NIC */
 const WINDOWS_EMULATED: Spec = { devices: { preferredDiskBus: 'sata', preferredInterfaceModel: 'e1000e' } };
-/** virtio devices (the virtio-win drivers installed): disks, NIC, tablet. Upstream also prefers a virtio video
- * device (`preferredVideoType`), which kubevirt-ts does not model: left out. */
+/** virtio devices (the virtio-win drivers installed): disks, NIC, tablet, video. */
 const WINDOWS_VIRTIO: Spec = {
   devices: {
     preferredDiskBus: 'virtio',
     preferredInterfaceModel: 'virtio',
     preferredInputBus: 'virtio',
     preferredInputType: 'tablet',
+    preferredVideoType: 'virtio',
   },
 };
 /** guests that cannot use a 64-bit PCI hole */
@@ -618,12 +618,6 @@ function preferenceOf(d: PreferenceDef): Preference {
 export function commonClusterPreferences(): Preference[] {
   return PREFERENCES.map(preferenceOf).sort((a, b) => (a.metadata.name! < b.metadata.name! ? -1 : 1));
 }
-
-/** The fields of upstream's objects the add-on leaves out, with the reason (the README lists them too). */
-export const COMMON_INSTANCETYPES_LEFT_OUT = {
-  'spec.devices.preferredVideoType':
-    'the *.virtio Windows preferences prefer a virtio video device; kubevirt-ts models no video device',
-} as const;
 
 // ---------------------------------------------------------------- files
 

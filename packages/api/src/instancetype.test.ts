@@ -253,6 +253,7 @@ describe('applying a preference', () => {
       preferredInterfaceModel: 'e1000e',
       preferredAutoattachSerialConsole: false,
       preferredRng: {},
+      preferredVideoType: 'virtio',
     },
     features: { preferredSmm: {}, preferredHyperv: { relaxed: {} } },
     firmware: { preferredEfi: { secureBoot: false } },
@@ -280,6 +281,7 @@ describe('applying a preference', () => {
     expect(d.devices?.interfaces).toEqual([{ name: 'default', model: 'e1000e' }]);
     expect(d.devices?.autoattachSerialConsole).toBe(false);
     expect(d.devices?.rng).toEqual({});
+    expect(d.devices?.video).toEqual({ type: 'virtio' });
     expect(d.features).toEqual({ smm: {}, hyperv: { relaxed: {} } });
     expect(d.firmware).toEqual({ bootloader: { efi: { secureBoot: false } } });
     expect(d.machine).toEqual({ type: 'pc-q35-8.2' });
@@ -287,6 +289,17 @@ describe('applying a preference', () => {
     expect(spec.terminationGracePeriodSeconds).toBe(30);
     expect(spec.subdomain).toBe('sub');
     expect(meta.annotations).toEqual({ keep: 'mine', a: 'pref' });
+  });
+
+  test('preferredVideoType: the type of a video device the template gives without one, not over its own', () => {
+    const spec = template();
+    spec.domain.devices = { ...spec.domain.devices, video: {} };
+    apply(undefined, { devices: { preferredVideoType: 'bochs' } }, spec);
+    expect(spec.domain.devices?.video).toEqual({ type: 'bochs' });
+    const own = template();
+    own.domain.devices = { ...own.domain.devices, video: { type: 'vga' } };
+    apply(undefined, { devices: { preferredVideoType: 'bochs' } }, own);
+    expect(own.domain.devices?.video).toEqual({ type: 'vga' });
   });
 
   test('without an instance type the preference alone applies (no topology from it)', () => {

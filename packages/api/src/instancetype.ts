@@ -143,6 +143,7 @@ export const VirtualMachinePreferenceSpecSchema = Strict({
       preferredBlockMultiQueue: Opt(Bool()),
       preferredNetworkInterfaceMultiQueue: Opt(Bool()),
       preferredTPM: devProps.tpm,
+      preferredVideoType: devProps.video.properties.type,
       preferredInterfaceMasquerade: Opt(Strict({})),
     }),
   ),
@@ -580,6 +581,8 @@ export function applyPreferenceToVmiSpec(
       dev.sound.model = dp.preferredSoundModel as 'ich9' | 'ac97';
     fill('rng', dp.preferredRng);
     fill('tpm', dp.preferredTPM);
+    if (dp.preferredVideoType && unset(dev.video?.type))
+      dev.video = { ...(dev.video ?? {}), type: dp.preferredVideoType };
     fill('autoattachGraphicsDevice', dp.preferredAutoattachGraphicsDevice);
     fill('autoattachMemBalloon', dp.preferredAutoattachMemBalloon);
     fill('autoattachPodInterface', dp.preferredAutoattachPodInterface);

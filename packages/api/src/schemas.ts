@@ -336,6 +336,10 @@ export const WatchdogSchema = Strict({
 /** TypeBox schema of `spec.domain.devices.sound` (upstream `v1.SoundDevice`): an ich9 or ac97 sound card. */
 export const SoundSchema = Strict({ name: Line(), model: Opt(Enum(['ich9', 'ac97'])) });
 
+/** Video device models (`spec.domain.devices.video.type`): libvirt's models QEMU provides on the architectures
+ * kubevirt-ts runs (upstream names virtio, vga, bochs and ramfb; it passes the value to libvirt unchecked). */
+export const VIDEO_TYPES = ['vga', 'cirrus', 'virtio', 'bochs', 'ramfb'] as const;
+
 /** TypeBox schema of `spec.domain.devices` (upstream `v1.Devices`); unknown fields are rejected. */
 export const DevicesSchema = Strict({
   disks: Opt(List(DiskSchema)),
@@ -345,6 +349,12 @@ export const DevicesSchema = Strict({
   rng: Opt(Strict({})),
   sound: Opt(SoundSchema),
   tpm: Opt(Strict({ persistent: Opt(Bool()) })),
+  video: Opt(
+    Strict(
+      { type: Opt(Enum([...VIDEO_TYPES], 'the display adapter QEMU emulates')) },
+      'the video device of the VNC display (default vga on amd64); not with autoattachGraphicsDevice false',
+    ),
+  ),
   filesystems: Opt(Arr(Strict({ name: Line(), virtiofs: Strict({}) }))),
   gpus: Opt(Arr(Loose({ name: Line(), deviceName: Line() }))),
   hostDevices: Opt(Arr(Loose({ name: Line(), deviceName: Line() }))),

@@ -602,6 +602,14 @@ const vmiCases: Case[] = [
     ['spec.domain.devices.inputs[0].type'],
   ],
   [
+    'video type unknown, and video without the graphics device',
+    (v) => {
+      v.spec.domain.devices.video = { type: 'hologram' };
+      v.spec.domain.devices.autoattachGraphicsDevice = false;
+    },
+    ['spec.domain.devices.video', 'spec.domain.devices.video.type'],
+  ],
+  [
     'watchdog action unknown',
     (v) => (v.spec.domain.devices.watchdog = { name: 'w', i6300esb: { action: 'explode' } }),
     ['spec.domain.devices.watchdog.i6300esb.action'],

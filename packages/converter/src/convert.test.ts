@@ -795,6 +795,7 @@ describe('devices', () => {
     expect(d.devices.tpm).toEqual([
       { model: 'tpm-crb', backend: { type: 'emulator', version: '2.0', persistent_state: 'yes' } },
     ]);
+    expect(d.devices.video).toEqual([{ model: { type: 'virtio', heads: 1, vram: 16384 } }]);
     expect(d.devices.sound).toEqual([{ model: 'ac97', alias: 'ua-audio' }]);
     expect(d.devices.watchdog).toEqual([{ model: 'i6300esb', action: 'shutdown', alias: 'ua-wd' }]);
     expect(d.devices.inputs).toEqual([

@@ -66,7 +66,9 @@ export function convertDevices(
 
   if (dev.autoattachGraphicsDevice ?? true) {
     devices.graphics = [{ type: 'vnc', listen: { type: 'socket', socket: L.vncSocket(uid) } }];
-    devices.video = [{ model: { type: 'vga', heads: 1, vram: 16384 } }];
+    // the VMI's video type (upstream: vram and heads as for its default), else vga
+    const type = dev.video?.type ?? 'vga';
+    devices.video = [{ model: { type, heads: 1, ...(type === 'ramfb' ? {} : { vram: 16384 }) } }];
   }
 
   const inputs: Input[] = [];

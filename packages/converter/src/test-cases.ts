@@ -205,6 +205,7 @@ export const CASES: Record<string, VirtualMachineInstance> = {
           autoattachPodInterface: false,
           rng: {},
           tpm: { persistent: true },
+          video: { type: 'virtio' },
           sound: { name: 'audio', model: 'ac97' },
           watchdog: { name: 'wd', i6300esb: { action: 'shutdown' } },
           inputs: [
