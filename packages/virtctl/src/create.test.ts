@@ -201,11 +201,212 @@ status: {}
     expect(last.slice('imported-volume-'.length)).toMatch(SUFFIX);
   });
 
-  it('infers nothing from volumes (upstream does; the API here has no inferFromVolume)', async () => {
-    const vm = await create('vm', '--volume-pvc', 'src:golden', '--volume-import', 'type:ds,src:ns/fedora');
+  it('infers the instance type and preference implicitly from the first PVC (policy Ignore, memory kept)', async () => {
+    const r = await virtctl('create', 'vm', '--name', 'vm1', '--volume-pvc', 'src:golden');
+    expect(r.code).toBe(0);
+    expect(r.out).toBe(`apiVersion: kubevirt.io/v1
+kind: VirtualMachine
+metadata:
+  name: vm1
+spec:
+  instancetype:
+    inferFromVolume: golden
+    inferFromVolumeFailurePolicy: Ignore
+  preference:
+    inferFromVolume: golden
+    inferFromVolumeFailurePolicy: Ignore
+  runStrategy: Always
+  template:
+    metadata: {}
+    spec:
+      domain:
+        devices: {}
+        memory:
+          guest: 512Mi
+      terminationGracePeriodSeconds: 180
+      volumes:
+      - name: golden
+        persistentVolumeClaim:
+          claimName: golden
+status: {}
+`);
+    printed.push(yaml().parse(r.out) as Obj);
+  });
+
+  const implicit = (volume: string) => ({
+    inferFromVolume: volume,
+    inferFromVolumeFailurePolicy: 'Ignore',
+  });
+
+  it.each([
+    ['type:pvc,size:1Gi,src:ns/my-volume,name:my-pvc', 'my-pvc'],
+    ['type:registry,size:1Gi,url:docker://my-containerdisk,name:my-containerdisk', 'my-containerdisk'],
+    ['type:snapshot,src:ns/snap,name:from-snap', 'from-snap'],
+    ['type:ds,src:ns/fedora,name:from-ds', 'from-ds'],
+  ])('implicit inference from a DataVolume template %s', async (importSpec, volume) => {
+    const vm = await create('vm', '--volume-import', importSpec);
+    expect(vm['spec']['instancetype']).toEqual(implicit(volume));
+    expect(vm['spec']['preference']).toEqual(implicit(volume));
+    expect(vm['spec']['template']['spec']['domain']['memory']).toEqual({ guest: '512Mi' });
+  });
+
+  it('implicit inference picks the volume of the lowest boot order, else the first volume', async () => {
+    const vm = await create(
+      'vm',
+      '--volume-import',
+      'type:ds,src:my-ds-2,bootorder:2',
+      '--volume-import',
+      'type:ds,src:my-ds-1,bootorder:1',
+    );
+    const second = vm['spec']['dataVolumeTemplates'][1]['metadata']['name'] as string;
+    expect(second).toMatch(/^imported-volume-/);
+    expect(vm['spec']['dataVolumeTemplates'][1]['spec']['sourceRef']['name']).toBe('my-ds-1');
+    expect(vm['spec']['instancetype']).toEqual(implicit(second));
+    expect(vm['spec']['preference']).toEqual(implicit(second));
+    // PVCs come before imports among the volumes: the PVC is the first one
+    const first = await create(
+      'vm',
+      '--volume-import',
+      'type:ds,src:fedora,name:root',
+      '--volume-pvc',
+      'src:data',
+    );
+    expect(first['spec']['instancetype']).toEqual(implicit('data'));
+    // the lowest boot order is a containerdisk: nothing is inferred, though a PVC follows
+    const cd = await create(
+      'vm',
+      '--volume-pvc',
+      'src:data,bootorder:2',
+      '--volume-containerdisk',
+      'src:img,bootorder:1',
+    );
+    expect(cd['spec']['instancetype']).toBeUndefined();
+    expect(cd['spec']['preference']).toBeUndefined();
+  });
+
+  it.each([
+    [[]],
+    [['--volume-containerdisk', 'src:img']],
+    [['--volume-import', 'type:blank,size:1Gi']],
+    [
+      [
+        '--volume-import',
+        'type:http,size:1Gi,url:http://example.com/disk.img,bootorder:1',
+        '--volume-pvc',
+        'src:p',
+      ],
+    ],
+    [['--cloud-init', 'nocloud']],
+    [['--volume-pvc', 'src:p', '--infer-instancetype=false', '--infer-preference=false']],
+  ])('implicit inference is silently left out when it cannot apply or is turned off: %j', async (argv) => {
+    const vm = await create('vm', ...argv);
     expect(vm['spec']['instancetype']).toBeUndefined();
     expect(vm['spec']['preference']).toBeUndefined();
     expect(vm['spec']['template']['spec']['domain']['memory']).toEqual({ guest: '512Mi' });
+  });
+
+  it('--memory, --instancetype, --preference stop the implicit inference of their own field only', async () => {
+    const mem = await create('vm', '--memory', '1Gi', '--volume-import', 'type:ds,src:my-ds,name:my-ds');
+    expect(mem['spec']['instancetype']).toBeUndefined();
+    expect(mem['spec']['template']['spec']['domain']['memory']).toEqual({ guest: '1Gi' });
+    expect(mem['spec']['preference']).toEqual(implicit('my-ds'));
+    const it = await create('vm', '--instancetype', 'u1.small', '--volume-pvc', 'src:p');
+    expect(it['spec']['instancetype']).toEqual({ name: 'u1.small' });
+    expect(it['spec']['template']['spec']['domain']['memory']).toBeUndefined();
+    expect(it['spec']['preference']).toEqual(implicit('p'));
+    const pref = await create('vm', '--preference', 'fedora', '--volume-pvc', 'src:p');
+    expect(pref['spec']['preference']).toEqual({ name: 'fedora' });
+    expect(pref['spec']['instancetype']).toEqual(implicit('p'));
+    // one turned off, the other still implicit
+    const off = await create('vm', '--volume-pvc', 'src:p', '--infer-preference=false');
+    expect(off['spec']['preference']).toBeUndefined();
+    expect(off['spec']['instancetype']).toEqual(implicit('p'));
+  });
+
+  it('explicit inference: no failure policy, the instance type drops the guest memory', async () => {
+    const r = await virtctl(
+      'create',
+      'vm',
+      '--name',
+      'vm2',
+      '--volume-import',
+      'type:ds,src:os/fedora,name:root,bootorder:1',
+      '--infer-instancetype',
+      '--infer-preference',
+    );
+    expect(r.code).toBe(0);
+    expect(r.out).toBe(`apiVersion: kubevirt.io/v1
+kind: VirtualMachine
+metadata:
+  name: vm2
+spec:
+  dataVolumeTemplates:
+  - metadata:
+      name: root
+    spec:
+      sourceRef:
+        kind: DataSource
+        name: fedora
+        namespace: os
+      storage: {}
+  instancetype:
+    inferFromVolume: root
+  preference:
+    inferFromVolume: root
+  runStrategy: Always
+  template:
+    metadata: {}
+    spec:
+      domain:
+        devices:
+          disks:
+          - bootOrder: 1
+            name: root
+      terminationGracePeriodSeconds: 180
+      volumes:
+      - dataVolume:
+          name: root
+        name: root
+status: {}
+`);
+    printed.push(yaml().parse(r.out) as Obj);
+    // upstream's spelling --infer-instancetype=true is the same
+    const eq = await create('vm', '--volume-pvc', 'src:my-pvc', '--infer-instancetype=true');
+    expect(eq['spec']['instancetype']).toEqual({ inferFromVolume: 'my-pvc' });
+    expect(eq['spec']['template']['spec']['domain']['memory']).toBeUndefined();
+    // the preference stays implicit
+    expect(eq['spec']['preference']).toEqual(implicit('my-pvc'));
+  });
+
+  it('--infer-instancetype-from / --infer-preference-from name the volume; -o json keeps it', async () => {
+    const vm = await create(
+      'vm',
+      '--volume-import',
+      'type:ds,src:my-ds-1,name:my-ds-1',
+      '--volume-import',
+      'type:ds,src:my-ds-2,name:my-ds-2',
+      '--infer-instancetype-from=my-ds-2',
+      '-o',
+      'json',
+    );
+    expect(vm['spec']['instancetype']).toEqual({ inferFromVolume: 'my-ds-2' });
+    expect(vm['spec']['template']['spec']['domain']['memory']).toBeUndefined();
+    expect(vm['spec']['preference']).toEqual(implicit('my-ds-1'));
+    // upstream's all-flags case: a named instance type and the preference from the PVC of boot order 1
+    const all = await create(
+      'vm',
+      '--instancetype',
+      'virtualmachineinstancetype/my-it',
+      '--infer-preference-from',
+      'my-pvc',
+      '--volume-import',
+      'type:ds,src:ns/my-ds,size:10Gi',
+      '--volume-pvc',
+      'src:my-pvc,bootorder:1',
+    );
+    expect(all['spec']['instancetype']).toEqual({ name: 'my-it', kind: 'virtualmachineinstancetype' });
+    expect(all['spec']['preference']).toEqual({ inferFromVolume: 'my-pvc' });
+    expect(all['spec']['template']['spec']['domain']['memory']).toBeUndefined();
   });
 
   it('cloud-init: generated user data, base64 user/network data, configdrive, none', async () => {
@@ -262,6 +463,18 @@ status: {}
     // --cloud-init alone: the empty #cloud-config; none: no volume
     expect((await create('vm', '--cloud-init', 'nocloud'))['spec']['template']['spec']['volumes']).toEqual([
       { name: 'cloudinitdisk', cloudInitNoCloud: { userData: '#cloud-config' } },
+    ]);
+    // pflag's spellings of a boolean flag's value
+    expect(
+      (await create('vm', '--ga-manage-ssh=false'))['spec']['template']['spec']['volumes'],
+    ).toBeUndefined();
+    expect((await create('vm', '--ga-manage-ssh=1'))['spec']['template']['spec']['volumes']).toEqual([
+      {
+        name: 'cloudinitdisk',
+        cloudInitNoCloud: {
+          userData: "#cloud-config\nruncmd:\n  - [ setsebool, -P, 'virt_qemu_ga_manage_ssh', 'on' ]",
+        },
+      },
     ]);
     const none = await virtctl('create', 'vm', '--cloud-init', 'none', '--ssh-key', 'k');
     expect(none.err).toContain('--cloud-init: was set to none');
@@ -370,10 +583,83 @@ status: {}
     [['--cloud-init', 'cdrom'], '--cloud-init: invalid cloud-init data source type "cdrom"'],
     [['--password-file', '/nonexistent/pw'], '--password-file: ENOENT'],
     [['-o', 'xml'], '--output: must be yaml or json, got "xml"'],
-    [['--infer-instancetype'], '--infer-instancetype: not implemented by kubevirt-ts'],
-    [['--infer-instancetype-from', 'v'], '--infer-instancetype-from: not implemented by kubevirt-ts'],
-    [['--infer-preference'], '--infer-preference: not implemented by kubevirt-ts'],
-    [['--infer-preference-from', 'v'], '--infer-preference-from: not implemented by kubevirt-ts'],
+    [
+      ['--infer-instancetype'],
+      '--infer-instancetype: at least one volume is needed to infer an instance type or preference',
+    ],
+    [
+      ['--infer-preference'],
+      '--infer-preference: at least one volume is needed to infer an instance type or preference',
+    ],
+    [
+      ['--infer-instancetype-from', 'does-not-exist', '--volume-pvc', 'src:p'],
+      '--infer-instancetype-from: there is no volume with name "does-not-exist"',
+    ],
+    [['--infer-preference-from=nope'], '--infer-preference-from: there is no volume with name "nope"'],
+    [
+      ['--infer-instancetype', '--volume-containerdisk', 'src:my.registry/my-image:my-tag'],
+      '--infer-instancetype: inference of instancetype or preference works only with datasources, datavolumes or pvcs',
+    ],
+    [
+      [
+        '--infer-preference-from',
+        'my-vol',
+        '--volume-containerdisk',
+        'name:my-vol,src:img',
+        '--volume-pvc',
+        'src:p',
+      ],
+      '--infer-preference-from: inference of instancetype or preference works only with datasources, datavolumes or pvcs',
+    ],
+    [
+      ['--infer-preference', '--cloud-init', 'nocloud'],
+      '--infer-preference: inference of instancetype or preference works only with datasources, datavolumes or pvcs',
+    ],
+    [
+      ['--infer-instancetype', '--volume-import', 'type:http,size:256Mi,url:http://url.com'],
+      '--infer-instancetype: this datavolume is not valid to infer an instancetype or preference from (source needs to be PVC, Registry or Snapshot, sourceRef needs to be DataSource)',
+    ],
+    [
+      ['--infer-preference-from', 'my-vol', '--volume-import', 'name:my-vol,type:blank,size:1Gi'],
+      '--infer-preference-from: this datavolume is not valid to infer an instancetype or preference from (source needs to be PVC, Registry or Snapshot, sourceRef needs to be DataSource)',
+    ],
+    [
+      ['--memory', '1Gi', '--infer-instancetype'],
+      '--memory and --infer-instancetype cannot be used together',
+    ],
+    [
+      ['--memory', '1Gi', '--infer-instancetype=false'],
+      '--memory and --infer-instancetype cannot be used together',
+    ],
+    [
+      ['--memory', '1Gi', '--infer-instancetype-from', 'v'],
+      '--memory and --infer-instancetype-from cannot be used together',
+    ],
+    [
+      ['--instancetype', 'x', '--infer-instancetype'],
+      '--instancetype and --infer-instancetype cannot be used together',
+    ],
+    [
+      ['--infer-instancetype', '--infer-instancetype-from', 'v'],
+      '--infer-instancetype and --infer-instancetype-from cannot be used together',
+    ],
+    [
+      ['--memory', '1Gi', '--instancetype', 'x', '--infer-instancetype', '--infer-preference-from', 'v'],
+      '--memory, --instancetype and --infer-instancetype cannot be used together',
+    ],
+    [
+      ['--preference', 'p', '--infer-preference'],
+      '--preference and --infer-preference cannot be used together',
+    ],
+    [
+      ['--preference', 'p', '--infer-preference-from', 'v'],
+      '--preference and --infer-preference-from cannot be used together',
+    ],
+    [
+      ['--infer-preference=true', '--infer-preference-from', 'v'],
+      '--infer-preference and --infer-preference-from cannot be used together',
+    ],
+    [['--infer-instancetype=not-a-bool'], '--infer-instancetype: invalid boolean "not-a-bool"'],
     [['--volume-sysprep', 'src:cm'], '--volume-sysprep: not implemented by kubevirt-ts'],
     [['--access-cred', 'type:ssh,src:keys'], '--access-cred: not implemented by kubevirt-ts'],
     [['--volume-datasource', 'src:ds'], '--volume-datasource: not implemented by kubevirt-ts'],

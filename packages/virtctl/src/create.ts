@@ -34,7 +34,12 @@ const given = (f: FlagValues, k: string) => f[k] !== undefined;
 function exclusive(f: FlagValues, names: string[]): void {
   const set = names.filter((n) => given(f, n));
   if (set.length > 1)
-    throw new UsageError(`${set.map((n) => `--${n}`).join(' and ')} cannot be used together`);
+    throw new UsageError(
+      `${set
+        .slice(0, -1)
+        .map((n) => `--${n}`)
+        .join(', ')} and --${set.at(-1)!} cannot be used together`,
+    );
 }
 
 /** `key:value,key:value` of a flag, only the keys allowed */
@@ -143,16 +148,35 @@ export const CREATE_VM_FLAGS: Flags = {
   'termination-grace-period': { type: 'string', help: 'terminationGracePeriodSeconds (default 180)' },
   memory: {
     type: 'string',
-    help: 'guest memory (default 512Mi); not with --instancetype',
+    help: 'guest memory (default 512Mi); not with --instancetype or --infer-instancetype(-from), and no implicit instance type inference',
   },
   instancetype: {
     type: 'string',
     help: '[virtualmachineinstancetype|virtualmachineclusterinstancetype/]NAME (no kind: cluster-wide, the server decides)',
   },
-
+  'infer-instancetype': {
+    type: 'boolean',
+    help:
+      'infer the instance type from the first boot volume (a PVC or DataVolume), failing here when it cannot; ' +
+      'without it inference is implicit (policy Ignore, memory kept) unless --memory is given; =false: none',
+  },
+  'infer-instancetype-from': {
+    type: 'string',
+    help: 'the volume to infer the instance type from (explicit inference); not with --infer-instancetype',
+  },
   preference: {
     type: 'string',
     help: '[virtualmachinepreference|virtualmachineclusterpreference/]NAME',
+  },
+  'infer-preference': {
+    type: 'boolean',
+    help:
+      'infer the preference from the first boot volume (a PVC or DataVolume), failing here when it cannot; ' +
+      'without it inference is implicit (policy Ignore); =false: none',
+  },
+  'infer-preference-from': {
+    type: 'string',
+    help: 'the volume to infer the preference from (explicit inference); not with --infer-preference',
   },
 
   'volume-containerdisk': {
@@ -195,18 +219,6 @@ export const CREATE_VM_FLAGS: Flags = {
   },
   'cloud-init-network-data': { type: 'string', help: 'base64 cloud-init network data' },
   output: { type: 'string', short: 'o', help: 'yaml (default) or json' },
-  ...Object.fromEntries(
-    ['infer-instancetype', 'infer-instancetype-from', 'infer-preference', 'infer-preference-from'].map(
-      (n) => [
-        n,
-        {
-          type: n.endsWith('-from') ? 'string' : 'boolean',
-          unimplemented: true,
-          help: `upstream's; ${NOT_IMPL} (the API has no inferFromVolume)`,
-        } as const,
-      ],
-    ),
-  ),
   'volume-sysprep': { type: 'string', unimplemented: true, help: `upstream's; ${NOT_IMPL}` },
   'access-cred': { type: 'string', multiple: true, unimplemented: true, help: `upstream's; ${NOT_IMPL}` },
   'volume-datasource': {
@@ -409,7 +421,9 @@ function cloudInit(s: VmState, f: FlagValues, ctx: CreateCtx): void {
 
 /** the VirtualMachine `virtctl create vm` prints */
 export function createVm(f: FlagValues, ctx: CreateCtx): Obj {
-  exclusive(f, ['memory', 'instancetype']);
+  // upstream's groups: at most one flag of each
+  exclusive(f, ['memory', 'instancetype', 'infer-instancetype', 'infer-instancetype-from']);
+  exclusive(f, ['preference', 'infer-preference', 'infer-preference-from']);
   for (const n of ['user', 'password-file', 'ssh-key', 'ga-manage-ssh'])
     exclusive(f, ['cloud-init-user-data', n]);
 
@@ -505,7 +519,81 @@ export function createVm(f: FlagValues, ctx: CreateCtx): Obj {
   if (dataVolumeTemplates.length) spec['dataVolumeTemplates'] = dataVolumeTemplates;
   if (disks.length) (tspec['domain'] as Obj)['devices'] = { disks };
   if (s.volumes.length) tspec['volumes'] = s.volumes;
+
+  // after the volumes (cloudinitdisk included), instance type before preference, as upstream
+  for (const field of ['instancetype', 'preference'] as const) {
+    const inf = inference(f, field);
+    if (!inf) continue;
+    let volume: string;
+    try {
+      volume = inferVolume(s, dataVolumeTemplates, inf.from);
+    } catch (e) {
+      // implicit inference is best effort: the VM is printed without it
+      if (inf.explicitFlag === undefined) continue;
+      throw new UsageError(`--${inf.explicitFlag}: ${(e as Error).message}`);
+    }
+    spec[field] = {
+      inferFromVolume: volume,
+      ...(inf.explicitFlag === undefined ? { inferFromVolumeFailurePolicy: 'Ignore' } : {}),
+    };
+    // explicit: the instance type gives the memory; implicit: 512Mi stays as the fallback the webhook drops
+    // when inference succeeds
+    if (field === 'instancetype' && inf.explicitFlag !== undefined) delete (tspec['domain'] as Obj)['memory'];
+  }
   return vm;
+}
+
+/**
+ * Whether `spec.<field>` is inferred from a volume: on by default (implicit), off with --infer-<field>=false, with
+ * --<field> and (instance type) with --memory. Explicit when --infer-<field> or --infer-<field>-from was given.
+ */
+function inference(
+  f: FlagValues,
+  field: 'instancetype' | 'preference',
+): { explicitFlag?: string; from?: string } | undefined {
+  const on = `infer-${field}`;
+  const from = `infer-${field}-from`;
+  if (f[on] === false || given(f, field) || (field === 'instancetype' && given(f, 'memory')))
+    return undefined;
+  const explicitFlag = given(f, from) ? from : given(f, on) ? on : undefined;
+  const volume = str(f, from);
+  return { ...(explicitFlag ? { explicitFlag } : {}), ...(volume ? { from: volume } : {}) };
+}
+
+/**
+ * The volume to infer from: the one named, else the disk with the lowest boot order, else the first volume. Only a
+ * PVC or a DataVolume qualifies; a DataVolume template only when it copies a PVC, a registry image or a snapshot, or
+ * refers to a DataSource (what carries the instancetype.kubevirt.io/default-* labels). Errors carry upstream's text.
+ */
+function inferVolume(s: VmState, templates: Obj[], named: string | undefined): string {
+  let name = named;
+  if (name === undefined) {
+    if (s.volumes.length === 0)
+      throw new Error('at least one volume is needed to infer an instance type or preference');
+    const lowest = Math.min(...s.bootOrders.keys());
+    name = s.bootOrders.size ? s.bootOrders.get(lowest)! : (s.volumes[0]!['name'] as string);
+  }
+  const vol = s.volumes.find((v) => v['name'] === name);
+  if (!vol) throw new Error(`there is no volume with name "${name}"`);
+  if (vol['persistentVolumeClaim']) return name;
+  const dv = vol['dataVolume'] as Obj | undefined;
+  if (!dv)
+    throw new Error(
+      'inference of instancetype or preference works only with datasources, datavolumes or pvcs',
+    );
+  const t = templates.find((x) => (x['metadata'] as Obj)['name'] === dv['name']);
+  const tspec = (t?.['spec'] ?? {}) as Obj;
+  const source = tspec['source'] as Obj | undefined;
+  const ref = tspec['sourceRef'] as Obj | undefined;
+  if (
+    t &&
+    !(source?.['pvc'] || source?.['registry'] || source?.['snapshot'] || ref?.['kind'] === 'DataSource')
+  )
+    throw new Error(
+      'this datavolume is not valid to infer an instancetype or preference from ' +
+        '(source needs to be PVC, Registry or Snapshot, sourceRef needs to be DataSource)',
+    );
+  return name;
 }
 
 // ---------------------------------------------------------------- instancetype, preference

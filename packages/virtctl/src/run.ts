@@ -17,7 +17,7 @@ import {
   render,
   type CreateCtx,
 } from './create.js';
-import { UsageError, refuseUnimplemented, type FlagValues, type Flags } from './flags.js';
+import { UsageError, boolAssignments, refuseUnimplemented, type FlagValues, type Flags } from './flags.js';
 
 /** this package's version, as `v0.1.0` */
 export const CLIENT_VERSION = `v${(JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version}`;
@@ -517,13 +517,15 @@ export async function run(argv: string[], io: Io): Promise<number> {
         { type: f.type, ...(f.short ? { short: f.short } : {}), ...(f.multiple ? { multiple: true } : {}) },
       ]),
     ) as ParseArgsConfig['options'];
+    const bools = boolAssignments(rest, { ...GLOBAL, ...verb.flags });
     let parsed;
     try {
-      parsed = parseArgs({ args: rest, options, allowPositionals: true, strict: true });
+      parsed = parseArgs({ args: bools.args, options, allowPositionals: true, strict: true });
     } catch (e) {
       throw new UsageError((e as Error).message);
     }
     const f = parsed.values as Record<string, string | boolean | undefined>;
+    for (const [k, v] of bools.values) f[k] = v;
     refuseUnimplemented(verb.flags, f);
     if (f['help']) {
       io.stdout(usage(verbName));
