@@ -329,7 +329,6 @@ cmd_status() {
   printf 'audit log                %s\nkubeconfig               %s\n' "$LOG_DIR/audit.log" "$ADMIN_KUBECONFIG"
   if running kube-apiserver; then
     KUBE_DIR="$(bash "$root/tools/testenv/build-kube-apiserver.sh" kube-apiserver kubectl)"
-    KUBE_DIR="$(dirname "$KUBE_DIR")"
     kc get nodes -o wide 2>&1 || true
   fi
 }
