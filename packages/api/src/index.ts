@@ -50,6 +50,11 @@ export { yaml } from './yaml-lazy.js';
 export { pointerToPath, joinPath } from './paths.js';
 export { LAUNCHER_UID, LAUNCHER_GID, MAX_SOCKET_PATH_BYTES } from './runtime.js';
 export * from './kubevirt-cr.js';
+export {
+  commonClusterInstancetypes,
+  commonClusterPreferences,
+  COMMON_INSTANCETYPES_VERSION,
+} from './common-instancetypes.js';
 export * from './instancetype.js';
 export * from './migration-policy.js';
 export {

@@ -64,6 +64,16 @@ export const NetworkConfigurationSchema = Loose({
   ),
 });
 
+/** `spec.configuration.commonInstancetypesDeployment`: whether virt-operator installs the common instance types. */
+export const CommonInstancetypesDeploymentSchema = Loose({
+  enabled: Opt(
+    Bool(
+      'virt-operator installs the common VirtualMachineClusterInstancetypes and VirtualMachineClusterPreferences ' +
+        '(default true); false: it deletes the ones it manages',
+    ),
+  ),
+});
+
 /** `spec.configuration` (upstream's KubeVirtConfiguration): the fields kubevirt-ts implements. */
 export const KubeVirtConfigurationSchema = Loose({
   developerConfiguration: Opt(DeveloperConfigurationSchema),
@@ -87,6 +97,7 @@ export const KubeVirtConfigurationSchema = Loose({
   additionalGuestMemoryOverheadRatio: Opt(
     Str('multiplies the computed memory overhead of a launcher Pod, e.g. "1.5" (default "1.0")'),
   ),
+  commonInstancetypesDeployment: Opt(CommonInstancetypesDeploymentSchema),
 });
 /** `spec.configuration` of the KubeVirt CR: the fields kubevirt-ts implements (others are kept, not typed). */
 export type KubeVirtConfiguration = Static<typeof KubeVirtConfigurationSchema>;
@@ -157,6 +168,16 @@ export function clusterDefaultsFromKubeVirt(
   };
   if (c.evictionStrategy) out.evictionStrategy = c.evictionStrategy;
   return out;
+}
+
+/**
+ * Whether virt-operator installs the common instance types and preferences: `spec.configuration.
+ * commonInstancetypesDeployment.enabled`, true when unset (as upstream).
+ */
+export function commonInstancetypesDeploymentEnabled(
+  configuration: KubeVirtConfiguration | undefined,
+): boolean {
+  return configuration?.commonInstancetypesDeployment?.enabled ?? true;
 }
 
 const isEmpty = (v: unknown) =>

@@ -3,7 +3,9 @@
 // plays kube-controller-manager and writes their status), then Deployed/Available as `kubectl wait --for
 // condition=Available` expects; a configuration patch is reflected in observedGeneration, an invalid value in
 // Degraded (naming the field), a field kubevirt-ts does not implement in NotImplemented; a wrong type is refused by
-// the API server itself; a deleted CR comes back; an unchanged world writes nothing.
+// the API server itself; a deleted CR comes back; an unchanged world writes nothing. The common instance types and
+// preferences: installed by default, a deleted or edited one restored, removed when disabled (a user's own objects
+// left alone), restored when enabled again; a failure (an admission policy refusing one) reported as upstream does.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -15,6 +17,7 @@ import {
   KUBEVIRTS,
   KubeApiError,
   KubeClient,
+  deepEqual,
   type KubeObject,
 } from '@kubevirt-ts/controller-runtime';
 import { createLogger } from '@kubevirt-ts/log';
@@ -24,7 +27,12 @@ import {
   type KubeObject as TestObject,
   type TestEnv,
 } from '@kubevirt-ts/testenv';
-import { VirtOperator } from './index.js';
+import {
+  CLUSTER_INSTANCETYPES,
+  CLUSTER_PREFERENCES,
+  VirtOperator,
+  commonInstancetypesBundle,
+} from './index.js';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 const NS = 'kubevirt-ts';
@@ -239,4 +247,214 @@ it('a component that is not ready makes the CR Deploying again; a deleted CR is 
     return kv.metadata!.uid !== old.metadata!.uid && kv.status?.phase === 'Deployed' ? kv : undefined;
   });
   expect(again.spec.configuration).toEqual({ developerConfiguration: { useEmulation: true } });
+});
+
+// ---------------------------------------------------------------- the common instance types and preferences
+
+type Bundled = KubeObject & {
+  metadata: { name: string; uid?: string; labels?: Record<string, string> };
+  spec?: unknown;
+};
+const SELECTOR = 'app.kubernetes.io/managed-by=virt-operator';
+const managed = async (r: typeof CLUSTER_INSTANCETYPES) =>
+  (await api.list<Bundled>(r, undefined, { labelSelector: SELECTOR })).items;
+const bundle = commonInstancetypesBundle('v0.1.0');
+const [wantIts, wantPrefs] = [bundle[0]!.objects, bundle[1]!.objects];
+const wantOf = (name: string) => [...wantIts, ...wantPrefs].find((o) => o.metadata.name === name)!;
+const setEnabled = (enabled: boolean | null) =>
+  api.patch(KUBEVIRTS, NS, KUBEVIRT_CR_NAME, {
+    spec: { configuration: { commonInstancetypesDeployment: enabled === null ? null : { enabled } } },
+  });
+async function allThere(): Promise<void> {
+  await until('the whole bundle', async () => {
+    const [its, prefs] = [await managed(CLUSTER_INSTANCETYPES), await managed(CLUSTER_PREFERENCES)];
+    return its.length === wantIts.length && prefs.length === wantPrefs.length;
+  });
+}
+
+describe('common instance types and preferences', () => {
+  it('installs them by default, labelled as upstream labels them, and a resync writes nothing', async () => {
+    expect(wantIts).toHaveLength(65);
+    expect(wantPrefs).toHaveLength(54);
+    await allThere();
+    const medium = await api.get<Bundled>(CLUSTER_INSTANCETYPES, undefined, 'u1.medium');
+    expect(medium.metadata.labels).toMatchObject({
+      'app.kubernetes.io/managed-by': 'virt-operator',
+      'app.kubernetes.io/component': 'kubevirt',
+      'instancetype.kubevirt.io/vendor': 'kubevirt.io',
+    });
+    expect(medium.metadata.annotations).toMatchObject({ 'kubevirt.io/install-strategy-version': 'v0.1.0' });
+    expect(medium.spec).toEqual({ cpu: { guest: 1 }, memory: { guest: '4Gi' } });
+    const fedora = await api.get<Bundled>(CLUSTER_PREFERENCES, undefined, 'fedora');
+    expect(fedora.spec).toEqual(wantOf('fedora').spec);
+
+    const before = [...(await managed(CLUSTER_INSTANCETYPES)), ...(await managed(CLUSTER_PREFERENCES))];
+    operator.commonInstancetypes.trigger();
+    await sleep(1000);
+    const after = [...(await managed(CLUSTER_INSTANCETYPES)), ...(await managed(CLUSTER_PREFERENCES))];
+    expect(after.map((o) => o.metadata.resourceVersion)).toEqual(
+      before.map((o) => o.metadata.resourceVersion),
+    );
+    expect(operator.commonInstancetypes.error).toBeUndefined();
+  });
+
+  it('a deleted one comes back; an edited one (spec, labels) is restored', async () => {
+    const old = await api.get<Bundled>(CLUSTER_INSTANCETYPES, undefined, 'u1.medium');
+    await api.delete(CLUSTER_INSTANCETYPES, undefined, 'u1.medium');
+    const back = await until('u1.medium again', async () => {
+      const o = await api.get<Bundled>(CLUSTER_INSTANCETYPES, undefined, 'u1.medium');
+      return o.metadata.uid !== old.metadata.uid ? o : undefined;
+    });
+    expect(back.spec).toEqual(old.spec);
+
+    // an edit of the spec, and one that removes the managed-by label (the object leaves the operator's watch)
+    await api.patch(CLUSTER_PREFERENCES, undefined, 'fedora', {
+      spec: { cpu: { preferredCPUTopology: 'cores' } },
+    });
+    await api.patch(CLUSTER_INSTANCETYPES, undefined, 'cx1.large', {
+      metadata: { labels: { 'app.kubernetes.io/managed-by': null, 'someone-elses': 'x' } },
+      spec: { memory: { guest: '1Gi' } },
+    });
+    await until('fedora restored', async () => {
+      const o = await api.get<Bundled>(CLUSTER_PREFERENCES, undefined, 'fedora');
+      return deepEqual(o.spec, wantOf('fedora').spec);
+    });
+    const cx = await until('cx1.large restored', async () => {
+      const o = await api.get<Bundled>(CLUSTER_INSTANCETYPES, undefined, 'cx1.large');
+      return deepEqual(o.spec, wantOf('cx1.large').spec) ? o : undefined;
+    });
+    expect(cx.metadata.labels).toEqual(wantOf('cx1.large').metadata.labels);
+  });
+
+  it("disabled: removes the ones it manages and leaves a user's own; enabled again: restores them", async () => {
+    const own = (name: string, guest: number) => ({
+      apiVersion: 'instancetype.kubevirt.io/v1beta1',
+      kind: 'VirtualMachineClusterInstancetype',
+      metadata: { name, labels: { team: 'a' } },
+      spec: { cpu: { guest }, memory: { guest: '1Gi' } },
+    });
+    await api.create(CLUSTER_INSTANCETYPES, undefined, own('my.own', 3));
+    await setEnabled(false);
+    await until('none managed', async () => {
+      const [its, prefs] = [await managed(CLUSTER_INSTANCETYPES), await managed(CLUSTER_PREFERENCES)];
+      return its.length === 0 && prefs.length === 0;
+    });
+    expect(await api.getOrUndefined(CLUSTER_INSTANCETYPES, undefined, 'u1.medium')).toBeUndefined();
+    const mine = await api.get<Bundled>(CLUSTER_INSTANCETYPES, undefined, 'my.own');
+    expect(mine.spec).toEqual(own('my.own', 3).spec);
+
+    // while disabled, a user's own object of a bundle name is left alone
+    await api.create(CLUSTER_INSTANCETYPES, undefined, own('u1.medium', 7));
+    await sleep(1000);
+    const users = await api.get<Bundled>(CLUSTER_INSTANCETYPES, undefined, 'u1.medium');
+    expect(users.spec).toEqual(own('u1.medium', 7).spec);
+    expect(users.metadata.labels).toEqual({ team: 'a' });
+    const kv = await getKv();
+    expect(cond(kv, 'NotImplemented')!.status).toBe('False'); // the field is implemented
+
+    // enabled again (unset: the default): the bundle comes back; as upstream, a same-named object is taken over
+    await setEnabled(null);
+    await allThere();
+    const taken = await api.get<Bundled>(CLUSTER_INSTANCETYPES, undefined, 'u1.medium');
+    expect(taken.metadata.uid).toBe(users.metadata.uid);
+    expect(taken.spec).toEqual(wantOf('u1.medium').spec);
+    expect(taken.metadata.labels).toEqual(wantOf('u1.medium').metadata.labels);
+    const still = await api.get<Bundled>(CLUSTER_INSTANCETYPES, undefined, 'my.own');
+    expect(still.metadata.resourceVersion).toBe(mine.metadata.resourceVersion);
+
+    await setEnabled(true);
+    await api.delete(CLUSTER_PREFERENCES, undefined, 'windows.11');
+    await allThere();
+  });
+
+  it('a failure is reported as upstream reports it (Degraded, DeploymentFailed) until it is fixed', async () => {
+    // an admission policy refuses u1.large (and a probe, to know when the policy is in force)
+    const policy = {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicy',
+      metadata: { name: 'no-u1-large' },
+      spec: {
+        failurePolicy: 'Fail',
+        matchConstraints: {
+          resourceRules: [
+            {
+              apiGroups: ['instancetype.kubevirt.io'],
+              apiVersions: ['*'],
+              operations: ['CREATE'],
+              resources: ['virtualmachineclusterinstancetypes'],
+            },
+          ],
+        },
+        validations: [
+          {
+            expression: "!(object.metadata.name in ['u1.large', 'probe'])",
+            message: 'refused by the test policy',
+          },
+        ],
+      },
+    };
+    const binding = {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicyBinding',
+      metadata: { name: 'no-u1-large' },
+      spec: { policyName: 'no-u1-large', validationActions: ['Deny'] },
+    };
+    await serverSideApply(env.kubeConfig(), [policy, binding] as TestObject[], {
+      fieldManager: 'operator-test',
+    });
+    await until('the policy in force', async () => {
+      const refused = await api
+        .create(CLUSTER_INSTANCETYPES, undefined, {
+          apiVersion: 'instancetype.kubevirt.io/v1beta1',
+          kind: 'VirtualMachineClusterInstancetype',
+          metadata: { name: 'probe' },
+          spec: { cpu: { guest: 1 }, memory: { guest: '1Gi' } },
+        })
+        .then(
+          async () => {
+            await api.delete(CLUSTER_INSTANCETYPES, undefined, 'probe');
+            return false;
+          },
+          (e: unknown) => e instanceof KubeApiError && /refused by the test policy/.test(e.message),
+        );
+      return refused;
+    });
+    await api.delete(CLUSTER_INSTANCETYPES, undefined, 'u1.large');
+    const failed = await until('Degraded', async () => {
+      const kv = await getKv();
+      return cond(kv, 'Degraded')?.reason === 'DeploymentFailed' ? kv : undefined;
+    });
+    const msg = cond(failed, 'Degraded')!.message!;
+    expect(msg).toMatch(
+      /^An error occurred during deployment: unable to create or update VirtualMachineClusterInstancetype u1\.large: .*refused by the test policy/,
+    );
+    expect(cond(failed, 'Degraded')!.status).toBe('True');
+    expect(cond(failed, 'Available')).toMatchObject({
+      status: 'False',
+      reason: 'DeploymentFailed',
+      message: msg,
+    });
+    expect(cond(failed, 'Progressing')).toMatchObject({ status: 'False', reason: 'DeploymentFailed' });
+    expect(cond(failed, 'Synchronized')).toMatchObject({ status: 'False', reason: 'DeploymentFailed' });
+
+    const admission = (plural: string) => ({
+      group: 'admissionregistration.k8s.io',
+      version: 'v1',
+      plural,
+      namespaced: false,
+    });
+    await api.delete(admission('validatingadmissionpolicybindings'), undefined, 'no-u1-large');
+    await api.delete(admission('validatingadmissionpolicies'), undefined, 'no-u1-large');
+    const fixed = await until(
+      'Available again',
+      async () => {
+        const kv = await getKv();
+        return cond(kv, 'Available')?.status === 'True' ? kv : undefined;
+      },
+      60000,
+    );
+    expect(cond(fixed, 'Synchronized')).toBeUndefined();
+    expect(cond(fixed, 'Degraded')).toMatchObject({ status: 'False', reason: 'AllComponentsReady' });
+    await api.get(CLUSTER_INSTANCETYPES, undefined, 'u1.large');
+  }, 90000);
 });

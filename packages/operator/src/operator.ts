@@ -4,7 +4,8 @@
 // when it differs. The components read the configuration themselves, live: nothing needs a restart when it changes.
 // When the namespace has no KubeVirt CR (a fresh install: kubectl cannot create a custom resource in the same apply
 // as its CRD), the operator creates the default one, named `kubevirt` as upstream's docs name it. It also publishes
-// the webhook CA (ca-bundles.ts), which virt-controller cannot.
+// the webhook CA (ca-bundles.ts), which virt-controller cannot, and installs the common instance types and
+// preferences unless the CR's configuration disables them (common-instancetypes.ts).
 import {
   DAEMONSETS,
   DEPLOYMENTS,
@@ -23,6 +24,7 @@ import {
 import { API_VERSION, KUBEVIRT_CR_NAME, type KubeVirt, type KubeVirtConfiguration } from '@kubevirt-ts/api';
 import { createLogger, type Logger } from '@kubevirt-ts/log';
 import { CaBundlePublisher, type CaBundleOptions } from './ca-bundles.js';
+import { CommonInstancetypes } from './common-instancetypes.js';
 import { kubeVirtStatus, type DaemonSet, type Deployment } from './status.js';
 
 export interface OperatorOptions {
@@ -58,6 +60,8 @@ export class VirtOperator {
   private readonly reported = new Map<string, string>();
   private workers: Promise<void> | undefined;
   readonly caBundles: CaBundlePublisher | undefined;
+  /** the common instance types and preferences (spec.configuration.commonInstancetypesDeployment) */
+  readonly commonInstancetypes: CommonInstancetypes;
 
   constructor(private readonly o: OperatorOptions) {
     this.log = o.log ?? createLogger('virt-operator');
@@ -67,6 +71,20 @@ export class VirtOperator {
     if (o.caBundles)
       this.caBundles = new CaBundlePublisher({ ...o.caBundles, client: this.client, namespace, log });
     this.kubevirts = new Informer(this.client, { resource: KUBEVIRTS, namespace, log });
+    const all = () => {
+      for (const kv of this.kubevirts.list()) this.queue.add(keyOf(kv));
+    };
+    this.commonInstancetypes = new CommonInstancetypes({
+      client: this.client,
+      log,
+      version: o.version,
+      // the CR virt-controller reads
+      kubevirt: () => {
+        const kv = this.kubevirts.get(namespace, KUBEVIRT_CR_NAME);
+        return kv && { configuration: kv.spec.configuration };
+      },
+      onErrorChange: all,
+    });
     this.deployments = new Informer(this.client, {
       resource: DEPLOYMENTS,
       namespace,
@@ -82,10 +100,8 @@ export class VirtOperator {
     this.kubevirts
       .onAdd((kv) => this.queue.add(keyOf(kv)))
       .onUpdate((kv) => this.queue.add(keyOf(kv)))
-      .onDelete(() => this.queue.add(ENSURE_CR));
-    const all = () => {
-      for (const kv of this.kubevirts.list()) this.queue.add(keyOf(kv));
-    };
+      .onDelete(() => this.queue.add(ENSURE_CR))
+      .onChange(() => this.commonInstancetypes.trigger());
     this.deployments.onChange(all);
     this.daemonsets.onChange(all);
   }
@@ -96,11 +112,13 @@ export class VirtOperator {
     this.queue.add(ENSURE_CR);
     this.workers = runWorkers(this.queue, 1, (key) => this.reconcile(key), this.log);
     await this.caBundles?.start();
+    await this.commonInstancetypes.start();
   }
 
   async stop(): Promise<void> {
     this.queue.shutDown();
     await this.caBundles?.stop();
+    await this.commonInstancetypes.stop();
     await Promise.all([this.kubevirts.stop(), this.deployments.stop(), this.daemonsets.stop()]);
     await this.workers;
     this.client.close();
@@ -115,6 +133,7 @@ export class VirtOperator {
     const components = {
       controller: this.deployments.list(this.o.namespace)[0],
       handler: this.daemonsets.list(this.o.namespace)[0],
+      deploymentError: this.commonInstancetypes.error,
     };
     const { written, object } = await updateIfChanged<KubeVirtObject>({
       client: this.client,

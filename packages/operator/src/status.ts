@@ -32,6 +32,11 @@ export interface Components {
   controller: Deployment | undefined;
   /** the virt-handler DaemonSet (undefined: not there) */
   handler: DaemonSet | undefined;
+  /**
+   * why the last sync of what the operator installs itself (the common instance types and preferences) failed;
+   * undefined: it did not
+   */
+  deploymentError?: string | undefined;
 }
 
 /** upstream's condition reasons (virt-operator) and this project's two */
@@ -40,6 +45,7 @@ export const REASONS = {
   deploying: 'DeploymentInProgress',
   created: 'AllResourcesCreated',
   deleting: 'DeletionInProgress',
+  failed: 'DeploymentFailed',
   invalid: 'InvalidConfiguration',
   notImplemented: 'FieldsNotImplemented',
   allImplemented: 'AllFieldsImplemented',
@@ -105,6 +111,13 @@ export function kubeVirtStatus(kv: KubeVirt, components: Components, o: StatusOp
     cond('Available', false, REASONS.deleting, msg);
     cond('Progressing', false, REASONS.deleting, msg);
     cond('Degraded', true, REASONS.deleting, msg);
+  } else if (components.deploymentError) {
+    // upstream's failed sync: Synchronized, Available and Progressing False, Degraded True
+    const msg = `An error occurred during deployment: ${components.deploymentError}`;
+    cond('Synchronized', false, REASONS.failed, msg);
+    cond('Available', false, REASONS.failed, msg);
+    cond('Progressing', false, REASONS.failed, msg);
+    cond('Degraded', true, REASONS.failed, msg);
   } else if (ready) {
     const msg = 'All components are ready.';
     cond('Available', true, REASONS.ready, msg);

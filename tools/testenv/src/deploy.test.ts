@@ -165,7 +165,8 @@ describe('deploy/ is generated', () => {
     ]) {
       expect(kinds).toContain(want);
     }
-    // virt-handler reads no configuration (no Role); virt-operator's cluster-wide right is the caBundles
+    // virt-handler reads no configuration (no Role); virt-operator's cluster-wide rights: the caBundles, the common
+    // instance types and preferences
     expect(kinds).not.toContain(`Role/${gen.HANDLER}`);
     expect(kinds).toContain(`ClusterRole/${gen.OPERATOR}`);
   });
@@ -416,6 +417,12 @@ const NEEDS: Record<'controller' | 'handler' | 'operator', Need[]> = {
       resource: resource!,
       name,
       verbs: ['get', 'list', 'watch', 'patch'],
+    })),
+    // the common instance types and preferences it installs, keeps and removes (commonInstancetypesDeployment)
+    ...['virtualmachineclusterinstancetypes', 'virtualmachineclusterpreferences'].map((resource) => ({
+      group: 'instancetype.kubevirt.io',
+      resource,
+      verbs: ['get', 'list', 'watch', 'create', 'update', 'delete'],
     })),
   ],
 };

@@ -383,6 +383,12 @@ export const OPERATOR_CLUSTER_RULES: Rule[] = [
     verbs: ['get', 'list', 'watch', 'patch'],
     why: 'get/list/watch/patch: the same CA as the caBundle of the subresource APIService (served with the same certificate); no other APIService, no create or delete',
   },
+  {
+    apiGroups: ['instancetype.kubevirt.io'],
+    resources: ['virtualmachineclusterinstancetypes', 'virtualmachineclusterpreferences'],
+    verbs: ['get', 'list', 'watch', 'create', 'update', 'delete'],
+    why: 'list/watch: the common instance types and preferences it manages (label app.kubernetes.io/managed-by=virt-operator); create: the missing ones; get/update: one that exists under a bundle name without its labels (taken over, as upstream) or was edited; delete: the ones it manages when spec.configuration.commonInstancetypesDeployment.enabled is false, or no longer in the bundle (create and the label selector cannot be limited to names); no patch, no deletecollection',
+  },
 ];
 export const OPERATOR_NAMESPACE_RULES: Rule[] = [
   {
@@ -1438,7 +1444,7 @@ const COMMENTS: Record<string, string> = {
   '19-rbac-operator.yaml':
     'virt-operator: least privilege. Each rule says why each verb is needed; anything else is denied.',
   '39-virt-operator.yaml':
-    "virt-operator: owns the KubeVirt CR (the cluster's configuration, read live by virt-controller): creates the default one when the namespace has none, and keeps its status (phase, conditions, observedGeneration) true to the components' rollout.",
+    "virt-operator: owns the KubeVirt CR (the cluster's configuration, read live by virt-controller): creates the default one when the namespace has none, and keeps its status (phase, conditions, observedGeneration) true to the components' rollout; installs the common instance types and preferences unless spec.configuration.commonInstancetypesDeployment.enabled is false.",
   '40-virt-controller.yaml':
     'virt-controller: 2 replicas, one active at a time through leader election on a Lease; a PodDisruptionBudget keeps one; every replica serves the admission webhooks behind the Service.',
   '41-virt-handler.yaml': 'virt-handler: one per node; host paths listed with the reason each is needed.',
