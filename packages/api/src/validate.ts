@@ -95,7 +95,10 @@ function validateDevices(
 
   // upstream's message (validateVideoConfig)
   if (devices.video && devices.autoattachGraphicsDevice === false)
-    e.add(sub(dpath, 'video'), 'Video configuration is not allowed when autoattachGraphicsDevice is set to false');
+    e.add(
+      sub(dpath, 'video'),
+      'Video configuration is not allowed when autoattachGraphicsDevice is set to false',
+    );
 
   const seen = new Map<number, string>();
   for (const b of boot) {
