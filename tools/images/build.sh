@@ -4,7 +4,8 @@
 # oci-archive to $KVTS_CACHE/images/<name>.tar (what `tools/cluster.sh load-images` imports into
 # containerd, keeping its manifest digest) and listed with that digest in deploy/images/images.json and in
 # $KVTS_CACHE/images/images.json (the list of the archives there: what the node pins). Prints each image's size.
-# Usage: tools/images/build.sh [pause|virt-launcher|virt-controller|virt-handler|virt-operator|guest ...]
+# Usage: tools/images/build.sh [pause|virt-launcher|virt-controller|virt-handler|virt-operator|guest|
+#   local-path-provisioner|local-path-helper ...]
 #   (no argument: all). Needs root, buildah, mmdebstrap, gcc; the apps built (tools/setup.sh).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -214,8 +215,45 @@ build_guest() {
   finish guest-container-disk "$(cat "$g/inputs.sha256" | cut -c1-12)" "$c"
 }
 
+# the storage add-on (deploy/addons/storage/): Rancher's local-path-provisioner built from its Go module at the
+# version tools/storage/build-local-path.sh pins, alone in a scratch image; and the helper image its per-volume
+# helper Pods run (the ConfigMap's setup/teardown scripts: sh, mkdir, rm): Debian's static busybox and its applet
+# links. Both archives name the image by the provisioner's version only (localhost/kubevirt-ts/<name>:<version>, the
+# names deploy/addons/storage/ uses with imagePullPolicy IfNotPresent): load-images imports them under that name.
+build_local_path() {
+  local name="$1" version ctx="$work/$1" c
+  version="$(bash tools/storage/build-local-path.sh --version)"
+  mkdir -p "$ctx"
+  c="$(buildah from --quiet scratch)"
+  if [ "$name" = local-path-provisioner ]; then
+    cp "$(bash tools/storage/build-local-path.sh)" "$ctx/local-path-provisioner"
+    buildah copy --quiet "$c" "$ctx/local-path-provisioner" /usr/bin/local-path-provisioner >/dev/null
+    buildah config --entrypoint '["/usr/bin/local-path-provisioner"]' --user 65534:65534 "$c" >/dev/null
+  else
+    mkdir -p "$ctx/root/bin" "$ctx/root/tmp"
+    deb_file busybox-static /bin/busybox "$ctx/root/bin/busybox"
+    chmod 0755 "$ctx/root/bin/busybox"
+    local applet
+    for applet in $("$ctx/root/bin/busybox" --list); do
+      [ "$applet" = busybox ] || ln -s busybox "$ctx/root/bin/$applet"
+    done
+    chmod 1777 "$ctx/root/tmp"
+    buildah copy --quiet "$c" "$ctx/root" / >/dev/null
+    buildah config --env PATH=/bin --cmd '["/bin/sh"]' "$c" >/dev/null
+  fi
+  finish "$name" "$version" "$c"
+  # the archive again, named by the stable tag (same image; the digest recorded is the one this archive holds)
+  local stable="$REPO/$name:$version"
+  rm -f "$out/$name.tar"
+  buildah push --quiet --digestfile "$work/$name.digest" "${TAGS[$name]}" "oci-archive:$out/$name.tar:$stable" >/dev/null
+  DIGESTS[$name]="$(cat "$work/$name.digest")"
+  [[ "${DIGESTS[$name]}" =~ ^sha256:[0-9a-f]{64}$ ]] || die "$name: buildah wrote no manifest digest"
+  TAGS[$name]="$stable"
+  log "$name archive names $stable"
+}
+
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(pause virt-launcher virt-controller virt-handler virt-operator guest)
+[ ${#targets[@]} -gt 0 ] || targets=(pause virt-launcher virt-controller virt-handler virt-operator guest local-path-provisioner local-path-helper)
 for t in "${targets[@]}"; do
   case "$t" in
     pause) build_pause ;;
@@ -225,7 +263,8 @@ for t in "${targets[@]}"; do
     # the same root filesystem as virt-controller's (one cached mmdebstrap for both)
     virt-operator) build_app virt-operator extract "$IMG_PKGS_CONTROLLER" virt-controller ;;
     guest) build_guest ;;
-    *) die "unknown image '$t' (pause, virt-launcher, virt-controller, virt-handler, virt-operator, guest)" ;;
+    local-path-provisioner | local-path-helper) build_local_path "$t" ;;
+    *) die "unknown image '$t' (pause, virt-launcher, virt-controller, virt-handler, virt-operator, guest, local-path-provisioner, local-path-helper)" ;;
   esac
 done
 
