@@ -4,6 +4,7 @@
 // patched while everything runs; and `RestartRequired` on a running VM whose template changes (vmRolloutStrategy
 // Stage: kubevirt-ts updates nothing live).
 import { mkdtempSync, rmSync } from 'node:fs';
+import { get as httpsGet } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KUBEVIRT_CR_NAME, type KubeVirtConfiguration } from '@kubevirt-ts/api';
@@ -187,6 +188,46 @@ describe('the KubeVirt CR configuration at admission, read live', () => {
       },
     } as unknown as Vmi);
     expect(own.spec.evictionStrategy).toBe('None');
+  });
+});
+
+describe("GET /healthz: upstream's JSON with the KubeVirt CR's resourceVersion the webhooks apply", () => {
+  /** the webhook server's /healthz over TLS (the test's own CA: not verified here, as upstream's tests do not) */
+  const getHealthz = (): Promise<{ status?: number; type?: string; body: string }> =>
+    new Promise((resolve, reject) => {
+      const req = httpsGet(
+        { host: '127.0.0.1', port: hook.port, path: '/healthz', rejectUnauthorized: false },
+        (res) => {
+          let body = '';
+          res.on('data', (c: Buffer) => (body += c.toString()));
+          res.on('end', () => resolve({ status: res.statusCode, type: res.headers['content-type'], body }));
+        },
+      );
+      req.on('error', reject);
+    });
+
+  it('reports the current version, and the patched one after a change of the CR', async () => {
+    const rv = async () =>
+      (await api.get<KubeObject>(KUBEVIRTS, KV_NS, KUBEVIRT_CR_NAME)).metadata?.resourceVersion;
+    const current = await rv();
+    const seen = await until('healthz reports the CR as stored', async () => {
+      const r = await getHealthz();
+      const j = JSON.parse(r.body) as Record<string, unknown>;
+      return j['config-resource-version'] === current ? r : false;
+    });
+    expect(seen.status).toBe(200);
+    expect(seen.type).toBe('application/json');
+    expect(JSON.parse(seen.body)).toEqual({
+      apiserver: { connectivity: 'ok' },
+      'config-resource-version': current,
+    });
+    await setConfiguration({ developerConfiguration: { useEmulation: true, cpuAllocationRatio: 5 } });
+    const patched = await rv();
+    expect(patched).not.toBe(current);
+    await until('healthz reports the patched CR', async () => {
+      const j = JSON.parse((await getHealthz()).body) as Record<string, unknown>;
+      return j['config-resource-version'] === patched;
+    });
   });
 });
 

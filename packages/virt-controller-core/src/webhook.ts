@@ -16,6 +16,22 @@ import { errorMessage } from './common.js';
 
 export const MUTATE_PATH = '/mutate';
 export const VALIDATE_PATH = '/validate';
+/** upstream's health endpoint on the components' port 8443 */
+export const HEALTHZ_PATH = '/healthz';
+
+/**
+ * The body of GET /healthz, upstream's shape: `apiserver.connectivity` and `config-resource-version`, the
+ * resourceVersion of the KubeVirt CR the webhooks read (empty before the informer has it, or without a CR).
+ */
+export function healthz(kubeVirt: Pick<KubeObject, 'metadata'> | undefined): {
+  apiserver: { connectivity: 'ok' };
+  'config-resource-version': string;
+} {
+  return {
+    apiserver: { connectivity: 'ok' },
+    'config-resource-version': kubeVirt?.metadata?.resourceVersion ?? '',
+  };
+}
 const MAX_BODY = 8 * 1024 * 1024;
 
 export interface WebhookServerOptions {
@@ -73,6 +89,16 @@ export async function startWebhookServer(o: WebhookServerOptions): Promise<Webho
     // the Deployment's readiness probe: a replica is in the Service once it serves TLS
     if (req.method === 'GET' && req.url === '/readyz') {
       res.writeHead(200, { 'Content-Type': 'text/plain' }).end('ok\n');
+      return;
+    }
+    // upstream's components' /healthz on their 8443: JSON with the resourceVersion of the KubeVirt CR whose
+    // configuration they apply (upstream's functional tests wait, after each change of the CR, until every
+    // virt-controller reports at least the patched version); here the CR as the webhooks' informer last saw it
+    if (req.method === 'GET' && req.url?.split('?')[0] === HEALTHZ_PATH) {
+      const text = JSON.stringify(healthz(kubeVirt?.get(o.kubeVirt!.namespace, o.kubeVirt!.name)));
+      res
+        .writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) })
+        .end(text);
       return;
     }
     const handler =
