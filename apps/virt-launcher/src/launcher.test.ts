@@ -1,6 +1,7 @@
 // Lifecycle logic of the Launcher over an in-memory domain layer (fast unit tests); the real
 // libvirtd/QEMU paths are covered by e2e/src/launcher. The cmd server is real (temp unix socket).
-import { chmod, mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { PassThrough } from 'node:stream';
 import os from 'node:os';
 import path from 'node:path';
 import { CmdClient, launcherSocketPath } from '@kubevirt-ts/cmd-protocol';
@@ -122,6 +123,28 @@ describe('Launcher lifecycle', () => {
     client.close();
     expect(res).toMatchObject({ exitCode: 0, reason: 'DomainEnded' });
     expect(calls).toEqual(['sync', 'close', 'stop-daemon']);
+  });
+
+  it("logs QEMU's pid from libvirt's pid file once the domain runs, in upstream's words", async () => {
+    const lines: string[] = [];
+    const stream = new PassThrough();
+    stream.on('data', (b: Buffer) => lines.push(...b.toString().split('\n').filter(Boolean)));
+    const c = config({ logger: createLogger({ component: 'virt-launcher', stream }) });
+    // where the session libvirtd writes it: <base>/.../qemu/run/<namespace>_<name>.pid
+    const run = path.join(c.libvirtBaseDir, 'run', 'libvirt', 'qemu', 'run');
+    await mkdir(run, { recursive: true });
+    await writeFile(path.join(run, 'ns_vm.pid'), '4242\n');
+    await writeFile(path.join(run, 'other_vm.pid'), '4343\n');
+    const { l, client } = await started(c);
+    emit(ev('MODIFIED', 'Running', 'Booted'));
+    const msgs = () => lines.map((x) => (JSON.parse(x) as { msg: string }).msg);
+    for (let i = 0; i < 100 && !msgs().some((m) => m.startsWith('Found PID')); i++)
+      await new Promise((r) => setTimeout(r, 10));
+    expect(msgs()).toContain('Found PID for ns_vm: 4242');
+    emit(ev('MODIFIED', 'Shutoff', 'Shutdown'));
+    const res = await l.ended();
+    client.close();
+    expect(res).toMatchObject({ exitCode: 0, reason: 'DomainEnded' });
   });
 
   it('a crash: exit 5', async () => {

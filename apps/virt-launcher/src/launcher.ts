@@ -21,7 +21,7 @@ import {
   type PasstProcess,
 } from '@kubevirt-ts/network';
 import { ExitCode, LauncherError } from './errors.js';
-import { ownStart, ownedLeftovers } from './procs.js';
+import { findPidFiles, ownStart, ownedLeftovers } from './procs.js';
 import { capLogFile } from './serial-log.js';
 import { traceMark } from './start-trace.js';
 import { disksInfoOf, prepareVolumes } from '@kubevirt-ts/disks';
@@ -427,6 +427,24 @@ export class Launcher extends EventEmitter {
     this.qemuTimer.unref?.();
   }
 
+  /**
+   * Logs QEMU's pid once the domain runs, from libvirt's `<namespace>_<name>.pid` under the private libvirt dir, in
+   * upstream's words ("Found PID for <domain>: <pid>", the line upstream's monitor logs and its functional tests look
+   * for in the compute container's log); a missing file is logged as upstream's "Still missing PID for".
+   */
+  private async logQemuPid(): Promise<void> {
+    const domain = `${this.config.namespace}_${this.config.name}`;
+    const found = (await findPidFiles(this.config.libvirtBaseDir)).find(
+      (f) => path.basename(f.file) === `${domain}.pid`,
+    );
+    if (found) this.log.info(`Found PID for ${domain}: ${found.pid}`, { pid: found.pid, domain });
+    else
+      this.log.warn(`Still missing PID for ${domain}: no ${domain}.pid under ${this.config.libvirtBaseDir}`, {
+        reason: 'QemuPidMissing',
+        domain,
+      });
+  }
+
   private onDomainEvent(ev: DomainEventLike): void {
     this.emit('domain', ev);
     this.notify?.sendDomainEvent({ eventType: ev.type, domain: ev.domain });
@@ -447,6 +465,7 @@ export class Launcher extends EventEmitter {
         this.started = true;
         if (this.qemuTimer) clearTimeout(this.qemuTimer);
         this.qemuTimer = undefined;
+        void this.logQemuPid();
       }
       return;
     }
