@@ -193,16 +193,13 @@ describe('the KubeVirt CR configuration at admission, read live', () => {
 
 describe("GET /healthz: upstream's JSON with the KubeVirt CR's resourceVersion the webhooks apply", () => {
   /** the webhook server's /healthz over TLS (the test's own CA: not verified here, as upstream's tests do not) */
-  const getHealthz = (): Promise<{ status?: number; type?: string; body: string }> =>
+  const getHealthz = (path = '/healthz'): Promise<{ status?: number; type?: string; body: string }> =>
     new Promise((resolve, reject) => {
-      const req = httpsGet(
-        { host: '127.0.0.1', port: hook.port, path: '/healthz', rejectUnauthorized: false },
-        (res) => {
-          let body = '';
-          res.on('data', (c: Buffer) => (body += c.toString()));
-          res.on('end', () => resolve({ status: res.statusCode, type: res.headers['content-type'], body }));
-        },
-      );
+      const req = httpsGet({ host: '127.0.0.1', port: hook.port, path, rejectUnauthorized: false }, (res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode, type: res.headers['content-type'], body }));
+      });
       req.on('error', reject);
     });
 
@@ -227,6 +224,11 @@ describe("GET /healthz: upstream's JSON with the KubeVirt CR's resourceVersion t
     await until('healthz reports the patched CR', async () => {
       const j = JSON.parse((await getHealthz()).body) as Record<string, unknown>;
       return j['config-resource-version'] === patched;
+    });
+    // the URL upstream's tests build (https://localhost:<port>/ + "/healthz"), as go-restful answers it
+    expect(JSON.parse((await getHealthz('//healthz?x=1')).body)).toEqual({
+      apiserver: { connectivity: 'ok' },
+      'config-resource-version': patched,
     });
   });
 });
