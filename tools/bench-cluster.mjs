@@ -14,63 +14,29 @@
 // Usage: node tools/bench-cluster.mjs [--runs N]   (deploy/ is applied: bash tools/cluster.sh deploy, with useEmulation: this host's /dev/kvm
 // is root-only, so guests run under TCG as in the e2e)
 import { setTimeout as sleep } from 'node:timers/promises';
-import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import {
+  AUDIT,
+  READY,
+  cache,
+  getJson,
+  kubectl,
+  kubectlIn,
+  median,
+  repo,
+  requireDeployedCluster,
+  serialLogPath,
+  until,
+  vmManifest,
+} from './cluster-bench-lib.mjs';
 
-const repo = path.resolve(fileURLToPath(new URL('..', import.meta.url)));
-const cache =
-  process.env.KVTS_CACHE ??
-  path.join(process.env.XDG_CACHE_HOME ?? path.join(process.env.HOME ?? '/root', '.cache'), 'kubevirt-ts');
-const kubeVersion = /^require\s+k8s\.io\/kubernetes\s+(v\S+)/m.exec(
-  readFileSync(path.join(repo, 'tools/testenv/kube-apiserver/go.mod'), 'utf8'),
-)[1];
-const KUBECTL = path.join(cache, 'kube', kubeVersion, 'kubectl');
-const KUBECONFIG = path.join(
-  process.env.KVTS_CLUSTER_DIR ?? '/var/lib/kubevirt-ts-cluster',
-  'admin.kubeconfig',
-);
-const AUDIT = path.join(process.env.KVTS_CLUSTER_LOGS ?? '/var/log/kubevirt-ts-cluster', 'audit.log');
-const READY = 'KUBEVIRT-TS-GUEST-READY';
 const LEASE = 'KUBEVIRT-TS-GUEST-NET ';
 const NS = 'default';
 const runsArg = process.argv.indexOf('--runs');
 const RUNS = runsArg > 0 ? Number(process.argv[runsArg + 1]) : 3;
-
-const median = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
-const kubectl = (...args) =>
-  execFileSync(KUBECTL, ['--kubeconfig', KUBECONFIG, ...args], { encoding: 'utf8' });
-const kubectlIn = (input, ...args) =>
-  execFileSync(KUBECTL, ['--kubeconfig', KUBECONFIG, ...args], { encoding: 'utf8', input });
-function getJson(...args) {
-  try {
-    return JSON.parse(
-      execFileSync(KUBECTL, ['--kubeconfig', KUBECONFIG, 'get', ...args, '-o', 'json'], {
-        encoding: 'utf8',
-        stdio: ['ignore', 'pipe', 'ignore'],
-      }),
-    );
-  } catch {
-    return undefined;
-  }
-}
-async function until(what, fn, ms = 600_000, every = 100) {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(every);
-  }
-}
-
-function vmManifest(name) {
-  return readFileSync(path.join(repo, 'examples/vm-tiny.yaml'), 'utf8')
-    .replace(/^ {2}name: tiny$/m, `  name: ${name}`)
-    .replace(/kubevirt\.io\/vm: tiny/, `kubevirt.io/vm: ${name}`);
-}
 
 function writesOf(name, uid) {
   const out = { writes: 0, conflicts: 0, by: {} };
@@ -119,14 +85,7 @@ async function clusterRun(i) {
       mark('computeStarted');
     if (['Scheduled', 'Running'].includes(v?.status?.phase)) mark('vmiScheduled');
     if (v?.status?.phase === 'Running') mark('vmiRunning');
-    if (p && v && !serial)
-      serial = path.join(
-        '/var/lib/kubelet/pods',
-        p.metadata.uid,
-        'volumes/kubernetes.io~empty-dir/private',
-        v.metadata.uid,
-        'virt-serial0-log',
-      );
+    if (p && v && !serial) serial = serialLogPath(p.metadata.uid, v.metadata.uid);
     if (serial && (await readFile(serial, 'utf8').catch(() => '')).includes(READY)) break;
     await sleep(50);
   }
@@ -216,15 +175,7 @@ async function standaloneRun(i) {
   return readyMs;
 }
 
-if (process.getuid?.() !== 0) throw new Error('bench:cluster: run as root (the node runs as root)');
-if (!existsSync(KUBECONFIG) || !existsSync('/sys/class/net/kvts-node0'))
-  throw new Error(
-    'bench:cluster: the cluster is not up (bash tools/cluster.sh up && bash tools/cluster.sh load-images)',
-  );
-if (!getJson('daemonset', '-n', 'kubevirt-ts', 'virt-handler'))
-  throw new Error(
-    'bench:cluster: deploy/ is not applied (bash tools/cluster.sh deploy: deploy/ pinned to the loaded images; useEmulation: true in the KubeVirt CR, as the cluster e2e sets it)',
-  );
+requireDeployedCluster('bench:cluster');
 
 const cluster = [];
 for (let i = 0; i < RUNS; i++) {
