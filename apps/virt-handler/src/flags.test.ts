@@ -140,6 +140,30 @@ describe('virt-handler flags', () => {
       '--seccomp-base-profile: only with --seccomp-profile-dir',
     );
   });
+  it("healthz: off unless a port is given; upstream's CR by default; needs the subresource certificate", () => {
+    const sub = [
+      '--subresource-cert-file=/c',
+      '--subresource-key-file=/k',
+      '--subresource-client-ca-file=/ca',
+    ];
+    expect(parseHandlerFlags(['--node-name=x', ...sub], {}).healthz).toBeUndefined();
+    expect(parseHandlerFlags(['--node-name=x', ...sub, '--healthz-port=8443'], {}).healthz).toEqual({
+      port: 8443,
+      kubeVirt: { namespace: 'kubevirt-ts', name: 'kubevirt' },
+    });
+    expect(
+      parseHandlerFlags(
+        ['--node-name=x', ...sub, '--healthz-port=0', '--kubevirt-namespace=kv', '--kubevirt-name=cr'],
+        {},
+      ).healthz,
+    ).toEqual({ port: 0, kubeVirt: { namespace: 'kv', name: 'cr' } });
+    expect(() => parseHandlerFlags(['--node-name=x', '--healthz-port=8443'], {})).toThrow(
+      '--healthz-port: serves HTTPS with the --subresource-*-file certificate, which is missing',
+    );
+    expect(() => parseHandlerFlags(['--node-name=x', ...sub, '--healthz-port=web'], {})).toThrow(
+      '--healthz-port: must be an integer >= 0, got "web"',
+    );
+  });
   it('names the bad flag', () => {
     expect(() => parseHandlerFlags([], {})).toThrow(/--node-name: required/);
     expect(() => parseHandlerFlags(['--node-name', 'x', '--launcher-uid', 'qemu'], {})).toThrow(

@@ -20,7 +20,8 @@ export const USAGE = `usage: virt-handler --node-name NODE [--kubeconfig FILE] [
 
                     [--container-disk-helper /usr/bin/kvts-hostmount] [--host-pods-dir /var/lib/kubelet/pods]
                     [--seccomp-profile-dir /var/lib/kubelet/seccomp]
-                    [--seccomp-base-profile /usr/share/containers/seccomp.json]`;
+                    [--seccomp-base-profile /usr/share/containers/seccomp.json]
+                    [--healthz-port 8443] [--kubevirt-namespace kubevirt-ts] [--kubevirt-name kubevirt]`;
 
 export class FlagError extends Error {}
 
@@ -54,6 +55,11 @@ export interface HandlerFlags {
   /** kubelet's seccomp dir: install the launcher Pods' profile there (off when unset) */
   seccompProfileDir?: string;
   seccompBaseProfile?: string;
+  /**
+   * upstream's `GET /healthz` over HTTPS (the subresource certificate and key, no client certificate asked) with
+   * the resourceVersion of the KubeVirt CR `kubeVirt` as the handler last saw it; needs the --subresource-*-file flags
+   */
+  healthz?: { port: number; kubeVirt: { namespace: string; name: string } };
   /** the migration roles: the address published to sources, the TCP bind address, mutual TLS files (all three or none) */
   migrationFlags: {
     address?: string;
@@ -124,6 +130,9 @@ export function parseHandlerFlags(argv: string[], env: NodeJS.ProcessEnv = proce
           'launcher-libvirt-socket',
           'seccomp-profile-dir',
           'seccomp-base-profile',
+          'healthz-port',
+          'kubevirt-namespace',
+          'kubevirt-name',
         ].map((n) => [n, { type: 'string' as const }]),
       ),
     }) as { values: Record<string, string | undefined> });
@@ -139,6 +148,10 @@ export function parseHandlerFlags(argv: string[], env: NodeJS.ProcessEnv = proce
   if (tls.some((v) => v) && !tls.every((v) => v))
     throw new FlagError(
       '--subresource-cert-file, --subresource-key-file and --subresource-client-ca-file go together',
+    );
+  if (values['healthz-port'] !== undefined && !tls[0])
+    throw new FlagError(
+      '--healthz-port: serves HTTPS with the --subresource-*-file certificate, which is missing',
     );
   const mtls = ['migration-cert-file', 'migration-key-file', 'migration-ca-file'].map((k) => values[k]);
   if (mtls.some((v) => v) && !mtls.every((v) => v))
@@ -206,6 +219,17 @@ export function parseHandlerFlags(argv: string[], env: NodeJS.ProcessEnv = proce
     // off unless asked (deploy/ asks): the handler writes into kubelet's dir only when told where it is
     seccompProfileDir: values['seccomp-profile-dir'],
     seccompBaseProfile: values['seccomp-base-profile'],
+    // upstream's /healthz (HTTPS with the subresource certificate): the KubeVirt CR's resourceVersion it has seen
+    healthz:
+      values['healthz-port'] === undefined
+        ? undefined
+        : {
+            port: int('healthz-port', values['healthz-port'], 8443, 0),
+            kubeVirt: {
+              namespace: values['kubevirt-namespace'] ?? 'kubevirt-ts',
+              name: values['kubevirt-name'] ?? 'kubevirt',
+            },
+          },
     migrationFlags: {
       address: values['migration-address'] ?? env.MY_POD_IP,
       bindAddress: values['migration-bind-address'],

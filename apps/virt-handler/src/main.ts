@@ -1,12 +1,14 @@
 #!/usr/bin/env node
 // virt-handler: the node agent. Flags, wiring and signals; the logic is @kubevirt-ts/handler.
-import { LiteKubeConfig } from '@kubevirt-ts/controller-runtime';
+import { KubeClient, LiteKubeConfig } from '@kubevirt-ts/controller-runtime';
 import {
   Handler,
   readTlsFiles,
   startHandlerEndpoint,
+  startHealthzServer,
   watchTlsFiles,
   type HandlerEndpoint,
+  type HealthzServer,
 } from '@kubevirt-ts/handler';
 import { createLogger } from '@kubevirt-ts/log';
 import { FlagError, USAGE, parseHandlerFlags, readMigrationTls } from './flags.js';
@@ -25,7 +27,7 @@ async function main(): Promise<number> {
   const log = createLogger({ component: 'virt-handler', level: flags.logLevel });
   // not client-node's KubeConfig: it loads client-node's API models (~80 MiB RSS) this process never uses
   const kc = flags.kubeconfig ? LiteKubeConfig.fromFile(flags.kubeconfig) : LiteKubeConfig.fromCluster();
-  const { migrationFlags: mf, ...rest } = flags;
+  const { migrationFlags: mf, healthz: hz, ...rest } = flags;
   // one object, updated in place when virt-controller renews the mounted Secrets: the migration proxy reads it for
   // every new listener and connection
   const migrationTls = mf.tls && readMigrationTls(mf.tls);
@@ -41,12 +43,13 @@ async function main(): Promise<number> {
     },
   });
   let endpoint: HandlerEndpoint | undefined;
+  let healthz: HealthzServer | undefined;
   const tlsWatches: { stop(): void }[] = [];
   let stopping: Promise<void> | undefined;
   const stop = (signal: string) => {
     log.info(`${signal}: stopping (launchers keep running)`);
     for (const w of tlsWatches) w.stop();
-    stopping ??= (endpoint?.close() ?? Promise.resolve()).then(() => handler.stop());
+    stopping ??= Promise.all([endpoint?.close(), healthz?.close()]).then(() => handler.stop());
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
@@ -74,6 +77,19 @@ async function main(): Promise<number> {
       }),
     );
     log.info(`serving subresources (mutual TLS) on ${sub.address}:${endpoint.port}`);
+    if (hz) {
+      const hs = await startHealthzServer({
+        cert: tls.cert,
+        key: tls.key,
+        port: hz.port,
+        client: new KubeClient(kc),
+        kubeVirt: hz.kubeVirt,
+        log,
+      });
+      healthz = hs;
+      tlsWatches.push(watchTlsFiles(files, tls, (m) => hs.setCertificate(m.cert, m.key), { log }));
+      log.info(`serving /healthz (HTTPS) on port ${hs.port}`, { kubeVirt: hz.kubeVirt });
+    }
   }
   if (mf.tls && migrationTls) {
     // the watches start from what readMigrationTls read above: the files are read once at start

@@ -38,3 +38,4 @@ export * from './container-disks.js';
 export * from './launcher-socket.js';
 export * from './tls-files.js';
 export * from './seccomp.js';
+export * from './healthz.js';

@@ -165,9 +165,9 @@ describe('deploy/ is generated', () => {
     ]) {
       expect(kinds).toContain(want);
     }
-    // virt-handler reads no configuration (no Role); virt-operator's cluster-wide rights: the caBundles, the common
-    // instance types and preferences
-    expect(kinds).not.toContain(`Role/${gen.HANDLER}`);
+    // virt-handler's Role: only the KubeVirt CR's version for /healthz; virt-operator's cluster-wide rights: the
+    // caBundles, the common instance types and preferences
+    expect(kinds).toContain(`Role/${gen.HANDLER}`);
     expect(kinds).toContain(`ClusterRole/${gen.OPERATOR}`);
   });
 
@@ -380,6 +380,14 @@ const NEEDS: Record<'controller' | 'handler' | 'operator', Need[]> = {
     { group: '', resource: 'nodes', verbs: ['get', 'patch'] },
     { group: '', resource: 'events', verbs: ['create', 'patch'] },
     { group: 'events.k8s.io', resource: 'events', verbs: ['create', 'patch'] },
+    // upstream's /healthz: the KubeVirt CR's resourceVersion it has seen (this CR only)
+    {
+      group: 'kubevirt.io',
+      resource: 'kubevirts',
+      namespace: 'kubevirt-ts',
+      name: 'kubevirt',
+      verbs: ['get', 'list', 'watch'],
+    },
   ],
   operator: [
     // the KubeVirt CRs of the install namespace: their status, and the default CR when there is none

@@ -127,6 +127,8 @@ export const HANDLER_CERTS_SECRET = 'virt-handler-certs';
 /** virt-handler's client certificate (same CA): the source side of the migration proxy's mutual TLS */
 export const HANDLER_CLIENT_CERTS_SECRET = 'virt-handler-client-certs';
 const HANDLER_SUBRESOURCE_PORT = 8186;
+/** upstream's virt-handler health port (its /healthz, HTTPS) */
+const HANDLER_HEALTHZ_PORT = 8443;
 const HANDLER_CERTS_DIR = '/etc/virt-handler/subresource-certs';
 const HANDLER_CLIENT_CERTS_DIR = '/etc/virt-handler/client-certs';
 export const WEBHOOK_SERVICE = 'virt-controller-webhook';
@@ -365,8 +367,19 @@ export const HANDLER_CLUSTER_RULES: Rule[] = [
   },
 ];
 
-/** virt-handler reads no configuration: what it needs comes with each VMI (e.g. its migration configuration) */
-export const HANDLER_NAMESPACE_RULES: Rule[] = [];
+/**
+ * virt-handler's behaviour reads no configuration (what it needs comes with each VMI, e.g. its migration
+ * configuration); it only reports the KubeVirt CR's resourceVersion it has seen on /healthz, as upstream's does
+ */
+export const HANDLER_NAMESPACE_RULES: Rule[] = [
+  {
+    apiGroups: ['kubevirt.io'],
+    resources: ['kubevirts'],
+    resourceNames: [KUBEVIRT_CR],
+    verbs: ['get', 'list', 'watch'],
+    why: "get/list/watch: the KubeVirt CR's resourceVersion, reported on /healthz (upstream's config-resource-version, which upstream's functional tests wait for after each change of the CR); this CR only, list/watch with fieldSelector metadata.name",
+  },
+];
 
 export const OPERATOR_CLUSTER_RULES: Rule[] = [
   {
@@ -1179,8 +1192,15 @@ export function deployObjects({
                     `--migration-client-key-file=${HANDLER_CLIENT_CERTS_DIR}/tls.key`,
                     '--migration-client-name=virt-handler-client',
                     '--migration-server-name=virt-handler',
+                    // upstream's /healthz on 8443 (HTTPS, the serving certificate above)
+                    `--healthz-port=${HANDLER_HEALTHZ_PORT}`,
+                    `--kubevirt-namespace=${NAMESPACE}`,
+                    `--kubevirt-name=${KUBEVIRT_CR}`,
                   ],
-                  ports: [{ name: 'subresources', containerPort: HANDLER_SUBRESOURCE_PORT, protocol: 'TCP' }],
+                  ports: [
+                    { name: 'subresources', containerPort: HANDLER_SUBRESOURCE_PORT, protocol: 'TCP' },
+                    { name: 'healthz', containerPort: HANDLER_HEALTHZ_PORT, protocol: 'TCP' },
+                  ],
                   resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '512Mi' } },
                   // privileged: mounts in the host's mount namespace and Pod network phase 1 inside launcher Pods (see below)
                   securityContext: { privileged: true, runAsUser: 0 },
