@@ -3,10 +3,7 @@
 // `network.defaultNetworkInterface`, `network.permitBridgeInterfaceOnPodNetwork` and `evictionStrategy`, each
 // patched while everything runs; and `RestartRequired` on a running VM whose template changes (vmRolloutStrategy
 // Stage: kubevirt-ts updates nothing live).
-import { mkdtempSync, rmSync } from 'node:fs';
 import { get as httpsGet } from 'node:https';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { KUBEVIRT_CR_NAME, type KubeVirtConfiguration } from '@kubevirt-ts/api';
 import { KUBEVIRTS, type KubeClient, type KubeObject } from '@kubevirt-ts/controller-runtime';
 import type { TestEnv } from '@kubevirt-ts/testenv';
@@ -14,22 +11,20 @@ import { ANNOTATION_VM_TEMPLATE_HASH, VMIS, VMS, type Vm, type Vmi } from './com
 import type { VirtController } from './manager.js';
 import {
   TEST_RENDERER,
-  makeCerts,
   poller,
-  registerWebhooks,
   startController,
   stopController,
+  startTestWebhooks,
+  type TestWebhooks,
 } from './test-apiserver.js';
 import { RESTART_REQUIRED_MESSAGE } from './vm.js';
-import { startWebhookServer, type WebhookServer } from './webhook.js';
 
 const NS = 'cfg-test';
 const KV_NS = 'kubevirt-ts';
 let env: TestEnv;
 let api: KubeClient;
 let controller: VirtController;
-let hook: WebhookServer;
-let certDir: string;
+let hooks: TestWebhooks;
 const { until, finish } = poller();
 
 const NAMESPACES = { group: '', version: 'v1', plural: 'namespaces', namespaced: false };
@@ -81,24 +76,14 @@ beforeAll(async () => {
     metadata: { name: KUBEVIRT_CR_NAME, namespace: KV_NS },
     spec: { configuration: { developerConfiguration: { useEmulation: true } } },
   } as KubeObject);
-  certDir = mkdtempSync(join(tmpdir(), 'kvts-cfg-'));
-  const { ca, cert, key } = makeCerts(certDir);
-  hook = await startWebhookServer({
-    cert,
-    key,
-    host: '127.0.0.1',
-    client: api,
-    kubeVirt: { namespace: KV_NS, name: KUBEVIRT_CR_NAME },
-  });
-  await registerWebhooks(api, hook.port, ca);
+  hooks = await startTestWebhooks(api, { kubeVirt: { namespace: KV_NS, name: KUBEVIRT_CR_NAME } });
 }, 120000);
 
 afterAll(async () => {
   finish();
   await controller?.stop(); // before the webhooks it writes through
-  await hook?.close();
+  await hooks?.close();
   await stopController({ env, api }, finish);
-  if (certDir) rmSync(certDir, { recursive: true, force: true });
 });
 
 describe('the KubeVirt CR configuration at admission, read live', () => {
@@ -195,11 +180,14 @@ describe("GET /healthz: upstream's JSON with the KubeVirt CR's resourceVersion t
   /** the webhook server's /healthz over TLS (the test's own CA: not verified here, as upstream's tests do not) */
   const getHealthz = (path = '/healthz'): Promise<{ status?: number; type?: string; body: string }> =>
     new Promise((resolve, reject) => {
-      const req = httpsGet({ host: '127.0.0.1', port: hook.port, path, rejectUnauthorized: false }, (res) => {
-        let body = '';
-        res.on('data', (c: Buffer) => (body += c.toString()));
-        res.on('end', () => resolve({ status: res.statusCode, type: res.headers['content-type'], body }));
-      });
+      const req = httpsGet(
+        { host: '127.0.0.1', port: hooks.hook.port, path, rejectUnauthorized: false },
+        (res) => {
+          let body = '';
+          res.on('data', (c: Buffer) => (body += c.toString()));
+          res.on('end', () => resolve({ status: res.statusCode, type: res.headers['content-type'], body }));
+        },
+      );
       req.on('error', reject);
     });
 

@@ -4,8 +4,7 @@
 // upstream does (`instancetype: {name: u1.medium}`, `preference: {name: fedora}`, no kind) get VMIs with the CPU,
 // memory and devices of upstream's tables; a preference's requirements are enforced at admission.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseManifests } from '@kubevirt-ts/api';
 import type { KubeClient, KubeObject } from '@kubevirt-ts/controller-runtime';
@@ -14,23 +13,21 @@ import { VMIS, VMS, type Vm, type Vmi } from './common.js';
 import { CLUSTER_INSTANCETYPES, CLUSTER_PREFERENCES } from './instancetype.js';
 import type { VirtController } from './manager.js';
 import {
-  makeCerts,
   podsOf,
   poller,
-  registerWebhooks,
   repoRoot,
   startController,
   stopController,
+  startTestWebhooks,
+  type TestWebhooks,
 } from './test-apiserver.js';
-import { startWebhookServer, type WebhookServer } from './webhook.js';
 
 const NS = 'cit-test';
 const ADDON = join(repoRoot, 'deploy', 'addons', 'common-instancetypes');
 let env: TestEnv;
 let api: KubeClient;
 let controller: VirtController;
-let hook: WebhookServer;
-let certDir: string;
+let hooks: TestWebhooks;
 const { until, finish } = poller();
 
 type Obj = KubeObject & { metadata: NonNullable<KubeObject['metadata']>; spec: Record<string, unknown> };
@@ -69,16 +66,12 @@ const podOf = (vmi: Vmi) =>
 
 beforeAll(async () => {
   ({ env, api, controller } = await startController(NS, 'common-instancetypes-test'));
-  certDir = mkdtempSync(join(tmpdir(), 'kvts-cit-'));
-  const { ca, cert, key } = makeCerts(certDir);
-  hook = await startWebhookServer({ cert, key, host: '127.0.0.1', client: api });
-  await registerWebhooks(api, hook.port, ca);
+  hooks = await startTestWebhooks(api);
 }, 180000);
 
 afterAll(async () => {
-  await hook?.close();
+  await hooks?.close();
   await stopController({ env, api, controller }, finish);
-  if (certDir) rmSync(certDir, { recursive: true, force: true });
 });
 
 describe('the common instance types add-on', () => {

@@ -7,8 +7,7 @@
 // KVTS_EXAMPLES_DIR=<dir> walks another folder (e.g. a checkout of upstream KubeVirt's examples/) as
 // `kubectl apply -f <dir>` would, all files in one namespace: each file is then expected to be accepted exactly
 // when kv-validate accepts it.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import {
   checkFile,
@@ -23,8 +22,7 @@ import { migrationConfiguration } from '@kubevirt-ts/renderer';
 import type { TestEnv } from '@kubevirt-ts/testenv';
 import type { Vmi } from './common.js';
 import { migrationOptionsFor } from './migration-policy.js';
-import { makeCerts, registerWebhooks, repoRoot, startApiserver } from './test-apiserver.js';
-import { startWebhookServer, type WebhookServer } from './webhook.js';
+import { repoRoot, startApiserver, startTestWebhooks, type TestWebhooks } from './test-apiserver.js';
 
 const EXAMPLES = join(repoRoot, 'examples');
 /** the kinds an example runs (dry run); every other document is something it needs, created for real */
@@ -38,22 +36,17 @@ const WORKLOADS = new Set([
 
 let env: TestEnv;
 let api: KubeClient;
-let hook: WebhookServer;
-let certDir: string;
+let hooks: TestWebhooks;
 
 beforeAll(async () => {
   ({ env, api } = await startApiserver('examples-test', 'examples-test'));
-  certDir = mkdtempSync(join(tmpdir(), 'kvts-examples-'));
-  const { ca, cert, key } = makeCerts(certDir);
-  hook = await startWebhookServer({ cert, key, host: '127.0.0.1', client: api });
-  await registerWebhooks(api, hook.port, ca);
+  hooks = await startTestWebhooks(api);
 }, 120000);
 
 afterAll(async () => {
-  await hook?.close();
+  await hooks?.close();
   api?.close();
   await env?.stop();
-  if (certDir) rmSync(certDir, { recursive: true, force: true });
 });
 
 interface ApiResource {
@@ -183,7 +176,7 @@ describe('examples/ through the API server and the admission webhooks', () => {
     vm.spec.template.spec.domain.resources = { requests: { memory: '64Mi' } };
     expect(validateObject(vm)).toEqual([]); // kv-validate alone cannot see it: the instance type is on the server
     const ns = await namespaceFor('broken', 'ex');
-    const dir = mkdtempSync(join(certDir, 'broken-'));
+    const dir = mkdtempSync(join(hooks.dir, 'broken-'));
     const file = join(dir, 'vm-instancetype.yaml');
     writeFileSync(file, docs.map((d) => yaml().stringify(d)).join('---\n'));
     const results = await apply(file, ns);

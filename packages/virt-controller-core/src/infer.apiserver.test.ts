@@ -2,22 +2,17 @@
 // instancetype/preference matchers name a volume gets them from the labels of that volume's PersistentVolumeClaim
 // (directly, through a dataVolumeTemplate copying a PVC, or a DataVolume CDI garbage-collected), as upstream's VM
 // mutator infers them; failures refuse the VM with upstream's message, or drop the matcher under the Ignore policy.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { KubeClient, KubeObject, Resource } from '@kubevirt-ts/controller-runtime';
 import type { TestEnv } from '@kubevirt-ts/testenv';
 import { VMS, type Vm } from './common.js';
 import { INFER_LABELS } from './infer.js';
-import { makeCerts, registerWebhooks, startApiserver } from './test-apiserver.js';
-import { startWebhookServer, type WebhookServer } from './webhook.js';
+import { startApiserver, startTestWebhooks, type TestWebhooks } from './test-apiserver.js';
 
 const NS = 'infer-test';
 const PVCS: Resource = { group: '', version: 'v1', plural: 'persistentvolumeclaims', namespaced: true };
 let env: TestEnv;
 let api: KubeClient;
-let hook: WebhookServer;
-let certDir: string;
+let hooks: TestWebhooks;
 
 const pvc = (name: string, labels: Record<string, string>) =>
   api.create(PVCS, NS, {
@@ -62,10 +57,7 @@ function vm(
 
 beforeAll(async () => {
   ({ env, api } = await startApiserver(NS, 'infer-test'));
-  certDir = mkdtempSync(join(tmpdir(), 'kvts-infer-'));
-  const { ca, cert, key } = makeCerts(certDir);
-  hook = await startWebhookServer({ cert, key, host: '127.0.0.1', client: api });
-  await registerWebhooks(api, hook.port, ca);
+  hooks = await startTestWebhooks(api);
   await pvc('labelled', LABELS);
   await pvc('plain', {});
   // a DataVolume's PVC once CDI garbage-collected the DataVolume (and here: no CDI at all)
@@ -73,10 +65,9 @@ beforeAll(async () => {
 }, 120000);
 
 afterAll(async () => {
-  await hook?.close();
+  await hooks?.close();
   api?.close();
   await env?.stop();
-  if (certDir) rmSync(certDir, { recursive: true, force: true });
 });
 
 describe('inferFromVolume at admission', () => {

@@ -2,23 +2,24 @@
 // controller and the admission webhooks: a VM naming them gets a VMI with them applied, they are stored in
 // ControllerRevisions the VM's status references, a later change of the instance type reaches the VM only once the
 // reference is cleared and the VM restarts, and admission refuses a template that conflicts with its instance type.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { PODS, isNotFound, type KubeClient, type KubeObject } from '@kubevirt-ts/controller-runtime';
 import type { TestEnv } from '@kubevirt-ts/testenv';
 import { VMIS, VMS, nowTimestamp, type Vm, type Vmi } from './common.js';
 import { CLUSTER_INSTANCETYPES, CONTROLLER_REVISIONS, INSTANCETYPES, PREFERENCES } from './instancetype.js';
 import type { VirtController } from './manager.js';
-import { makeCerts, poller, registerWebhooks, startController, stopController } from './test-apiserver.js';
-import { startWebhookServer, type WebhookServer } from './webhook.js';
+import {
+  poller,
+  startController,
+  stopController,
+  startTestWebhooks,
+  type TestWebhooks,
+} from './test-apiserver.js';
 
 const NS = 'it-test';
 let env: TestEnv;
 let api: KubeClient;
 let controller: VirtController;
-let hook: WebhookServer;
-let certDir: string;
+let hooks: TestWebhooks;
 const { until, finish } = poller();
 
 const getVm = (name: string) => api.getOrUndefined<Vm>(VMS, NS, name);
@@ -75,10 +76,7 @@ async function failVmi(name: string): Promise<Vmi> {
 
 beforeAll(async () => {
   ({ env, api, controller } = await startController(NS, 'instancetype-test'));
-  certDir = mkdtempSync(join(tmpdir(), 'kvts-it-'));
-  const { ca, cert, key } = makeCerts(certDir);
-  hook = await startWebhookServer({ cert, key, host: '127.0.0.1', client: api });
-  await registerWebhooks(api, hook.port, ca);
+  hooks = await startTestWebhooks(api);
   await api.create(CLUSTER_INSTANCETYPES, undefined, instancetype('u1.small', 2, '256Mi'));
   await api.create(PREFERENCES, NS, {
     apiVersion: 'instancetype.kubevirt.io/v1beta1',
@@ -89,9 +87,8 @@ beforeAll(async () => {
 }, 180000);
 
 afterAll(async () => {
-  await hook?.close();
+  await hooks?.close();
   await stopController({ env, api, controller }, finish);
-  if (certDir) rmSync(certDir, { recursive: true, force: true });
 });
 
 describe('instance types and preferences', () => {

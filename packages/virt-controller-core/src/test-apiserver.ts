@@ -3,7 +3,8 @@
 // what kubelet does to a launcher Pod (the suites play kubelet and virt-handler themselves).
 import { spawnSync } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -20,7 +21,13 @@ import {
 import { nowTimestamp, type Vmi } from './common.js';
 import type { Pod } from './context.js';
 import { VirtController, type VirtControllerOptions } from './manager.js';
-import { MUTATE_PATH, VALIDATE_PATH } from './webhook.js';
+import {
+  MUTATE_PATH,
+  VALIDATE_PATH,
+  startWebhookServer,
+  type WebhookServer,
+  type WebhookServerOptions,
+} from './webhook.js';
 
 export const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -318,4 +325,36 @@ const VWC: Resource = {
 export async function registerWebhooks(api: KubeClient, port: number, ca: string): Promise<void> {
   await api.create(MWC, undefined, webhookConfig('Mutating', port, ca));
   await api.create(VWC, undefined, webhookConfig('Validating', port, ca));
+}
+
+/** A suite's webhook server and the dir of its certificates. */
+export interface TestWebhooks {
+  hook: WebhookServer;
+  /** the certificates' dir, removed by close (a suite may keep scratch files there) */
+  dir: string;
+  /** stops the server and removes the dir */
+  close(): Promise<void>;
+}
+
+/**
+ * The admission webhooks as deploy/ registers them, served by this process: a CA and serving certificate made with
+ * openssl ({@link makeCerts}), the server on loopback with `api` as its client (and `options`), and the two webhook
+ * configurations ({@link registerWebhooks}).
+ */
+export async function startTestWebhooks(
+  api: KubeClient,
+  options: Omit<WebhookServerOptions, 'cert' | 'key' | 'host'> = {},
+): Promise<TestWebhooks> {
+  const dir = mkdtempSync(join(tmpdir(), 'kvts-webhooks-'));
+  const { ca, cert, key } = makeCerts(dir);
+  const hook = await startWebhookServer({ cert, key, host: '127.0.0.1', client: api, ...options });
+  await registerWebhooks(api, hook.port, ca);
+  return {
+    hook,
+    dir,
+    close: async () => {
+      await hook.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }

@@ -2,8 +2,7 @@
 // webhook server over TLS on loopback (a CA and serving certificate made by openssl for the test),
 // registered with failurePolicy Fail, as deploy/ will register it.
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   NOT_IMPLEMENTED_KINDS,
@@ -18,29 +17,22 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { kubeRequest, type TestEnv } from '@kubevirt-ts/testenv';
 import { formatFieldError } from './admission.js';
 import { VMIMS, VMIS, VMS, VMI_FINALIZER, type Vm, type Vmi } from './common.js';
-import { invalidVm, makeCerts, registerWebhooks, startApiserver } from './test-apiserver.js';
-import { startWebhookServer, type WebhookServer } from './webhook.js';
+import { invalidVm, startApiserver, startTestWebhooks, type TestWebhooks } from './test-apiserver.js';
 
 const NS = 'hook-test';
 let env: TestEnv;
 let api: KubeClient;
-let hook: WebhookServer;
-let certDir: string;
+let hooks: TestWebhooks;
 
 beforeAll(async () => {
   ({ env, api } = await startApiserver(NS, 'webhook-test'));
-  certDir = mkdtempSync(join(tmpdir(), 'kvts-webhook-'));
-  const { ca, cert, key } = makeCerts(certDir);
-  // with a client, as virt-controller runs it: the presets of a new VMI's namespace, the instance types of a VM
-  hook = await startWebhookServer({ cert, key, host: '127.0.0.1', client: api });
-  await registerWebhooks(api, hook.port, ca);
+  hooks = await startTestWebhooks(api);
 }, 120000);
 
 afterAll(async () => {
-  await hook?.close();
+  await hooks?.close();
   api?.close();
   await env?.stop();
-  if (certDir) rmSync(certDir, { recursive: true, force: true });
 });
 
 const badVm = invalidVm(NS);
@@ -60,7 +52,7 @@ describe('admission webhooks through the API server', () => {
   it('kubectl apply of an invalid VM prints every error with its field path, as kv-validate does', async () => {
     const expected = validateObject(badVm).map(formatFieldError);
     expect(expected.length).toBeGreaterThanOrEqual(2);
-    const file = join(certDir, 'bad-vm.json');
+    const file = join(hooks.dir, 'bad-vm.json');
     writeFileSync(file, JSON.stringify(badVm));
     const r = await kubectl('apply', '-f', file);
     expect(r.status).not.toBe(0);
@@ -343,7 +335,7 @@ describe('admission webhooks through the API server', () => {
       /admission webhook "validate\.kubevirt-ts\.kubevirt\.io" denied the request: VirtualMachineSnapshot \(snapshot\.kubevirt\.io\): not implemented by kubevirt-ts/;
     await expect(api.create(snapshots, NS, obj)).rejects.toThrow(refused);
     // a dry run is answered the same way (sideEffects: None)
-    const file = join(certDir, 'snapshot.json');
+    const file = join(hooks.dir, 'snapshot.json');
     writeFileSync(file, JSON.stringify(obj));
     const dry = await kubectl('create', '--dry-run=server', '-f', file);
     expect(dry.status).not.toBe(0);
@@ -374,7 +366,7 @@ describe('admission webhooks through the API server', () => {
   });
 
   it('failurePolicy Fail: with the webhook down, kubevirt objects are refused', async () => {
-    await hook.close();
+    await hooks.hook.close();
     await expect(
       api.create<Vm>(VMS, NS, {
         ...badVm,
