@@ -128,6 +128,9 @@ cmd_up() {
     --hostname-override "$NODE_NAME" --node-ip "$NODE_IP" --v 1
   start kube-proxy "$KUBE_DIR/kube-proxy" --config "$STATE_DIR/kube-proxy.yaml" --hostname-override "$NODE_NAME"
   wait_for "node $NODE_NAME Ready" 120 kc wait --for=condition=Ready "node/$NODE_NAME" --timeout=2s
+  # the one node runs the control plane: labelled as kubeadm/kind label theirs (kubelet may not set node-role labels
+  # itself), without their NoSchedule taint (single node); upstream's functional tests look for it (README)
+  kc label --overwrite "node/$NODE_NAME" node-role.kubernetes.io/control-plane= >/dev/null
   log "up in $((SECONDS - t0))s; node $NODE_NAME Ready; export KUBECONFIG=$ADMIN_KUBECONFIG"
 }
 
