@@ -11,14 +11,20 @@
 //   5. the launcher's start-up phases (its --trace-start marks: each process's Node start, modules loaded,
 //      libvirtd spawned / answering, ready, sync, disks prepared, domain defined / running), as ms since the
 //      spawn (medians) and the step from the phase before: less sensitive to a loaded machine than the total.
+//   6. PSS of every process (smaps_rollup: a shared page counted once per sharer), and its non-QEMU sum.
+// The launcher runs as its image runs it: the node flags of its shebang and the environment of
+// apps/virt-launcher/Containerfile's ENV line (all but PATH, e.g. LD_PRELOAD/MALLOC_CONF).
 // Usage: [KVTS_BENCH_LAUNCHER=path/to/main.js] node tools/bench-launcher.mjs [--runs N] [--quick] [--node-flags "FLAGS"]
+//        [--env "K=V ..."] [--idle-seconds S]
 //   --quick: only the launcher runs (no cold-probe run, no virsh runs): for comparing memory settings;
-//   --node-flags: run the launcher with these Node/V8 flags instead of those of its shebang.
+//   --node-flags: run the launcher with these Node/V8 flags instead of those of its shebang;
+//   --env: this environment instead of the Containerfile's (`--env ""`: none);
+//   --idle-seconds: read the memory S seconds after the ready line instead of 2 (the guest idles meanwhile).
 // (needs the test guest: bash tools/guest/build.sh)
 import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn } from 'node:child_process';
 import { chmod, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setVirtualMachineInstanceDefaults } from '@kubevirt-ts/api';
@@ -43,7 +49,30 @@ const RUNS = runsArg > 0 ? Number(process.argv[runsArg + 1]) : 3;
 const QUICK = process.argv.includes('--quick');
 const flagsArg = process.argv.indexOf('--node-flags');
 const NODE_FLAGS = flagsArg > 0 ? process.argv[flagsArg + 1].split(/\s+/).filter(Boolean) : undefined;
+const envArg = process.argv.indexOf('--env');
+const idleArg = process.argv.indexOf('--idle-seconds');
+const IDLE_MS = idleArg > 0 ? Number(process.argv[idleArg + 1]) * 1000 : 2000;
 const QEMU = { uid: LAUNCHER_UID, gid: LAUNCHER_GID };
+/** the image's environment (apps/virt-launcher/Containerfile's ENV line, but PATH), or --env's */
+function imageEnv() {
+  const text =
+    envArg > 0
+      ? `ENV ${process.argv[envArg + 1]}`
+      : readFileSync(path.join(repo, 'apps/virt-launcher/Containerfile'), 'utf8');
+  const line = /^ENV (.*)$/m.exec(text)?.[1] ?? '';
+  const env = Object.fromEntries(
+    line
+      .split(/\s+/)
+      .filter((kv) => kv.includes('='))
+      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])
+      .filter(([k]) => k !== 'PATH'),
+  );
+  // a preloaded library that is not there is skipped by the dynamic loader: measure what the image runs
+  for (const lib of env.LD_PRELOAD?.split(/[\s:]+/).filter(Boolean) ?? [])
+    if (!existsSync(lib)) throw new Error(`${lib} (LD_PRELOAD) is missing: bash tools/setup.sh`);
+  return env;
+}
+const IMAGE_ENV = imageEnv();
 const TRACES = (await readFile(path.join(path.dirname(main), 'flags.js'), 'utf8')).includes('trace-start');
 
 const median = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
@@ -126,13 +155,15 @@ async function kindOf(pid, monitorPid) {
 /** VmRSS (KiB) of each process of the standalone run under the monitor `pid`, by kind; launcher pid */
 async function runRss(pid) {
   const rss = {};
+  const pss = {};
   let launcher;
   for (const p of [pid, ...(await descendants(pid))]) {
     const kind = await kindOf(p, pid);
     if (kind === 'launcher (Node)') launcher = p;
     rss[kind] = (rss[kind] ?? 0) + (await rssKiB(p, 'VmRSS'));
+    pss[kind] = (pss[kind] ?? 0) + ((await rollup(p)).Pss ?? NaN);
   }
-  return { rss, launcher };
+  return { rss, pss, launcher };
 }
 
 async function launcherRun(i, env = {}) {
@@ -163,7 +194,7 @@ async function launcherRun(i, env = {}) {
     ],
     {
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, ...env },
+      env: { ...process.env, ...IMAGE_ENV, ...env },
     },
   );
   let out = '';
@@ -171,6 +202,7 @@ async function launcherRun(i, env = {}) {
   let readyMs;
   let rssAtReady;
   let perProcess;
+  let perProcessPss;
   let lpid;
   let smaps;
   const exited = new Promise((r) => child.on('exit', (code) => r(code)));
@@ -180,10 +212,11 @@ async function launcherRun(i, env = {}) {
       out += d;
       if (readyMs === undefined && out.includes(READY)) {
         readyMs = performance.now() - t0;
-        await sleep(2000); // steady state: the guest is idle
+        await sleep(IDLE_MS); // steady state: the guest is idle
         const r = await runRss(child.pid);
         lpid = r.launcher;
         perProcess = r.rss;
+        perProcessPss = r.pss;
         rssAtReady = r.rss['launcher (Node)'];
         smaps = await rollup(r.launcher);
         resolve();
@@ -212,7 +245,7 @@ async function launcherRun(i, env = {}) {
   const code = await exited;
   await rm(dir, { recursive: true, force: true });
   if (code !== 0) throw new Error(`launcher run ${i} exited ${code}\n${err}`);
-  return { readyMs, rssAtReady, hwm, perProcess, smaps, phases: phases() };
+  return { readyMs, rssAtReady, hwm, perProcess, perProcessPss, smaps, phases: phases() };
 }
 
 /** A session libvirtd for `virsh create` runs; run(i) starts domain i and resolves with ms to its ready line. */
@@ -288,6 +321,13 @@ async function benchMain() {
     console.log(`runs: ${RUNS} (medians; TCG emulation; --quick: no virsh runs)`);
     console.log(`node flags: ${NODE_FLAGS ? NODE_FLAGS.join(' ') : "(the shebang's)"}`);
     console.log(
+      `environment: ${
+        Object.entries(IMAGE_ENV)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(' ') || '(none)'
+      }`,
+    );
+    console.log(
       `launcher start -> guest ready line:   ${fmt(lMs)}   [${launcher.map((r) => fmt(r.readyMs)).join(', ')}]`,
     );
     printMemory(launcher);
@@ -342,18 +382,27 @@ function printMemory(launcher) {
     `launcher peak RSS (VmHWM, Node only):  ${(median(launcher.map((r) => r.hwm)) / 1024).toFixed(1)} MiB`,
   );
   console.log(
-    `RSS per process, 2 s after the ready line (medians; ${process.getuid?.() === 0 ? 'root: the run is in a PID namespace' : 'not root'}):`,
+    `RSS / PSS per process, ${IDLE_MS / 1000} s after the ready line (medians; ${process.getuid?.() === 0 ? 'root: the run is in a PID namespace' : 'not root'}):`,
   );
   const kinds = [...new Set(launcher.flatMap((r) => Object.keys(r.perProcess)))];
   let sum = 0;
+  let pssSum = 0;
   for (const k of kinds) {
     const m = median(launcher.map((r) => r.perProcess[k] ?? 0));
-    if (k !== 'qemu') sum += m;
-    console.log(`  ${k.padEnd(38)} ${(m / 1024).toFixed(1)} MiB`);
+    const p = median(launcher.map((r) => r.perProcessPss[k] ?? 0));
+    if (k !== 'qemu') {
+      sum += m;
+      pssSum += p;
+    }
+    console.log(`  ${k.padEnd(38)} ${(m / 1024).toFixed(1)} MiB / ${(p / 1024).toFixed(1)} MiB`);
   }
   console.log(
-    `non-QEMU sum (every process but QEMU): ${(sum / 1024).toFixed(1)} MiB   (issue 12 goal: <= 110 MiB)`,
+    `non-QEMU sum (every process but QEMU): RSS ${(sum / 1024).toFixed(1)} MiB (issue 12 goal: <= 110 MiB), PSS ${(pssSum / 1024).toFixed(1)} MiB`,
   );
+  const nonQemuPss = launcher.map(
+    (r) => Object.entries(r.perProcessPss).reduce((a, [k, v]) => a + (k === 'qemu' ? 0 : v), 0) / 1024,
+  );
+  console.log(`non-QEMU PSS per run: ${nonQemuPss.map((x) => x.toFixed(1)).join(', ')} MiB`);
 }
 
 benchMain().catch((e) => {

@@ -1,7 +1,13 @@
 // Benchmark of the node agent with fake-fast launchers (real CmdServers + NotifyClients in this
-// process, no libvirt): a handler process (bench-child) against a real kube-apiserver (testenv).
-// Prints VMIs synced per second, status writes per VMI up to Running, and the handler's RSS.
+// process, no libvirt): a handler process against a real kube-apiserver (testenv).
+// Prints VMIs synced per second, status writes per VMI up to Running, the handler's CPU per VMI synced,
+// and its RSS and PSS (3 s after the last VMI is Running, and after 30 s idle).
 //   npm run bench:handler [-- VMIS]      (default 50)
+// The handler process is the image's program: apps/virt-handler's dist/main.js with the node flags of
+// apps/virt-handler/Containerfile's ENTRYPOINT and its ENV (but PATH). Overrides: BENCH_HANDLER_NODE_FLAGS="..."
+// (node flags instead of the ENTRYPOINT's), BENCH_HANDLER_ENV="K=V ..." (instead of the ENV line's; "" for none),
+// BENCH_HANDLER_MAIN=FILE (another build of the app), BENCH_HANDLER_CHILD=1 (the package's bench-child instead of
+// the app: it prints its heap breakdown).
 import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
@@ -17,7 +23,7 @@ import {
 import { CmdServer, NotifyClient, type DomainModel } from '@kubevirt-ts/cmd-protocol';
 import { createLogger } from '@kubevirt-ts/log';
 import { serverSideApply, startTestEnv, type KubeObject } from '@kubevirt-ts/testenv';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { podNotifyPipePath, podPublicDir, podSocketsDir } from './launchers.js';
 
 const N = Number(process.argv[2] ?? 50);
@@ -25,6 +31,47 @@ const NODE = 'bench-node';
 const NS = 'bench';
 const repo = fileURLToPath(new URL('../../../', import.meta.url));
 const quiet = createLogger({ component: 'bench', level: 'error' });
+const CHILD = process.env.BENCH_HANDLER_CHILD === '1';
+const APP_MAIN = process.env.BENCH_HANDLER_MAIN ?? path.join(repo, 'apps/virt-handler/dist/main.js');
+
+/** the node flags (ENTRYPOINT) and environment (ENV, but PATH) apps/virt-handler's Containerfile runs with */
+function deployedNode(): { flags: string[]; env: Record<string, string> } {
+  const text = readFileSync(path.join(repo, 'apps/virt-handler/Containerfile'), 'utf8');
+  const entry = /^ENTRYPOINT (\[.*\])$/m.exec(text);
+  const envLine =
+    process.env.BENCH_HANDLER_ENV !== undefined
+      ? process.env.BENCH_HANDLER_ENV
+      : (/^ENV (.*)$/m.exec(text)?.[1] ?? '');
+  if (!entry) throw new Error('bench: no ENTRYPOINT line in apps/virt-handler/Containerfile');
+  const flags =
+    process.env.BENCH_HANDLER_NODE_FLAGS !== undefined
+      ? process.env.BENCH_HANDLER_NODE_FLAGS.split(' ').filter(Boolean)
+      : (JSON.parse(entry[1]!) as string[]).filter((a) => a.startsWith('--'));
+  const env = Object.fromEntries(
+    envLine
+      .split(/\s+/)
+      .filter((kv) => kv.includes('='))
+      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])
+      .filter(([k]) => k !== 'PATH'),
+  ) as Record<string, string>;
+  // a preloaded library that is not there is skipped by the dynamic loader with a warning: measure what the image runs
+  for (const lib of env['LD_PRELOAD']?.split(/[\s:]+/).filter(Boolean) ?? [])
+    if (!existsSync(lib)) throw new Error(`bench: ${lib} (LD_PRELOAD) is missing: bash tools/setup.sh`);
+  return { flags, env };
+}
+
+/** RSS and PSS (MiB) of a process, from /proc/<pid>/smaps_rollup */
+async function memOf(pid: number): Promise<{ rss: number; pss: number }> {
+  const t = await readFile(`/proc/${pid}/smaps_rollup`, 'utf8');
+  const kib = (f: string) => Number(new RegExp(`^${f}:\\s+(\\d+) kB`, 'm').exec(t)?.[1]);
+  return { rss: kib('Rss') / 1024, pss: kib('Pss') / 1024 };
+}
+
+/** user + system CPU ms of a process so far (/proc/<pid>/stat) */
+async function cpuMs(pid: number): Promise<number> {
+  const f = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]!.split(' ');
+  return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // utime, stime in clock ticks (USER_HZ 100)
+}
 
 const env = await startTestEnv();
 const base = await mkdtemp(path.join(tmpdir(), 'kvhb-'));
@@ -98,24 +145,60 @@ try {
     launchers.push(entry);
   }
 
-  child = spawn(
-    process.execPath,
-    [
-      '--expose-gc',
-      // V8 flags of the handler process under test (e.g. what apps/virt-handler's image sets)
-      ...(process.env.BENCH_HANDLER_NODE_FLAGS ?? '').split(' ').filter(Boolean),
-      fileURLToPath(new URL('./bench-child.js', import.meta.url)),
-      env.kubeconfigPath,
-      podsDir,
-      path.join(base, 'handler'),
-      NODE,
-    ],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
+  const deployed = deployedNode();
+  let address: string | undefined;
+  const handlerDir = path.join(base, 'handler');
+  child = CHILD
+    ? spawn(
+        process.execPath,
+        [
+          '--expose-gc',
+          ...deployed.flags,
+          fileURLToPath(new URL('./bench-child.js', import.meta.url)),
+          env.kubeconfigPath,
+          podsDir,
+          handlerDir,
+          NODE,
+        ],
+        { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...deployed.env } },
+      )
+    : spawn(
+        process.execPath,
+        [
+          ...deployed.flags,
+          APP_MAIN,
+          `--node-name=${NODE}`,
+          `--kubeconfig=${env.kubeconfigPath}`,
+          `--pods-dir=${podsDir}`,
+          `--kubevirt-share-dir=${handlerDir}`,
+          `--launcher-uid=${process.getuid?.() ?? 0}`,
+          // nothing on this host's kubelet: no device plugins (the app registers them with the host's kubelet by
+          // default, replacing a running cluster's handler's), container-disk mounts under the bench's dir
+          '--device-plugin-dir=',
+          '--container-disk-helper=',
+          `--host-pods-dir=${podsDir}`,
+          '--port=0',
+          '--log-level=info',
+        ],
+        // the app logs on stderr: read there for its address
+        { stdio: ['ignore', 'inherit', 'pipe'], env: { ...process.env, ...deployed.env } },
+      );
   let out = '';
-  child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
-  while (!out.includes('\n')) await sleep(50);
-  const metricsUrl = `${out.trim()}/metrics`;
+  (CHILD ? child.stdout! : child.stderr!).setEncoding('utf8').on('data', (d: string) => {
+    if (!address) out += d;
+  });
+  while (!address) {
+    if (child.exitCode !== null) throw new Error(`the handler exited ${child.exitCode}: ${out}`);
+    address = CHILD
+      ? out.includes('\n')
+        ? out.split('\n')[0]!.trim()
+        : undefined
+      : /serving \/healthz and \/metrics on (\S+?)"/.exec(out)?.[1];
+    await sleep(50);
+  }
+  if (!address.startsWith('http')) address = `http://${address}`;
+  const metricsUrl = `${address}/metrics`;
+  const cpu0 = await cpuMs(child.pid!);
 
   // virt-controller's part, all at once: status Scheduled + activePods and the node label (one write)
   const t0 = Date.now();
@@ -138,17 +221,37 @@ try {
     await sleep(100);
   }
   const secs = (Date.now() - t0) / 1000;
+  const cpuSync = (await cpuMs(child.pid!)) - cpu0;
   await sleep(3000); // let anything pending settle
   const metrics = await (await fetch(metricsUrl)).text();
-  child.kill('SIGUSR2'); // the child prints its memory breakdown (after a GC) on stderr
+  // the bench child prints its memory breakdown (after a GC) on stderr; the app has no SIGUSR2 handler
+  if (CHILD) child.kill('SIGUSR2');
   await sleep(500);
   const writes = Number(/^kubevirt_handler_vmi_status_writes_total\{[^}]*\} (\d+)/m.exec(metrics)?.[1]);
-  const rss =
-    Number(/VmRSS:\s+(\d+) kB/.exec(await readFile(`/proc/${child.pid}/status`, 'utf8'))?.[1]) / 1024;
-  console.log(`VMIs: ${N} fake-fast launchers, handler ${process.version}`);
+  const settled = await memOf(child.pid!);
+  const cpuIdle0 = await cpuMs(child.pid!);
+  await sleep(30_000); // idle: V8's memory reducer and the allocator's decay act within seconds
+  const idle = await memOf(child.pid!);
+  const cpuIdle = (await cpuMs(child.pid!)) - cpuIdle0;
+  const what = CHILD ? 'bench-child' : path.relative(repo, APP_MAIN);
+  console.log(`VMIs: ${N} fake-fast launchers, handler ${process.version} (${what})`);
+  console.log(`  node flags: ${deployed.flags.join(' ') || '(none)'}`);
+  console.log(
+    `  environment: ${
+      Object.entries(deployed.env)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' ') || '(none)'
+    }`,
+  );
   console.log(`  Scheduled -> Running for all: ${secs.toFixed(2)} s, ${(N / secs).toFixed(1)} VMIs synced/s`);
+  console.log(
+    `  handler CPU while syncing: ${(cpuSync / N).toFixed(1)} ms per VMI; idle 30 s: ${cpuIdle} ms`,
+  );
   console.log(`  status writes per VMI up to Running: ${(writes / N).toFixed(2)} (goal <= 2)`);
-  console.log(`  handler RSS with ${N} launchers: ${rss.toFixed(1)} MiB (goal <= 40)`);
+  console.log(
+    `  handler RSS / PSS with ${N} launchers: ${settled.rss.toFixed(1)} / ${settled.pss.toFixed(1)} MiB 3 s after; ` +
+      `${idle.rss.toFixed(1)} / ${idle.pss.toFixed(1)} MiB after 30 s idle (goal <= 40)`,
+  );
 } finally {
   child?.kill('SIGTERM');
   if (child && child.exitCode === null) await new Promise((r) => child!.once('exit', r));
