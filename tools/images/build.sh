@@ -185,7 +185,12 @@ build_app() {
   mkdir -p "$ctx/node/bin"
   cp "$node_dir/bin/node" "$ctx/node/bin/node"
   app_bundle "$app" "$ctx/opt/kubevirt-ts"
-  if [ "$app" = virt-launcher ]; then cp "$(static_bin container-disk)" "$ctx/container-disk"; fi
+  if [ "$app" = virt-launcher ]; then
+    cp "$(static_bin container-disk)" "$ctx/container-disk"
+    mkdir -p "$ctx/ovmf"
+    local f
+    for f in $IMG_FILES_LAUNCHER_OVMF; do deb_file "${f%%:*}" "${f#*:}" "$ctx/ovmf/$(basename "${f#*:}")"; done
+  fi
   if [ "$app" = virt-handler ]; then
     cp "$(static_bin hostmount)" "$ctx/kvts-hostmount"
     deb_file "${IMG_FILE_HANDLER_SECCOMP%%:*}" "${IMG_FILE_HANDLER_SECCOMP#*:}" "$ctx/seccomp.json"

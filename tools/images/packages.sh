@@ -11,6 +11,9 @@ IMG_PKGS_HANDLER="$IMG_PKGS_BASE,iproute2,nftables,util-linux,libjemalloc2"
 IMG_FILE_HANDLER_SECCOMP="golang-github-containers-common:/usr/share/containers/seccomp.json"
 # virt-launcher: libvirt (session daemon), QEMU, disks, cloud-init ISOs, guest networking, a reaping PID 1
 IMG_PKGS_LAUNCHER="$IMG_PKGS_BASE,libvirt-daemon,libvirt-daemon-driver-qemu,libvirt-clients,qemu-system-x86,qemu-utils,genisoimage,xorriso,nftables,iproute2,passt,tini,util-linux"
+# virt-launcher also gets four files of Debian's ovmf (the whole package is 15 MiB of variants): the EFI code and variable
+# store templates the converter names (packages/converter/src/context.ts DEFAULT_EFI), without and with Secure Boot
+IMG_FILES_LAUNCHER_OVMF="ovmf:/usr/share/OVMF/OVMF_CODE.fd ovmf:/usr/share/OVMF/OVMF_VARS.fd ovmf:/usr/share/OVMF/OVMF_CODE.secboot.fd ovmf:/usr/share/OVMF/OVMF_VARS.ms.fd"
 # virt-controller: jemalloc, its allocator (apps/virt-controller/Containerfile: it gives freed memory back to the
 # system where glibc's malloc kept it, 7-8 MiB of its RSS; npm run bench:controller)
 IMG_PKGS_CONTROLLER="$IMG_PKGS_BASE,libjemalloc2"

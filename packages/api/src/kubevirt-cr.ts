@@ -15,7 +15,12 @@ const PosInt = (description?: string) =>
 /** `spec.configuration.developerConfiguration`: the parts kubevirt-ts implements. */
 export const DeveloperConfigurationSchema = Loose({
   useEmulation: Opt(Bool('no /dev/kvm: QEMU emulates the CPU (TCG); launcher Pods ask for no kvm device')),
-  featureGates: Opt(Arr(Str(), 'feature gates turned on; known: HostDisk')),
+  featureGates: Opt(
+    Arr(
+      Str(),
+      'feature gates turned on: any name is kept (as upstream); acted on: HostDisk, the others are reported NotImplemented',
+    ),
+  ),
   cpuAllocationRatio: Opt(PosInt('vCPUs per requested host CPU when a VMI requests no CPU (default 10)')),
   memoryOvercommit: Opt(PosInt('guest memory / (memoryOvercommit/100) is requested (percent, default 100)')),
 });
@@ -116,6 +121,7 @@ export const KubeVirtStatusSchema = Loose({
   observedKubeVirtVersion: Opt(Str()),
   targetKubeVirtVersion: Opt(Str()),
   observedKubeVirtRegistry: Opt(Str()),
+  defaultArchitecture: Opt(Str('the architecture VMIs that name none get (amd64, arm64, ...)')),
   targetKubeVirtRegistry: Opt(Str()),
 });
 /** The KubeVirt CR's `status`: phase, conditions, observedGeneration and versions. */
@@ -144,6 +150,10 @@ const MATCHES_WHAT_WE_DO: Record<string, unknown> = { 'spec.imagePullPolicy': 'I
 const VALUES_NOT_IMPLEMENTED: Record<string, unknown[]> = {
   'spec.configuration.vmRolloutStrategy': ['LiveUpdate'],
 };
+
+/** The feature gates kubevirt-ts acts on; any other name is kept (upstream's e2e configuration turns on many) and
+ * reported as not implemented. `HostDisk`: hostDisk volumes (files on the node's filesystem). */
+export const FEATURE_GATES_ACTED_ON = ['HostDisk'] as const;
 
 /** What the KubeVirt CR's configuration sets for new VMs and VMIs: defaults and the rollout of changes. */
 export interface ClusterDefaults extends DefaultsOptions {
@@ -208,5 +218,11 @@ export function kubeVirtNotImplemented(kv: { spec?: unknown }): string[] {
     for (const [k, v] of Object.entries(value as Record<string, unknown>)) walk(v, props[k], `${path}.${k}`);
   };
   walk(kv.spec, KubeVirtSpecSchema, 'spec');
+  const gates = (kv.spec as KubeVirt['spec'] | undefined)?.configuration?.developerConfiguration
+    ?.featureGates;
+  (Array.isArray(gates) ? gates : []).forEach((g, i) => {
+    if (!(FEATURE_GATES_ACTED_ON as readonly unknown[]).includes(g))
+      out.push(`spec.configuration.developerConfiguration.featureGates[${i}]=${String(g)}`);
+  });
   return out;
 }

@@ -22,12 +22,16 @@ export interface EFIConfiguration {
   secureVars: string;
 }
 
-/** Default EFI firmware: the OVMF files under /usr/share/OVMF, named as in upstream's launcher image. */
+/**
+ * Default EFI firmware: Debian 12's OVMF files under /usr/share/OVMF (package ovmf; the launcher image carries these
+ * four), the 2 MiB flash layout. Secure Boot uses Debian's variable store with Microsoft's keys enrolled and Secure
+ * Boot on (`OVMF_VARS.ms.fd`: upstream's CentOS-based image names its equivalent `OVMF_VARS.secboot.fd`).
+ */
 export const DEFAULT_EFI: EFIConfiguration = {
   code: '/usr/share/OVMF/OVMF_CODE.fd',
   vars: '/usr/share/OVMF/OVMF_VARS.fd',
   secureCode: '/usr/share/OVMF/OVMF_CODE.secboot.fd',
-  secureVars: '/usr/share/OVMF/OVMF_VARS.secboot.fd',
+  secureVars: '/usr/share/OVMF/OVMF_VARS.ms.fd',
 };
 
 /** Facts about a volume's image the launcher found on disk (upstream's DisksInfo). */

@@ -171,7 +171,7 @@ describe('firmware and OS', () => {
     });
     expect(d.os.nvram).toEqual({
       path: '/var/lib/libvirt/qemu/nvram/efi-vm_VARS.fd',
-      template: '/usr/share/OVMF/OVMF_VARS.secboot.fd',
+      template: '/usr/share/OVMF/OVMF_VARS.ms.fd',
     });
     expect(d.features?.smm).toBe(true);
   });

@@ -171,6 +171,7 @@ it('creates the default KubeVirt CR, Deploying until the components are rolled o
   expect(cond(deployed, 'Degraded')).toMatchObject({ status: 'False', reason: 'AllComponentsReady' });
   expect(cond(deployed, 'Created')).toMatchObject({ status: 'True', reason: 'AllResourcesCreated' });
   expect(deployed.status!.observedKubeVirtVersion).toBe('v0.1.0');
+  expect(deployed.status!.defaultArchitecture).toBe(process.arch === 'x64' ? 'amd64' : process.arch);
 
   // nothing changed: a reconcile writes nothing
   operator.queue.add(`${NS}/${KUBEVIRT_CR_NAME}`);

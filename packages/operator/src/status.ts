@@ -39,6 +39,9 @@ export interface Components {
   deploymentError?: string | undefined;
 }
 
+/** Node's process.arch as Go (and Kubernetes) name the architecture */
+const GO_ARCH: Record<string, string> = { x64: 'amd64', arm64: 'arm64', s390x: 's390x', ppc64: 'ppc64le' };
+
 /** upstream's condition reasons (virt-operator) and this project's two */
 export const REASONS = {
   ready: 'AllComponentsReady',
@@ -146,6 +149,9 @@ export function kubeVirtStatus(kv: KubeVirt, components: Components, o: StatusOp
     conditions,
     operatorVersion: o.version,
     targetKubeVirtVersion: o.version,
+    // upstream's operator: the architecture VMIs get when they name none (its own; architectureConfiguration is not
+    // implemented here), which upstream's tools read from the CR
+    defaultArchitecture: GO_ARCH[process.arch] ?? process.arch,
   };
   if (ready && !deleting) status.observedKubeVirtVersion = o.version;
   if (kv.metadata.generation !== undefined) status.observedGeneration = kv.metadata.generation;

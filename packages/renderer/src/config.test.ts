@@ -193,7 +193,7 @@ describe('kubeVirtNotImplemented', () => {
           imagePullPolicy: 'IfNotPresent',
           configuration: {
             developerConfiguration: {
-              featureGates: [],
+              featureGates: ['HostDisk', 'CPUManager'],
               useEmulation: true,
               logVerbosity: { virtLauncher: 4 },
             },
@@ -211,6 +211,7 @@ describe('kubeVirtNotImplemented', () => {
       'spec.configuration.migrations.nodeDrainTaintKey',
       'spec.configuration.vmRolloutStrategy=LiveUpdate',
       'spec.infra',
+      'spec.configuration.developerConfiguration.featureGates[1]=CPUManager',
     ]);
     expect(kubeVirtNotImplemented({ spec: { imagePullPolicy: 'Always' } })).toEqual(['spec.imagePullPolicy']);
     expect(kubeVirtNotImplemented({})).toEqual([]);

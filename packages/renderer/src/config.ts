@@ -1,6 +1,6 @@
 // Cluster-wide settings the renderer needs: the KubeVirt CR's spec.configuration (deploy/30-kubevirt.yaml) on top of
 // what virt-controller's flags set.
-import { parseQuantity, type KubeVirtConfiguration } from '@kubevirt-ts/api';
+import { FEATURE_GATES_ACTED_ON, parseQuantity, type KubeVirtConfiguration } from '@kubevirt-ts/api';
 
 export interface RendererConfig {
   /** the virt-launcher image, e.g. "registry.example.com/kubevirt-ts/virt-launcher:0.1.0" (required) */
@@ -155,8 +155,8 @@ function resolveMigration(c: Partial<RendererConfig>): MigrationConfiguration {
   return r;
 }
 
-/** Feature gates this renderer acts on (others are accepted and ignored). */
-export const FEATURE_GATES = ['HostDisk'] as const;
+/** Feature gates this renderer acts on (others are kept; virt-operator reports them in NotImplemented). */
+export const FEATURE_GATES = FEATURE_GATES_ACTED_ON;
 export type FeatureGate = (typeof FEATURE_GATES)[number];
 
 export type ResolvedConfig = Required<Omit<RendererConfig, 'imagePullSecrets' | 'pvcVolumeModes'>> &
