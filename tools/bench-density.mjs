@@ -139,6 +139,25 @@ function memoryOf(pid) {
   return { pss, guestRss };
 }
 
+/** a Kubernetes memory quantity in bytes (the forms the renderer writes: Ki/Mi/Gi or bytes) */
+function memBytes(q) {
+  const m = /^(\d+)(Ki|Mi|Gi)?$/.exec(q ?? '');
+  return m ? Number(m[1]) * { Ki: 1024, Mi: MiB, Gi: 1024 * MiB }[m[2]] || Number(m[1]) : 0;
+}
+
+/** the peak memory use of a Pod's cgroup (cgroup v1 memory controller, any QoS class) */
+function podMemoryPeak(uid) {
+  for (const qos of ['burstable/', 'besteffort/', ''])
+    try {
+      return Number(
+        readFileSync(`/sys/fs/cgroup/memory/kubepods/${qos}pod${uid}/memory.max_usage_in_bytes`, 'utf8'),
+      );
+    } catch {
+      /* another QoS class */
+    }
+  return 0;
+}
+
 /** what the VMIs of this run could leave on the node */
 function leftovers(podUids) {
   const left = [];
@@ -227,6 +246,17 @@ async function scale(n) {
       pods = getJson('pods', '-n', NS)?.items ?? [];
       const failed = vmis.filter((v) => v.status?.phase === 'Failed');
       if (failed.length) throw new Error(`VMIs Failed: ${failed.map((v) => v.metadata.name).join(', ')}`);
+      // a launcher Pod the scheduler has refused for a minute will not start: say why (the node's CPU or memory
+      // cannot take the requests of N launcher Pods) instead of waiting
+      for (const p of pods) {
+        const c = p.status?.conditions?.find((x) => x.type === 'PodScheduled');
+        if (
+          c?.status === 'False' &&
+          c.reason === 'Unschedulable' &&
+          Date.now() - ts(c.lastTransitionTime) > 60_000
+        )
+          throw new Error(`launcher Pod ${p.metadata.name} unschedulable for a minute: ${c.message}`);
+      }
       for (const v of vmis) {
         if (readyAt.has(v.metadata.name)) continue;
         const pod = pods.find((p) => p.metadata.labels?.['kubevirt.io/created-by'] === v.metadata.uid);
@@ -252,6 +282,14 @@ async function scale(n) {
     const part = partOf(p, podUids);
     if (part === 'qemu') qemuGuestRss += memoryOf(p.pid).guestRss;
     else if (part === 'launchers') pss += memoryOf(p.pid).pss;
+  }
+  // each launcher Pod's memory peak (its cgroup's max_usage_in_bytes) against its memory request
+  const peaks = [];
+  let request = 0;
+  for (const p of pods) {
+    request = Math.max(request, ...p.spec.containers.map((c) => memBytes(c.resources?.requests?.memory)));
+    const peak = podMemoryPeak(p.metadata.uid);
+    if (peak) peaks.push(peak);
   }
   const component = (re) => procs.filter((p) => re.test(p.cmdline) && !p.comm.startsWith('sh'));
   const handler = component(/@kubevirt-ts\/virt-handler\//);
@@ -352,6 +390,10 @@ async function scale(n) {
   console.log(
     `node memory: MemAvailable ${(before / MiB).toFixed(0)} MiB before, ${(running / MiB).toFixed(0)} MiB with ${n} running, ${(after / MiB).toFixed(0)} MiB after the delete (${(((after - before) / before) * 100).toFixed(1)} %); per VM: ${out.marginalMiB.toFixed(0)} MiB marginal, ${out.marginalNoGuestMiB.toFixed(0)} MiB without the guest's RAM (goal <= 80), launcher processes' PSS without QEMU ${out.pssMiB.toFixed(0)} MiB`,
   );
+  if (peaks.length)
+    console.log(
+      `launcher Pod memory peak (cgroup): median ${(median(peaks) / MiB).toFixed(0)} MiB, max ${(Math.max(...peaks) / MiB).toFixed(0)} MiB, against its request ${(request / MiB).toFixed(0)} MiB (${((request / Math.max(...peaks) - 1) * 100).toFixed(0)} % over the max)`,
+    );
   console.log(
     `CPU seconds, first create -> last guest ready (${s(allReady - t0)} s): ${Object.entries(cpuDelta)
       .sort((a, b) => b[1] - a[1])
@@ -371,7 +413,13 @@ requireDeployedCluster('bench:density');
 if (getJson('namespace', NS))
   throw new Error(`bench:density: namespace ${NS} exists (an earlier run?): delete it first`);
 const results = [];
-for (const n of SCALES) results.push(await scale(n));
+for (const n of SCALES)
+  try {
+    results.push(await scale(n));
+  } catch (e) {
+    kubectl('delete', 'namespace', NS, '--wait=true', '--timeout=600s');
+    throw e;
+  }
 const last = results.at(-1);
 const bad = results.flatMap((r) => [...r.restarts, ...r.left]);
 if (bad.length) console.log(`\nFAILED: ${bad.join('; ')}`);
