@@ -5,7 +5,7 @@ import { PassThrough } from 'node:stream';
 import os from 'node:os';
 import path from 'node:path';
 import { CmdClient, launcherSocketPath } from '@kubevirt-ts/cmd-protocol';
-import { ExitCode, type LauncherError } from './errors.js';
+import { ExitCode, LauncherError } from './errors.js';
 import { Launcher, type LauncherConfig } from './launcher.js';
 import { createLogger } from '@kubevirt-ts/log';
 import { openDomainLayer, type DomainEventLike, type DomainLayer } from './wiring.js';
@@ -276,6 +276,15 @@ describe('Launcher lifecycle', () => {
     client.close();
     await l.terminate();
     expect(calls).toContain('stop-early-daemon');
+  });
+
+  it("the dirs stage makes EFI's variable store dir under the root (standalone; a Pod mounts an emptyDir there)", async () => {
+    const { l, client } = await started(config());
+    const nvramDir = path.dirname(l.paths.nvramFile('vm'));
+    expect(nvramDir.startsWith(root + '/')).toBe(true);
+    expect((await stat(nvramDir)).isDirectory()).toBe(true);
+    client.close();
+    await l.abort(new LauncherError('test over', 0, 'ready'));
   });
 
   it('a start that fails before the libvirtd stage still stops the early daemon (nothing left)', async () => {

@@ -154,8 +154,16 @@ export class Launcher extends EventEmitter {
       // only dirs made here are chown-ed/chmod-ed: an existing one (a Pod's emptyDir, a user's
       // --work-dir) is not the launcher's to change
       const privateDir = this.paths.vmiPrivateDir(c.uid);
-      for (const d of dirs) {
-        if ((await mkdir(d, { recursive: true })) === undefined) continue;
+      // EFI's variable store: a Pod mounts an emptyDir there when the VMI uses EFI (else the image's /var/lib is not
+      // the launcher's to write, and nothing needs the dir); standalone, it is made under the work dir
+      const nvramDir = path.dirname(this.paths.nvramFile('x'));
+      for (const d of [...dirs, nvramDir]) {
+        const made = await mkdir(d, { recursive: true }).catch((e: NodeJS.ErrnoException) => {
+          if (d === nvramDir && (e.code === 'EACCES' || e.code === 'EROFS' || e.code === 'EPERM'))
+            return undefined;
+          throw e;
+        });
+        if (made === undefined) continue;
         if (owner && process.getuid?.() === 0) await chown(d, owner.uid, owner.gid);
         if (d === privateDir) await chmod(d, 0o700);
       }
