@@ -421,10 +421,13 @@ describe('volumes', () => {
     },
   );
 
-  it('an unknown feature gate is refused, naming it', () => {
-    expect(renderError(() => render(vmi(), { featureGates: ['Hostdisk'] })).path).toBe(
-      'config.featureGates[0]',
+  it('a feature gate it does not know is kept and acts on nothing (as upstream; virt-operator reports it)', () => {
+    // a misspelt HostDisk does not turn hostDisk volumes on
+    const v = vmi({ volumes: [{ name: 'host', hostDisk: { path: '/data/disk.img', type: 'Disk' } }] });
+    expect(renderError(() => render(v, { featureGates: ['Hostdisk'] })).path).toBe(
+      'spec.volumes[0].hostDisk',
     );
+    expect(render(vmi(), { featureGates: ['CPUManager'] }).kind).toBe('Pod');
     expect(
       rendererConfigFromKubeVirt(
         { developerConfiguration: { featureGates: ['HostDisk'] } },
