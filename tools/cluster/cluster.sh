@@ -12,6 +12,7 @@
 #   deploy          kubectl apply -f $STATE_DIR/deploy
 #   env             print `export KUBECONFIG=...` for a shell
 #   node-pid NODE   the root-namespace pid of NODE's init (/proc/<pid>/root is the node's file system view)
+#   kill-node NODE  a power cut of NODE: every process of it killed at once (up again restarts it)
 #   leftovers       what down would complain about
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -488,6 +489,19 @@ case "${1:-}" in
     for i in $(seq "$(nodes_up)"); do [ "$(node_name "$i")" = "${2:-}" ] && { node_init_pid "$i"; exit 0; }; done
     die "node-pid: no node '${2:-}' is up"
     ;;
+  kill-node)
+    # a power cut: SIGKILL of the node's init ends every process of the node at once (kubelet, containerd, shims,
+    # Pods); its network namespace (devices, addresses, rules) stays; `up --nodes N` again starts it anew
+    for i in $(seq "$(nodes_up)"); do
+      [ "$(node_name "$i")" = "${2:-}" ] || continue
+      init="$(node_init_pid "$i")"
+      kill -KILL "$init" 2>/dev/null || die "kill-node: ${2:-}'s init is not running"
+      for _ in $(seq 100); do kill -0 "$init" 2>/dev/null || break; sleep 0.1; done
+      log "${2:-}: init $init and every process of the node killed"
+      exit 0
+    done
+    die "kill-node: no node '${2:-}' is up"
+    ;;
   leftovers) leftovers ;;
-  *) echo "usage: tools/cluster.sh up [--nodes N]|down|status|load-images|deploy|env|node-pid NODE|leftovers" >&2; exit 2 ;;
+  *) echo "usage: tools/cluster.sh up [--nodes N]|down|status|load-images|deploy|env|node-pid NODE|kill-node NODE|leftovers" >&2; exit 2 ;;
 esac

@@ -19,7 +19,7 @@ mount --move "$dir/mnt/cgroup" /sys/fs/cgroup
 
 # the namespace started as a copy of the root namespace's mounts: drop the copies under the paths that are the
 # node's own (another cluster's Pod volumes, overlays, netns files), so the node pins nothing of the root namespace
-own=(/run /var/lib/kubelet /var/lib/kubevirt-ts /var/lib/kubevirt-ts-storage/local /var/log/pods /var/log/containers)
+own=(/run /var/lib/kubelet /var/lib/cni /var/lib/kubevirt-ts /var/lib/kubevirt-ts-storage/local /var/log/pods /var/log/containers)
 awk '{print $5}' /proc/self/mountinfo | sort -r | while read -r m; do
   for p in "${own[@]}"; do
     if [ "$m" = "$p" ] || [[ "$m" == "$p"/* ]]; then umount -l "$m" 2>/dev/null || true; break; fi
@@ -42,6 +42,9 @@ bind() { # bind SRC DST
 }
 bind "$dir/kubelet" /var/lib/kubelet
 mount --make-rshared /var/lib/kubelet
+# the CNI host-local IPAM's allocations and the CNI result cache (both nodes' plugins would share one dir, keyed
+# by network name, and one last_reserved_ip pointer)
+bind "$dir/cni-state" /var/lib/cni
 bind "$dir/kubevirt-ts" /var/lib/kubevirt-ts
 bind "$dir/storage-local" /var/lib/kubevirt-ts-storage/local
 # kubelet removes /var/log/pods/<pod> dirs of Pods it does not know: each node needs its own

@@ -5,6 +5,15 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 source "$here/config.sh"
 
+# put FILE: stdin into FILE, written only when it differs (kube-proxy exits when its config file is written to,
+# even with the same content: a second `up` must not touch the file of a running kube-proxy)
+put() {
+  local t
+  t="$(mktemp "$1.XXXXXX")"
+  cat >"$t"
+  if cmp -s "$t" "$1"; then rm -f "$t"; else mv -f "$t" "$1"; fi
+}
+
 render_node() {
   local i="$1" name dir ip cidr state sock
   name="$(node_name "$i")"
@@ -14,7 +23,7 @@ render_node() {
   state="$(node_containerd_state "$i")"
   sock="$(node_containerd_sock "$i")"
   mkdir -p "$dir/cni/net.d"
-  cat >"$dir/containerd.toml" <<CONF
+  put "$dir/containerd.toml" <<CONF
 version = 2
 root = "$(node_containerd_root "$i")"
 state = "$state"
@@ -47,7 +56,7 @@ CONF
   # no ipMasq: Pods reach the other node's Pods, the API server and the root namespace's client address by routes
   # (nothing beyond the fabric is reachable), so their source addresses stay visible, as in kind; kube-proxy
   # masquerades what it must (Service traffic from outside $CLUSTER_CIDR, hairpin)
-  cat >"$dir/cni/net.d/10-kvts.conflist" <<CONF
+  put "$dir/cni/net.d/10-kvts.conflist" <<CONF
 {
   "cniVersion": "0.4.0",
   "name": "kvts",
@@ -64,7 +73,7 @@ CONF
   ]
 }
 CONF
-  cat >"$dir/kubelet.yaml" <<CONF
+  put "$dir/kubelet.yaml" <<CONF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: $ip
@@ -94,7 +103,7 @@ imageGCHighThresholdPercent: 100
 protectKernelDefaults: false
 makeIPTablesUtilChains: false
 CONF
-  cat >"$dir/kube-proxy.yaml" <<CONF
+  put "$dir/kube-proxy.yaml" <<CONF
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 clientConnection:
@@ -118,7 +127,7 @@ CONF
 }
 
 for i in $(seq "${NODES:-1}"); do render_node "$i"; done
-cat >"$STATE_DIR/audit-policy.yaml" <<CONF
+put "$STATE_DIR/audit-policy.yaml" <<CONF
 apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived]
