@@ -395,6 +395,12 @@ cmd_down() {
   if running kube-apiserver && [ -n "$nodes" ]; then
     log "deleting all Pods"
     kc delete pods --all --all-namespaces --wait=false >/dev/null 2>&1 || true
+    # a node whose kubelet is gone (kill-node) never confirms its Pods' deletion: those go at once (the node's
+    # processes die with its init below)
+    for i in $nodes; do
+      running "$(node_name "$i")-kubelet" ||
+        kc delete pods --all-namespaces --field-selector "spec.nodeName=$(node_name "$i")" --force --grace-period=0 >/dev/null 2>&1 || true
+    done
     for _ in $(seq 300); do
       [ -z "$(kc get pods -A --no-headers 2>/dev/null)" ] && break
       sleep 0.2
