@@ -270,6 +270,8 @@ cmd_up() {
   # node 1 is labelled as kubeadm/kind label their control-plane node (kubelet may not set node-role labels
   # itself), without their NoSchedule taint; upstream's functional tests look for it (README)
   kc label --overwrite "node/$(node_name 1)" node-role.kubernetes.io/control-plane= >/dev/null
+  # Pods can be created in "default" once the service account controller made its account
+  wait_for "serviceaccount default/default" 60 kc -n default get serviceaccount default
   log "up in $((SECONDS - t0))s; $n node(s) Ready; export KUBECONFIG=$ADMIN_KUBECONFIG"
 }
 
