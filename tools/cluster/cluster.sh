@@ -120,6 +120,20 @@ fabric_port() {
   ip -n "$ns" link set eth0 up
 }
 
+# preflight: a route of the root namespace to one of our ranges that is not ours (e.g. the single-node layout's
+# 10.244.0.0/24 on kvts-cni0, or another cluster's) would be replaced by `ip route replace`: refuse instead
+routes_free() {
+  local n="$1" i cidr r
+  for cidr in "$SERVICE_CIDR" $(for i in $(seq "$n"); do node_pod_cidr "$i"; done) "$FABRIC_NET.0/24"; do
+    r="$(ip route show exact "$cidr" 2>/dev/null || true)"
+    [ -z "$r" ] || [[ "$r" == *" dev $HOST_VETH"* ]] ||
+      die "the root namespace already routes $cidr elsewhere ($r): another cluster is up (down it first, or set KVTS_POD_NET/KVTS_SERVICE_NET/KVTS_FABRIC_NET, README \"Names and ranges are settings\")"
+  done
+  for i in $(ip -o -4 addr show | awk '{print $2 " " $4}' | grep -F " $FABRIC_NET." | grep -v "^$HOST_VETH " || true); do
+    die "the root namespace already has an address in $FABRIC_NET.0/24 ($(ip -o -4 addr show | grep -F " $FABRIC_NET." | head -1 | awk '{print $2, $4}')): another cluster is up"
+  done
+}
+
 network_up() {
   local n="$1" i j
   modprobe br_netfilter 2>/dev/null || true
@@ -214,6 +228,7 @@ cmd_up() {
   mkdir -p "$STATE_DIR" "$RUN_DIR" "$LOG_DIR"
   chmod 0700 "$STATE_DIR"
   local t0=$SECONDS i
+  routes_free "$n"
   echo "$n" >"$RUN_DIR/nodes"
   NODES="$n" bash "$here/pki.sh"
   NODES="$n" bash "$here/render-config.sh"
