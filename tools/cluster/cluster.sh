@@ -6,6 +6,7 @@
 #                   to be Ready (N defaults to 1)
 #   down            delete Pods, stop everything, kill each node's namespace init, delete the network namespaces,
 #                   the root namespace's veth and routes and the nodes' cgroups, then show that nothing is left
+#                   (KVTS_DOWN_GRACE=S: Pods get at most S seconds to stop)
 #   status          what runs, where its log is, the nodes
 #   load-images     import $KVTS_CACHE/images/*.tar (tools/images/build.sh) into every node's containerd (k8s.io
 #                   namespace), each also by its digest; writes $STATE_DIR/deploy: deploy/ pinned to those digests
@@ -411,7 +412,10 @@ cmd_down() {
   # Pods first, while the kubelets still run, so CNI DEL removes their veths and kubelet unmounts their volumes
   if running kube-apiserver && [ -n "$nodes" ]; then
     log "deleting all Pods"
-    kc delete pods --all --all-namespaces --wait=false >/dev/null 2>&1 || true
+    # KVTS_DOWN_GRACE=S: every Pod gets at most S seconds (default: each Pod's own grace period)
+    local grace=()
+    [ -z "${KVTS_DOWN_GRACE:-}" ] || grace=(--grace-period "$KVTS_DOWN_GRACE")
+    kc delete pods --all --all-namespaces --wait=false "${grace[@]}" >/dev/null 2>&1 || true
     # a node whose kubelet is gone (kill-node) never confirms its Pods' deletion: those go at once (the node's
     # processes die with its init below)
     for i in $nodes; do
