@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Certificates and kubeconfigs of the single-node cluster, made once with openssl into $STATE_DIR/pki.
+# Certificates and kubeconfigs of the cluster, made once with openssl into $STATE_DIR/pki (nodes 1..$NODES).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 source "$here/config.sh"
@@ -29,14 +29,17 @@ cert() {
   rm -f "$name.csr" "$name.ext"
 }
 cert apiserver "/CN=kube-apiserver" \
-  "DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,DNS:localhost,IP:127.0.0.1,IP:$NODE_IP,IP:$KUBERNETES_SERVICE_IP" serverAuth
+  "DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,DNS:localhost,IP:127.0.0.1,IP:$CP_IP,IP:$KUBERNETES_SERVICE_IP" serverAuth
 cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client"
 cert admin "/O=system:masters/CN=kubernetes-admin"
 cert controller-manager "/CN=system:kube-controller-manager"
 cert scheduler "/CN=system:kube-scheduler"
 cert kube-proxy "/CN=system:kube-proxy"
-cert kubelet "/O=system:nodes/CN=system:node:$NODE_NAME"
-cert kubelet-serving "/CN=$NODE_NAME" "DNS:$NODE_NAME,IP:$NODE_IP,IP:127.0.0.1" serverAuth
+for i in $(seq "${NODES:-1}"); do
+  n="$(node_name "$i")"
+  cert "kubelet-$n" "/O=system:nodes/CN=system:node:$n"
+  cert "kubelet-serving-$n" "/CN=$n" "DNS:$n,IP:$(node_ip "$i"),IP:127.0.0.1" serverAuth
+done
 
 # the aggregation layer's front proxy: a CA of its own (only it may vouch for X-Remote-User), and the client
 # certificate kube-apiserver presents to aggregated API servers (subresources.kubevirt.io)
@@ -62,7 +65,7 @@ kind: Config
 clusters:
 - name: kvts
   cluster:
-    server: https://$NODE_IP:$APISERVER_PORT
+    server: https://$CP_IP:$APISERVER_PORT
     certificate-authority: $pki/ca.crt
 users:
 - name: $1
@@ -80,4 +83,4 @@ kubeconfig admin admin
 kubeconfig controller-manager controller-manager
 kubeconfig scheduler scheduler
 kubeconfig kube-proxy kube-proxy
-kubeconfig kubelet kubelet
+for i in $(seq "${NODES:-1}"); do kubeconfig "kubelet-$(node_name "$i")" "kubelet-$(node_name "$i")"; done

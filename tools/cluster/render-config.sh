@@ -1,17 +1,36 @@
 #!/usr/bin/env bash
-# Configuration files of containerd, CNI, kubelet, kube-proxy and the audit policy, into $STATE_DIR.
+# Configuration files into $STATE_DIR: the audit policy, and per node i (1..$NODES) in nodes/<node>/: containerd,
+# CNI (the node's Pod CIDR), kubelet, kube-proxy. Paths in a node's files are as the node's mount namespace sees them.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 source "$here/config.sh"
-mkdir -p "$STATE_DIR/cni/net.d"
-cat >"$STATE_DIR/containerd.toml" <<CONF
+
+# put FILE: stdin into FILE, written only when it differs (kube-proxy exits when its config file is written to,
+# even with the same content: a second `up` must not touch the file of a running kube-proxy)
+put() {
+  local t
+  t="$(mktemp "$1.XXXXXX")"
+  cat >"$t"
+  if cmp -s "$t" "$1"; then rm -f "$t"; else mv -f "$t" "$1"; fi
+}
+
+render_node() {
+  local i="$1" name dir ip cidr state sock
+  name="$(node_name "$i")"
+  dir="$(node_dir "$i")"
+  ip="$(node_ip "$i")"
+  cidr="$(node_pod_cidr "$i")"
+  state="$(node_containerd_state "$i")"
+  sock="$(node_containerd_sock "$i")"
+  mkdir -p "$dir/cni/net.d"
+  put "$dir/containerd.toml" <<CONF
 version = 2
-root = "$CONTAINERD_ROOT"
-state = "$CONTAINERD_STATE"
+root = "$(node_containerd_root "$i")"
+state = "$state"
 [grpc]
-  address = "$CONTAINERD_SOCK"
+  address = "$sock"
 [ttrpc]
-  address = "$CONTAINERD_STATE/containerd.sock.ttrpc"
+  address = "$state/containerd.sock.ttrpc"
 [debug]
   address = ""
 [metrics]
@@ -30,11 +49,14 @@ state = "$CONTAINERD_STATE"
         SystemdCgroup = false
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "$CNI_BIN_DIR"
-    conf_dir = "$STATE_DIR/cni/net.d"
+    conf_dir = "$dir/cni/net.d"
   [plugins."io.containerd.grpc.v1.cri".registry]
     config_path = ""
 CONF
-cat >"$STATE_DIR/cni/net.d/10-kvts.conflist" <<CONF
+  # no ipMasq: Pods reach the other node's Pods, the API server and the root namespace's client address by routes
+  # (nothing beyond the fabric is reachable), so their source addresses stay visible, as in kind; kube-proxy
+  # masquerades what it must (Service traffic from outside $CLUSTER_CIDR, hairpin)
+  put "$dir/cni/net.d/10-kvts.conflist" <<CONF
 {
   "cniVersion": "0.4.0",
   "name": "kvts",
@@ -43,34 +65,36 @@ cat >"$STATE_DIR/cni/net.d/10-kvts.conflist" <<CONF
       "type": "bridge",
       "bridge": "$CNI_BRIDGE",
       "isGateway": true,
-      "ipMasq": true,
+      "ipMasq": false,
       "hairpinMode": true,
-      "ipam": { "type": "host-local", "ranges": [[{ "subnet": "$POD_CIDR" }]], "routes": [{ "dst": "0.0.0.0/0" }] }
+      "ipam": { "type": "host-local", "ranges": [[{ "subnet": "$cidr" }]], "routes": [{ "dst": "0.0.0.0/0" }] }
     },
     { "type": "portmap", "capabilities": { "portMappings": true } }
   ]
 }
 CONF
-cat >"$STATE_DIR/kubelet.yaml" <<CONF
+  put "$dir/kubelet.yaml" <<CONF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-address: $NODE_IP
+address: $ip
 port: 10250
 healthzBindAddress: 127.0.0.1
 readOnlyPort: 0
 rootDir: $KUBELET_DIR
-containerRuntimeEndpoint: unix://$CONTAINERD_SOCK
+containerRuntimeEndpoint: unix://$sock
 cgroupDriver: cgroupfs
+# the node's own hierarchy in every v1 controller: two kubelets must not manage the same kubepods
+cgroupRoot: $(node_cgroup "$i")
 failSwapOn: false
-tlsCertFile: $STATE_DIR/pki/kubelet-serving.crt
-tlsPrivateKeyFile: $STATE_DIR/pki/kubelet-serving.key
+tlsCertFile: $STATE_DIR/pki/kubelet-serving-$name.crt
+tlsPrivateKeyFile: $STATE_DIR/pki/kubelet-serving-$name.key
 authentication:
   anonymous: { enabled: false }
   webhook: { enabled: true }
   x509: { clientCAFile: $STATE_DIR/pki/ca.crt }
 authorization:
   mode: Webhook
-podCIDR: $POD_CIDR
+podCIDR: $cidr
 resolvConf: /etc/resolv.conf
 serializeImagePulls: false
 # this machine is shared: never evict for disk or memory pressure, never garbage-collect the loaded images
@@ -79,17 +103,20 @@ imageGCHighThresholdPercent: 100
 protectKernelDefaults: false
 makeIPTablesUtilChains: false
 CONF
-cat >"$STATE_DIR/kube-proxy.yaml" <<CONF
+  put "$dir/kube-proxy.yaml" <<CONF
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 clientConnection:
   kubeconfig: $STATE_DIR/kube-proxy.kubeconfig
+hostnameOverride: $name
 mode: iptables
-clusterCIDR: $POD_CIDR
+# the whole Pod range: Service traffic from outside it (the root namespace, another node's host network) is
+# masqueraded, so replies return through the node that did the DNAT
+clusterCIDR: $CLUSTER_CIDR
 bindAddress: 127.0.0.1
 healthzBindAddress: 127.0.0.1:10256
 metricsBindAddress: 127.0.0.1:10249
-nodePortAddresses: ["$NODE_IP/32"]
+nodePortAddresses: ["$ip/32"]
 conntrack:
   # no sysctl writes for conntrack (this machine's /proc/sys/net/netfilter is not ours to tune)
   maxPerCore: 0
@@ -97,7 +124,10 @@ conntrack:
   tcpEstablishedTimeout: 0s
   tcpCloseWaitTimeout: 0s
 CONF
-cat >"$STATE_DIR/audit-policy.yaml" <<CONF
+}
+
+for i in $(seq "${NODES:-1}"); do render_node "$i"; done
+put "$STATE_DIR/audit-policy.yaml" <<CONF
 apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived]
