@@ -608,6 +608,19 @@ export const GuestOSInfoSchema = Loose({
   id: Opt(Str()),
 });
 
+/** TypeBox schema of `status.volumeStatus[].persistentVolumeClaimInfo` (upstream `v1.PersistentVolumeClaimInfo`); fields not modelled here are kept. */
+export const PersistentVolumeClaimInfoSchema = Loose({
+  claimName: Opt(Str()),
+  accessModes: Opt(Arr(Str())),
+  volumeMode: Opt(Str()),
+  capacity: Opt(QuantityMap()),
+  requests: Opt(QuantityMap()),
+  filesystemOverhead: Opt(Str()),
+});
+/** What a VMI's status says about the claim behind a PVC or DataVolume volume: its name, access modes (ReadWriteMany:
+ * shared between nodes, so live migration need not copy it), volume mode, capacity, requests and filesystem overhead. */
+export type PersistentVolumeClaimInfo = Static<typeof PersistentVolumeClaimInfoSchema>;
+
 /** TypeBox schema of the VMI `status` (upstream `v1.VirtualMachineInstanceStatus`); fields not modelled here are kept. */
 export const VirtualMachineInstanceStatusSchema = Loose({
   phase: Opt(Enum([...VMI_PHASES, ''])),
@@ -626,7 +639,16 @@ export const VirtualMachineInstanceStatusSchema = Loose({
   phaseTransitionTimestamps: Opt(Arr(Loose({ phase: Opt(Str()), phaseTransitionTimestamp: Opt(Str()) }))),
   volumeStatus: Opt(
     Arr(
-      Loose({ name: Str(), target: Opt(Str()), phase: Opt(Str()), reason: Opt(Str()), message: Opt(Str()) }),
+      Loose({
+        name: Str(),
+        target: Opt(Str()),
+        phase: Opt(Str()),
+        reason: Opt(Str()),
+        message: Opt(Str()),
+        /** the claim behind a PVC or DataVolume volume (upstream `PersistentVolumeClaimInfo`, filled by virt-controller);
+         * virt-handler decides from `accessModes` whether the volume is shared between nodes (ReadWriteMany) */
+        persistentVolumeClaimInfo: Opt(PersistentVolumeClaimInfoSchema),
+      }),
     ),
   ),
   machine: Opt(Loose({ type: Opt(Str()) })),
