@@ -5,9 +5,15 @@ import {
   ensureSocketDir,
   launcherInitSocketPath,
   launcherSocketPath,
+  LIBVIRT_BLOCK_MIGRATION_PORT,
+  LIBVIRT_DIRECT_MIGRATION_PORT,
+  migrationPortsList,
+  migrationProxyKey,
+  migrationProxySocketPath,
   notifySocketPath,
   prepareSocketPath,
   removeSocketFile,
+  upstreamMigrationTarget,
 } from './sockets.js';
 import { CmdServer } from './cmd-server.js';
 import { NotifyServer } from './notify-server.js';
@@ -120,4 +126,22 @@ test('start() fails with a clear error when the socket directory cannot be made,
   } finally {
     await cleanup();
   }
+});
+
+test("migration proxy ports and sockets are upstream's (49152 stream, 49153 block migration disks)", () => {
+  expect(LIBVIRT_DIRECT_MIGRATION_PORT).toBe(49152);
+  expect(LIBVIRT_BLOCK_MIGRATION_PORT).toBe(49153);
+  expect(migrationPortsList(false)).toEqual([49152]);
+  expect(migrationPortsList(true)).toEqual([49152, 49153]);
+  expect(migrationProxyKey('u1')).toBe('u1');
+  expect(migrationProxyKey('u1', 49153)).toBe('u1-49153');
+  expect(migrationProxySocketPath('/var/run/kubevirt/', 'u1-49153')).toBe(
+    '/var/run/kubevirt/migrationproxy/u1-49153-source.sock',
+  );
+  expect(upstreamMigrationTarget('/var/run/kubevirt', 'u1')).toEqual({
+    targetURI: 'qemu+unix:///session?socket=/var/run/kubevirt/migrationproxy/u1-source.sock',
+    migrationURI: 'unix:///var/run/kubevirt/migrationproxy/u1-49152-source.sock',
+    disksURI: 'unix:///var/run/kubevirt/migrationproxy/u1-49153-source.sock',
+  });
+  expect(() => upstreamMigrationTarget('/x', '')).toThrow('metadata.uid: required');
 });

@@ -127,7 +127,8 @@ export interface UpstreamMigrationOptions {
 
 /**
  * Upstream's migration proxy socket for a key (`<shareDir>/migrationproxy/<key>-source.sock`):
- * key `<uid>` carries the libvirt connection, `<uid>-49152` QEMU's migration stream.
+ * key `<uid>` carries the libvirt connection, `<uid>-49152` QEMU's migration stream, `<uid>-49153` the
+ * disks of a block migration.
  */
 export function migrationProxySocketPath(shareDir: string, key: string): string {
   return `${shareDir.replace(/\/+$/, '')}/migrationproxy/${key}-source.sock`;
@@ -135,6 +136,23 @@ export function migrationProxySocketPath(shareDir: string, key: string): string 
 
 /** Upstream's LibvirtDirectMigrationPort: the key suffix of QEMU's migration stream socket. */
 export const LIBVIRT_DIRECT_MIGRATION_PORT = 49152;
+
+/**
+ * Upstream's LibvirtBlockMigrationPort: the key suffix of the disks' stream socket in a block migration
+ * (status.migrationMethod BlockMigration): the target QEMU's NBD server listens there, the source QEMU
+ * copies the node-local disks to it (libvirt's disks_uri).
+ */
+export const LIBVIRT_BLOCK_MIGRATION_PORT = 49153;
+
+/**
+ * The launcher ports a migration needs (upstream's GetMigrationPortsList): QEMU's migration stream, and with a
+ * block migration the disks' stream too. The libvirt connection (key without port) is always there besides.
+ */
+export function migrationPortsList(blockMigration: boolean): number[] {
+  return blockMigration
+    ? [LIBVIRT_DIRECT_MIGRATION_PORT, LIBVIRT_BLOCK_MIGRATION_PORT]
+    : [LIBVIRT_DIRECT_MIGRATION_PORT];
+}
 
 /** `<uid>` or `<uid>-<port>` (upstream's ConstructProxyKey; port 0: no suffix). */
 export function migrationProxyKey(uid: string, port = 0): string {
@@ -144,15 +162,19 @@ export function migrationProxyKey(uid: string, port = 0): string {
 /**
  * Where upstream's launcher migrates to: its libvirtd connects to the handler's proxy socket for
  * the VMI (`qemu+unix:///session?socket=<shareDir>/migrationproxy/<uid>-source.sock`, a session
- * daemon: our launcher is unprivileged) and QEMU streams to `unix://<shareDir>/migrationproxy/<uid>-49152-source.sock`.
+ * daemon: our launcher is unprivileged), QEMU streams to `unix://<shareDir>/migrationproxy/<uid>-49152-source.sock`
+ * and, in a block migration, copies the disks to `unix://<shareDir>/migrationproxy/<uid>-49153-source.sock`
+ * (disksURI; the target QEMU's NBD server listens at the same path in the target Pod).
  */
 export function upstreamMigrationTarget(
   shareDir: string,
   uid: string,
-): { targetURI: string; migrationURI: string } {
+): { targetURI: string; migrationURI: string; disksURI: string } {
   if (!uid) throw new Error('metadata.uid: required to find the migration proxy sockets');
+  const sock = (port: number) => migrationProxySocketPath(shareDir, migrationProxyKey(uid, port));
   return {
-    targetURI: `qemu+unix:///session?socket=${migrationProxySocketPath(shareDir, migrationProxyKey(uid))}`,
-    migrationURI: `unix://${migrationProxySocketPath(shareDir, migrationProxyKey(uid, LIBVIRT_DIRECT_MIGRATION_PORT))}`,
+    targetURI: `qemu+unix:///session?socket=${sock(0)}`,
+    migrationURI: `unix://${sock(LIBVIRT_DIRECT_MIGRATION_PORT)}`,
+    disksURI: `unix://${sock(LIBVIRT_BLOCK_MIGRATION_PORT)}`,
   };
 }

@@ -344,6 +344,54 @@ describe('migration roles', () => {
     expect(c.ghosts.get('u1')).toMatchObject({ podUid: 'pod-dst' });
   });
 
+  it('block migration (status.migrationMethod BlockMigration): the target also listens for 49153, the source opens its socket', async () => {
+    const m = migrationParts();
+    const { c, vmis } = setup({ nodeName: 'n2', migration: m });
+    await c.ghosts.load(log);
+    const dst = await fakeLauncher(path.join(dir, 'pods'), 'pod-dst');
+    const v = migratingVmi();
+    v.status!.migrationMethod = 'BlockMigration';
+    vmis.set('ns/vm', v);
+    await c.reconcile('ns/vm');
+    expect(dst.calls).toEqual(['prepare u1']);
+    const ports = vmis.get('ns/vm')!.status!.migrationState!.targetDirectMigrationNodePorts!;
+    expect(Object.values(ports).sort()).toEqual([0, 49152, 49153]);
+    expect(m.proxy.openListenerCount()).toBe(3);
+
+    // the source node's handler opens one unix socket per published port, 49153's at upstream's path
+    const sm = migrationParts();
+    const source = setup({ nodeName: 'n1', migration: sm });
+    await source.c.ghosts.load(log);
+    const src = await fakeLauncher(path.join(dir, 'pods'), 'pod-src');
+    const running = migratingVmi();
+    delete running.status!.migrationState;
+    running.status!.phase = 'Scheduled';
+    source.vmis.set('ns/vm', running);
+    await source.c.reconcile('ns/vm');
+    source.c.domains.apply('ADDED', src.domain);
+    await source.c.reconcile('ns/vm');
+    const withState = structuredClone(source.vmis.get('ns/vm')!);
+    // what the handler computed while the containerDisk-less test VMI runs: no local disk, LiveMigration
+    expect(withState.status!.migrationMethod).toBe('LiveMigration');
+    withState.status!.migrationMethod = 'BlockMigration';
+    withState.status!.migrationState = {
+      ...migratingVmi().status!.migrationState,
+      targetNodeAddress: '127.0.0.1',
+      targetDirectMigrationNodePorts: ports,
+    };
+    source.vmis.set('ns/vm', withState);
+    await source.c.reconcile('ns/vm');
+    expect(src.calls).toEqual(['sync u1', 'migrate u1']);
+    const share = podPublicDir(path.join(dir, 'pods'), 'pod-src');
+    expect(sm.proxy.sourceListenerFiles('u1').sort()).toEqual(
+      [
+        `${share}/migrationproxy/u1-source.sock`,
+        `${share}/migrationproxy/u1-49152-source.sock`,
+        `${share}/migrationproxy/u1-49153-source.sock`,
+      ].sort(),
+    );
+  });
+
   it('source: proxy sockets + MigrateVirtualMachine once, progress from the domain, the hand-off once the target reports the domain; then the old domain is deleted', async () => {
     const m = migrationParts();
     const { c, vmis, events, labelPatches, requeues } = setup({ nodeName: 'n1', migration: m });

@@ -11,8 +11,8 @@ import {
   LauncherUnreachableError,
   RpcFailedError,
   migrationProxyKey,
+  migrationPortsList,
   migrationProxySocketPath,
-  LIBVIRT_DIRECT_MIGRATION_PORT,
   type DomainModel,
   type UpstreamMigrationOptions,
   type VmOptionsInput,
@@ -55,6 +55,7 @@ import {
 import {
   computeStatus,
   domainActive,
+  isBlockMigration,
   isFinal,
   sameStatus,
   type EventToRecord,
@@ -733,9 +734,13 @@ export class VmiController {
         await this.o.containerDisks?.mount(vmi, podUid);
         await this.networkSetup(vmi, ref);
         await l.client.prepareMigrationTarget(vmi, this.o.vmOptions ?? syncOptions({}));
+        // the libvirt connection, QEMU's stream and, for a block migration, the target QEMU's NBD server
+        // (upstream's GetMigrationPortsList): the sockets at the source's paths, in the target Pod
         await mig.proxy.startTargetListener(uid, [
           await this.targetLibvirtSocket(ref),
-          migrationProxySocketPath(shareDir, migrationProxyKey(uid, LIBVIRT_DIRECT_MIGRATION_PORT)),
+          ...migrationPortsList(isBlockMigration(vmi)).map((port) =>
+            migrationProxySocketPath(shareDir, migrationProxyKey(uid, port)),
+          ),
         ]);
       } catch (err) {
         const msg = err instanceof RpcFailedError ? err.launcherMessage : (err as Error).message;

@@ -117,6 +117,42 @@ test('source unix socket -> TCP -> target unix socket, both streams (libvirt and
   ).rejects.toMatchObject({ code: 'ECONNREFUSED' });
 });
 
+test("block migration: a third stream (49153, the target QEMU's NBD server) next to libvirt's and QEMU's", async () => {
+  const targetShare = path.join(dir, 'target');
+  const sourceShare = path.join(dir, 'source');
+  const libvirtSock = path.join(dir, 'target-libvirt-sock');
+  const sock = (port: number) => path.join(targetShare, 'migrationproxy', `${UID}-${port}-source.sock`);
+  await import('node:fs/promises').then((f) =>
+    f.mkdir(path.join(targetShare, 'migrationproxy'), { recursive: true }),
+  );
+  const got = { libvirt: [] as string[], qemu: [] as string[], nbd: [] as string[] };
+  await hashServer(libvirtSock, got.libvirt);
+  await hashServer(sock(49152), got.qemu);
+  await hashServer(sock(49153), got.nbd);
+
+  const target = new MigrationProxyManager({ logger: quiet as never, bindAddress: '127.0.0.1' });
+  const source = new MigrationProxyManager({ logger: quiet as never });
+  try {
+    await target.startTargetListener(UID, [libvirtSock, sock(49152), sock(49153)]);
+    const ports = target.targetListenerPorts(UID);
+    expect(Object.values(ports).sort()).toEqual([0, 49152, 49153]);
+    await source.startSourceListener(UID, '127.0.0.1', ports, sourceShare);
+    // the launcher's disks_uri is the source socket of key <uid>-49153
+    const t = upstreamMigrationTarget(sourceShare, UID);
+    const nbdPath = t.disksURI.replace(/^unix:\/\//, '');
+    expect(source.sourceListenerFiles(UID)).toContain(nbdPath);
+    expect(source.sourceListenerFiles(UID)).toHaveLength(3);
+    const disk = randomBytes(4 * 1024 * 1024);
+    const hash = await roundTrip(nbdPath, disk);
+    expect(hash).toBe(createHash('sha256').update(disk).digest('hex'));
+    // only the NBD socket got it
+    expect(got).toEqual({ libvirt: [], qemu: [], nbd: [hash] });
+  } finally {
+    await source.close();
+    await target.close();
+  }
+});
+
 test('a target that does not answer closes the source connection; new sockets replace old ones; no listeners after close()', async () => {
   const source = new MigrationProxyManager({ logger: quiet as never });
   const share = path.join(dir, 's');

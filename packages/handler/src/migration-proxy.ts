@@ -4,10 +4,11 @@
 //   source Pod (unix socket) -> source handler (TCP client) ---TCP---> target handler (TCP server)
 //     -> target Pod (unix socket: the target launcher's libvirtd, or the incoming QEMU's stream socket)
 //
-// Target side: `startTargetListener(uid, [libvirtSocket, qemuStreamSocket])` opens one TCP listener per
-// target socket on a free port; `targetListenerPorts(uid)` gives `{tcpPort: launcherPort}` (0 for the
-// libvirt connection, 49152 for QEMU's stream), which the target handler publishes in the VMI's
-// migrationState (targetDirectMigrationNodePorts, with targetNodeAddress).
+// Target side: `startTargetListener(uid, [libvirtSocket, qemuStreamSocket(, nbdSocket)])` opens one TCP listener
+// per target socket on a free port; `targetListenerPorts(uid)` gives `{tcpPort: launcherPort}` (0 for the
+// libvirt connection, 49152 for QEMU's stream, 49153 for the disks of a block migration: the target QEMU's
+// NBD server), which the target handler publishes in the VMI's migrationState (targetDirectMigrationNodePorts,
+// with targetNodeAddress).
 // Source side: `startSourceListener(uid, targetAddress, ports, shareDir)` opens one unix socket per
 // entry at upstream's path `<shareDir>/migrationproxy/<uid>[-<port>]-source.sock`, where the source
 // launcher's libvirtd and QEMU connect (cmd-protocol's upstreamMigrationTarget), each connection piped
@@ -22,6 +23,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import path from 'node:path';
 import {
+  LIBVIRT_BLOCK_MIGRATION_PORT,
   LIBVIRT_DIRECT_MIGRATION_PORT,
   MAX_SOCKET_PATH_BYTES,
   migrationProxyKey,
@@ -29,8 +31,11 @@ import {
 } from '@kubevirt-ts/cmd-protocol';
 import type { Logger } from '@kubevirt-ts/log';
 
-/** upstream's migration port range: the libvirt connection (key without port) and QEMU's direct stream */
-export const MIGRATION_PORTS = [0, LIBVIRT_DIRECT_MIGRATION_PORT] as const;
+/**
+ * upstream's migration port range: the libvirt connection (key without port), QEMU's direct stream and the
+ * disks' stream of a block migration (the target QEMU's NBD server)
+ */
+export const MIGRATION_PORTS = [0, LIBVIRT_DIRECT_MIGRATION_PORT, LIBVIRT_BLOCK_MIGRATION_PORT] as const;
 
 export interface MigrationProxyOptions {
   logger: Logger;

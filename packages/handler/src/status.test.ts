@@ -1,6 +1,14 @@
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import type { DomainModel } from '@kubevirt-ts/cmd-protocol';
-import { computeStatus, liveMigratable, phaseFor, sameStatus, type LauncherObservation } from './status.js';
+import {
+  checkVolumesForMigration,
+  computeStatus,
+  liveMigratable,
+  liveMigration,
+  phaseFor,
+  sameStatus,
+  type LauncherObservation,
+} from './status.js';
 
 const NOW = '2026-01-01T00:00:00Z';
 const LATER = '2026-01-01T00:01:00Z';
@@ -271,6 +279,166 @@ describe('LiveMigratable', () => {
   });
   it('masquerade and no host disks: True', () => {
     expect(liveMigratable(vmi(), NOW).status).toBe('True');
+  });
+});
+
+describe('migration method and disks (upstream checkVolumesForMigration)', () => {
+  type Vol = Record<string, unknown> & { name: string };
+  const withVolumes = (
+    volumes: Vol[],
+    opts: { volumeStatus?: unknown[]; disks?: unknown[]; migrationMethod?: string } = {},
+  ) => {
+    const v = vmi({
+      phase: 'Running',
+      ...(opts.volumeStatus ? { volumeStatus: opts.volumeStatus } : {}),
+    } as never);
+    v.spec.volumes = volumes as never;
+    v.spec.domain.devices!.disks = (opts.disks ?? volumes.map((x) => ({ name: x.name, disk: {} }))) as never;
+    return v;
+  };
+  const pvcInfo = (name: string, claimName: string, accessModes: string[]) => ({
+    name,
+    target: 'vda',
+    persistentVolumeClaimInfo: {
+      claimName,
+      accessModes,
+      volumeMode: 'Filesystem',
+      capacity: { storage: '1Gi' },
+    },
+  });
+
+  it('no volumes at all: LiveMigration', () => {
+    expect(liveMigration(vmi(), NOW)).toMatchObject({
+      method: 'LiveMigration',
+      condition: { status: 'True' },
+    });
+  });
+  it.each([
+    ['containerDisk', { containerDisk: { image: 'x' } }],
+    ['emptyDisk', { emptyDisk: { capacity: '1Gi' } }],
+    ['ephemeral', { ephemeral: { persistentVolumeClaim: { claimName: 'c' } } }],
+    ['cloudInitNoCloud', { cloudInitNoCloud: { userData: '#cloud-config' } }],
+    ['cloudInitConfigDrive', { cloudInitConfigDrive: { userData: '#cloud-config' } }],
+    ['configMap', { configMap: { name: 'cm' } }],
+    ['secret', { secret: { secretName: 's' } }],
+    ['serviceAccount', { serviceAccount: { serviceAccountName: 'sa' } }],
+    ['downwardAPI', { downwardAPI: { fields: [] } }],
+  ])('a %s volume is node-local: BlockMigration, still migratable', (_k, src) => {
+    const r = liveMigration(withVolumes([{ name: 'd', ...src }]), NOW);
+    expect(r).toMatchObject({ method: 'BlockMigration', condition: { status: 'True' } });
+  });
+  it('a PVC with ReadWriteMany is shared: LiveMigration', () => {
+    const v = withVolumes([{ name: 'd', persistentVolumeClaim: { claimName: 'rwx' } }], {
+      volumeStatus: [pvcInfo('d', 'rwx', ['ReadWriteMany'])],
+    });
+    expect(liveMigration(v, NOW)).toMatchObject({ method: 'LiveMigration', condition: { status: 'True' } });
+  });
+  it('a DataVolume with ReadWriteMany next to a containerDisk: BlockMigration', () => {
+    const v = withVolumes(
+      [
+        { name: 'root', dataVolume: { name: 'dv' } },
+        { name: 'scratch', containerDisk: { image: 'x' } },
+      ],
+      { volumeStatus: [pvcInfo('root', 'dv', ['ReadWriteOnce', 'ReadWriteMany'])] },
+    );
+    expect(liveMigration(v, NOW)).toMatchObject({ method: 'BlockMigration', condition: { status: 'True' } });
+  });
+  it('a ReadWriteOnce PVC is refused with upstream’s message', () => {
+    const v = withVolumes([{ name: 'd', persistentVolumeClaim: { claimName: 'rwo' } }], {
+      volumeStatus: [pvcInfo('d', 'rwo', ['ReadWriteOnce'])],
+    });
+    const r = liveMigration(v, NOW);
+    expect(r.method).toBe('BlockMigration');
+    expect(r.condition).toMatchObject({
+      status: 'False',
+      reason: 'DisksNotLiveMigratable',
+      message:
+        'cannot migrate VMI: PVC rwo is not shared, live migration requires that all PVCs must be shared (using ReadWriteMany access mode)',
+    });
+  });
+  it('a DataVolume without persistentVolumeClaimInfo: upstream’s “Unable to determine”', () => {
+    const v = withVolumes([{ name: 'd', dataVolume: { name: 'dv1' } }], {
+      volumeStatus: [{ name: 'd', target: 'vda' }],
+    });
+    expect(liveMigratable(v, NOW)).toMatchObject({
+      status: 'False',
+      reason: 'DisksNotLiveMigratable',
+      message:
+        'cannot migrate VMI: Unable to determine if PVC dv1 is shared, live migration requires that all PVCs must be shared (using ReadWriteMany access mode)',
+    });
+    // no volumeStatus at all: the same
+    expect(liveMigratable(withVolumes([{ name: 'd', dataVolume: { name: 'dv1' } }]), NOW).message).toMatch(
+      /Unable to determine if PVC dv1 is shared/,
+    );
+  });
+  it('a non-shared hostDisk is refused; a shared one is not', () => {
+    const hd = (shared?: boolean) =>
+      withVolumes([
+        { name: 'h', hostDisk: { path: '/x/disk.img', type: 'Disk', ...(shared ? { shared } : {}) } },
+      ]);
+    expect(liveMigratable(hd(), NOW)).toMatchObject({
+      status: 'False',
+      reason: 'DisksNotLiveMigratable',
+      message: 'cannot migrate VMI with non-shared HostDisk',
+    });
+    expect(liveMigration(hd(true), NOW)).toMatchObject({
+      method: 'LiveMigration',
+      condition: { status: 'True' },
+    });
+  });
+  it('a hostDisk translated from a PVC is judged by the claim’s access modes', () => {
+    const v = withVolumes([{ name: 'h', hostDisk: { path: '/x/disk.img', type: 'Disk' } }], {
+      volumeStatus: [pvcInfo('h', 'claim-h', ['ReadWriteOnce'])],
+    });
+    expect(liveMigratable(v, NOW).message).toMatch(/PVC claim-h is not shared/);
+    const rwx = withVolumes([{ name: 'h', hostDisk: { path: '/x/disk.img', type: 'Disk' } }], {
+      volumeStatus: [pvcInfo('h', 'claim-h', ['ReadWriteMany'])],
+    });
+    expect(liveMigration(rwx, NOW)).toMatchObject({ method: 'LiveMigration', condition: { status: 'True' } });
+  });
+  it('a volume used only by a read-only cdrom is not copied (no block migration); a writable cdrom is', () => {
+    const vols = [{ name: 'iso', containerDisk: { image: 'x' } }];
+    expect(checkVolumesForMigration(withVolumes(vols, { disks: [{ name: 'iso', cdrom: {} }] }))).toEqual({
+      blockMigration: false,
+    });
+    expect(
+      checkVolumesForMigration(withVolumes(vols, { disks: [{ name: 'iso', cdrom: { readonly: false } }] })),
+    ).toEqual({ blockMigration: true });
+  });
+  it('status.migratedVolumes makes any migration a block migration (upstream IsBlockMigration)', () => {
+    const v = withVolumes([{ name: 'd', persistentVolumeClaim: { claimName: 'rwo' } }], {
+      volumeStatus: [pvcInfo('d', 'rwo', ['ReadWriteOnce'])],
+    });
+    (v.status as Record<string, unknown>).migratedVolumes = [{ volumeName: 'd' }];
+    expect(liveMigration(v, NOW)).toMatchObject({ method: 'BlockMigration', condition: { status: 'True' } });
+  });
+  it('the interface check comes first; the disk error is reported last (upstream’s order)', () => {
+    const v = withVolumes([{ name: 'h', hostDisk: { path: '/x', type: 'Disk' } }]);
+    v.spec.domain.devices!.interfaces = [{ name: 'default', bridge: {} } as never];
+    expect(liveMigratable(v, NOW).reason).toBe('InterfaceNotLiveMigratable');
+  });
+  it('computeStatus writes status.migrationMethod with the condition while the domain runs', () => {
+    const v = withVolumes([{ name: 'root', containerDisk: { image: 'x' } }]);
+    const { status } = computeStatus({
+      vmi: v,
+      domain: dom('Running', 'Booted'),
+      launcher: ready,
+      nodeName: 'n',
+      now: NOW,
+    });
+    expect(status.migrationMethod).toBe('BlockMigration');
+    expect(status.conditions!.find((c) => c.type === 'LiveMigratable')?.status).toBe('True');
+    const shared = withVolumes([{ name: 'root', persistentVolumeClaim: { claimName: 'c' } }], {
+      volumeStatus: [pvcInfo('root', 'c', ['ReadWriteMany'])],
+    });
+    const r2 = computeStatus({
+      vmi: shared,
+      domain: dom('Running', 'Booted'),
+      launcher: ready,
+      nodeName: 'n',
+      now: NOW,
+    });
+    expect(r2.status.migrationMethod).toBe('LiveMigration');
   });
 });
 

@@ -119,42 +119,132 @@ function cond(
   };
 }
 
-/** LiveMigratable: False with upstream's reason when something pins the VMI to this node. */
-export function liveMigratable(vmi: VirtualMachineInstance, now: string): Condition {
+/** `status.migrationMethod`: upstream's VirtualMachineInstanceMigrationMethod. */
+export type MigrationMethod = 'BlockMigration' | 'LiveMigration';
+
+/** Volumes the handler knows nothing about: a status entry of upstream's `VolumeStatus` (the fields read here). */
+interface VolumeStatusEntry {
+  name: string;
+  persistentVolumeClaimInfo?: { claimName?: string; accessModes?: string[] };
+}
+
+/** A claim with ReadWriteMany can be opened on both nodes at once: the target uses it as it is (upstream's HasSharedAccessMode). */
+export function hasSharedAccessMode(accessModes: readonly string[] | undefined): boolean {
+  return (accessModes ?? []).includes('ReadWriteMany');
+}
+
+/** The volumes of `status.migratedVolumes` (a volume migration copies them as local ones). */
+function migratedVolumeNames(vmi: VirtualMachineInstance): Set<string> {
+  const mv = (vmi.status as { migratedVolumes?: Array<{ volumeName?: string }> } | undefined)
+    ?.migratedVolumes;
+  return new Set((mv ?? []).map((v) => v.volumeName ?? '').filter(Boolean));
+}
+
+/** The VMI migrates with its node-local disks copied (upstream's IsBlockMigration). */
+export function isBlockMigration(vmi: VirtualMachineInstance): boolean {
+  return vmi.status?.migrationMethod === 'BlockMigration' || migratedVolumeNames(vmi).size > 0;
+}
+
+/**
+ * Upstream's checkVolumesForMigration: whether a live migration must copy disks (block migration) and what
+ * refuses it. PVCs and DataVolumes must be shared (status.volumeStatus[].persistentVolumeClaimInfo.accessModes
+ * has ReadWriteMany; virt-controller fills it from the claims); a hostDisk only when `shared: true` (or, translated
+ * from a PVC, like a PVC); every other volume (containerDisk, emptyDisk, ephemeral, cloud-init, configMap, secret,
+ * serviceAccount, downwardAPI, ...) is node-local and makes the migration a block migration, except one backing a
+ * virtiofs filesystem or used only by a read-only cdrom. On a refusal `blockMigration` is true, as upstream.
+ */
+export function checkVolumesForMigration(vmi: VirtualMachineInstance): {
+  blockMigration: boolean;
+  error?: string;
+} {
+  const statuses = new Map<string, VolumeStatusEntry>();
+  for (const vs of (vmi.status?.volumeStatus ?? []) as VolumeStatusEntry[]) statuses.set(vs.name, vs);
+  const migrated = migratedVolumeNames(vmi);
+  let blockMigration = migrated.size > 0;
+  const devices = vmi.spec.domain.devices ?? {};
+  const filesystems = new Set(
+    ((devices as { filesystems?: Array<{ name?: string }> }).filesystems ?? []).map((f) => f.name),
+  );
+  const readOnlyCdroms = new Set(
+    (devices.disks ?? [])
+      .filter((d) => d.cdrom !== undefined && (d.cdrom as { readonly?: boolean }).readonly !== false)
+      .map((d) => d.name),
+  );
+  const notShared = (claim: string) =>
+    `cannot migrate VMI: PVC ${claim} is not shared, live migration requires that all PVCs must be shared (using ReadWriteMany access mode)`;
+  for (const volume of vmi.spec.volumes ?? []) {
+    const v = volume as {
+      name: string;
+      persistentVolumeClaim?: { claimName?: string };
+      dataVolume?: { name?: string };
+      hostDisk?: { shared?: boolean };
+    };
+    const info = statuses.get(v.name)?.persistentVolumeClaimInfo;
+    if (v.persistentVolumeClaim || v.dataVolume) {
+      const claim = v.persistentVolumeClaim
+        ? (v.persistentVolumeClaim.claimName ?? '')
+        : (v.dataVolume!.name ?? '');
+      if (!info)
+        return {
+          blockMigration: true,
+          error: `cannot migrate VMI: Unable to determine if PVC ${claim} is shared, live migration requires that all PVCs must be shared (using ReadWriteMany access mode)`,
+        };
+      if (!hasSharedAccessMode(info.accessModes) && !migrated.has(v.name))
+        return { blockMigration: true, error: notShared(claim) };
+    } else if (v.hostDisk) {
+      if (info) {
+        // a PVC handed to the VMI as a hostDisk (a disk.img on a filesystem claim)
+        if (!hasSharedAccessMode(info.accessModes) && !migrated.has(v.name))
+          return { blockMigration: true, error: notShared(info.claimName ?? '') };
+        continue;
+      }
+      if (v.hostDisk.shared !== true)
+        return { blockMigration: true, error: 'cannot migrate VMI with non-shared HostDisk' };
+    } else {
+      if (filesystems.has(v.name) || readOnlyCdroms.has(v.name)) continue;
+      blockMigration = true;
+    }
+  }
+  return { blockMigration };
+}
+
+/**
+ * Upstream's calculateLiveMigrationCondition: the LiveMigratable condition (False with upstream's reason when
+ * something pins the VMI to this node; the disks are checked last) and the migration method the VMI's volumes
+ * call for (status.migrationMethod: BlockMigration when a node-local disk must be copied, else LiveMigration).
+ */
+export function liveMigration(
+  vmi: VirtualMachineInstance,
+  now: string,
+): { condition: Condition; method: MigrationMethod } {
+  const volumes = checkVolumesForMigration(vmi);
+  const method: MigrationMethod = volumes.blockMigration ? 'BlockMigration' : 'LiveMigration';
+  const no = (reason: string, message: string) => ({
+    condition: cond(COND.liveMigratable, 'False', now, reason, message),
+    method,
+  });
   const spec = vmi.spec;
   const podNets = new Set((spec.networks ?? []).filter((n) => n.pod).map((n) => n.name));
   const bridged = (spec.domain.devices?.interfaces ?? []).find(
     (i) => podNets.has(i.name) && (i as { bridge?: unknown }).bridge !== undefined,
   );
   if (bridged)
-    return cond(
-      COND.liveMigratable,
-      'False',
-      now,
+    return no(
       'InterfaceNotLiveMigratable',
       `cannot migrate VMI which does not use masquerade to connect to the pod network (interface ${bridged.name})`,
     );
-  const host = (spec.volumes ?? []).find((v) => (v as { hostDisk?: unknown }).hostDisk !== undefined);
-  if (host)
-    return cond(
-      COND.liveMigratable,
-      'False',
-      now,
-      'DisksNotLiveMigratable',
-      `cannot migrate VMI with a hostDisk volume (${host.name})`,
-    );
   const devices = (spec.domain.devices ?? {}) as { hostDevices?: unknown[]; gpus?: unknown[] };
   if ((devices.hostDevices?.length ?? 0) > 0 || (devices.gpus?.length ?? 0) > 0)
-    return cond(
-      COND.liveMigratable,
-      'False',
-      now,
-      'HostDeviceNotLiveMigratable',
-      'VMI uses a PCI host devices',
-    );
+    return no('HostDeviceNotLiveMigratable', 'VMI uses a PCI host devices');
   if ((devices as { filesystems?: unknown[] }).filesystems?.length)
-    return cond(COND.liveMigratable, 'False', now, 'VirtIOFSNotLiveMigratable', 'VMI uses virtiofs');
-  return cond(COND.liveMigratable, 'True', now);
+    return no('VirtIOFSNotLiveMigratable', 'VMI uses virtiofs');
+  if (volumes.error) return no('DisksNotLiveMigratable', volumes.error);
+  return { condition: cond(COND.liveMigratable, 'True', now), method };
+}
+
+/** LiveMigratable: False with upstream's reason when something pins the VMI to this node (see liveMigration). */
+export function liveMigratable(vmi: VirtualMachineInstance, now: string): Condition {
+  return liveMigration(vmi, now).condition;
 }
 
 /** The guest agent channel of the domain is connected (libvirt's channel state). */
@@ -264,7 +354,9 @@ export function computeStatus(input: StatusInput): StatusResult {
         );
     }
     if (agentConnected(domain)) wanted.push(cond(COND.agentConnected, 'True', now));
-    wanted.push(liveMigratable(vmi, now));
+    const lm = liveMigration(vmi, now);
+    wanted.push(lm.condition);
+    status.migrationMethod = lm.method;
   } else if (isFinal(phase)) {
     wanted.push(
       cond(COND.ready, 'False', now, phase, `the VMI ${phase === 'Failed' ? 'failed' : 'shut down'}`),
