@@ -25,9 +25,13 @@ export type {
 export {
   parseMigrationOptions,
   checkMigrationTarget,
+  classifyVolumesForMigration,
+  diskTargetsForMigration,
+  isBlockMigration,
+  DETECT_ZEROES_MIN_LIBVIRT,
   UPSTREAM_MIGRATION_OPTION_FIELDS,
 } from './migration.js';
-export type { MigrationOptions, MigrationState, MigrationTarget } from './migration.js';
+export type { MigrationOptions, MigrationState, MigrationTarget, VolumeClasses } from './migration.js';
 export { convertDomainStats } from './stats.js';
 export type { DomainStats } from './stats.js';
 export { buildGuestInfo } from './guest-info.js';

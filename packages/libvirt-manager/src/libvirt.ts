@@ -55,6 +55,12 @@ export interface MigrateParams {
   bandwidth?: number;
   listenAddress?: string;
   parallelConnections?: number;
+  /** migrate_disks: target dev names of the disks a block migration copies */
+  migrateDisks?: string[];
+  /** disks_uri: where the source QEMU copies them (the target QEMU's NBD server, e.g. unix:///path) */
+  disksUri?: string;
+  /** migrate_disks_detect_zeroes (libvirt >= 10.9.0) */
+  migrateDisksDetectZeroes?: string[];
 }
 
 export interface LibvirtConnection extends EventEmitter {

@@ -3,7 +3,14 @@
 // so a DomainManager can be handed to CmdServer as is.
 
 import { EventEmitter } from 'node:events';
-import { parseDomainXml, toDomain, toDomainXml, type ConverterContext } from '@kubevirt-ts/converter';
+import {
+  parseDomainXml,
+  podLayout,
+  toDomain,
+  toDomainXml,
+  type ConverterContext,
+  type PodLayout,
+} from '@kubevirt-ts/converter';
 import { ConnectionHolder, type ConnectionSource } from './connection.js';
 import { domainNameOf, newDomain, type DomainSpec, type KubevirtDomain } from './domain.js';
 import { deviceXml } from './device-xml.js';
@@ -27,6 +34,8 @@ import { createLogger, type Logger } from '@kubevirt-ts/log';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import {
   checkMigrationTarget,
+  ephemeralDisksBytes,
+  isBlockMigration,
   migrateCall,
   migrationDataGB,
   monitorMigration,
@@ -157,6 +166,23 @@ export class DomainManager extends EventEmitter {
     this.opts = opts;
     this.holder = ConnectionHolder.from(opts.connection);
     this.log = opts.logger ?? createLogger('domain-manager');
+  }
+
+  /** Where the VMI's files live (the converter context's layout). */
+  private layoutOf(vmi: VirtualMachineInstance): PodLayout {
+    const ctx =
+      typeof this.opts.context === 'function' ? this.opts.context(vmi, undefined) : this.opts.context;
+    return ctx.layout ?? podLayout;
+  }
+
+  /** virConnectGetLibVersion as a number (0 when unknown). */
+  private async libvirtVersion(): Promise<number> {
+    try {
+      const v = Number(await (await this.conn()).getLibVersion());
+      return Number.isFinite(v) ? v : 0;
+    } catch {
+      return 0;
+    }
   }
 
   /** Converts a VMI to the domain the manager would define for it (no libvirt involved). */
@@ -427,7 +453,8 @@ export class DomainManager extends EventEmitter {
     const log = this.vmiLog(vmi);
     const parsed = parseMigrationOptions(options);
     const to = checkMigrationTarget(target ?? this.opts.migrationTarget?.(vmi));
-    const mo: MigrationOptions = { ...parsed, ...to };
+    // upstream's IsBlockMigration: the handler decided it from the volumes (status.migrationMethod)
+    const mo: MigrationOptions = { ...parsed, ...to, blockMigration: isBlockMigration(vmi) };
     const running = this.migrations.get(name);
     if (running && !running.state.completed) throw new Error(`domain ${name} is already migrating`);
     const dom = await this.mustLookup(name);
@@ -436,7 +463,13 @@ export class DomainManager extends EventEmitter {
     if (life !== 'Running' && life !== 'Paused' && life !== 'Blocked') {
       throw new Error(`cannot migrate domain ${name}: it is ${life} (${convReason(st.state, st.reason)})`);
     }
-    const { params, flags } = migrateCall(mo, await dom.getXMLDesc(Vir.DOMAIN_XML_MIGRATABLE));
+    const { params, flags } = migrateCall(mo, await dom.getXMLDesc(Vir.DOMAIN_XML_MIGRATABLE), {
+      vmi,
+      libvirtVersion: mo.blockMigration ? await this.libvirtVersion() : undefined,
+    });
+    const localDisksBytes = mo.blockMigration
+      ? await ephemeralDisksBytes(this.layoutOf(vmi).ephemeralDisksDir)
+      : 0;
 
     // upstream's migration metadata UID is the migration's (status.migrationState.migrationUid): the
     // handler ties the outcome to the migration by it; without a migration state (direct use) the VMI's uid
@@ -454,6 +487,15 @@ export class DomainManager extends EventEmitter {
       targetURI: mo.targetURI,
       migrationURI: mo.migrationURI,
       flags,
+      // block migration: the disks copied, where to, and whether libvirt skips their zero blocks
+      ...(mo.blockMigration
+        ? {
+            migrationMethod: 'BlockMigration',
+            migrateDisks: params.migrateDisks ?? [],
+            disksURI: params.disksUri,
+            detectZeroes: params.migrateDisksDetectZeroes !== undefined,
+          }
+        : {}),
       // libvirt's typed parameter (MiB/s; absent: unlimited) and the monitor's limits
       bandwidthMiB: params.bandwidth,
       progressTimeoutSeconds: mo.progressTimeoutMs ? mo.progressTimeoutMs / 1000 : undefined,
@@ -461,10 +503,17 @@ export class DomainManager extends EventEmitter {
     });
     const started = Date.now();
     const call = dom.migrateToURI3(mo.targetURI, params, flags);
-    const monitor = monitorMigration(dom, state, mo, started, migrationDataGB(vmi), (reason, why) => {
-      this.log.warn(`${why}; aborting the migration.`, { name: dom.name, reason });
-      this.emitMigration(dom.name, state);
-    });
+    const monitor = monitorMigration(
+      dom,
+      state,
+      mo,
+      started,
+      migrationDataGB(vmi, localDisksBytes),
+      (reason, why) => {
+        this.log.warn(`${why}; aborting the migration.`, { name: dom.name, reason });
+        this.emitMigration(dom.name, state);
+      },
+    );
     const done = call.then(
       () => {
         monitor.stop();

@@ -1,12 +1,23 @@
 // Live migration for real: two session libvirtds on this host (each its own host_uuid and its own
 // "Pod" root), the running test guest moved from one to the other over TCP on loopback
 // (virDomainMigrateToURI3, peer-to-peer), still printing heartbeats on its serial console afterwards.
+// Block migration: the guest with a containerDisk (a qcow2 overlay in each "Pod" over the same image) moved
+// with its overlay copied by libvirt's non-shared incremental copy (NON_SHARED_INC, the target QEMU's NBD
+// server on a unix socket), never with VIR_MIGRATE_UNSAFE.
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { chown, mkdir, mkdtemp, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import { ConnectionHolder } from './connection.js';
 import { DomainManager } from './manager.js';
 import {
   freePort,
   guestVMI,
   lastHeartbeat,
+  QEMU_GID,
+  QEMU_UID,
   READY,
   readLog,
   startPod,
@@ -28,13 +39,19 @@ interface Side {
   events: DomainWatchEvent[];
 }
 
-async function side(hostUuid: string): Promise<Side> {
+async function side(
+  hostUuid: string,
+  prepareMore?: (pod: PodEnv, vmi: VirtualMachineInstance) => Promise<void>,
+): Promise<Side> {
   const pod = await startPod({ hostUuid });
   const holder = new ConnectionHolder(() => pod.open());
   const mgr = new DomainManager({
     connection: holder,
     context: pod.context,
-    prepare: (v, s) => pod.prepare(v, s),
+    prepare: async (v, s) => {
+      await prepareMore?.(pod, v);
+      await pod.prepare(v, s);
+    },
     logger: quietLogger,
   });
   const watcher = new DomainWatcher({ connection: holder, migrations: mgr, logger: quietLogger });
@@ -231,6 +248,153 @@ describe('live migration between two session libvirtds', () => {
         30_000,
         'heartbeats after the aborted migration',
       );
+    },
+    T,
+  );
+});
+
+const run = promisify(execFile);
+
+/**
+ * Block migration of a guest whose disk is a containerDisk: each "Pod" has the container image linked where the
+ * converter points (disk_0.img) and its own qcow2 overlay over it (what @kubevirt-ts/disks prepareVolumes makes
+ * in the launcher, on the target too before the incoming migration: libvirt wants the destination file there).
+ */
+describe('block migration of a containerDisk overlay between two session libvirtds', () => {
+  const BUID = 'u-blockmig-1';
+  const PATTERN = '0x5a';
+  let images: string;
+  let src: Side;
+  let dst: Side;
+  const vmi = guestVMI('bmig', BUID, { kernelArgs: 'console=ttyS0 quiet kvts.disks' });
+  vmi.spec.domain.devices!.disks = [{ name: 'root', disk: { bus: 'virtio' } }];
+  vmi.spec.volumes = [{ name: 'root', containerDisk: { image: 'example.com/kvts-disk:1' } }];
+  const block = { ...vmi, status: { migrationMethod: 'BlockMigration' } } as VirtualMachineInstance;
+  const live = { ...vmi, status: { migrationMethod: 'LiveMigration' } } as VirtualMachineInstance;
+
+  /** the Pod's containerDisk: the shared image linked in, a fresh overlay over it (kept when it exists) */
+  const containerDisk = async (pod: PodEnv) => {
+    const base = pod.layout.containerDiskImage(0);
+    const overlay = pod.layout.ephemeralOverlay('root');
+    if (existsSync(overlay)) return;
+    await mkdir(path.dirname(base), { recursive: true });
+    await run('ln', ['-sf', path.join(images, 'disk.qcow2'), base]);
+    await mkdir(path.dirname(overlay), { recursive: true });
+    await run('qemu-img', ['create', '-q', '-f', 'qcow2', '-b', base, '-F', 'qcow2', overlay]);
+  };
+  /** reads 1 MiB at 1 MiB of the overlay (through its chain), -U: the running QEMU holds its lock */
+  const holdsPattern = async (overlay: string) => {
+    // qemu-io exits non-zero when the pattern does not match: its output says which
+    const out = await run('qemu-io', [
+      '-U',
+      '-r',
+      '-f',
+      'qcow2',
+      '-c',
+      `read -P ${PATTERN} 1M 1M`,
+      overlay,
+    ]).then(
+      (r) => r.stdout,
+      (e: { stdout?: string; stderr?: string }) => `${e.stdout ?? ''}${e.stderr ?? ''}`,
+    );
+    if (/Pattern verification failed/.test(out)) return false;
+    if (/read 1048576\/1048576 bytes/.test(out)) return true;
+    throw new Error(`qemu-io ${overlay}: ${out}`);
+  };
+
+  beforeAll(async () => {
+    images = await mkdtemp('/tmp/kvlm-img-');
+    await run('qemu-img', ['create', '-q', '-f', 'qcow2', path.join(images, 'disk.qcow2'), '64M']);
+    await chown(images, QEMU_UID, QEMU_GID);
+    await chown(path.join(images, 'disk.qcow2'), QEMU_UID, QEMU_GID);
+    src = await side('4b1c1d2e-0000-4000-8000-00000000001a', containerDisk);
+    dst = await side('4b1c1d2e-0000-4000-8000-00000000001b', containerDisk);
+  }, T);
+
+  afterAll(async () => {
+    await teardown(src);
+    await teardown(dst);
+    if (images) await rm(images, { recursive: true, force: true });
+  }, T);
+
+  test(
+    'the overlay is copied to the target (NON_SHARED_INC over a unix NBD socket) and the guest keeps running',
+    async () => {
+      // the guest's disk holds data written before it booted: only the overlay has it, not the image
+      await containerDisk(src.pod);
+      const srcOverlay = src.pod.layout.ephemeralOverlay('root');
+      await run('qemu-io', ['-f', 'qcow2', '-c', `write -P ${PATTERN} 1M 1M`, srcOverlay]);
+      await run('chown', ['-R', `${QEMU_UID}:${QEMU_GID}`, src.pod.root]);
+      const srcLog = src.pod.serialLog(BUID);
+      const dstLog = dst.pod.serialLog(BUID);
+      await src.mgr.syncVMI(block);
+      await waitForLog(
+        srcLog,
+        (t) => t.includes(READY) && lastHeartbeat(t) >= 2,
+        120_000,
+        'guest running on the source',
+      );
+      // the guest sees its containerDisk (kvts.disks: 64 MiB, writable)
+      expect(await readLog(srcLog)).toMatch(/KUBEVIRT-TS-GUEST-DISK name=vda bytes=67108864 ro=0/);
+      await dst.mgr.prepareMigrationTarget(block);
+      const dstOverlay = dst.pod.layout.ephemeralOverlay('root');
+      expect(existsSync(dstOverlay)).toBe(true);
+      expect(await holdsPattern(dstOverlay)).toBe(false); // a fresh overlay: the data is not there yet
+
+      // both "Pods" are on this host: the unix sockets are reached directly (in a cluster the handlers' proxies
+      // carry them, the same path in both Pods; e2e/src/handler/migration.test.ts)
+      const sockDir = path.join(dst.pod.baseDir, 'mp');
+      await mkdir(sockDir);
+      await chown(sockDir, QEMU_UID, QEMU_GID);
+      const target = {
+        targetURI: dst.pod.daemon.uri,
+        migrationURI: `unix://${sockDir}/${BUID}-49152-source.sock`,
+        disksURI: `unix://${sockDir}/${BUID}-49153-source.sock`,
+        destinationXML: (xml: string) => xml.split(src.pod.root + '/').join(dst.pod.root + '/'),
+      };
+
+      // without block migration (status.migrationMethod LiveMigration) libvirt refuses the local disk
+      await src.mgr.migrateVMI(live, {}, target);
+      const refused = await src.mgr.waitForMigration(live);
+      expect(refused).toMatchObject({ completed: true, failed: true });
+      expect(refused.failureReason).toMatch(/Migration without shared storage is unsafe/);
+      expect((await src.mgr.getDomain('default_bmig'))?.status.status).toBe('Running');
+
+      const t0 = Date.now();
+      await src.mgr.migrateVMI(block, { UnsafeMigration: false }, target);
+      const state = await src.mgr.waitForMigration(block);
+      expect(state).toMatchObject({ completed: true, failed: false });
+      console.log(`block migration (containerDisk overlay) took ${Date.now() - t0} ms`);
+      const beatAtSwitch = lastHeartbeat(await readLog(srcLog));
+      await waitFor(() => dst.events.at(-1)?.domain.status.status === 'Running', 10_000, 'Running on target');
+      expect((await dst.mgr.getDomain('default_bmig'))?.status).toEqual({
+        status: 'Running',
+        reason: 'Migrated',
+      });
+      await waitFor(
+        () => src.events.at(-1)?.domain.status.reason === 'Migrated',
+        10_000,
+        'Migrated on source',
+      );
+
+      // the data written on the source is in the target's overlay now: libvirt copied it
+      expect(await holdsPattern(dstOverlay)).toBe(true);
+      // the same guest (no new boot) goes on beating on the target, reading and writing its disk there
+      await waitForLog(
+        dstLog,
+        (t) => lastHeartbeat(t) >= beatAtSwitch + 3,
+        60_000,
+        'heartbeats on the target',
+      );
+      const dstText = await readLog(dstLog);
+      expect(dstText).not.toContain(READY);
+      const first = Number(/KUBEVIRT-TS-GUEST-HEARTBEAT (\d+)/.exec(dstText)?.[1]);
+      expect(first).toBeGreaterThan(1);
+      expect(first).toBeLessThanOrEqual(beatAtSwitch + 2);
+      // the target domain's disk is its own overlay, over the image in its own "Pod"
+      const disk = (await dst.mgr.getDomain('default_bmig'))?.spec?.devices.disks?.[0];
+      expect(disk?.source?.file).toBe(dstOverlay);
+      await dst.mgr.finalizeMigration(block);
     },
     T,
   );

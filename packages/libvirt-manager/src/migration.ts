@@ -1,7 +1,10 @@
 // Migration options (MigrationRequest.options), where a migration goes, the state of an outgoing
 // migration, the libvirt call that starts it and the monitor that aborts it when it stalls.
 
+import { readdir, stat } from 'node:fs/promises';
+import path from 'node:path';
 import { parseQuantity, type VirtualMachineInstance } from '@kubevirt-ts/api';
+import { parseDomainXml, type Disk } from '@kubevirt-ts/converter';
 import { Vir, type LibvirtDomain, type MigrateParams } from './libvirt.js';
 
 /** The keys of upstream's MigrationOptions JSON (UpstreamMigrationOptions in @kubevirt-ts/cmd-protocol). */
@@ -25,12 +28,16 @@ export const UPSTREAM_MIGRATION_OPTION_FIELDS = [
  * - migrationURI: where the source QEMU sends the migration stream, e.g. `unix:///path/sock` or
  *   `tcp://127.0.0.1:49152` (default: chosen by the target libvirtd).
  * - listenAddress: address the target QEMU binds (tcp only).
+ * - disksURI: block migration only: where the source QEMU copies the disks (libvirt's disks_uri; the target
+ *   QEMU's NBD server listens there), e.g. `unix:///path/sock` (the same path on both sides) or
+ *   `tcp://host:port` (default: the target libvirtd's choice).
  * - destinationXML: the domain XML to use on the target (default: the source's migratable XML),
  *   or a function of the source's migratable XML.
  */
 export interface MigrationTarget {
   targetURI: string;
   migrationURI?: string;
+  disksURI?: string;
   listenAddress?: string;
   destinationXML?: string | ((sourceXml: string) => string);
 }
@@ -47,6 +54,11 @@ export interface MigrationOptions extends MigrationTarget {
   allowAutoConverge?: boolean;
   allowPostCopy?: boolean;
   parallelMigrationThreads?: number;
+  /**
+   * copy the node-local disks (VIR_MIGRATE_NON_SHARED_INC): the VMI's status.migrationMethod is BlockMigration
+   * (upstream's IsBlockMigration, see isBlockMigration); set by migrateVMI from the VMI, not from MigrationOptions
+   */
+  blockMigration?: boolean;
 }
 
 export interface MigrationState {
@@ -130,6 +142,9 @@ export function checkMigrationTarget(t: MigrationTarget | undefined): MigrationT
   if (t.migrationURI !== undefined && !/^[a-z][a-z0-9+.-]*:\/\//i.test(t.migrationURI)) {
     fail('target.migrationURI', `"${t.migrationURI}" is not a URI like unix:///path or tcp://host:port`);
   }
+  if (t.disksURI !== undefined && !/^(unix:\/\/\/|tcp:\/\/)./i.test(t.disksURI)) {
+    fail('target.disksURI', `"${t.disksURI}" is not a URI like unix:///path or tcp://host:port`);
+  }
   return t;
 }
 
@@ -146,23 +161,130 @@ function bandwidthFromQuantity(q: string): number {
 
 /**
  * What upstream's getVMIMigrationDataSize counts: the guest memory (spec.domain.memory.guest, else
- * resources.requests.memory) in GB (10^9 bytes), rounded up; block migration is not supported here.
+ * resources.requests.memory) plus, for a block migration, `localDisksBytes` (what ephemeralDisksBytes found in
+ * the ephemeral disks dir), in GB (10^9 bytes), rounded up. Volume migrations (status.migratedVolumes) are not
+ * modelled here.
  */
-export function migrationDataGB(vmi: VirtualMachineInstance): number {
+export function migrationDataGB(vmi: VirtualMachineInstance, localDisksBytes = 0): number {
   const domain = vmi.spec.domain;
   const q = domain.memory?.guest ?? domain.resources?.requests?.memory;
-  if (!q) return 0;
+  let bytes = 0;
+  if (q) {
+    try {
+      bytes = parseQuantity(String(q));
+    } catch {
+      bytes = 0;
+    }
+  }
+  if (isBlockMigration(vmi)) bytes += localDisksBytes;
+  return Math.ceil(bytes / 1e9);
+}
+
+/** The sizes of the files under `dir` (upstream's getVMIEphemeralDisksTotalSize: apparent sizes; 0 when the dir is missing). */
+export async function ephemeralDisksBytes(dir: string): Promise<number> {
+  let total = 0;
+  let entries;
   try {
-    return Math.ceil(parseQuantity(String(q)) / 1e9);
+    entries = await readdir(dir, { withFileTypes: true, recursive: true });
   } catch {
     return 0;
   }
+  for (const e of entries) {
+    if (!e.isFile()) continue;
+    try {
+      total += (await stat(path.join(e.parentPath, e.name))).size;
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return total;
 }
 
-/** virDomainMigrateToURI3's typed parameters and flags for these options (live, peer-to-peer, persistent). */
+/** The VMI migrates with its node-local disks copied: status.migrationMethod BlockMigration or migrated volumes (upstream's IsBlockMigration). */
+export function isBlockMigration(vmi: VirtualMachineInstance): boolean {
+  const st = vmi.status as { migrationMethod?: string; migratedVolumes?: unknown[] } | undefined;
+  return st?.migrationMethod === 'BlockMigration' || (st?.migratedVolumes?.length ?? 0) > 0;
+}
+
+/** How a block migration treats each volume (upstream's classifyVolumesForMigration), by volume name. */
+export interface VolumeClasses {
+  /** on storage both nodes reach (PVC/DataVolume, a shared hostDisk): never copied */
+  shared: Set<string>;
+  /** files the launcher makes (cloud-init, configMap, secret, downwardAPI, serviceAccount ISOs, containerDisk overlays): copied even when read-only */
+  generated: Set<string>;
+}
+
+/** Upstream's classifyVolumesForMigration (status.migratedVolumes, a volume migration, is not modelled: nothing is migrated that way here). */
+export function classifyVolumesForMigration(vmi: VirtualMachineInstance): VolumeClasses {
+  const shared = new Set<string>();
+  const generated = new Set<string>();
+  const migrated = new Set(
+    (
+      (vmi.status as { migratedVolumes?: Array<{ volumeName?: string }> } | undefined)?.migratedVolumes ?? []
+    ).map((v) => v.volumeName),
+  );
+  for (const v of vmi.spec.volumes ?? []) {
+    const vol = v as Record<string, unknown> & { name: string; hostDisk?: { shared?: boolean } };
+    if (vol.persistentVolumeClaim || vol.dataVolume) {
+      if (!migrated.has(vol.name)) shared.add(vol.name);
+    } else if (vol.hostDisk) {
+      if (!migrated.has(vol.name) && vol.hostDisk.shared === true) shared.add(vol.name);
+    } else if (
+      [
+        'configMap',
+        'secret',
+        'downwardAPI',
+        'serviceAccount',
+        'cloudInitNoCloud',
+        'cloudInitConfigDrive',
+        'containerDisk',
+      ].some((k) => vol[k] !== undefined)
+    ) {
+      generated.add(vol.name);
+    }
+  }
+  return { shared, generated };
+}
+
+/** The volume name behind a domain disk (its alias is `ua-<volume>`). */
+function diskVolumeName(d: Disk): string {
+  const a = d.alias ?? '';
+  return a.startsWith('ua-') ? a.slice(3) : a;
+}
+
+/**
+ * The target devs of the disks a block migration copies (upstream's getDiskTargetsForMigration): every disk
+ * of the domain except cdroms, read-only ones that the launcher did not generate, disks that are neither file
+ * nor block, and those on shared volumes.
+ */
+export function diskTargetsForMigration(vmi: VirtualMachineInstance, disks: readonly Disk[]): string[] {
+  const classes = classifyVolumesForMigration(vmi);
+  const out: string[] = [];
+  for (const d of disks) {
+    const name = diskVolumeName(d);
+    if (d.device === 'cdrom') continue;
+    if (d.readonly && !classes.generated.has(name)) continue;
+    if ((d.type !== 'file' && d.type !== 'block') || classes.shared.has(name)) continue;
+    out.push(d.target.dev);
+  }
+  return out;
+}
+
+/** libvirt takes migrate_disks_detect_zeroes from 10.9.0 on (virConnectGetLibVersion's number: major*1e6+minor*1e3+micro). */
+export const DETECT_ZEROES_MIN_LIBVIRT = 10_009_000;
+
+/**
+ * virDomainMigrateToURI3's typed parameters and flags for these options (live, peer-to-peer, persistent;
+ * upstream's generateMigrationFlags and generateMigrationParams). A block migration adds
+ * VIR_MIGRATE_NON_SHARED_INC (only the top image of a chain is copied: the target has the same backing files,
+ * e.g. its containerDisk overlay over the same image) and, when the VMI is given and it has disks to copy,
+ * `migrate_disks` (diskTargetsForMigration over the source's XML), `disks_uri` (mo.disksURI) and, when
+ * `libvirtVersion` is at least 10.9.0, `migrate_disks_detect_zeroes` for the same disks.
+ */
 export function migrateCall(
   mo: MigrationOptions,
   sourceXml: string,
+  block: { vmi?: VirtualMachineInstance; libvirtVersion?: number } = {},
 ): { params: MigrateParams; flags: number } {
   const destXml =
     typeof mo.destinationXML === 'function' ? mo.destinationXML(sourceXml) : (mo.destinationXML ?? sourceXml);
@@ -172,6 +294,18 @@ export function migrateCall(
   if (mo.bandwidthMiB) params.bandwidth = mo.bandwidthMiB;
   if (mo.parallelMigrationThreads) params.parallelConnections = mo.parallelMigrationThreads;
   let flags = Vir.MIGRATE_LIVE | Vir.MIGRATE_PEER2PEER | Vir.MIGRATE_PERSIST_DEST;
+  if (mo.blockMigration) {
+    flags |= Vir.MIGRATE_NON_SHARED_INC;
+    // libvirt refuses migrate_disks without a NON_SHARED flag: the disks are named only for a block migration
+    const disks = block.vmi
+      ? diskTargetsForMigration(block.vmi, parseDomainXml(sourceXml).devices.disks ?? [])
+      : [];
+    if (disks.length > 0) {
+      params.migrateDisks = disks;
+      if (mo.disksURI) params.disksUri = mo.disksURI;
+      if ((block.libvirtVersion ?? 0) >= DETECT_ZEROES_MIN_LIBVIRT) params.migrateDisksDetectZeroes = disks;
+    }
+  }
   if (mo.unsafe) flags |= Vir.MIGRATE_UNSAFE;
   if (mo.allowAutoConverge) flags |= Vir.MIGRATE_AUTO_CONVERGE;
   if (mo.allowPostCopy) flags |= Vir.MIGRATE_POSTCOPY;

@@ -149,6 +149,8 @@ export interface MigrateParams {
   graphicsUri?: string;
   listenAddress?: string;
   migrateDisks?: string[];
+  /** migrate_disks_detect_zeroes: the disks (of migrateDisks) whose zero blocks are not sent (libvirt >= 10.9.0) */
+  migrateDisksDetectZeroes?: string[];
   disksPort?: number;
   disksUri?: string;
   compression?: string[];
@@ -172,6 +174,7 @@ const MIGRATE_PARAMS: Record<keyof MigrateParams, [string, number]> = {
   graphicsUri: ['graphics_uri', TypedParamType.STRING],
   listenAddress: ['listen_address', TypedParamType.STRING],
   migrateDisks: ['migrate_disks', TypedParamType.STRING],
+  migrateDisksDetectZeroes: ['migrate_disks_detect_zeroes', TypedParamType.STRING],
   disksPort: ['disks_port', TypedParamType.INT],
   disksUri: ['disks_uri', TypedParamType.STRING],
   compression: ['compression', TypedParamType.STRING],
@@ -185,6 +188,9 @@ const MIGRATE_PARAMS: Record<keyof MigrateParams, [string, number]> = {
   tlsDestination: ['tls.destination', TypedParamType.STRING],
 };
 
+/** The parameters libvirt takes more than once (one entry per value). */
+const LIST_PARAMS = new Set<keyof MigrateParams>(['migrateDisks', 'migrateDisksDetectZeroes', 'compression']);
+
 /** Turns typed MigrateParams into the [name, type, value] list the addon takes (exported for tests). */
 export function migrateParamList(params: MigrateParams): [string, number, string | number][] {
   const out: [string, number, string | number][] = [];
@@ -194,7 +200,7 @@ export function migrateParamList(params: MigrateParams): [string, number, string
     if (!spec) throw new TypeError(`params.${key}: unknown migration parameter`);
     const [name, type] = spec;
     const values = Array.isArray(value) ? value : [value];
-    if (Array.isArray(value) && key !== 'migrateDisks' && key !== 'compression')
+    if (Array.isArray(value) && !LIST_PARAMS.has(key))
       throw new TypeError(`params.${key}: expected a single value`);
     for (const v of values) {
       if (type === TypedParamType.STRING) {

@@ -20,6 +20,8 @@ describe('migrateParamList', () => {
         uri: 'tcp://127.0.0.1:49152',
         bandwidth: 100,
         migrateDisks: ['vda', 'vdb'],
+        disksUri: 'unix:///s/migrationproxy/u-49153-source.sock',
+        migrateDisksDetectZeroes: ['vda', 'vdb'],
         parallelConnections: 4,
       }),
     ).toEqual([
@@ -27,6 +29,9 @@ describe('migrateParamList', () => {
       ['bandwidth', TypedParamType.ULLONG, 100],
       ['migrate_disks', TypedParamType.STRING, 'vda'],
       ['migrate_disks', TypedParamType.STRING, 'vdb'],
+      ['disks_uri', TypedParamType.STRING, 'unix:///s/migrationproxy/u-49153-source.sock'],
+      ['migrate_disks_detect_zeroes', TypedParamType.STRING, 'vda'],
+      ['migrate_disks_detect_zeroes', TypedParamType.STRING, 'vdb'],
       ['parallel.connections', TypedParamType.INT, 4],
     ]);
   });
