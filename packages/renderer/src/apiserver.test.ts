@@ -325,11 +325,11 @@ describe('rendered launcher Pods on a real kube-apiserver', () => {
       body: vmi,
       fieldValidation: 'Strict',
     })) as VirtualMachineInstance;
-    const pod = renderLaunchPod(created, {
-      launcherImage: 'example.com/launcher:1',
-      pvcVolumeModes: { blockdv: 'Block' },
-      featureGates: ['HostDisk'],
-    });
+    const pod = renderLaunchPod(
+      created,
+      { launcherImage: 'example.com/launcher:1', featureGates: ['HostDisk'] },
+      { blockdv: { volumeMode: 'Block' } },
+    );
     const got = await core.createNamespacedPod({
       namespace: 'privileged',
       body: pod,

@@ -38,11 +38,6 @@ export interface RendererConfig {
   /** keep the compute container running after a failure, for debugging (--keep-after-failure) */
   keepAfterFailure?: boolean;
   /**
-   * volumeMode of each PersistentVolumeClaim the VMI uses (claim name -> mode), as the controller sees it;
-   * "Block" claims become volumeDevices, anything else a filesystem mount (default Filesystem).
-   */
-  pvcVolumeModes?: Record<string, 'Block' | 'Filesystem' | undefined>;
-  /**
    * Feature gates turned on in the cluster (upstream's `developerConfiguration.featureGates`). Off by default.
    * Acted on: `HostDisk` (hostDisk volumes: files on the node's filesystem). Any other name is kept and has no
    * effect here, as upstream keeps a gate it does not know (a CR written for upstream turns on gates such as
@@ -159,8 +154,8 @@ function resolveMigration(c: Partial<RendererConfig>): MigrationConfiguration {
 export const FEATURE_GATES = FEATURE_GATES_ACTED_ON;
 export type FeatureGate = (typeof FEATURE_GATES)[number];
 
-export type ResolvedConfig = Required<Omit<RendererConfig, 'imagePullSecrets' | 'pvcVolumeModes'>> &
-  Pick<RendererConfig, 'imagePullSecrets' | 'pvcVolumeModes'>;
+export type ResolvedConfig = Required<Omit<RendererConfig, 'imagePullSecrets'>> &
+  Pick<RendererConfig, 'imagePullSecrets'>;
 
 /** Whether `gate` is on in the (resolved) config. */
 export const gateEnabled = (c: Pick<RendererConfig, 'featureGates'>, gate: FeatureGate): boolean =>
@@ -195,7 +190,6 @@ export function resolveConfig(c: RendererConfig): ResolvedConfig {
     launcherSeccompProfile: c.launcherSeccompProfile ?? 'RuntimeDefault',
     launcherCommand: c.launcherCommand ?? ['/usr/bin/tini', '-g', '--', '/usr/bin/virt-launcher', 'monitor'],
     keepAfterFailure: c.keepAfterFailure ?? false,
-    pvcVolumeModes: c.pvcVolumeModes,
     featureGates: c.featureGates ?? [],
     ...resolveMigration(c),
   };

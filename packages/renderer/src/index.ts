@@ -1,6 +1,8 @@
 // @kubevirt-ts/renderer: VirtualMachineInstance -> virt-launcher Pod.
 export {
   renderLaunchPod,
+  type ClaimInfo,
+  type Claims,
   launcherCommand,
   computeCapabilities,
   unprivilegedPortStart,

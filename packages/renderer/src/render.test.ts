@@ -376,12 +376,26 @@ describe('volumes', () => {
         { name: 'hot', persistentVolumeClaim: { claimName: 'later', hotpluggable: true } },
       ],
     });
-    const p = render(v, { pvcVolumeModes: { 'claim-blk': 'Block' } });
+    // the volume modes virt-controller read of the claims (a DataVolume's claim has its name)
+    const p = renderLaunchPod(v, cfg(), {
+      'claim-blk': { volumeMode: 'Block' },
+      'claim-fs': { volumeMode: 'Filesystem' },
+      'my-dv': { volumeMode: 'Block' },
+      later: { volumeMode: 'Block' },
+    });
     expect(volOf(p, 'fs')).toEqual({ name: 'fs', persistentVolumeClaim: { claimName: 'claim-fs' } });
     expect(mountOf(p, 'fs')!.mountPath).toBe('/var/run/kubevirt-private/vmi-disks/fs');
-    expect(compute(p).volumeDevices).toEqual([{ name: 'blk', devicePath: '/dev/blk' }]);
+    expect(compute(p).volumeDevices).toEqual([
+      { name: 'blk', devicePath: '/dev/blk' },
+      { name: 'dv', devicePath: '/dev/dv' },
+    ]);
     expect(mountOf(p, 'blk')).toBeUndefined();
+    expect(mountOf(p, 'dv')).toBeUndefined();
     expect(volOf(p, 'dv')!.persistentVolumeClaim!.claimName).toBe('my-dv');
+    // claims the caller says nothing of (no API server: tools, benchmarks) are mounted as filesystems
+    const bare = render(v);
+    expect(compute(bare).volumeDevices ?? []).toEqual([]);
+    expect(mountOf(bare, 'blk')!.mountPath).toBe('/var/run/kubevirt-private/vmi-disks/blk');
     expect(volOf(p, 'eph')!.persistentVolumeClaim).toEqual({ claimName: 'golden', readOnly: true });
     expect(volOf(p, 'hot')).toBeUndefined(); // hotplugged volumes come through hotplug-disks
   });

@@ -154,7 +154,7 @@ interface Mounts {
 }
 
 /** Pod volumes and compute mounts for spec.volumes. */
-function userVolumes(vmi: VirtualMachineInstance, config: ResolvedConfig): Mounts {
+function userVolumes(vmi: VirtualMachineInstance, config: ResolvedConfig, claims: Claims): Mounts {
   const out: Mounts = { volumes: [], mounts: [], devices: [] };
   const dirOf = (p: string): string => posix.dirname(p);
   (vmi.spec.volumes ?? []).forEach((v, i) => {
@@ -171,7 +171,7 @@ function userVolumes(vmi: VirtualMachineInstance, config: ResolvedConfig): Mount
         name: v.name,
         persistentVolumeClaim: { claimName, ...(readOnly ? { readOnly } : {}) },
       });
-      if (config.pvcVolumeModes?.[claimName] === 'Block') {
+      if (claims[claimName]?.volumeMode === 'Block') {
         out.devices.push({ name: v.name, devicePath: podLayout.blockVolumeDevice(v.name) });
       } else {
         out.mounts.push({
@@ -455,12 +455,26 @@ function usesEfi(vmi: VirtualMachineInstance): boolean {
   return vmi.spec.domain.firmware?.bootloader?.efi !== undefined;
 }
 
+/** What the renderer needs of a PersistentVolumeClaim the VMI uses (virt-controller reads the claim). */
+export interface ClaimInfo {
+  /** the claim's `spec.volumeMode`: `Block` becomes a volumeDevice, anything else (Filesystem, unset) a mount */
+  volumeMode?: string;
+}
+/** claim name -> {@link ClaimInfo} */
+export type Claims = Readonly<Record<string, ClaimInfo | undefined>>;
+
 /**
  * Renders the virt-launcher Pod for a VMI. The VMI should carry its API defaults (as stored by the cluster)
- * and must have metadata.name, metadata.namespace and metadata.uid. Throws RenderError naming the field
+ * and must have metadata.name, metadata.namespace and metadata.uid. `claims` gives the volume mode of each
+ * PersistentVolumeClaim the VMI's volumes use (a dataVolume's claim has the DataVolume's name), as virt-controller
+ * reads them from the API server; a claim not in it is taken as Filesystem. Throws RenderError naming the field
  * on bad input.
  */
-export function renderLaunchPod(vmi: VirtualMachineInstance, rendererConfig: RendererConfig): V1Pod {
+export function renderLaunchPod(
+  vmi: VirtualMachineInstance,
+  rendererConfig: RendererConfig,
+  claims: Claims = {},
+): V1Pod {
   const config = resolveConfig(rendererConfig);
   const meta = vmi?.metadata;
   for (const k of ['name', 'namespace', 'uid'] as const) {
@@ -476,7 +490,7 @@ export function renderLaunchPod(vmi: VirtualMachineInstance, rendererConfig: Ren
 
   const grace = vmi.spec.terminationGracePeriodSeconds ?? DEFAULT_GRACE_PERIOD_SECONDS;
   const { requests, limits } = computeResources(vmi, config);
-  const user = userVolumes(vmi, config);
+  const user = userVolumes(vmi, config, claims);
   const cd = containerDiskContainers(vmi, config);
 
   const emptyDir = (n: string): V1Volume => ({ name: n, emptyDir: {} });

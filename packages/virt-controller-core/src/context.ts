@@ -11,6 +11,7 @@ import type { DefaultsOptions } from '@kubevirt-ts/api';
 import type { Logger } from '@kubevirt-ts/log';
 import type { RendererConfig } from '@kubevirt-ts/renderer';
 import type { Vm, Vmi } from './common.js';
+import type { ClaimLookup, Pvc } from './claims.js';
 
 export interface PodContainerStatus {
   name: string;
@@ -51,6 +52,10 @@ export interface ControllerContext {
   vms: Informer<Vm>;
   vmis: Informer<Vmi>;
   pods: Informer<Pod>;
+  /** every PersistentVolumeClaim (the fields claims.ts's trimPvc keeps): what VMIs' volumes use */
+  pvcs: Informer<Pvc>;
+  /** the claims from `pvcs`, StorageClasses and DataVolumes read on demand */
+  claimLookup: ClaimLookup;
   /** launcher Pods of a VMI, by the VMI's uid (the kubevirt.io/created-by label) */
   podsOfVmi(uid: string): Pod[];
   vmQueue: WorkQueue<string>;

@@ -1,4 +1,4 @@
-// virt-controller's controllers wired together: informers on VMs, VMIs, replica sets, launcher Pods and the KubeVirt CR (the
+// virt-controller's controllers wired together: informers on VMs, VMIs, replica sets, launcher Pods, claims and the KubeVirt CR (the
 // cluster's configuration, read live); a work queue per controller; expectations lowered by the informers' events.
 import type { ClusterAccess } from '@kubevirt-ts/controller-runtime';
 import {
@@ -35,6 +35,16 @@ import { MigrationController, type Vmim } from './migration.js';
 import { NODES, NodeController, type Node } from './node.js';
 import { ReplicaSetController, VMIRSS, type Vmirs } from './replicaset.js';
 import { POOLS, PoolController, type Pool } from './pool.js';
+import {
+  DATA_VOLUMES,
+  PVCS,
+  STORAGE_CLASSES,
+  trimPvc,
+  usesClaim,
+  type DataVolume,
+  type Pvc,
+  type StorageClass,
+} from './claims.js';
 
 /** the install namespace, where the KubeVirt CR lives (default) */
 export const CONFIG_NAMESPACE = 'kubevirt-ts';
@@ -129,6 +139,8 @@ export class VirtController {
       }),
     });
     this.nodes = new Informer<Node>(this.client, { resource: NODES, log });
+    // the claims VMIs use: their volumeMode, phase, access modes and size (upstream's PVC informer)
+    const pvcs = new Informer<Pvc>(this.client, { resource: PVCS, log, transform: trimPvc });
     this.eventClient = new KubeClient(kc);
     this.recorder = new EventRecorder({
       client: this.eventClient,
@@ -154,6 +166,12 @@ export class VirtController {
       vms,
       vmis,
       pods,
+      pvcs,
+      claimLookup: {
+        pvc: (ns, name) => pvcs.get(ns, name),
+        storageClass: (name) => this.client.getOrUndefined<StorageClass>(STORAGE_CLASSES, undefined, name),
+        dataVolume: (ns, name) => this.client.getOrUndefined<DataVolume>(DATA_VOLUMES, ns, name),
+      },
       podsOfVmi: (uid) => [...(this.podIndex.get(uid)?.values() ?? [])],
       vmQueue: new WorkQueue<string>(),
       vmiQueue: new WorkQueue<string>(),
@@ -273,6 +291,18 @@ export class VirtController {
       ctx.podExpectations.deletionObserved(key);
       ctx.vmiQueue.add(key);
     });
+    // a claim created, bound, resized or deleted: the VMIs (and their VMs) that use it look again (a Pending VMI
+    // creates its Pod, a running one updates status.volumeStatus)
+    ctx.pvcs.onChange((pvc) => {
+      const ns = pvc.metadata?.namespace ?? '';
+      const name = pvc.metadata?.name ?? '';
+      for (const vmi of ctx.vmis.list(ns)) {
+        if (isFinal(vmi) || !usesClaim(vmi, name)) continue;
+        ctx.vmiQueue.add(keyOf(vmi));
+        const vmKey = ownerVmKey(vmi);
+        if (vmKey) ctx.vmQueue.add(vmKey);
+      }
+    });
     const onConfig = (kv: KubeVirt, present: boolean) => {
       if (!present) {
         this.log.warn('the KubeVirt CR was deleted; launcher Pods cannot be rendered until it is back');
@@ -319,6 +349,7 @@ export class VirtController {
     await Promise.all([
       this.configInformer?.start(),
       ctx.pods.start(),
+      ctx.pvcs.start(),
       ctx.vmis.start(),
       ctx.vms.start(),
       this.migration.vmims.start(),
@@ -400,6 +431,7 @@ export class VirtController {
     await Promise.all([
       this.configInformer?.stop(),
       ctx.pods.stop(),
+      ctx.pvcs.stop(),
       ctx.vmis.stop(),
       ctx.vms.stop(),
       this.migration.vmims.stop(),

@@ -39,6 +39,7 @@ import {
   type Vmi,
 } from './common.js';
 import type { ControllerContext, Pod } from './context.js';
+import { cachedClaims } from './claims.js';
 import { migrationOptionsFor, type MigrationOptions } from './migration-policy.js';
 import { isPodDownOrGoingDown, isPodReady } from './vmi.js';
 
@@ -352,9 +353,16 @@ export class MigrationController {
         'FailedCreate',
         'the kubevirt-ts config object is missing (launcher image unknown)',
       );
+    // the target Pod mounts the claims as the source Pod does: Block claims as devices
+    const { claims, missing } = cachedClaims(vmi, (ns, n) => ctx.pvcs.get(ns, n));
+    if (missing)
+      throw new SyncError(
+        'FailedCreate',
+        `${missing.field}: PersistentVolumeClaim ${vmi.metadata.namespace}/${missing.claimName} not found`,
+      );
     let pod: Pod;
     try {
-      pod = renderLaunchPod(vmi, config) as Pod;
+      pod = renderLaunchPod(vmi, config, claims) as Pod;
     } catch (e) {
       const msg = `failed to render the target pod: ${errorMessage(e)}`;
       throw new SyncError('FailedCreate', msg, !(e instanceof RenderError));

@@ -38,6 +38,7 @@ import {
 import type { ControllerContext } from './context.js';
 import { findVmSpecs, instancetypeAnnotations, storeVmRevisions, type VmSpecs } from './instancetype.js';
 import { REASON_ERR_IMAGE_PULL, REASON_IMAGE_PULL_BACKOFF } from './vmi.js';
+import { claimVolumes } from './claims.js';
 
 /** the finalizer kube-apiserver puts on an object deleted with propagationPolicy Orphan */
 const ORPHAN_FINALIZER = 'orphan';
@@ -572,6 +573,16 @@ export class VmController {
     return status;
   }
 
+  /** A claim the VMI uses exists and is not Bound yet (upstream's HasUnboundPVC; a missing one does not count). */
+  private hasUnboundClaim(vmi: Vmi): boolean {
+    const ns = vmi.metadata.namespace ?? 'default';
+    return claimVolumes(vmi).some((c) => {
+      if (c.source === 'ephemeral') return false;
+      const pvc = this.ctx.pvcs.get(ns, c.claimName);
+      return !!pvc && pvc.status?.phase !== 'Bound';
+    });
+  }
+
   /** First match wins, in upstream's order. */
   printableStatus(key: string, vm: Vm, vmi: Vmi | undefined, status: VirtualMachineStatus): string {
     const conds = vmi?.status?.conditions;
@@ -585,6 +596,7 @@ export class VmController {
     if (vmi && running) return 'Running';
     if (sync?.status === 'False' && sync.reason === 'FailedPvcNotFound') return 'ErrorPvcNotFound';
     if (hasCondition(conds, 'PodScheduled', 'False', 'Unschedulable')) return 'ErrorUnschedulable';
+    if (vmi && !isFinal(vmi) && this.hasUnboundClaim(vmi)) return 'WaitingForVolumeBinding';
     if (sync?.status === 'False' && sync.reason === REASON_ERR_IMAGE_PULL) return 'ErrImagePull';
     if (sync?.status === 'False' && sync.reason === REASON_IMAGE_PULL_BACKOFF) return 'ImagePullBackOff';
     if (

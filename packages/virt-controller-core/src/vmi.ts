@@ -24,6 +24,13 @@ import {
   type Vmi,
 } from './common.js';
 import type { ControllerContext, Pod } from './context.js';
+import {
+  REASON_PVC_NOT_FOUND,
+  REASON_PVC_VOLUME_MODE,
+  checkClaims,
+  desiredVolumeStatus,
+  type ClaimWait,
+} from './claims.js';
 
 export const REASON_FAILED_CREATE_POD = 'FailedCreate';
 export const REASON_FAILED_DELETE_POD = 'FailedDelete';
@@ -33,6 +40,19 @@ export const REASON_POD_NOT_EXISTS = 'PodNotExists';
 export const REASON_POD_TERMINATING = 'PodTerminating';
 export const REASON_GUEST_NOT_RUNNING = 'GuestNotRunning';
 export const REASON_POD_CONDITION_MISSING = 'PodConditionMissing';
+
+/**
+ * The launcher Pod waits for a claim (upstream's informalSyncError): the VMI stays Pending with the Synchronized
+ * condition saying why, and is not requeued with backoff: a claim event wakes it, or `recheckMs` when what it waits
+ * for is not watched.
+ */
+export class ClaimWaitError extends SyncError {
+  readonly recheckMs: number | undefined;
+  constructor(w: ClaimWait) {
+    super(w.reason, w.message);
+    this.recheckMs = w.recheckMs;
+  }
+}
 
 const isFinalPhase = (p: string) => p === 'Succeeded' || p === 'Failed';
 const isPodDown = (p: Pod) => p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed';
@@ -97,6 +117,10 @@ export class VmiController {
     if (r && !(r instanceof SyncError)) return;
     const syncErr = r instanceof SyncError ? r : undefined;
     await this.updateStatus(key, vmi, pod, syncErr);
+    if (syncErr instanceof ClaimWaitError) {
+      if (syncErr.recheckMs !== undefined) ctx.vmiQueue.addAfter(key, syncErr.recheckMs);
+      return;
+    }
     if (syncErr && syncErr.retry && !isFinal(vmi)) throw syncErr;
   }
 
@@ -120,9 +144,36 @@ export class VmiController {
         REASON_FAILED_CREATE_POD,
         'the kubevirt-ts config object is missing (launcher image unknown)',
       );
+    // every claim the Pod mounts exists and can be used (bound, or bound by this Pod: WaitForFirstConsumer)
+    let check;
+    try {
+      check = await checkClaims(vmi, ctx.claimLookup);
+    } catch (e) {
+      return new SyncError(REASON_FAILED_CREATE_POD, `cannot read the VMI's claims: ${errorMessage(e)}`);
+    }
+    if (!check.ready) {
+      const sync = vmi.status?.conditions?.find((c) => c.type === 'Synchronized');
+      // one event per new reason or message, not one per reconcile
+      if (sync?.reason !== check.reason || sync?.message !== check.message) {
+        ctx.recorder.event(
+          vmiRef(vmi),
+          check.reason === REASON_PVC_VOLUME_MODE ? 'Warning' : 'Normal',
+          check.reason,
+          check.message,
+        );
+        ctx.log.info('launcher pod waits for a claim', {
+          kind: 'VirtualMachineInstance',
+          namespace: vmi.metadata.namespace,
+          name: vmi.metadata.name,
+          reason: check.reason,
+          message: check.message,
+        });
+      }
+      return new ClaimWaitError(check);
+    }
     let podSpec;
     try {
-      podSpec = renderLaunchPod(vmi, config);
+      podSpec = renderLaunchPod(vmi, config, check.claims);
     } catch (e) {
       const msg = `failed to render launch manifest: ${errorMessage(e)}`;
       ctx.recorder.event(vmiRef(vmi), 'Warning', REASON_FAILED_CREATE_POD, msg);
@@ -215,7 +266,20 @@ export class VmiController {
         setPhase('Scheduling');
       } else if (vmi.metadata.deletionTimestamp) setPhase('Failed');
       else if (syncErr && !syncErr.retry) setPhase('Failed');
-      else setPhase('Pending');
+      else {
+        setPhase('Pending');
+        // upstream: a missing claim also shows as an unschedulable Pod (the VM's ErrorPvcNotFound comes first)
+        if (syncErr?.reason === REASON_PVC_NOT_FOUND)
+          updateCondition(status, {
+            type: 'PodScheduled',
+            status: 'False',
+            reason: 'Unschedulable',
+            message: syncErr.message,
+            lastProbeTime: null,
+            lastTransitionTime: nowTimestamp(),
+          });
+        else removeCondition(status, 'PodScheduled');
+      }
     }
     if (status.phase === 'Scheduling') {
       if (pod) {
@@ -251,6 +315,13 @@ export class VmiController {
       status.activePods = Object.fromEntries(
         pods.map((p) => [p.metadata!.uid!, early ? '' : (p.spec?.nodeName ?? '')]),
       );
+    // upstream: the controller tells virt-handler about the claims (persistentVolumeClaimInfo: access modes, volume
+    // mode, size) from the Pod's creation on, and keeps it current while the VMI runs (a resized claim); the
+    // handler keeps what is written here
+    if (pods.length > 0 && !isFinal(vmi) && !vmi.metadata.deletionTimestamp) {
+      const vs = desiredVolumeStatus(vmi, (ns, n) => this.ctx.pvcs.get(ns, n));
+      if (vs) status.volumeStatus = vs;
+    }
     // Scheduled and Running belong to virt-handler: only the Ready condition above is kept current
     if (status.nodeName) (vmi.metadata.labels ??= {})[LABEL_NODE_NAME] = status.nodeName;
 

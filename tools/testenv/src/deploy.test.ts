@@ -282,6 +282,8 @@ const NEEDS: Record<'controller' | 'handler' | 'operator', Need[]> = {
     },
     { group: '', resource: 'pods', verbs: ['get', 'list', 'watch', 'create', 'delete'] },
     { group: '', resource: 'persistentvolumeclaims', verbs: ['get', 'list', 'watch'] },
+    // the VMI controller: the binding mode of a Pending claim's StorageClass
+    { group: 'storage.k8s.io', resource: 'storageclasses', verbs: ['get'] },
     // inferFromVolume: the labels of a DataVolume, its DataSource or VolumeSnapshot, read by the mutating webhook
     { group: 'cdi.kubevirt.io', resource: 'datavolumes', verbs: ['get'] },
     { group: 'cdi.kubevirt.io', resource: 'datasources', verbs: ['get'] },
@@ -734,6 +736,7 @@ describe('deploy/ on a real kube-apiserver', () => {
             'nodes',
             'namespaces',
             'persistentvolumes',
+            'storageclasses',
             'clusterroles',
             'customresourcedefinitions',
             'apiservices',

@@ -262,13 +262,19 @@ export const CONTROLLER_CLUSTER_RULES: Rule[] = [
     apiGroups: [''],
     resources: ['persistentvolumeclaims'],
     verbs: ['get', 'list', 'watch'],
-    why: "get/list/watch: volumeMode of the claims a VMI uses (Block claims become volumeDevices in the launcher Pod); get: the labels of the claim a VM's inferFromVolume names (the mutating webhook infers its instance type and preference)",
+    why: "get/list/watch: the claims a VMI's volumes use (informer): the launcher Pod waits until each exists and is bound (or binds on its first consumer), Block claims become volumeDevices, status.volumeStatus gets their access modes and size; get: the labels of the claim a VM's inferFromVolume names (the mutating webhook infers its instance type and preference)",
+  },
+  {
+    apiGroups: ['storage.k8s.io'],
+    resources: ['storageclasses'],
+    verbs: ['get'],
+    why: "get: the volumeBindingMode of a Pending claim's StorageClass (WaitForFirstConsumer: the launcher Pod is created so the claim binds on its node; Immediate: the Pod waits until the claim is bound); read on demand, no list/watch",
   },
   {
     apiGroups: ['cdi.kubevirt.io'],
     resources: ['datavolumes', 'datasources'],
     verbs: ['get'],
-    why: "get: the labels of the DataVolume (and the DataSource it copies) a VM's inferFromVolume names, read by the mutating webhook; no list/watch",
+    why: "get: the labels of the DataVolume (and the DataSource it copies) a VM's inferFromVolume names, read by the mutating webhook; the phase of the DataVolume that owns a VMI's claim (the launcher Pod waits until it is Succeeded), read on demand; no list/watch",
   },
   {
     apiGroups: ['snapshot.storage.k8s.io'],
