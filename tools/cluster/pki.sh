@@ -14,10 +14,12 @@ if [ ! -f sa.key ]; then
   openssl genrsa -out sa.key 2048 2>/dev/null
   openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
 fi
-# cert NAME SUBJECT [SANs] [usage]
+# cert NAME SUBJECT [SANs] [usage]: made once; made again when its subject, names or usage changed (e.g. the
+# addresses of an older layout: the single-node cluster served at 10.87.0.1), as NAME.want records them
 cert() {
   local name="$1" subj="$2" san="${3:-}" usage="${4:-clientAuth}"
-  [ -f "$name.crt" ] && return 0
+  local want="$subj|$san|$usage"
+  [ -f "$name.crt" ] && [ "$(cat "$name.want" 2>/dev/null)" = "$want" ] && return 0
   openssl req -newkey rsa:2048 -nodes -keyout "$name.key" -out "$name.csr" -subj "$subj" 2>/dev/null
   {
     echo "basicConstraints=CA:FALSE"
@@ -27,6 +29,7 @@ cert() {
   } >"$name.ext"
   openssl x509 -req -in "$name.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -out "$name.crt" -days 3650 -extfile "$name.ext" 2>/dev/null
   rm -f "$name.csr" "$name.ext"
+  echo "$want" >"$name.want"
 }
 cert apiserver "/CN=kube-apiserver" \
   "DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,DNS:localhost,IP:127.0.0.1,IP:$CP_IP,IP:$KUBERNETES_SERVICE_IP" serverAuth
@@ -56,10 +59,10 @@ if [ ! -f front-proxy-client.crt ]; then
   rm -f front-proxy-client.csr front-proxy-client.ext
 fi
 
-kubeconfig() { # NAME CERT
-  local f="$STATE_DIR/$1.kubeconfig"
-  [ -f "$f" ] && return 0
-  cat >"$f" <<KC
+kubeconfig() { # NAME CERT: written when missing or different (the API server's address is in it)
+  local f="$STATE_DIR/$1.kubeconfig" new
+  new="$(
+    cat <<KC
 apiVersion: v1
 kind: Config
 clusters:
@@ -77,7 +80,9 @@ contexts:
   context: {cluster: kvts, user: $1}
 current-context: kvts
 KC
-  chmod 0600 "$f"
+  )"
+  [ -f "$f" ] && [ "$(cat "$f")" = "$new" ] && return 0
+  (umask 077 && echo "$new" >"$f")
 }
 kubeconfig admin admin
 kubeconfig controller-manager controller-manager

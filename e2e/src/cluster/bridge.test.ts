@@ -1,22 +1,25 @@
-// The bridge binding on the single-node cluster (tools/cluster.sh): a VM whose pod interface is
+// The bridge binding on the cluster (tools/cluster.sh): a VM whose pod interface is
 // `interfaces: [{name: default, bridge: {}}]` boots on the real node; virt-handler's phase 1 makes the launcher Pod's
 // eth0 a port of the bridge, the launcher's DHCP server hands the Pod IP (with the CNI's prefix and gateway) to the
 // guest, the VMI reports it, the node reaches the guest at the Pod IP on a TCP port, and the guest reaches the node
 // with the Pod IP as its own address. Runs only when the cluster is up with the images loaded (as vm.test.ts).
-import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import type net from 'node:net';
 import path from 'node:path';
 import { READY, REPO, processesMentioning, waitFor } from '../launcher/helpers.js';
 import {
+  CLIENT_IP,
   SerialLog,
   clusterGate,
+  cniGateway,
   deployKubevirtTs,
   getJson,
   kubectl,
   kubectlIn,
   kubectlTry,
+  inNodeNet,
   mountsUnder,
+  onNode,
   peerEcho,
   tcpLine,
 } from './cluster.js';
@@ -25,9 +28,7 @@ const { reason, clusterTest, requireCluster } = clusterGate();
 const NS = 'default';
 const VM = 'tiny-bridge';
 const SLOW = 900_000;
-const NODE_IP = '10.87.0.1'; // tools/cluster/config.sh: the node's address (kvts-node0)
-const CNI_GATEWAY = '10.244.0.1'; // the CNI bridge kvts-cni0 (tools/cluster/config.sh)
-const CONNECT_PORT = 18081; // a listener on the node the guest connects to (kvts.connect)
+const CONNECT_PORT = 18081; // a listener in the root namespace the guest connects to (kvts.connect)
 const NET_LINE = /KUBEVIRT-TS-GUEST-NET ip=(\S+) router=(\S+) dns=\S* search=\S* hostname=(\S+) mtu=(\d+)/;
 
 /** examples/vm-tiny.yaml as VM `tiny-bridge` with the pod network on the bridge binding */
@@ -35,7 +36,7 @@ function vmManifest(): string {
   const m = readFileSync(path.join(REPO, 'examples/vm-tiny.yaml'), 'utf8')
     .replace(/^ {2}name: tiny$/m, `  name: ${VM}`)
     .replace(/kubevirt\.io\/vm: tiny/, `kubevirt.io/vm: ${VM}`)
-    .replace(/kvts\.net$/m, `kvts.net kvts.connect=${NODE_IP}:${CONNECT_PORT}`)
+    .replace(/kvts\.net$/m, `kvts.net kvts.connect=${CLIENT_IP}:${CONNECT_PORT}`)
     .replace(
       /^( +)autoattachMemBalloon: false$/m,
       '$1autoattachMemBalloon: false\n$1interfaces:\n$1  - name: default\n$1    bridge: {}',
@@ -46,7 +47,7 @@ function vmManifest(): string {
   return m;
 }
 
-describe(`The bridge binding on the single-node cluster (${reason ? `skipped: ${reason}` : 'tools/cluster.sh'})`, () => {
+describe(`The bridge binding on the cluster (${reason ? `skipped: ${reason}` : 'tools/cluster.sh'})`, () => {
   requireCluster();
   let serial: SerialLog | undefined;
   let connectSrv: net.Server | undefined;
@@ -62,7 +63,7 @@ describe(`The bridge binding on the single-node cluster (${reason ? `skipped: ${
   clusterTest(
     'a VM with interfaces [{name: default, bridge: {}}]: the guest holds the Pod IP by DHCP, the VMI reports it, node -> Pod IP:8080 reaches the guest, the guest reaches the node from the Pod IP; delete leaves nothing',
     async () => {
-      connectSrv = await peerEcho(NODE_IP, CONNECT_PORT);
+      connectSrv = await peerEcho(CLIENT_IP, CONNECT_PORT);
       // the webhook Service may not route to a ready replica yet right after the rollout: retry only that error
       await waitFor(
         'the VM applied (the admission webhook answers)',
@@ -92,14 +93,14 @@ describe(`The bridge binding on the single-node cluster (${reason ? `skipped: ${
       ]);
       const pod = getJson('pods', '-n', NS, '-l', `kubevirt.io/created-by=${vmi.metadata.uid}`)!.items[0];
       const podIp: string = pod.status.podIP;
-      expect(podIp).toMatch(/^10\.244\.0\.\d+$/);
+      expect(podIp).toMatch(/^10\.244\.\d+\.\d+$/);
       serial = new SerialLog(pod.metadata.uid, vmi.metadata.uid);
       const s = serial;
       await waitFor('guest ready line', () => s.text.includes(READY), SLOW, 500);
       // the lease: the Pod's own address with the CNI's prefix and gateway (the Pod interface is a bridge port)
       await waitFor('the guest DHCP lease line', () => NET_LINE.test(s.text), SLOW, 500);
       const [, ip, router, hostname, mtu] = NET_LINE.exec(s.text)!;
-      expect([ip, router, hostname]).toEqual([`${podIp}/24`, CNI_GATEWAY, VM]);
+      expect([ip, router, hostname]).toEqual([`${podIp}/24`, cniGateway(pod.spec.nodeName), VM]);
       expect(Number(mtu)).toBeGreaterThanOrEqual(1280);
       // status.interfaces: the address the guest holds, the Pod IP
       await waitFor(
@@ -125,8 +126,8 @@ describe(`The bridge binding on the single-node cluster (${reason ? `skipped: ${
       // (on failure: the node's neighbour entry for the Pod IP, the first thing to look at)
       const connectLine = /KUBEVIRT-TS-GUEST-CONNECT .*/.exec(s.text)![0];
       expect(
-        `${connectLine}${/ failed/.test(connectLine) ? ` (node: ${execFileSync('ip', ['neigh', 'show', podIp], { encoding: 'utf8' }).trim()})` : ''}`,
-      ).toBe(`KUBEVIRT-TS-GUEST-CONNECT ${NODE_IP}:${CONNECT_PORT} ok ${podIp}`);
+        `${connectLine}${/ failed/.test(connectLine) ? ` (node: ${inNodeNet(pod.spec.nodeName, 'ip', 'neigh', 'show', podIp).trim()})` : ''}`,
+      ).toBe(`KUBEVIRT-TS-GUEST-CONNECT ${CLIENT_IP}:${CONNECT_PORT} ok ${podIp}`);
 
       kubectl('delete', 'vm', '-n', NS, VM, '--wait=true', '--timeout=300s');
       await waitFor(
@@ -141,7 +142,7 @@ describe(`The bridge binding on the single-node cluster (${reason ? `skipped: ${
       expect(mountsUnder(pod.metadata.uid)).toEqual([]);
       await waitFor(
         "the handler's record of phase 1 gone",
-        () => !existsSync(`/var/run/kubevirt/pod-network/${pod.metadata.uid}.json`),
+        () => !existsSync(onNode(pod.spec.nodeName, `/run/kubevirt/pod-network/${pod.metadata.uid}.json`)),
         120_000,
         500,
       );

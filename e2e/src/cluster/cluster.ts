@@ -1,5 +1,10 @@
-// Helpers of the cluster suites (the single-node cluster of tools/cluster.sh): kubectl of the pinned version, the
-// admin kubeconfig, whether the cluster can be used, and what a VM's launcher Pod leaves on the node.
+// Helpers of the cluster suites (the cluster of tools/cluster.sh, one or more nodes; CI runs two): kubectl of the
+// pinned version, the admin kubeconfig, whether the cluster can be used, the nodes' own file system views, and what
+// a VM's launcher Pod leaves on its node.
+//
+// Each node has its own network, mount and PID namespace (tools/cluster/README.md "Layout"): its files (Pod dirs,
+// serial logs, seccomp profiles) are read through `/proc/<node init pid>/root`, its mounts in that init's
+// mountinfo; the root namespace, where the tests run, has the client address CLIENT_IP on a veth into the fabric.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import net from 'node:net';
@@ -7,9 +12,56 @@ import path from 'node:path';
 import { REPO, readText, waitFor } from '../launcher/helpers.js';
 
 export const STATE_DIR = process.env.KVTS_CLUSTER_DIR ?? '/var/lib/kubevirt-ts-cluster';
+/** pid files of tools/cluster.sh: `<node>-init.pid` is each node's init (its PID 1) */
+export const RUN_DIR = process.env.KVTS_CLUSTER_RUN ?? '/run/kubevirt-ts-cluster';
 export const KUBECONFIG = path.join(STATE_DIR, 'admin.kubeconfig');
-export const NODE_NAME = 'kvts-node';
+/** tools/cluster/config.sh's settings (the same environment variables override both) */
+const NS_PREFIX = process.env.KVTS_NS_PREFIX ?? 'kvts-';
+const FABRIC_NET = process.env.KVTS_FABRIC_NET ?? '10.87.0';
+const NODE_NAME_PREFIX = process.env.KVTS_NODE_NAME_PREFIX ?? 'kvts-node';
+/**
+ * The root namespace's address on its veth into the cluster's fabric: what Pods and guests reach of the machine the
+ * tests run on (listeners for `kvts.connect=` bind it). Only the cluster's own namespaces see it.
+ */
+export const CLIENT_IP = `${FABRIC_NET}.254`;
+/** node i (1-based) of tools/cluster.sh */
+export function nodeName(i: number): string {
+  return `${NODE_NAME_PREFIX}${i}`;
+}
+/** the first node (also the one kubeadm/kind would call the control-plane node) */
+export const NODE_NAME = nodeName(1);
+/** the nodes that are up (`cluster.sh up --nodes N` writes N to `$RUN_DIR/nodes`) */
+export function nodeNames(): string[] {
+  let n = 0;
+  try {
+    n = Number(readFileSync(path.join(RUN_DIR, 'nodes'), 'utf8').trim()) || 0;
+  } catch {
+    n = 0;
+  }
+  return Array.from({ length: n }, (_, i) => nodeName(i + 1));
+}
+/** where kubelet keeps the Pods' dirs, inside each node's mount namespace */
 export const PODS_DIR = '/var/lib/kubelet/pods';
+/** the root-namespace pid of a node's init (tools/cluster.sh node-pid) */
+export function nodeInitPid(node: string): number {
+  const pid = Number(readFileSync(path.join(RUN_DIR, `${node}-init.pid`), 'utf8').trim());
+  if (!pid) throw new Error(`${RUN_DIR}/${node}-init.pid: no pid (is the node up?)`);
+  return pid;
+}
+/** A path inside a node's mount namespace, as the root namespace reads it. */
+export function onNode(node: string, p: string): string {
+  return path.join(`/proc/${nodeInitPid(node)}/root`, p);
+}
+/** A command in a node's network namespace (tools/cluster.sh names it `<prefix>node<i>` for node `<name prefix><i>`). */
+export function inNodeNet(node: string, cmd: string, ...args: string[]): string {
+  if (!node.startsWith(NODE_NAME_PREFIX)) throw new Error(`${node} is not a node of tools/cluster.sh`);
+  const ns = `${NS_PREFIX}node${node.slice(NODE_NAME_PREFIX.length)}`;
+  return execFileSync('nsenter', [`--net=/run/netns/${ns}`, cmd, ...args], { encoding: 'utf8' });
+}
+/** The node whose kubelet has the Pod's dir (a Pod lives on one node), or undefined when none has it. */
+export function nodeOfPodDir(podUid: string): string | undefined {
+  return nodeNames().find((n) => existsSync(onNode(n, path.join(PODS_DIR, podUid))));
+}
 /**
  * deploy/ with the apps' images pinned by digest to the archives `tools/cluster.sh load-images` imported (it writes
  * this copy with `node tools/gen-deploy.mjs --pin`): the node runs exactly the images tools/images/build.sh built
@@ -103,10 +155,11 @@ export function notRunnable(): string | undefined {
   if (process.getuid?.() !== 0) return 'needs root (the node runs as root)';
   if (!existsSync(KUBECTL)) return `kubectl ${kubeVersion()} not built (${KUBECTL})`;
   if (!existsSync(KUBECONFIG)) return `no cluster (${KUBECONFIG} missing): run bash tools/cluster.sh up`;
-  // the apiserver's address lives on the node device only while the cluster is up: never dial it otherwise
-  // (it would leave the machine through the default route)
-  if (!existsSync('/sys/class/net/kvts-node0'))
-    return 'cluster not up (no node device kvts-node0): run bash tools/cluster.sh up';
+  // the API server's address is inside the cluster's namespaces, reached through the root veth only while the cluster
+  // is up: never dial it otherwise (it would leave the machine through the default route)
+  if (!existsSync(`/run/netns/${NS_PREFIX}fabric`) || !existsSync(`/sys/class/net/${NS_PREFIX}fab0`))
+    return `cluster not up (no ${NS_PREFIX}fabric namespace and ${NS_PREFIX}fab0 veth): run bash tools/cluster.sh up`;
+  if (nodeNames().length === 0) return `cluster not up (no ${RUN_DIR}/nodes): run bash tools/cluster.sh up`;
   const r = spawnSync(KUBECTL, ['--kubeconfig', KUBECONFIG, 'get', '--raw', '/readyz'], { encoding: 'utf8' });
   if (r.status !== 0)
     return `cluster not up (kube-apiserver: ${r.stderr.trim()}): run bash tools/cluster.sh up`;
@@ -137,17 +190,25 @@ export function clusterGate(): {
   };
 }
 
-/** A launcher Pod's emptyDir on the node. */
-export function podEmptyDir(podUid: string, volume: string): string {
-  return path.join(PODS_DIR, podUid, 'volumes/kubernetes.io~empty-dir', volume);
+/**
+ * A launcher Pod's emptyDir on its node, as the root namespace reads it (undefined while no node has the Pod's
+ * dir, e.g. before the kubelet made it or after it removed it).
+ */
+export function podEmptyDir(podUid: string, volume: string): string | undefined {
+  const node = nodeOfPodDir(podUid);
+  return node && onNode(node, path.join(PODS_DIR, podUid, 'volumes/kubernetes.io~empty-dir', volume));
 }
 
-/** Mounts under a Pod's dir on the node (container disks the handler bind-mounted). */
+/** Mounts under a Pod's dir on any node (container disks the handler bind-mounted), read in each node's mountinfo. */
 export function mountsUnder(podUid: string): string[] {
-  return readFileSync('/proc/self/mountinfo', 'utf8')
-    .split('\n')
-    .map((l) => l.split(' ')[4] ?? '')
-    .filter((m) => m.startsWith(path.join(PODS_DIR, podUid) + '/') && !m.includes('kubernetes.io~projected'));
+  const dir = path.join(PODS_DIR, podUid) + '/';
+  return nodeNames().flatMap((node) =>
+    readFileSync(`/proc/${nodeInitPid(node)}/mountinfo`, 'utf8')
+      .split('\n')
+      .map((l) => l.split(' ')[4] ?? '')
+      .filter((m) => m.startsWith(dir) && !m.includes('kubernetes.io~projected'))
+      .map((m) => `${node}:${m}`),
+  );
 }
 
 /**
@@ -161,8 +222,12 @@ export class SerialLog {
     readonly podUid: string,
     readonly vmiUid: string,
   ) {
-    const file = path.join(podEmptyDir(podUid, 'private'), vmiUid, 'virt-serial0-log');
+    let file: string | undefined;
     this.timer = setInterval(() => {
+      // the Pod's node: found once its dir is there (the path through that node's init stays valid)
+      const dir = file ? undefined : podEmptyDir(podUid, 'private');
+      if (dir) file = path.join(dir, vmiUid, 'virt-serial0-log');
+      if (!file) return;
       void readText(file).then((t) => {
         if (t.length > this.text.length) this.text = t;
       });
@@ -173,7 +238,7 @@ export class SerialLog {
   }
 }
 
-/** One TCP exchange from the node (the test's own network namespace): what the peer says. */
+/** One TCP exchange from the root namespace (through the fabric): what the peer says. */
 export function tcpLine(host: string, port: number, send?: string): Promise<string> {
   return new Promise((resolve, reject) => {
     // send: written first (Debian's passt 2023-03 forwards a connection once the client has spoken)
@@ -189,7 +254,7 @@ export function tcpLine(host: string, port: number, send?: string): Promise<stri
 }
 
 /**
- * A listener on the node that answers each connection with the peer's address; `closeAfterPeer`: the
+ * A listener (on CLIENT_IP, in the root namespace) that answers each connection with the peer's address; `closeAfterPeer`: the
  * close only after the peer's FIN (Debian's passt 2023-03 can drop its FIN to the guest otherwise).
  */
 export function peerEcho(host: string, port: number, closeAfterPeer = false): Promise<net.Server> {
@@ -207,20 +272,32 @@ export function peerEcho(host: string, port: number, closeAfterPeer = false): Pr
   });
 }
 
-/** applyDeployWithEmulation, then the node labelled schedulable by virt-handler with its device plugins registered */
+/** Whether virt-handler labelled the node schedulable and its device plugins are registered. */
+export function nodeSchedulable(name: string): boolean {
+  const node = getJson('node', name);
+  return (
+    node?.metadata.labels['kubevirt.io/schedulable'] === 'true' &&
+    node.status.allocatable['devices.kubevirt.io/tun'] === '1k' &&
+    node.status.allocatable['devices.kubevirt.io/kvm'] === '1k'
+  );
+}
+
+/** applyDeployWithEmulation, then every node labelled schedulable by its virt-handler, device plugins registered */
 export async function deployKubevirtTs(): Promise<void> {
   applyDeployWithEmulation();
-  await waitFor(
-    'the node labelled schedulable by virt-handler, with its device plugins',
-    () => {
-      const node = getJson('node', NODE_NAME)!;
-      return (
-        node.metadata.labels['kubevirt.io/schedulable'] === 'true' &&
-        node.status.allocatable['devices.kubevirt.io/tun'] === '1k' &&
-        node.status.allocatable['devices.kubevirt.io/kvm'] === '1k'
-      );
-    },
-    120_000,
-    500,
-  );
+  for (const name of nodeNames())
+    await waitFor(
+      `node ${name} labelled schedulable by virt-handler, with its device plugins`,
+      () => nodeSchedulable(name),
+      120_000,
+      500,
+    );
+}
+
+/** The first address of the node's Pod CIDR: its CNI bridge, the default gateway of its Pods. */
+export function cniGateway(node: string): string {
+  const cidr = getJson('node', node)?.spec.podCIDR as string | undefined;
+  const m = cidr && /^(\d+\.\d+\.\d+)\.0\/24$/.exec(cidr);
+  if (!m) throw new Error(`node ${node}: spec.podCIDR ${cidr} is not a /24`);
+  return `${m[1]}.1`;
 }

@@ -1,5 +1,5 @@
-// The single-node cluster of tools/cluster.sh (a real kubelet, containerd, runc, CNI bridge, kube-proxy):
-// the node is Ready, `kubectl apply -f deploy/` succeeds, and the images of tools/images/build.sh run under it.
+// The cluster of tools/cluster.sh (per node a real kubelet, containerd, runc, CNI bridge, kube-proxy):
+// every node is Ready, `kubectl apply -f deploy/` succeeds, and the images of tools/images/build.sh run under it.
 // Runs only when that cluster is up (bash tools/cluster.sh up && bash tools/cluster.sh load-images); otherwise
 // every test is skipped with the reason, except under KVTS_REQUIRE_CLUSTER=1 (tools/test.sh, CI), where a cluster
 // that is not up is a failure.
@@ -11,20 +11,39 @@ import path from 'node:path';
 import { CmdClient, launcherSocketPath } from '@kubevirt-ts/cmd-protocol';
 import { renderLaunchPod } from '@kubevirt-ts/renderer';
 import { READY, REPO, processesMentioning, readText, tinyVmi, waitFor } from '../launcher/helpers.js';
-import { KUBECONFIG, KUBECTL, NODE_NAME, clusterGate, kubeVersion, kubectl } from './cluster.js';
+import {
+  IMAGES_JSON,
+  KUBECONFIG,
+  KUBECTL,
+  NODE_NAME,
+  PODS_DIR,
+  clusterGate,
+  kubeVersion,
+  kubectl,
+  nodeNames,
+  onNode,
+} from './cluster.js';
 
 const { reason, clusterTest, requireCluster } = clusterGate();
 
-describe(`single-node cluster (${reason ? `skipped: ${reason}` : 'tools/cluster.sh'})`, () => {
+describe(`the cluster (${reason ? `skipped: ${reason}` : 'tools/cluster.sh'})`, () => {
   requireCluster();
   clusterTest(
-    'the node is Ready, runs the pinned kubelet on containerd, and has the pinned apiserver',
+    'every node is Ready, runs the pinned kubelet on containerd, and the API server is the pinned one',
     () => {
-      const node = JSON.parse(kubectl('get', 'node', NODE_NAME, '-o', 'json'));
-      const ready = node.status.conditions.find((c: { type: string }) => c.type === 'Ready');
-      expect(ready.status).toBe('True');
-      expect(node.status.nodeInfo.kubeletVersion).toBe(kubeVersion());
-      expect(node.status.nodeInfo.containerRuntimeVersion).toMatch(/^containerd:\/\//);
+      expect(nodeNames().length).toBeGreaterThanOrEqual(1);
+      expect(
+        JSON.parse(kubectl('get', 'nodes', '-o', 'json'))
+          .items.map((n: { metadata: { name: string } }) => n.metadata.name)
+          .sort(),
+      ).toEqual(nodeNames().sort());
+      for (const name of nodeNames()) {
+        const node = JSON.parse(kubectl('get', 'node', name, '-o', 'json'));
+        const ready = node.status.conditions.find((c: { type: string }) => c.type === 'Ready');
+        expect({ name, ready: ready.status }).toEqual({ name, ready: 'True' });
+        expect(node.status.nodeInfo.kubeletVersion).toBe(kubeVersion());
+        expect(node.status.nodeInfo.containerRuntimeVersion).toMatch(/^containerd:\/\//);
+      }
       const version = JSON.parse(kubectl('version', '-o', 'json'));
       expect(version.serverVersion.gitVersion).toBe(kubeVersion());
     },
@@ -56,7 +75,7 @@ describe(`single-node cluster (${reason ? `skipped: ${reason}` : 'tools/cluster.
     'a Pod of the locally loaded virt-launcher image runs under kubelet (no pull): node, libvirtd, QEMU',
     () => {
       const name = `kvts-image-check-${process.pid}`;
-      const images = JSON.parse(readFileSync(path.join(REPO, 'deploy/images/images.json'), 'utf8')).images;
+      const images = JSON.parse(readFileSync(IMAGES_JSON, 'utf8')).images; // what load-images imported
       const pod = {
         apiVersion: 'v1',
         kind: 'Pod',
@@ -107,7 +126,7 @@ describe(`single-node cluster (${reason ? `skipped: ${reason}` : 'tools/cluster.
   clusterTest(
     'a launcher Pod rendered by @kubevirt-ts/renderer boots the test guest under kubelet; deleting the Pod shuts it down by ACPI',
     async () => {
-      const images = JSON.parse(readFileSync(path.join(REPO, 'deploy/images/images.json'), 'utf8')).images;
+      const images = JSON.parse(readFileSync(IMAGES_JSON, 'utf8')).images; // what load-images imported
       const name = `kvts-pod-${process.pid}`;
       const vmi = tinyVmi(name, { uid: randomUUID(), grace: 60 });
       vmi.metadata!.namespace = 'default';
@@ -130,6 +149,7 @@ describe(`single-node cluster (${reason ? `skipped: ${reason}` : 'tools/cluster.
       delete pod.metadata!.ownerReferences;
       delete pod.metadata!.generateName;
       pod.metadata!.name = `virt-launcher-${name}`;
+      pod.spec!.nodeName = NODE_NAME; // one node of the cluster (its files are read through its init's root below)
       const podName = pod.metadata!.name;
       let client: CmdClient | undefined;
       const shortLink = `/tmp/kvts-sock-${process.pid}`;
@@ -143,7 +163,7 @@ describe(`single-node cluster (${reason ? `skipped: ${reason}` : 'tools/cluster.
           }),
         );
         const emptyDir = (v: string) =>
-          path.join('/var/lib/kubelet/pods', created.metadata.uid, 'volumes/kubernetes.io~empty-dir', v);
+          onNode(NODE_NAME, path.join(PODS_DIR, created.metadata.uid, 'volumes/kubernetes.io~empty-dir', v));
         // the kernel-boot container runs the container-disk helper: its root filesystem holds the files
         const helper = await waitFor(
           'kernel-boot container',

@@ -1,4 +1,4 @@
-// The passt binding on the single-node cluster (tools/cluster.sh): a VM whose pod interface is
+// The passt binding on the cluster (tools/cluster.sh): a VM whose pod interface is
 // `interfaces: [{name: default, passt: {}, ports: [{port: 8080}]}]` boots on the real node; virt-handler runs no
 // phase 1 for it, the launcher runs passt in its Pod (uid 107, no capability, under the Localhost seccomp profile
 // virt-handler installs on the node: containerd's RuntimeDefault refuses the user namespace passt, run as a non-root
@@ -10,14 +10,17 @@ import type net from 'node:net';
 import path from 'node:path';
 import { READY, REPO, processesMentioning, waitFor } from '../launcher/helpers.js';
 import {
+  CLIENT_IP,
   SerialLog,
   clusterGate,
+  cniGateway,
   deployKubevirtTs,
   getJson,
   kubectl,
   kubectlIn,
   kubectlTry,
   mountsUnder,
+  onNode,
   peerEcho,
   tcpLine,
 } from './cluster.js';
@@ -26,9 +29,7 @@ const { reason, requireCluster, clusterTest } = clusterGate();
 const NS = 'default';
 const VM = 'tiny-passt';
 const SLOW = 900_000;
-const NODE_IP = '10.87.0.1'; // tools/cluster/config.sh: the node's address (kvts-node0)
-const CNI_GATEWAY = '10.244.0.1'; // the CNI bridge kvts-cni0 (tools/cluster/config.sh)
-const CONNECT_PORT = 18082; // a listener on the node the guest connects to (kvts.connect)
+const CONNECT_PORT = 18082; // a listener in the root namespace the guest connects to (kvts.connect)
 const NET_LINE = /KUBEVIRT-TS-GUEST-NET ip=(\S+) router=(\S+) dns=\S* search=\S* hostname=(\S+) mtu=(\d+)/;
 
 /** examples/vm-tiny.yaml as VM `tiny-passt` with the pod network on the passt binding, port 8080 listed */
@@ -36,7 +37,7 @@ function vmManifest(): string {
   const m = readFileSync(path.join(REPO, 'examples/vm-tiny.yaml'), 'utf8')
     .replace(/^ {2}name: tiny$/m, `  name: ${VM}`)
     .replace(/kubevirt\.io\/vm: tiny/, `kubevirt.io/vm: ${VM}`)
-    .replace(/kvts\.net$/m, `kvts.net kvts.connect=${NODE_IP}:${CONNECT_PORT}`)
+    .replace(/kvts\.net$/m, `kvts.net kvts.connect=${CLIENT_IP}:${CONNECT_PORT}`)
     .replace(
       /^( +)autoattachMemBalloon: false$/m,
       '$1autoattachMemBalloon: false\n$1interfaces:\n$1  - name: default\n$1    passt: {}\n$1    ports:\n$1      - port: 8080',
@@ -47,7 +48,7 @@ function vmManifest(): string {
   return m;
 }
 
-describe(`The passt binding on the single-node cluster (${reason ? `skipped: ${reason}` : 'tools/cluster.sh'})`, () => {
+describe(`The passt binding on the cluster (${reason ? `skipped: ${reason}` : 'tools/cluster.sh'})`, () => {
   requireCluster();
   let serial: SerialLog | undefined;
   let connectSrv: net.Server | undefined;
@@ -64,7 +65,7 @@ describe(`The passt binding on the single-node cluster (${reason ? `skipped: ${r
     'a VM with interfaces [{name: default, passt: {}, ports: [8080]}]: Running, the guest holds the Pod IP from passt, node -> Pod IP:8080 reaches the guest, the guest reaches the node from the Pod IP; passt in the Pod as uid 107; delete leaves nothing',
     async () => {
       // the close after the guest's FIN: Debian's passt 2023-03 (packages/network's README)
-      connectSrv = await peerEcho(NODE_IP, CONNECT_PORT, true);
+      connectSrv = await peerEcho(CLIENT_IP, CONNECT_PORT, true);
       await waitFor(
         'the VM applied (the admission webhook answers)',
         () => {
@@ -93,14 +94,14 @@ describe(`The passt binding on the single-node cluster (${reason ? `skipped: ${r
       ]);
       const pod = getJson('pods', '-n', NS, '-l', `kubevirt.io/created-by=${vmi.metadata.uid}`)!.items[0];
       const podIp: string = pod.status.podIP;
-      expect(podIp).toMatch(/^10\.244\.0\.\d+$/);
+      expect(podIp).toMatch(/^10\.244\.\d+\.\d+$/);
       serial = new SerialLog(pod.metadata.uid, vmi.metadata.uid);
       const s = serial;
       await waitFor('guest ready line', () => s.text.includes(READY), SLOW, 500);
       // the lease from passt: the Pod's own address and the CNI's gateway, passt's virtio MTU
       await waitFor('the guest DHCP lease line', () => NET_LINE.test(s.text), SLOW, 500);
       const [, ip, router, , mtu] = NET_LINE.exec(s.text)!;
-      expect([ip, router, mtu]).toEqual([`${podIp}/24`, CNI_GATEWAY, '65520']);
+      expect([ip, router, mtu]).toEqual([`${podIp}/24`, cniGateway(pod.spec.nodeName), '65520']);
       // passt: in the launcher's Pod, as uid 107, on the listed port only
       const passt = (await processesMentioning(vmi.metadata.uid)).filter((p) => p.cmd.startsWith('passt '));
       expect(passt).toHaveLength(1);
@@ -112,7 +113,9 @@ describe(`The passt binding on the single-node cluster (${reason ? `skipped: ${r
         type: 'Localhost',
         localhostProfile: 'kubevirt-ts/kubevirt.json',
       });
-      const profile = JSON.parse(readFileSync('/var/lib/kubelet/seccomp/kubevirt-ts/kubevirt.json', 'utf8'));
+      const profile = JSON.parse(
+        readFileSync(onNode(pod.spec.nodeName, '/var/lib/kubelet/seccomp/kubevirt-ts/kubevirt.json'), 'utf8'),
+      );
       expect(profile.defaultAction).toBe('SCMP_ACT_ERRNO');
       expect(/^Seccomp:\s+(\d+)/m.exec(status)![1]).toBe('2');
       expect(/^CapEff:\s+(\w+)/m.exec(status)![1]).toBe('0000000000000000');
@@ -132,7 +135,7 @@ describe(`The passt binding on the single-node cluster (${reason ? `skipped: ${r
         500,
       );
       expect(/KUBEVIRT-TS-GUEST-CONNECT .*/.exec(s.text)![0]).toBe(
-        `KUBEVIRT-TS-GUEST-CONNECT ${NODE_IP}:${CONNECT_PORT} ok ${podIp}`,
+        `KUBEVIRT-TS-GUEST-CONNECT ${CLIENT_IP}:${CONNECT_PORT} ok ${podIp}`,
       );
 
       kubectl('delete', 'vm', '-n', NS, VM, '--wait=true', '--timeout=300s');

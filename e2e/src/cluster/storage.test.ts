@@ -1,4 +1,4 @@
-// The storage add-on (deploy/addons/storage/) on the real node: Rancher's local-path-provisioner built from its Go
+// The storage add-on (deploy/addons/storage/) on the real nodes: Rancher's local-path-provisioner built from its Go
 // module and its busybox helper image, both from tools/images/build.sh and imported by `tools/cluster.sh
 // load-images` (nothing pulled: every Pod here says imagePullPolicy Never or IfNotPresent on a local name). A claim
 // without a class gets the default class local-path, binds when its Pod is scheduled, and is a directory on the node
@@ -7,7 +7,16 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { REPO, waitFor } from '../launcher/helpers.js';
-import { IMAGES_JSON, NODE_NAME, clusterGate, getJson, kubectl, kubectlIn, kubectlTry } from './cluster.js';
+import {
+  IMAGES_JSON,
+  clusterGate,
+  getJson,
+  kubectl,
+  kubectlIn,
+  kubectlTry,
+  nodeNames,
+  onNode,
+} from './cluster.js';
 
 const { reason, clusterTest, requireCluster } = clusterGate();
 const ADDON = path.join(REPO, 'deploy/addons/storage');
@@ -29,11 +38,12 @@ const claim = (name: string, accessMode: string, cls?: string): Obj => ({
 });
 
 /** a Pod of the helper image (busybox sh) that runs `script` with the claim at /data, as uid 107 */
-const shPod = (name: string, claimName: string, script: string): Obj => ({
+const shPod = (name: string, claimName: string, script: string, nodeName?: string): Obj => ({
   apiVersion: 'v1',
   kind: 'Pod',
   metadata: { name, namespace: NS },
   spec: {
+    ...(nodeName ? { nodeName } : {}),
     restartPolicy: 'Never',
     securityContext: { runAsUser: 107, runAsGroup: 107, runAsNonRoot: true },
     containers: [
@@ -75,12 +85,18 @@ const boundVolume = (name: string): Promise<Obj> =>
     120_000,
     500,
   );
+/** the volume's directory as the root namespace sees it: a node-local one through its node's mount namespace */
+const volumeDir = (pv: Obj): string => {
+  const node: string | undefined =
+    pv.spec.nodeAffinity?.required.nodeSelectorTerms[0].matchExpressions[0].values[0];
+  return node ? onNode(node, pv.spec.hostPath.path) : pv.spec.hostPath.path;
+};
 /** deletes Pod and claim, then waits until the provisioner removed the volume and its directory on the node */
 async function deleteAndGone(pod: string[], claimName: string, pv: Obj): Promise<void> {
   for (const p of pod) kubectl('delete', 'pod', '-n', NS, p, '--wait=true', '--timeout=120s');
   kubectl('delete', 'pvc', '-n', NS, claimName, '--wait=true', '--timeout=120s');
   await waitFor(`volume ${pv.metadata.name} deleted`, () => !getJson('pv', pv.metadata.name), 120_000, 500);
-  expect(existsSync(pv.spec.hostPath.path)).toBe(false);
+  expect(existsSync(volumeDir(pv))).toBe(false);
 }
 
 describe(`storage add-on: local-path-provisioner (${reason ? `skipped: ${reason}` : 'tools/cluster.sh'})`, () => {
@@ -154,12 +170,12 @@ describe(`storage add-on: local-path-provisioner (${reason ? `skipped: ${reason}
       expect(pv.spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0]).toEqual({
         key: 'kubernetes.io/hostname',
         operator: 'In',
-        values: [NODE_NAME],
+        values: [getJson('pod', '-n', NS, 'writer')!.spec.nodeName],
       });
       const dir: string = pv.spec.hostPath.path;
       expect(path.dirname(dir)).toBe(base);
       expect(path.basename(dir)).toBe(`${pv.metadata.name}_${NS}_data`);
-      expect(readFileSync(path.join(dir, 'hello.txt'), 'utf8')).toBe('written by 107\n');
+      expect(readFileSync(path.join(volumeDir(pv), 'hello.txt'), 'utf8')).toBe('written by 107\n');
 
       await deleteAndGone(['writer'], 'data', pv);
       // no helper Pod left behind
@@ -171,7 +187,7 @@ describe(`storage add-on: local-path-provisioner (${reason ? `skipped: ${reason}
   );
 
   clusterTest(
-    'local-path-shared: a ReadWriteMany claim, written by one Pod and read by another',
+    'local-path-shared: a ReadWriteMany claim, written by a Pod on the first node and read by one on the last',
     async () => {
       const base: string = config.storageClassConfigs['local-path-shared'].sharedFileSystemPath;
       apply(claim('shared', 'ReadWriteMany', 'local-path-shared'));
@@ -179,9 +195,10 @@ describe(`storage add-on: local-path-provisioner (${reason ? `skipped: ${reason}
       expect(pv.spec.accessModes).toEqual(['ReadWriteMany']);
       expect(pv.spec.nodeAffinity).toBeUndefined();
       expect(path.dirname(pv.spec.hostPath.path)).toBe(base);
-      apply(shPod('one', 'shared', 'echo one > /data/one.txt'));
+      const nodes = nodeNames();
+      apply(shPod('one', 'shared', 'echo one > /data/one.txt', nodes[0]));
       await succeeded('one');
-      apply(shPod('two', 'shared', 'cat /data/one.txt && echo two > /data/two.txt'));
+      apply(shPod('two', 'shared', 'cat /data/one.txt && echo two > /data/two.txt', nodes.at(-1)));
       await succeeded('two');
       expect(kubectl('logs', '-n', NS, 'two')).toBe('one\n');
       expect(readFileSync(path.join(pv.spec.hostPath.path, 'two.txt'), 'utf8')).toBe('two\n');

@@ -1,4 +1,4 @@
-// VirtualMachines end to end on the single-node cluster (tools/cluster.sh): `kubectl apply -f deploy/` runs
+// VirtualMachines end to end on the cluster (tools/cluster.sh): `kubectl apply -f deploy/` runs
 // virt-controller and virt-handler from their images, then examples/vm-tiny.yaml (the test guest as kernelBoot
 // container + containerDisk) goes through its lifecycle: Running with the guest's ready line and its DHCP lease on
 // the default pod network (masquerade: the guest reached from the node at the Pod IP and through a ClusterIP
@@ -6,7 +6,7 @@
 // running guest, delete (nothing of the Pod network left); a kill -9 of QEMU under RerunOnFailure (a VM without a
 // pod interface: autoattachPodInterface false); an invalid VM refused by admission with its field path.
 // Runs only when the cluster is up with the images loaded (tools/test.sh does both; see node.test.ts).
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import type net from 'node:net';
 import path from 'node:path';
@@ -15,15 +15,18 @@ import {
   IMAGES_JSON,
   KUBECONFIG,
   KUBECTL,
-  NODE_NAME,
+  CLIENT_IP,
   SerialLog,
   clusterGate,
   deployKubevirtTs,
   getJson,
   kubectl,
   kubectlIn,
+  inNodeNet,
   kubectlTry,
   mountsUnder,
+  nodeNames,
+  onNode,
   peerEcho,
   tcpLine,
 } from './cluster.js';
@@ -32,8 +35,7 @@ const { reason, clusterTest, requireCluster } = clusterGate();
 const NS = 'default';
 const POWEROFF = 'KUBEVIRT-TS-GUEST-POWEROFF acpi-power-button';
 const SLOW = 900_000; // image start, libvirtd and a TCG guest boot on a shared 2-core machine
-const NODE_IP = '10.87.0.1'; // tools/cluster/config.sh: the node's address (kvts-node0)
-const CONNECT_PORT = 18080; // a listener on the node the guest connects to (kvts.connect)
+const CONNECT_PORT = 18080; // a listener in the root namespace the guest connects to (kvts.connect)
 const NET_LINE = /KUBEVIRT-TS-GUEST-NET ip=(\S+) router=(\S+) dns=\S* search=\S* hostname=(\S+) mtu=(\d+)/;
 
 type Obj = Record<string, any>;
@@ -44,7 +46,7 @@ function vmManifest(name: string, runStrategy: string, o: { podNetwork?: boolean
     .replace(/kubevirt\.io\/vm: tiny/, `kubevirt.io/vm: ${name}`)
     .replace(/runStrategy: Always/, `runStrategy: ${runStrategy}`)
     // the guest also connects to a listener on the node (outbound masquerade)
-    .replace(/kvts\.net$/m, `kvts.net kvts.connect=${NODE_IP}:${CONNECT_PORT}`);
+    .replace(/kvts\.net$/m, `kvts.net kvts.connect=${CLIENT_IP}:${CONNECT_PORT}`);
   if (o.podNetwork === false)
     m = m.replace(
       /^( +)autoattachMemBalloon: false$/m,
@@ -87,7 +89,7 @@ async function gone(what: string, ...args: string[]) {
   await waitFor(what, () => getJson(...args) === undefined, SLOW, 500);
 }
 
-describe(`VirtualMachines on the single-node cluster (${reason ? `skipped: ${reason}` : 'tools/cluster.sh'})`, () => {
+describe(`VirtualMachines on the cluster (${reason ? `skipped: ${reason}` : 'tools/cluster.sh'})`, () => {
   requireCluster();
   const serials: SerialLog[] = [];
   afterAll(() => {
@@ -120,7 +122,13 @@ describe(`VirtualMachines on the single-node cluster (${reason ? `skipped: ${rea
       const dep = getJson('deployment', '-n', 'kubevirt-ts', 'virt-controller')!;
       expect(dep.status.readyReplicas).toBe(2);
       const ds = getJson('daemonset', '-n', 'kubevirt-ts', 'virt-handler')!;
-      expect(ds.status.numberReady).toBe(1);
+      // one virt-handler per node, each on its node
+      expect(ds.status.numberReady).toBe(nodeNames().length);
+      expect(
+        getJson('pods', '-n', 'kubevirt-ts', '-l', 'kubevirt.io=virt-handler')!
+          .items.map((p: Obj) => p.spec.nodeName)
+          .sort(),
+      ).toEqual(nodeNames().sort());
       // the node runs exactly the images tools/images/build.sh built: the Pods name them by digest, and the
       // container runtime reports those digests for the running containers
       const built = (
@@ -155,7 +163,7 @@ describe(`VirtualMachines on the single-node cluster (${reason ? `skipped: ${rea
   clusterTest(
     'examples/vm-tiny.yaml: VM Ready, VMI Running on the node, the guest ready line in the serial log, container disks mounted read-only',
     async () => {
-      connectSrv = await peerEcho(NODE_IP, CONNECT_PORT);
+      connectSrv = await peerEcho(CLIENT_IP, CONNECT_PORT);
       // the webhook Service may not route to a ready replica yet right after the rollout: retry only that error
       await waitFor(
         'the VM applied (the admission webhook answers)',
@@ -172,7 +180,7 @@ describe(`VirtualMachines on the single-node cluster (${reason ? `skipped: ${rea
         2000,
       );
       vmi = await runningVmi('tiny');
-      expect(vmi.status.nodeName).toBe(NODE_NAME);
+      expect(nodeNames()).toContain(vmi.status.nodeName);
       const podUid = podUidOf(vmi);
       serial = follow(vmi);
       await waitFor('guest ready line', () => serial.text.includes(READY), SLOW, 500);
@@ -195,7 +203,7 @@ describe(`VirtualMachines on the single-node cluster (${reason ? `skipped: ${rea
     async () => {
       const pod = getJson('pods', '-n', NS, '-l', `kubevirt.io/created-by=${vmi.metadata.uid}`)!.items[0];
       const podIp: string = pod.status.podIP;
-      expect(podIp).toMatch(/^10\.244\.0\.\d+$/);
+      expect(podIp).toMatch(/^10\.244\.\d+\.\d+$/);
       // the launcher Pod: the sysctl that lets uid 107 serve DHCP on port 67, no capability added
       expect(pod.spec.securityContext.sysctls).toEqual([
         { name: 'net.ipv4.ip_unprivileged_port_start', value: '67' },
@@ -231,7 +239,7 @@ describe(`VirtualMachines on the single-node cluster (${reason ? `skipped: ${rea
         120_000,
         500,
       );
-      expect(serial.text).toContain(`KUBEVIRT-TS-GUEST-CONNECT ${NODE_IP}:${CONNECT_PORT} ok ${podIp}`);
+      expect(serial.text).toContain(`KUBEVIRT-TS-GUEST-CONNECT ${CLIENT_IP}:${CONNECT_PORT} ok ${podIp}`);
       // through a ClusterIP Service (kube-proxy's rules on the node)
       kubectlIn(
         JSON.stringify({
@@ -310,13 +318,23 @@ describe(`VirtualMachines on the single-node cluster (${reason ? `skipped: ${rea
     async () => {
       const [qemu] = await qemuOf('tiny');
       expect(qemu).toBeDefined();
-      const before = getJson('pods', '-n', 'kubevirt-ts', '-l', 'kubevirt.io=virt-handler')!.items[0].metadata
-        .name;
+      // the handler of the VMI's node
+      const handlers = () =>
+        getJson(
+          'pods',
+          '-n',
+          'kubevirt-ts',
+          '-l',
+          'kubevirt.io=virt-handler',
+          '--field-selector',
+          `spec.nodeName=${vmi.status.nodeName}`,
+        )!.items;
+      const before = handlers()[0].metadata.name;
       kubectl('delete', 'pod', '-n', 'kubevirt-ts', before, '--wait=true', '--timeout=300s');
       await waitFor(
         'a new virt-handler Pod Ready',
         () => {
-          const p = getJson('pods', '-n', 'kubevirt-ts', '-l', 'kubevirt.io=virt-handler')?.items?.[0];
+          const p = handlers()[0];
           return (
             p &&
             p.metadata.name !== before &&
@@ -351,7 +369,8 @@ describe(`VirtualMachines on the single-node cluster (${reason ? `skipped: ${rea
       // the Pod's network namespace (where the bridge, tap and nft tables live), seen through QEMU
       const [qemu] = await qemuOf('tiny');
       const podNetns = readlinkSync(`/proc/${qemu!.pid}/ns/net`);
-      const record = `/var/run/kubevirt/pod-network/${podUid}.json`;
+      const node: string = vmi.status.nodeName;
+      const record = onNode(node, `/run/kubevirt/pod-network/${podUid}.json`);
       expect(existsSync(record)).toBe(true); // the handler's record of phase 1
       expect(await tcpLine(podIpOf(vmi), 8080)).toMatch(/^KUBEVIRT-TS-GUEST-TCP tiny/); // the new handler's VMI too
       kubectl('delete', 'vm', '-n', NS, 'tiny', '--wait=false');
@@ -367,15 +386,14 @@ describe(`VirtualMachines on the single-node cluster (${reason ? `skipped: ${rea
       expect(await qemuOf('tiny')).toEqual([]);
       expect(mountsUnder(podUid)).toEqual([]);
       // nothing of the Pod network is left: its namespace is gone (no process in it), so are its devices and
-      // rules; the node's own namespace never had them; the handler forgot its record
+      // rules; the node's own network namespace never had them; the handler forgot its record
       await waitFor('the Pod network namespace gone', async () => !(await inNetns(podNetns)), 120_000, 500);
       await waitFor('the handler record gone', () => !existsSync(record), 120_000, 500);
-      const hostLinks = JSON.parse(
-        execFileSync('ip', ['-json', 'link', 'show'], { encoding: 'utf8' }),
-      ) as Obj[];
+      const hostLinks = JSON.parse(inNodeNet(node, 'ip', '-json', 'link', 'show')) as Obj[];
+      expect(hostLinks.map((l) => l.ifname)).toContain('eth0'); // the node's own devices (it is that namespace)
       expect(hostLinks.map((l) => l.ifname)).not.toEqual(expect.arrayContaining(['k6t-eth0']));
       expect(hostLinks.map((l) => l.ifname)).not.toEqual(expect.arrayContaining(['tap0']));
-      expect(execFileSync('nft', ['list', 'tables'], { encoding: 'utf8' })).not.toMatch(/ kubevirt$/m);
+      expect(inNodeNet(node, 'nft', 'list', 'tables')).not.toMatch(/ kubevirt$/m);
     },
     SLOW,
   );

@@ -249,15 +249,14 @@ describe('RestartRequired (vmRolloutStrategy Stage)', () => {
     await until('the VM status written', async () => (await getVm('staged')).status?.created === true);
     expect(restartRequired(await getVm('staged'))).toBeUndefined();
 
-    // a metadata-only change (a label on the VM) needs no restart
-    const labelled = await getVm('staged');
-    labelled.metadata.labels = { ...(labelled.metadata.labels ?? {}), team: 'a' };
-    await api.update(VMS, labelled);
+    // a metadata-only change (a label on the VM) needs no restart; merge patches, as kubectl edit would: the
+    // controller writes the VM's status meanwhile, so a read-modify-PUT could meet a conflict
+    await api.patch(VMS, NS, 'staged', { metadata: { labels: { team: 'a' } } });
 
     const change = async (memory: string) => {
-      const cur = await getVm('staged');
-      cur.spec.template.spec.domain.resources = { requests: { memory } };
-      await api.update(VMS, cur);
+      await api.patch(VMS, NS, 'staged', {
+        spec: { template: { spec: { domain: { resources: { requests: { memory } } } } } },
+      });
     };
     await change('128Mi');
     const cond = await until('RestartRequired', async () => restartRequired(await getVm('staged')));
