@@ -7,10 +7,12 @@
 // the Pod Running, and Succeeded/Failed when the launcher exits.
 // A VMIM -> the handlers' migration roles (SyncMigrationTarget, proxy over mutual TLS on loopback,
 // MigrateVirtualMachine, hand-off): the guest keeps running on node-b. Then a migration whose target
-// is killed fails and the guest stays; then an aborted one (the VMIM deleted) is cancelled.
+// is killed fails and the guest stays; then an aborted one (the VMIM deleted) is cancelled. Last, a VMI
+// with a containerDisk migrates as a block migration (status.migrationMethod BlockMigration: its qcow2
+// overlay copied by libvirt over the proxied port 49153, the target QEMU's NBD server).
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
-import { mkdir, readFile, readlink, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, readlink, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
@@ -53,6 +55,9 @@ const NODES = ['node-a', 'node-b'] as const;
 const POD_ROOT = `/run/kvts-migr-roles-${process.pid}`;
 const SHARE = `${POD_ROOT}/share`;
 const EMPTY = 'volumes/kubernetes.io~empty-dir';
+/** the block migration test's containerDisk image reference, mapped to a qcow2 made in beforeAll (as kubelet would pull it) */
+const DISK_IMAGE = 'e2e/blockmig-disk:1';
+const diskImages = new Map<string, string>();
 const isRoot = process.getuid?.() === 0;
 /** the launcher process ended (exit code, or killed by a signal) */
 const ended = (c: ChildProcess) => c.exitCode !== null || c.signalCode !== null;
@@ -192,7 +197,7 @@ async function startHandler(node: string, tlsArgs: string[]) {
 async function startLauncherPod(pod: V1Pod, node: string, vmi: VirtualMachineInstance): Promise<LauncherPod> {
   const podUid = pod.metadata!.uid!;
   const hostRoot = await shortTmp();
-  const layout = await stageTestGuest(vmi, hostRoot);
+  const layout = await stageTestGuest(vmi, hostRoot, diskImages);
   // the Pod's /var/run/kubevirt: traversable by the QEMU user (its migrationproxy/ sockets are there)
   await mkdir(path.join(hostRoot, 'share'), { mode: 0o755 });
   await mkdir(path.join(hostRoot, 'share', 'sockets'), { mode: 0o700 });
@@ -386,6 +391,10 @@ d(
       ({ env, kc, custom, core } = await startCrdTestEnv(NS, 'migration-roles-e2e'));
       for (const n of NODES) await core.createNode({ body: { metadata: { name: n } } });
       base = await shortTmp();
+      await mkdir(path.join(base, 'images'), { mode: 0o755 });
+      const disk = path.join(base, 'images', 'disk.qcow2');
+      await run('qemu-img', ['create', '-q', '-f', 'qcow2', disk, '64M']);
+      diskImages.set(DISK_IMAGE, disk);
       controller = new VirtController({
         kubeConfig: kc,
         log: createLogger({ component: 'virt-controller', level: 'warn' }),
@@ -605,6 +614,107 @@ d(
       console.log(`target handler sent SignalTargetPodCleanup: ${signalled}`);
       await heartbeatsGoOn(src);
       expect(ended(src.launcher)).toBe(false);
+    }, 900_000);
+
+    test('block migration: a containerDisk VMI is BlockMigration; its overlay, written while it ran, reaches node-b over the proxied 49153 and the guest goes on', async () => {
+      // one guest at a time on the 2 CPUs: the first VMI goes
+      await custom.deleteNamespacedCustomObject({ ...vmiApi, name: 'mig' }).catch(() => undefined);
+      await waitFor('VMI mig gone', async () => !(await getVmi('mig')), 300_000);
+      const spec = tinyVmi('bmig', { grace: 10 }) as VirtualMachineInstance;
+      delete spec.metadata.uid;
+      spec.spec.domain.firmware!.kernelBoot!.kernelArgs += ' kvts.disks';
+      spec.spec.domain.devices!.disks = [{ name: 'root', disk: { bus: 'virtio' } }];
+      spec.spec.volumes = [{ name: 'root', containerDisk: { image: DISK_IMAGE } }];
+      await custom.createNamespacedCustomObject({
+        ...vmiApi,
+        body: { ...spec, metadata: { name: 'bmig', namespace: NS } },
+      });
+      // the source handler decided the method from the volumes: the overlay is node-local
+      const running = await waitFor(
+        'VMI bmig Running with its migration method',
+        async () => {
+          const v = await getVmi('bmig');
+          return v?.status?.phase === 'Running' && v.status.migrationMethod ? v : undefined;
+        },
+        300_000,
+        250,
+      );
+      expect(running.status!.migrationMethod).toBe('BlockMigration');
+      expect(running.status!.conditions?.find((c) => c.type === 'LiveMigratable')?.status).toBe('True');
+      const srcNode = running.status!.nodeName!;
+      const src = podOfNode(running, srcNode);
+      await guestBeating(src.serialLog, srcNode, 300_000, 120_000);
+      expect(await readText(src.serialLog)).toMatch(/KUBEVIRT-TS-GUEST-DISK name=vda bytes=67108864 ro=0/);
+      // data on the guest's disk that only the source overlay has: written through the running QEMU's block layer
+      const hmp = (p: LauncherPod, cmd: string) =>
+        new Promise<string>((resolve, reject) =>
+          execFile(
+            'virsh',
+            [
+              ...['-c', `qemu+unix:///session?socket=${p.hostRoot}/lv/run/libvirt/libvirt-sock`],
+              ...['qemu-monitor-command', `${NS}_bmig`, '--hmp', cmd],
+            ],
+            (err, out, e) => (err ? reject(new Error(`virsh: ${e}`)) : resolve(out)),
+          ),
+        );
+      // HMP's qemu-io prints on QEMU's stdout, which libvirt puts in the domain's log file in the Pod
+      const qemuLog = async (p: LauncherPod) => {
+        const files = await readdir(path.join(p.hostRoot, 'lv'), { recursive: true });
+        const f = files.find((x) => x.endsWith(`${NS}_bmig.log`));
+        return f ? readFile(path.join(p.hostRoot, 'lv', f), 'utf8') : '';
+      };
+      await hmp(src, 'qemu-io -d /machine/peripheral/ua-root/virtio-backend "write -P 0x5a 1M 1M"');
+      await waitFor('the write done on the source', async () =>
+        /wrote 1048576\/1048576 bytes/.test(await qemuLog(src)),
+      );
+
+      const logFrom = src.stderr().length;
+      await createVmim('bmig-1', 'bmig');
+      const m = await vmimPhase('bmig-1', ['Succeeded', 'Failed']);
+      if (m.status!.phase !== 'Succeeded')
+        console.log(
+          `block migration failed: ${JSON.stringify((await getVmi('bmig'))?.status?.migrationState)}\n${src
+            .stderr()
+            .slice(logFrom)
+            .split('\n')
+            .filter((l) => /igration/.test(l))
+            .join('\n')}`,
+        );
+      expect(m.status!.phase).toBe('Succeeded');
+      const v = (await waitFor('VMI bmig on the other node', async () => {
+        const x = await getVmi('bmig');
+        return x?.status?.nodeName && x.status.nodeName !== srcNode ? x : undefined;
+      }))!;
+      const ms = v.status!.migrationState!;
+      console.log(`block migration state: ${JSON.stringify(ms)}`);
+      expect(ms).toMatchObject({ completed: true, failed: false });
+      // the target proxied the disks' stream too
+      expect(Object.values(ms.targetDirectMigrationNodePorts!).sort()).toEqual([0, 49152, 49153]);
+      // the source launcher's libvirt call: NON_SHARED_INC, the overlay's dev, the 49153 socket; never UNSAFE
+      const startLine = src
+        .stderr()
+        .slice(logFrom)
+        .split('\n')
+        .find((l) => l.includes('Starting live migration'))!;
+      console.log(`source launcher: ${startLine}`);
+      const started = JSON.parse(startLine) as { flags: number; migrateDisks: string[]; disksURI: string };
+      expect(started).toMatchObject({ migrationMethod: 'BlockMigration', migrateDisks: ['vda'] });
+      expect(started.disksURI).toMatch(/^unix:\/\/.*\/migrationproxy\/.*-49153-source\.sock$/);
+      expect(started.flags & 128).toBe(128); // VIR_MIGRATE_NON_SHARED_INC
+      expect(started.flags & 512).toBe(0); // VIR_MIGRATE_UNSAFE
+      // the guest's data is on the target's disk: read through the target QEMU
+      const dst = podOfNode(v, v.status!.nodeName!);
+      await hmp(dst, 'qemu-io -d /machine/peripheral/ua-root/virtio-backend "read -P 0x5a 1M 1M"');
+      const dstQemu = await waitFor('the read done on the target', async () => {
+        const t = await qemuLog(dst);
+        return /read 1048576\/1048576 bytes|Pattern verification failed/.test(t) ? t : undefined;
+      });
+      expect(dstQemu).not.toMatch(/Pattern verification failed/);
+      expect(dstQemu).toMatch(/read 1048576\/1048576 bytes/);
+      // the same guest goes on there
+      const beatAtSwitch = lastBeat(await readText(src.serialLog));
+      await waitForBeat(dst.serialLog, 'the target', beatAtSwitch + 2, 120_000);
+      expect(await readText(dst.serialLog)).not.toContain(READY);
     }, 900_000);
   },
 );

@@ -238,9 +238,14 @@ export function heartbeats(text: string): number {
  * A launcher "Pod" root as kubelet would leave it: the test guest's kernel boot files (and container
  * disks) of `vmi` staged under `root`, owned by the launcher's user. Returns the root's layout.
  */
-export async function stageTestGuest(vmi: VirtualMachineInstance, root: string): Promise<PodLayout> {
+export async function stageTestGuest(
+  vmi: VirtualMachineInstance,
+  root: string,
+  /** more image references (containerDisk images) -> local file or folder, as standalone's --image */
+  images: ReadonlyMap<string, string> = new Map(),
+): Promise<PodLayout> {
   const layout = createLayout(root);
-  await stageLocalImages(vmi, new Map([[GUEST_IMAGE, GUEST_DIR]]), layout, {
+  await stageLocalImages(vmi, new Map([[GUEST_IMAGE, GUEST_DIR], ...images]), layout, {
     owner: { uid: LAUNCHER_UID, gid: LAUNCHER_GID },
   });
   return layout;
