@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite: installs and builds what is missing, then runs every project's
 # tests (unit and integration against real libvirtd/QEMU/kube-apiserver) and the e2e suites.
-# The e2e suites run last, against the real single-node cluster (tools/cluster.sh): this script builds the
-# images (tools/images/build.sh), brings the node up, loads the images, and takes it down afterwards (also when
-# a test fails or the run is interrupted). The cluster suite is required here (KVTS_REQUIRE_CLUSTER=1): when the
-# node cannot come up, its tests fail with the reason instead of skipping.
+# The e2e suites run last, against the real two-node cluster (tools/cluster.sh up --nodes 2): this script builds the
+# images (tools/images/build.sh), brings the nodes up, loads the images into both, and takes them down afterwards
+# (also when a test fails or the run is interrupted). The cluster suite is required here (KVTS_REQUIRE_CLUSTER=1):
+# when the cluster cannot come up, its tests fail with the reason instead of skipping.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 t_setup=$SECONDS
@@ -40,7 +40,7 @@ bounded() {
 bounded 40m npx nx run-many -t test --exclude @kubevirt-ts/e2e --outputStyle=stream --parallel=1 || status=$?
 t_tests=$((SECONDS - t_tests))
 
-# the real node for e2e/src/cluster: images, cluster up, images loaded; down on any exit
+# the real nodes for e2e/src/cluster: images, cluster up (two nodes), images loaded; down on any exit
 t_images=$SECONDS
 cluster=ok
 cluster_log="$(mktemp /tmp/kvts-test-cluster.XXXXXX.log)"
@@ -49,10 +49,10 @@ t_images=$((SECONDS - t_images))
 t_up=$SECONDS
 trap 'bash tools/cluster.sh down >&2 || true' EXIT
 if [ "$cluster" = ok ]; then
-  { bash tools/cluster.sh up && bash tools/cluster.sh load-images; } 2> >(tee -a "$cluster_log" >&2) || cluster="cluster up failed"
+  { bash tools/cluster.sh up --nodes 2 && bash tools/cluster.sh load-images; } 2> >(tee -a "$cluster_log" >&2) || cluster="cluster up failed"
 fi
 t_up=$((SECONDS - t_up))
-[ "$cluster" = ok ] || { echo "[test] the single-node cluster is not available: $cluster (the cluster e2e fails)" >&2; status=1; }
+[ "$cluster" = ok ] || { echo "[test] the two-node cluster is not available: $cluster (the cluster e2e fails)" >&2; status=1; }
 t_e2e=$SECONDS
 KVTS_REQUIRE_CLUSTER=1 bounded 35m npx nx run @kubevirt-ts/e2e:test --outputStyle=stream || status=$?
 t_e2e=$((SECONDS - t_e2e))
@@ -66,7 +66,7 @@ printf '[test] times: setup %ss, main job %ss, tests %ss, images %ss, cluster up
   "$t_setup" "$t_main" "$t_tests" "$t_images" "$t_up" "$t_e2e" "$t_down" "$SECONDS"
 # the reason the node was missing, again at the end (CI shows the tail of this output)
 if [ "$cluster" != ok ]; then
-  echo "[test] the single-node cluster was not available: $cluster; the last lines of its build/up output:" >&2
+  echo "[test] the two-node cluster was not available: $cluster; the last lines of its build/up output:" >&2
   tail -n 40 "$cluster_log" >&2
 fi
 node tools/summarize-tests.js "$JEST_JSON_DIR" || status=1
