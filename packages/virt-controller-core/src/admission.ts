@@ -18,7 +18,7 @@ import {
   type VirtualMachineInstancePreset,
 } from '@kubevirt-ts/api';
 import { deepEqual, type KubeClient, type Resource } from '@kubevirt-ts/controller-runtime';
-import { VMI_FINALIZER, errorMessage } from './common.js';
+import { VMI_FINALIZER, VMIMS, VMIS, errorMessage, isFinal, type Vmi } from './common.js';
 import { inferFromVolumes } from './infer.js';
 import { findVmSpecs } from './instancetype.js';
 
@@ -357,6 +357,48 @@ export async function validateWithInstancetypes(
       { path: unmet.paths.join(', '), reason: `failure checking preference requirements: ${unmet.message}` },
     ]);
   return validate({ ...req, object: applied }, o);
+}
+
+/**
+ * A new VirtualMachineInstanceMigration, as upstream's migration-create admitter: its VMI must exist, not be final,
+ * not be marked not migratable (its `LiveMigratable` condition False: refused with that reason and message), and no
+ * other migration of it may be unfinished. Undefined: allowed as far as this check goes (the schema is validated
+ * too). The VMIs and migrations are read from the API server, as upstream does.
+ */
+export async function migrationCreateDenied(
+  req: AdmissionRequest,
+  client: KubeClient,
+): Promise<AdmissionResponse | undefined> {
+  const m = req.object as { metadata?: { namespace?: string }; spec?: { vmiName?: unknown } } | undefined;
+  const kind = req.kind?.kind ?? (m as { kind?: string } | undefined)?.kind;
+  if (kind !== 'VirtualMachineInstanceMigration' || req.operation !== 'CREATE') return undefined;
+  const name = m?.spec?.vmiName;
+  const ns = (req as { namespace?: string }).namespace ?? m?.metadata?.namespace;
+  if (typeof name !== 'string' || !ns) return undefined; // the schema check names the field
+  const refuse = (message: string): AdmissionResponse => ({
+    uid: req.uid,
+    allowed: false,
+    status: { code: 400, reason: 'BadRequest', message },
+  });
+  const vmi = await client.getOrUndefined<Vmi>(VMIS, ns, name);
+  if (!vmi) return refuse(`the VMI "${ns}/${name}" does not exist`);
+  if (isFinal(vmi)) return refuse('Cannot migrate VMI in finalized state.');
+  const notMigratable = vmi.status?.conditions?.find(
+    (c) => c.type === 'LiveMigratable' && c.status === 'False',
+  );
+  if (notMigratable)
+    return refuse(`Cannot migrate VMI, Reason: ${notMigratable.reason}, Message: ${notMigratable.message}`);
+  const others = (
+    await client.list<{ metadata: { name?: string }; status?: { phase?: string } }>(VMIMS, ns, {
+      labelSelector: `${MIGRATION_VMI_LABEL} in (${name})`,
+    })
+  ).items;
+  const running = others.find((o) => o.status?.phase !== 'Succeeded' && o.status?.phase !== 'Failed');
+  if (running)
+    return refuse(
+      `in-flight migration detected. Active migration job (${running.metadata.name}) is currently already in progress for VMI ${name}.`,
+    );
+  return undefined;
 }
 
 /** An AdmissionReview answer for a review (v1). */

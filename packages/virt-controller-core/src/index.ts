@@ -55,6 +55,7 @@ export {
   mutateWithPresets,
   PRESETS,
   validate,
+  migrationCreateDenied,
   validateWithInstancetypes,
   review,
   formatFieldError,

@@ -65,6 +65,15 @@ export const LABEL_MIGRATION_TARGET_NODE = 'kubevirt.io/migrationTargetNodeName'
 export const CONDITION_ABORT_REQUESTED = 'migrationAbortRequested';
 export const DEFAULT_PARALLEL_MIGRATIONS_PER_CLUSTER = 5;
 export const DEFAULT_PARALLEL_OUTBOUND_MIGRATIONS_PER_NODE = 2;
+/**
+ * How long a target Pod may stay Pending before the controller deletes it (the migration then fails with
+ * TargetPodMissing): unschedulable (PodScheduled False, reason Unschedulable) and any other reason. Upstream's
+ * defaults (5 and 15 minutes), overridden per migration by upstream's annotations below.
+ */
+export const DEFAULT_UNSCHEDULABLE_PENDING_TIMEOUT_SECONDS = 300;
+export const DEFAULT_CATCH_ALL_PENDING_TIMEOUT_SECONDS = 900;
+export const ANNOTATION_UNSCHEDULABLE_POD_TIMEOUT = 'kubevirt.io/migrationUnschedulablePodTimeoutSeconds';
+export const ANNOTATION_PENDING_POD_TIMEOUT = 'kubevirt.io/migrationPendingPodTimeoutSeconds';
 /** how long a migration held back by a limit waits before it looks again (upstream: 5 s) */
 const LIMIT_RETRY_MS = 5000;
 const BUSY_RETRY_MS = 1000;
@@ -266,9 +275,10 @@ export class MigrationController {
       case 'Pending':
         if (deleting) return this.deleteTargetPod(key, m, pod);
         if (!pod) return this.createTargetPod(key, m, vmi);
-        return;
+        return this.pendingPodTimeout(key, m, vmi, pod);
       case 'Scheduling':
         if (deleting) return this.deleteTargetPod(key, m, pod);
+        if (pod) return this.pendingPodTimeout(key, m, vmi, pod);
         return;
       case 'Scheduled':
         if (deleting && !handedOff) return this.deleteTargetPod(key, m, pod);
@@ -391,7 +401,7 @@ export class MigrationController {
       await this.ctx.client.delete(PODS, pod.metadata?.namespace, pod.metadata!.name!, {
         preconditionUid: pod.metadata?.uid,
       });
-      this.ctx.log.info('deleted the target pod of a cancelled migration', {
+      this.ctx.log.info('deleted the target pod of a migration', {
         migration: key,
         pod: pod.metadata?.name,
       });
@@ -404,6 +414,48 @@ export class MigrationController {
         );
     }
     void m;
+  }
+
+  /**
+   * A target Pod Pending for too long is deleted (upstream's handlePendingPodTimeout): unschedulable (e.g. the
+   * other nodes cordoned or full) after the unschedulable timeout, any Pending Pod after the catch-all one. The
+   * migration then fails (TargetPodMissing); the source is untouched (nothing was handed off yet).
+   */
+  private async pendingPodTimeout(key: string, m: Vmim, vmi: Vmi, pod: Pod): Promise<void> {
+    if (pod.status?.phase !== 'Pending' || pod.metadata?.deletionTimestamp) return;
+    const created = Date.parse(pod.metadata?.creationTimestamp ?? '');
+    if (!Number.isFinite(created)) return;
+    const pendingS = (Date.now() - created) / 1000;
+    const annotations = m.metadata.annotations ?? {};
+    const timeout = (name: string, def: number) => {
+      const v = Number(annotations[name]);
+      return annotations[name] !== undefined && Number.isInteger(v) && v >= 0 ? v : def;
+    };
+    const unschedulable = pod.status?.conditions?.some(
+      (c) => c.type === 'PodScheduled' && c.status === 'False' && c.reason === 'Unschedulable',
+    );
+    let limit = timeout(ANNOTATION_PENDING_POD_TIMEOUT, DEFAULT_CATCH_ALL_PENDING_TIMEOUT_SECONDS);
+    let why = `pending pod ${pod.metadata?.namespace}/${pod.metadata?.name} timeout period exceeded`;
+    if (unschedulable) {
+      this.ctx.recorder.event(
+        migrationRef(m),
+        'Warning',
+        'MigrationTargetPodUnschedulable',
+        `Migration target pod for VMI [${vmi.metadata.namespace}/${vmi.metadata.name}] is currently unschedulable.`,
+      );
+      const u = timeout(ANNOTATION_UNSCHEDULABLE_POD_TIMEOUT, DEFAULT_UNSCHEDULABLE_PENDING_TIMEOUT_SECONDS);
+      if (u < limit) {
+        limit = u;
+        why = `unschedulable pod ${pod.metadata?.namespace}/${pod.metadata?.name} timeout period exceeded`;
+      }
+    }
+    if (pendingS < limit) {
+      this.queue.addAfter(key, Math.ceil(limit - pendingS) * 1000);
+      return;
+    }
+    await this.deleteTargetPod(key, m, pod);
+    this.ctx.log.info('deleted a migration target pod that stayed pending too long', { migration: key, why });
+    this.ctx.recorder.event(migrationRef(m), 'Normal', 'SuccessfulDelete', why);
   }
 
   /** The target Pod runs: tell the handlers through the VMI (upstream's handleTargetPodHandoff). */
@@ -515,6 +567,12 @@ export class MigrationController {
     }));
   }
 }
+
+const migrationRef = (m: Vmim) => ({
+  apiVersion: 'kubevirt.io/v1',
+  kind: 'VirtualMachineInstanceMigration',
+  metadata: m.metadata,
+});
 
 function newest(pods: Pod[]): Pod | undefined {
   let best: Pod | undefined;

@@ -86,6 +86,46 @@ describe('admission webhooks through the API server', () => {
     expect(list.items.map((m) => m.metadata?.name)).toEqual([created.metadata?.name]);
   });
 
+  it("a migration is refused as upstream's admitter does: no such VMI, one not migratable, one already migrating", async () => {
+    const vmim = (vmiName: string) =>
+      ({
+        apiVersion: 'kubevirt.io/v1',
+        kind: 'VirtualMachineInstanceMigration',
+        metadata: { generateName: 'mig-', namespace: NS },
+        spec: { vmiName },
+      }) as KubeObject;
+    await expect(api.create(VMIMS, NS, vmim('nowhere'))).rejects.toThrow(
+      `the VMI "${NS}/nowhere" does not exist`,
+    );
+    // 'defaults' has the unfinished migration of the test above (no controller runs here)
+    await expect(api.create(VMIMS, NS, vmim('defaults'))).rejects.toThrow(
+      /in-flight migration detected\. Active migration job \(kubevirt-migrate-vm-\w+\) is currently already in progress for VMI defaults\./,
+    );
+    const pinned = await api.create<Vmi>(VMIS, NS, {
+      apiVersion: 'kubevirt.io/v1',
+      kind: 'VirtualMachineInstance',
+      metadata: { name: 'pinned-host', namespace: NS },
+      spec: { domain: { devices: {}, resources: { requests: { memory: '64Mi' } } } },
+    } as unknown as Vmi);
+    await api.update(VMIS, {
+      ...pinned,
+      status: {
+        phase: 'Running',
+        conditions: [
+          {
+            type: 'LiveMigratable',
+            status: 'False',
+            reason: 'DisksNotLiveMigratable',
+            message: 'cannot migrate VMI with non-shared HostDisk',
+          },
+        ],
+      },
+    } as Vmi);
+    await expect(api.create(VMIMS, NS, vmim('pinned-host'))).rejects.toThrow(
+      'Cannot migrate VMI, Reason: DisksNotLiveMigratable, Message: cannot migrate VMI with non-shared HostDisk',
+    );
+  });
+
   it('a VMI spec cannot change after creation; its labels can', async () => {
     const cur = await api.get<Vmi>(VMIS, NS, 'defaults');
     const changed = structuredClone(cur);

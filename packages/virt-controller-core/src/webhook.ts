@@ -6,6 +6,7 @@ import { Informer, KUBEVIRTS, type KubeClient, type KubeObject } from '@kubevirt
 import type { Logger } from '@kubevirt-ts/log';
 import {
   componentUsers,
+  migrationCreateDenied,
   mutateWithPresets,
   review,
   validateWithInstancetypes,
@@ -108,11 +109,13 @@ export async function startWebhookServer(o: WebhookServerOptions): Promise<Webho
       urlPath === MUTATE_PATH
         ? (r: AdmissionRequest) => mutateWithPresets(r, o.client, defaults())
         : urlPath === VALIDATE_PATH
-          ? (r: AdmissionRequest) =>
-              validateWithInstancetypes(r, o.client, {
+          ? async (r: AdmissionRequest) => {
+              const res = await validateWithInstancetypes(r, o.client, {
                 componentUsers: users,
                 permitBridgeInterfaceOnPodNetwork: defaults().permitBridgeInterfaceOnPodNetwork,
-              })
+              });
+              return (res.allowed && o.client && (await migrationCreateDenied(r, o.client))) || res;
+            }
           : undefined;
     if (req.method !== 'POST' || !handler) {
       res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found\n');
