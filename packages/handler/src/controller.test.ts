@@ -1,5 +1,6 @@
 // The reconcile logic against in-process launchers (real CmdServers on real unix sockets, a backend
 // that keeps one fake domain) and a recorder instead of the API server; the clock is the test's.
+import { existsSync, mkdirSync, symlinkSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -245,6 +246,10 @@ afterEach(async () => {
 });
 
 function migrationParts() {
+  // the launcher's root as in its image: /var/run is a link to /run (followed inside the root, not the handler's)
+  mkdirSync(path.join(dir, 'run/lv'), { recursive: true });
+  mkdirSync(path.join(dir, 'var'), { recursive: true });
+  if (!existsSync(path.join(dir, 'var/run'))) symlinkSync('/run', path.join(dir, 'var/run'));
   const proxy = new MigrationProxyManager({ logger: quiet as never, bindAddress: '127.0.0.1' });
   proxies.push(proxy);
   return {
@@ -252,7 +257,7 @@ function migrationParts() {
     address: '127.0.0.1',
     // the Pod's root: the test dir (the libvirt socket need not exist to listen)
     podRoot: async () => dir,
-    launcherLibvirtSocket: '/lv/libvirt-sock',
+    launcherLibvirtSocket: '/var/run/lv/libvirt-sock',
   };
 }
 

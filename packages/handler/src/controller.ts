@@ -4,7 +4,6 @@
  * it never matters and a restart costs nothing.
  */
 import { existsSync } from 'node:fs';
-import path from 'node:path';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import {
   CmdClient,
@@ -46,6 +45,7 @@ import {
 import { NotifyPipe } from './notify-pipe.js';
 import {
   findLauncherProcess,
+  resolveInRoot,
   forgetPodNetwork,
   podInterfaceAddresses,
   recordedPodNetwork,
@@ -654,7 +654,13 @@ export class VmiController {
     const root = m.podRoot
       ? await m.podRoot(ref)
       : `/proc/${(await findLauncherProcess(ref.socketPath, this.o.launcherUid, '/proc', { allowNodeNetwork: true })).pid}/root`;
-    return path.join(root, m.launcherLibvirtSocket ?? DEFAULT_LAUNCHER_LIBVIRT_SOCKET);
+    // through the launcher's root: its /var/run is a link to /run, which path.join would follow in the handler's
+    // own root (the handler's /run has no such socket: "connect ENOENT" on the first migration through a cluster)
+    const socket = m.launcherLibvirtSocket ?? DEFAULT_LAUNCHER_LIBVIRT_SOCKET;
+    const inRoot = await resolveInRoot(root, socket);
+    if (!inRoot)
+      throw new Error(`the target launcher's libvirt socket ${socket} is not there (under ${root})`);
+    return inRoot;
   }
 
   /**
