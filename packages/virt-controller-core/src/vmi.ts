@@ -98,6 +98,31 @@ export class VmiController {
     return best;
   }
 
+  /**
+   * After a completed migration the source launcher Pod goes: its launcher exited with the domain, but its
+   * container-disk containers would keep the Pod (and its resources on the source node) forever.
+   */
+  private async deleteMigratedSourcePod(vmi: Vmi, name: string): Promise<void> {
+    const { ctx } = this;
+    const src = ctx
+      .podsOfVmi(vmi.metadata.uid ?? '')
+      .find((p) => p.metadata?.name === name && !p.metadata?.deletionTimestamp);
+    if (!src || src.spec?.nodeName === vmi.status?.nodeName) return;
+    try {
+      await ctx.client.delete(PODS, vmi.metadata.namespace, name, { preconditionUid: src.metadata?.uid });
+    } catch (e) {
+      if (isNotFound(e)) return;
+      throw e;
+    }
+    ctx.recorder.event(vmiRef(vmi), 'Normal', 'SuccessfulDelete', `Deleted the migrated-from pod ${name}`);
+    ctx.log.info('deleted the source pod of a completed migration', {
+      kind: 'VirtualMachineInstance',
+      namespace: vmi.metadata.namespace,
+      name: vmi.metadata.name,
+      pod: name,
+    });
+  }
+
   async reconcile(key: string): Promise<void> {
     const { ctx } = this;
     const vmi = ctx.vmis.getByKey(key);
@@ -135,6 +160,15 @@ export class VmiController {
       }
       return undefined;
     }
+    const ms = vmi.status?.migrationState;
+    if (
+      ms?.completed &&
+      !ms.failed &&
+      ms.sourcePod &&
+      ms.targetNode &&
+      ms.targetNode === vmi.status?.nodeName
+    )
+      await this.deleteMigratedSourcePod(vmi, ms.sourcePod);
     if (isFinal(vmi) || pod) return undefined;
     // a Pod is created once, while the VMI is unprocessed; a lost Pod later is a failure, not a re-create
     if (!isUnprocessed(vmi)) return undefined;
