@@ -1,10 +1,10 @@
 // Upstream KubeVirt's own virtctl (v1.1.0, built from upstream's cmd/virtctl: see packages/virtctl/README.md) against
-// kubevirt-ts on the single-node cluster (tools/cluster.sh), with the cluster's admin kubeconfig: kube-apiserver's
+// kubevirt-ts on the cluster (tools/cluster.sh), with the cluster's admin kubeconfig: kube-apiserver's
 // aggregation layer -> virt-controller's subresources.kubevirt.io -> virt-handler (mutual TLS) -> the launcher.
 // Each verb as a user types it, its output and exit status as upstream's virtctl prints them against upstream's
 // virt-api: version, start, pause/unpause (vm and vmi), console (on a pseudo-terminal: script(1); the guest's ready
 // line after a soft-reboot, typed input echoed), vnc --proxy-only (RFB greeting), guestosinfo without a guest agent,
-// migrate (accepted, as upstream's: the target Pod cannot be scheduled on a one-node cluster) and migrate-cancel,
+// migrate (accepted, as upstream's; the other nodes cordoned, so its target Pod stays unschedulable) and migrate-cancel,
 // restart, stop. Without the binary (no fetched upstream checkout, e.g. on CI) the suite is skipped, visibly.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
@@ -16,8 +16,10 @@ import {
   applyDeployWithEmulation,
   clusterGate,
   getJson,
+  kubectl,
   kubectlIn,
   kubectlTry,
+  nodeNames,
 } from './cluster.js';
 
 const CACHE =
@@ -265,15 +267,28 @@ describe(`upstream virtctl ${TAG} against kubevirt-ts (${reason ? `skipped: ${re
   );
 
   clusterTest(
-    'migrate is accepted (a VirtualMachineInstanceMigration), its target Pod cannot be scheduled on one node; migrate-cancel deletes it',
+    'migrate is accepted (a VirtualMachineInstanceMigration), its target Pod cannot be scheduled (the other nodes cordoned); migrate-cancel deletes it',
     async () => {
+      const others = nodeNames().filter((n) => n !== vmi()?.status?.nodeName);
+      for (const n of others) kubectl('cordon', n);
+      try {
+        await migrateAndCancel();
+      } finally {
+        for (const n of others) kubectl('uncordon', n);
+      }
+    },
+    SLOW,
+  );
+
+  async function migrateAndCancel(): Promise<void> {
+    {
       expect(await run('migrate', VM)).toMatchObject({
         code: 0,
         stdout: `VM ${VM} was scheduled to migrate\n`,
       });
       const m = await waitFor('a migration of the VMI', () => migrations()[0], 60_000, 500);
       expect(m.metadata.name).toMatch(/^kubevirt-migrate-vm-/);
-      // the target Pod (anti-affinity to the VMI's Pods) stays Pending: there is no second node
+      // the target Pod (anti-affinity to the VMI's Pods) stays Pending: no other node takes it
       const target = await waitFor(
         'the target Pod unschedulable',
         () =>
@@ -296,9 +311,8 @@ describe(`upstream virtctl ${TAG} against kubevirt-ts (${reason ? `skipped: ${re
       await waitFor('the migration gone', () => migrations().length === 0, SLOW, 1000);
       expect(vmi()?.status?.phase).toBe('Running');
       expect(vmi()?.metadata.uid).toBe(uid);
-    },
-    SLOW,
-  );
+    }
+  }
 
   clusterTest(
     'restart makes a new VMI; stop halts the VM; stop again is refused',
