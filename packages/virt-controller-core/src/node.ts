@@ -4,7 +4,18 @@
 // longer alive goes Failed with reason NodeUnresponsive. A VMI whose Pod is still alive is left alone: its
 // handler may just be restarting, and the guest may be running; once Kubernetes reports the Pod down
 // (node lifecycle, eviction, deletion) the VMI fails.
-import { updateIfChanged, type KubeObject, type Resource } from '@kubevirt-ts/controller-runtime';
+// Beyond upstream (node loss): a node is *lost* when, besides the stale heartbeat, its kubelet has been
+// unreachable (Ready condition Unknown: the node lifecycle controller heard nothing from it) for the same
+// timeout, or the Node object is gone. Then nothing on that node reports any more, so its VMIs fail even
+// though their Pods still look alive, and their launcher Pods there are force-deleted (what Kubernetes'
+// out-of-service taint does), so that the VMI can go and its VM start a replacement elsewhere.
+import {
+  PODS,
+  isNotFound,
+  updateIfChanged,
+  type KubeObject,
+  type Resource,
+} from '@kubevirt-ts/controller-runtime';
 import { VMIS, errorMessage, isFinal, nowTimestamp, vmiRef, type Vmi } from './common.js';
 import type { ControllerContext, Pod } from './context.js';
 
@@ -16,7 +27,14 @@ export const REASON_NODE_UNRESPONSIVE = 'NodeUnresponsive';
 export const DEFAULT_HEARTBEAT_TIMEOUT_MS = 5 * 60_000;
 export const DEFAULT_NODE_RECHECK_MS = 60_000;
 
-export type Node = KubeObject;
+/** the part of a Node's status this controller reads */
+export interface NodeCondition {
+  type: string;
+  status: string;
+  reason?: string;
+  lastTransitionTime?: string;
+}
+export type Node = KubeObject & { status?: { conditions?: NodeCondition[] } };
 
 export interface NodeControllerOptions {
   /** a heartbeat older than this makes the node unresponsive (5 min) */
@@ -62,11 +80,30 @@ export class NodeController {
     return t + this.timeout - this.now();
   }
 
+  /**
+   * ms until the node counts as lost (<= 0: lost), Infinity while its kubelet is not known to be unreachable.
+   * Lost: the Node object is gone, or its Ready condition has been Unknown (the kubelet stopped posting, the
+   * node lifecycle controller's "unreachable") for the heartbeat timeout, from its lastTransitionTime. A
+   * Ready False is a kubelet that still reports (e.g. its network plugin is not ready): its Pods' statuses
+   * are current, so it is not lost. A node without a Ready condition is never lost (nothing to tell).
+   */
+  lostLeft(node: Node | undefined): number {
+    if (!node) return 0;
+    const ready = node.status?.conditions?.find((c) => c.type === 'Ready');
+    if (ready?.status !== 'Unknown') return Infinity;
+    const t = Date.parse(ready.lastTransitionTime ?? '');
+    if (!Number.isFinite(t)) return Infinity;
+    return t + this.timeout - this.now();
+  }
+
   /** reconcile the node `name`; returns when to look again (ms), or undefined for a node that is gone */
   async reconcile(name: string): Promise<number | undefined> {
     const { ctx } = this;
     const node = ctx.nodes.get(undefined, name);
     const left = this.heartbeatLeft(node);
+    // the node is lost only once its handler is unresponsive too
+    const lostLeft = left <= 0 ? this.lostLeft(node) : Infinity;
+    const lost = lostLeft <= 0;
     if (left <= 0) {
       if (node && node.metadata?.labels?.[SCHEDULABLE_LABEL] === 'true') {
         ctx.recorder.event(
@@ -81,38 +118,91 @@ export class NodeController {
         ctx.log.warn('virt-handler is not responsive: node marked unschedulable', { node: name });
       }
       const errs: string[] = [];
+      const failed = new Set<string>();
       // one VMI at a time: no update storm when something is already wrong
-      for (const vmi of this.stuckVmis(name)) {
+      for (const vmi of this.stuckVmis(name, lost)) {
         try {
-          await this.fail(vmi, name);
+          await this.fail(vmi, name, lost);
+          failed.add(vmi.metadata.uid ?? '');
         } catch (e) {
           errs.push(
             `failed to move vmi ${vmi.metadata.namespace}/${vmi.metadata.name} to Failed: ${errorMessage(e)}`,
           );
         }
       }
+      if (lost) {
+        for (const pod of this.podsOnLostNode(name, failed)) {
+          try {
+            await this.forceDelete(pod, name);
+          } catch (e) {
+            errs.push(
+              `failed to force-delete pod ${pod.metadata?.namespace}/${pod.metadata?.name}: ${errorMessage(e)}`,
+            );
+          }
+        }
+      }
       if (errs.length) throw new Error(errs.join('; '));
     }
     if (!node) return undefined;
-    // look again when the heartbeat would expire, and at least every recheck interval
-    return Math.max(100, Math.min(this.recheck, left <= 0 ? this.recheck : left + 100));
+    // look again when the heartbeat would expire (or the node would count as lost), at least every recheck
+    const expires = left > 0 ? left : lostLeft > 0 ? lostLeft : Infinity;
+    return Math.max(100, Math.min(this.recheck, expires + 100));
   }
 
-  /** active VMIs on the node whose launcher Pod there is not alive */
-  stuckVmis(nodeName: string): Vmi[] {
+  /**
+   * Active VMIs on the node whose launcher Pod there is not alive; on a lost node (`lost`) every active VMI
+   * on it, whatever its Pods look like (nobody there reports any more).
+   */
+  stuckVmis(nodeName: string, lost = false): Vmi[] {
     return this.ctx.vmis
       .list()
       .filter(
         (v) =>
           v.status?.nodeName === nodeName &&
           !isFinal(v) &&
-          !this.ctx
-            .podsOfVmi(v.metadata.uid ?? '')
-            .some((p) => p.spec?.nodeName === nodeName && isPodAlive(p)),
+          (lost ||
+            !this.ctx
+              .podsOfVmi(v.metadata.uid ?? '')
+              .some((p) => p.spec?.nodeName === nodeName && isPodAlive(p))),
       );
   }
 
-  private async fail(vmi: Vmi, nodeName: string): Promise<void> {
+  /**
+   * The launcher Pods on a lost node of VMIs that are final (or being deleted): the kubelet that would confirm
+   * their end is gone, so they would stay (Terminating) forever and with them the VMI's finalizer. `failed`:
+   * uids of VMIs just failed (the cache may not show it yet).
+   */
+  podsOnLostNode(nodeName: string, failed: ReadonlySet<string> = new Set()): Pod[] {
+    const out: Pod[] = [];
+    for (const v of this.ctx.vmis.list()) {
+      if (!isFinal(v) && !v.metadata.deletionTimestamp && !failed.has(v.metadata.uid ?? '')) continue;
+      for (const p of this.ctx.podsOfVmi(v.metadata.uid ?? ''))
+        if (p.spec?.nodeName === nodeName) out.push(p);
+    }
+    return out;
+  }
+
+  /** DELETE with grace period 0: the Pod object goes now (its node's kubelet kills leftovers if it returns) */
+  private async forceDelete(pod: Pod, nodeName: string): Promise<void> {
+    const { ctx } = this;
+    try {
+      await ctx.client.delete(PODS, pod.metadata?.namespace, pod.metadata!.name!, {
+        preconditionUid: pod.metadata?.uid,
+        gracePeriodSeconds: 0,
+      });
+    } catch (e) {
+      if (isNotFound(e)) return;
+      throw e;
+    }
+    ctx.log.warn('launcher Pod on a lost node force-deleted', {
+      kind: 'Pod',
+      namespace: pod.metadata?.namespace,
+      name: pod.metadata?.name,
+      node: nodeName,
+    });
+  }
+
+  private async fail(vmi: Vmi, nodeName: string, lost: boolean): Promise<void> {
     const { ctx } = this;
     const r = await updateIfChanged<Vmi>({
       client: ctx.client,
@@ -136,13 +226,16 @@ export class NodeController {
         vmiRef(vmi),
         'Normal',
         REASON_NODE_UNRESPONSIVE,
-        `virt-handler on node ${nodeName} is not responsive, marking VMI as failed`,
+        lost
+          ? `virt-handler on node ${nodeName} is not responsive and the node is unreachable, marking VMI as failed`
+          : `virt-handler on node ${nodeName} is not responsive, marking VMI as failed`,
       );
       ctx.log.warn('VMI on an unresponsive node marked Failed', {
         kind: 'VirtualMachineInstance',
         namespace: vmi.metadata.namespace,
         name: vmi.metadata.name,
         node: nodeName,
+        lost,
       });
     }
   }
