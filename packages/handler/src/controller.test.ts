@@ -216,6 +216,56 @@ describe('VmiController.reconcile', () => {
     expect(a.calls).toEqual(['sync u1', 'shutdown u1', 'kill u1']);
   });
 
+  it('node loss, the node back: a VMI virt-controller failed as lost (NodeUnresponsive) has its domain destroyed at once after the restart, no graceful shutdown, no sync, its phase kept', async () => {
+    const { c, vmis } = setup();
+    await c.ghosts.load(log);
+    const a = await fakeLauncher(path.join(dir, 'pods'), 'pod-a');
+    vmis.set('ns/vm', vmi('vm', 'u1', 'pod-a'));
+    await c.reconcile('ns/vm');
+    await c.reconcile('ns/vm');
+    expect(vmis.get('ns/vm')!.status?.phase).toBe('Running');
+    // the node was lost; virt-controller failed the VMI meanwhile; the handler starts again
+    const lost = vmis.get('ns/vm')!;
+    const again = setup();
+    again.vmis.set('ns/vm', {
+      ...lost,
+      status: { ...lost.status, phase: 'Failed', reason: 'NodeUnresponsive' },
+    });
+    await again.c.resync([]);
+    await again.c.reconcile('ns/vm');
+    expect(a.calls).toEqual(['sync u1', 'kill u1']);
+    expect(again.events.map((e) => e.reason)).toEqual(['Stopped']);
+    // the domain is down now: nothing more is sent, the VMI stays Failed with its reason
+    again.c.domains.apply('MODIFIED', a.domain);
+    await again.c.reconcile('ns/vm');
+    expect(a.calls).toEqual(['sync u1', 'kill u1']);
+    expect(again.vmis.get('ns/vm')!.status).toMatchObject({ phase: 'Failed', reason: 'NodeUnresponsive' });
+  });
+
+  it('node loss, the node back: a launcher whose VMI was replaced (same name, new uid, on another node) or is gone is killed after the restart, never synced', async () => {
+    const { c, vmis } = setup();
+    await c.ghosts.load(log);
+    const a = await fakeLauncher(path.join(dir, 'pods'), 'pod-a');
+    const b = await fakeLauncher(path.join(dir, 'pods'), 'pod-b');
+    vmis.set('ns/vm', vmi('vm', 'u1', 'pod-a'));
+    vmis.set('ns/other', vmi('other', 'u2', 'pod-b'));
+    for (const k of ['ns/vm', 'ns/other']) {
+      await c.reconcile(k);
+      await c.reconcile(k);
+    }
+    // the replacement of vm runs on n2 now; other is gone
+    const again = setup();
+    const next = vmi('vm', 'u9', 'pod-z');
+    next.status = { phase: 'Running', nodeName: 'n2', activePods: { 'pod-z': 'n2' } };
+    again.vmis.set('ns/vm', next);
+    await again.c.resync([]);
+    expect(again.c.knownKeys().sort()).toEqual(['ns/other', 'ns/vm']);
+    for (const k of again.c.knownKeys()) await again.c.reconcile(k);
+    expect(a.calls).toEqual(['sync u1', 'kill u1']);
+    expect(b.calls).toEqual(['sync u2', 'kill u2']);
+    expect(again.writes).toEqual([]); // the replacement is not this node's: no status written
+  });
+
   it('a VMI that is gone: its domain is killed and its record dropped once the domain is down', async () => {
     const { c, vmis } = setup();
     await c.ghosts.load(log);

@@ -173,6 +173,14 @@ export function syncOptions(cfg: {
   };
 }
 
+/** virt-controller's reason for a VMI failed because its node stopped answering */
+export const REASON_NODE_UNRESPONSIVE = 'NodeUnresponsive';
+
+/** a VMI virt-controller failed as lost with its node: whatever still runs of it here must go at once */
+export function declaredLost(vmi: VirtualMachineInstance): boolean {
+  return vmi.status?.phase === 'Failed' && vmi.status.reason === REASON_NODE_UNRESPONSIVE;
+}
+
 /** A VMI carrying only what a launcher needs to find its domain (Kill/Shutdown of a VMI that is gone). */
 export function minimalVmi(r: Pick<GhostRecord, 'name' | 'namespace' | 'uid'>): VirtualMachineInstance {
   return {
@@ -549,7 +557,9 @@ export class VmiController {
       isMigrationSource(vmi, me)
     )
       await this.migrationSource(vmi, key, l, podUid, domain);
-    if (alive && l && domainActive(domain) && (deleting || isFinal(phase))) {
+    if (alive && l && domainActive(domain) && declaredLost(vmi)) {
+      await this.killDeclaredLost(vmi, l, key);
+    } else if (alive && l && domainActive(domain) && (deleting || isFinal(phase))) {
       await this.shutdown(vmi, l, ghost, key);
     } else if (alive && l && podUid && !domain && !deleting && !isFinal(phase) && !this.synced.has(uid)) {
       await this.recordGhost(vmi, l.socketPath, podUid);
@@ -619,9 +629,37 @@ export class VmiController {
     if (isFinal(status.phase) && !domainActive(domain) && (!alive || !domain)) {
       if (socketPath && podUid && !alive) await this.dropLauncher(socketPath, podUid);
       if (!alive) await this.ghosts.delete(uid);
-    } else if (isFinal(status.phase) && domainActive(domain) && l && alive && !deleting) {
+    } else if (
+      isFinal(status.phase) &&
+      domainActive(domain) &&
+      l &&
+      alive &&
+      !deleting &&
+      !declaredLost(vmi)
+    ) {
       await this.shutdown(vmi, l, ghost, key);
     }
+  }
+
+  /**
+   * A guest virt-controller declared lost with its node (Failed, NodeUnresponsive) is still running here: the
+   * node came back (or was only cut off). Its replacement may already run elsewhere, so no graceful shutdown
+   * (the guest would go on writing its disks for the grace period): the domain is destroyed at once.
+   */
+  private async killDeclaredLost(vmi: VirtualMachineInstance, l: Launcher, key: string): Promise<void> {
+    this.o.log.warn('the VMI was failed as lost with its node: destroying its domain', {
+      namespace: vmi.metadata.namespace,
+      name: vmi.metadata.name,
+      uid: vmi.metadata.uid,
+      reason: REASON_NODE_UNRESPONSIVE,
+    });
+    await l.client.killVMI(vmi);
+    await this.kube.recordEvent(vmi, {
+      type: 'Warning',
+      reason: 'Stopped',
+      message: 'The VMI was failed as its node was unresponsive: the domain left on this node was destroyed',
+    });
+    this.o.requeueAfter(key, 1000);
   }
 
   private nowIso(): string {
