@@ -87,7 +87,8 @@ export const USAGE = `usage: virt-controller [flags]
   --metrics-port N           Prometheus /metrics over HTTP (default 8080; 0: off)
   --handler-heartbeat-timeout S
                              a node whose virt-handler heartbeat is older is unresponsive: it is marked
-                             unschedulable and its VMIs without a live launcher Pod fail (default 300)
+                             unschedulable and its VMIs without a live launcher Pod fail; once its
+                             kubelet is unreachable as long, all its VMIs fail (default 300)
   --subresources-port N      HTTPS port of the aggregated API subresources.kubevirt.io, with the
                              --tls-* certificate, on every replica (default 8444; 0: off)
   --handler-client-cert-file, --handler-client-key-file, --handler-ca-file PATH
