@@ -29,6 +29,8 @@ export {
   diskTargetsForMigration,
   isBlockMigration,
   DETECT_ZEROES_MIN_LIBVIRT,
+  pauseForMigration,
+  TCG_COHERENT_DIRTY_BITMAP_QEMU,
   UPSTREAM_MIGRATION_OPTION_FIELDS,
 } from './migration.js';
 export type { MigrationOptions, MigrationState, MigrationTarget, VolumeClasses } from './migration.js';

@@ -34,12 +34,15 @@ import { createLogger, type Logger } from '@kubevirt-ts/log';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import {
   checkMigrationTarget,
+  domainTypeOf,
   ephemeralDisksBytes,
   isBlockMigration,
   migrateCall,
   migrationDataGB,
   monitorMigration,
   parseMigrationOptions,
+  pauseForMigration,
+  TCG_COHERENT_DIRTY_BITMAP_QEMU,
   type MigrationOptions,
   type MigrationState,
   type MigrationTarget,
@@ -180,6 +183,18 @@ export class DomainManager extends EventEmitter {
     try {
       const v = Number(await (await this.conn()).getLibVersion());
       return Number.isFinite(v) ? v : 0;
+    } catch {
+      return 0;
+    }
+  }
+
+  /** libvirt's hypervisor (QEMU) version as a number, major*1e6+minor*1e3+micro (0 when unknown). */
+  private async qemuVersionNumber(): Promise<number> {
+    try {
+      const v = await (await this.conn()).getVersion();
+      if (typeof v === 'number') return v;
+      const m = /^(\d+)\.(\d+)\.(\d+)/.exec(v);
+      return m ? Number(m[1]) * 1_000_000 + Number(m[2]) * 1000 + Number(m[3]) : 0;
     } catch {
       return 0;
     }
@@ -463,9 +478,13 @@ export class DomainManager extends EventEmitter {
     if (life !== 'Running' && life !== 'Paused' && life !== 'Blocked') {
       throw new Error(`cannot migrate domain ${name}: it is ${life} (${convReason(st.state, st.reason)})`);
     }
-    const { params, flags } = migrateCall(mo, await dom.getXMLDesc(Vir.DOMAIN_XML_MIGRATABLE), {
+    const sourceXml = await dom.getXMLDesc(Vir.DOMAIN_XML_MIGRATABLE);
+    // software emulation on a QEMU whose TCG loses the guest's writes during a live migration: paused throughout
+    const pauseGuest = pauseForMigration(domainTypeOf(sourceXml), await this.qemuVersionNumber());
+    const { params, flags } = migrateCall(mo, sourceXml, {
       vmi,
       libvirtVersion: mo.blockMigration ? await this.libvirtVersion() : undefined,
+      pauseGuest,
     });
     const localDisksBytes = mo.blockMigration
       ? await ephemeralDisksBytes(this.layoutOf(vmi).ephemeralDisksDir)
@@ -481,12 +500,18 @@ export class DomainManager extends EventEmitter {
       startTimestamp: new Date().toISOString(),
       completed: false,
       failed: false,
-      mode: 'PreCopy',
+      mode: pauseGuest ? 'Paused' : 'PreCopy',
     };
     log.info('Starting live migration.', {
       targetURI: mo.targetURI,
       migrationURI: mo.migrationURI,
       flags,
+      ...(pauseGuest
+        ? {
+            pausedGuest: true,
+            pauseReason: `software emulation (TCG) on QEMU older than ${TCG_COHERENT_DIRTY_BITMAP_QEMU / 1_000_000}.0.0 loses the guest's writes during a live migration: the guest is paused for the transfer`,
+          }
+        : {}),
       // block migration: the disks copied, where to, and whether libvirt skips their zero blocks
       ...(mo.blockMigration
         ? {

@@ -8,13 +8,16 @@ import { createPodLayout, parseDomainXml, toDomain, toDomainXml } from '@kubevir
 import { Vir } from './libvirt.js';
 import {
   DETECT_ZEROES_MIN_LIBVIRT,
+  TCG_COHERENT_DIRTY_BITMAP_QEMU,
   checkMigrationTarget,
   classifyVolumesForMigration,
   diskTargetsForMigration,
+  domainTypeOf,
   ephemeralDisksBytes,
   isBlockMigration,
   migrateCall,
   migrationDataGB,
+  pauseForMigration,
 } from './migration.js';
 
 const layout = createPodLayout('/pod');
@@ -143,6 +146,49 @@ describe('migrateCall: flags and parameters', () => {
       'target.disksURI: "/plain/path" is not a URI',
     );
     expect(checkMigrationTarget({ targetURI: 'qemu:///x', disksURI: DISKS_URI }).disksURI).toBe(DISKS_URI);
+  });
+});
+
+describe('software emulation on QEMU before 9.0: the guest is paused for the migration (issue 31)', () => {
+  const base = { targetURI: 'qemu+unix:///session?socket=/s/u1-source.sock', migrationURI: 'unix:///s/x' };
+
+  test('the domain type comes from the converter’s XML: qemu without /dev/kvm, kvm with it', () => {
+    const v = vmi('LiveMigration');
+    expect(domainTypeOf(xmlOf(v))).toBe('qemu');
+    expect(domainTypeOf(toDomainXml(toDomain(v, { allowEmulation: true, kvmAvailable: true, layout })))).toBe(
+      'kvm',
+    );
+    expect(domainTypeOf(`<domain id='3' type="kvm">`)).toBe('kvm');
+    expect(domainTypeOf('<domain>')).toBeUndefined();
+  });
+
+  test('paused only under TCG on a QEMU older than 9.0.0 (or of unknown version)', () => {
+    expect(TCG_COHERENT_DIRTY_BITMAP_QEMU).toBe(9_000_000);
+    expect(pauseForMigration('qemu', 7_002_022)).toBe(true); // Debian 12's 7.2.22
+    expect(pauseForMigration('qemu', 8_002_009)).toBe(true);
+    expect(pauseForMigration('qemu', 0)).toBe(true);
+    expect(pauseForMigration('qemu', 9_000_000)).toBe(false);
+    expect(pauseForMigration('qemu', 10_001_000)).toBe(false);
+    expect(pauseForMigration('kvm', 7_002_022)).toBe(false);
+    expect(pauseForMigration(undefined, 7_002_022)).toBe(false);
+  });
+
+  test('a paused migration has no VIR_MIGRATE_LIVE, no post-copy, no auto-converge; the rest as a live one', () => {
+    const v = vmi('BlockMigration');
+    const mo = {
+      ...base,
+      disksURI: DISKS_URI,
+      blockMigration: true,
+      allowPostCopy: true,
+      allowAutoConverge: true,
+    };
+    const live = migrateCall(mo, xmlOf(v), { vmi: v });
+    const paused = migrateCall(mo, xmlOf(v), { vmi: v, pauseGuest: true });
+    expect(live.flags & (Vir.MIGRATE_LIVE | Vir.MIGRATE_POSTCOPY | Vir.MIGRATE_AUTO_CONVERGE)).toBe(
+      Vir.MIGRATE_LIVE | Vir.MIGRATE_POSTCOPY | Vir.MIGRATE_AUTO_CONVERGE,
+    );
+    expect(paused.flags).toBe(Vir.MIGRATE_PEER2PEER | Vir.MIGRATE_PERSIST_DEST | Vir.MIGRATE_NON_SHARED_INC);
+    expect(paused.params).toEqual(live.params);
   });
 });
 

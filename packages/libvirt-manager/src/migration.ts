@@ -71,7 +71,8 @@ export interface MigrationState {
   failed: boolean;
   failureReason?: string;
   abortStatus?: 'Aborting' | 'Succeeded' | 'Failed';
-  mode: 'PreCopy' | 'PostCopy';
+  /** upstream's MigrationMode: `Paused` when the guest is paused for the whole migration (see pauseForMigration) */
+  mode: 'PreCopy' | 'PostCopy' | 'Paused';
 }
 
 function fail(path: string, reason: string): never {
@@ -274,8 +275,39 @@ export function diskTargetsForMigration(vmi: VirtualMachineInstance, disks: read
 export const DETECT_ZEROES_MIN_LIBVIRT = 10_009_000;
 
 /**
+ * The first QEMU release (libvirt's hypervisor version number, major*1e6+minor*1e3+micro) whose software emulation
+ * (TCG) keeps the migration dirty bitmap coherent with its TLB: QEMU 9.0.0, "physmem: Fix migration dirty bitmap
+ * coherency with TCG memory access", merged for 9.0.0. Before it the bitmap sync's fast path (a RAM block whose
+ * offset and size are multiples of 256 KiB: the guest RAM of every domain here) cleared the dirty bits without
+ * re-arming the vCPUs' TLB entries, so the guest's stores through an entry that was already writable went
+ * unrecorded: the target got a stale copy of those pages (issue 31: Debian 12's QEMU 7.2, 8-10 stale 4 KiB pages
+ * of kernel data per 2 MiB/s migration of the test guest, its timer wheel among them, and a panic in
+ * __run_timers on the target in 2 of 5 e2e migrations).
+ */
+export const TCG_COHERENT_DIRTY_BITMAP_QEMU = 9_000_000;
+
+/**
+ * Whether the guest has to be paused for the whole migration (libvirt's non-live migration: no
+ * VIR_MIGRATE_LIVE): a software-emulated domain (`<domain type='qemu'>`, the converter's choice without
+ * /dev/kvm) on a QEMU older than TCG_COHERENT_DIRTY_BITMAP_QEMU (0: unknown, taken as older) loses guest
+ * writes made while it runs during the migration. A paused guest writes nothing, so every page arrives as it is;
+ * the price is downtime for the whole transfer. Under KVM the kernel tracks dirty pages: never paused.
+ */
+export function pauseForMigration(domainType: string | undefined, qemuVersion: number): boolean {
+  return domainType === 'qemu' && qemuVersion < TCG_COHERENT_DIRTY_BITMAP_QEMU;
+}
+
+/** `<domain type='...'>` of a domain XML (undefined when absent). */
+export function domainTypeOf(xml: string): string | undefined {
+  return /<domain\b[^>]*?\stype=['"]([^'"]+)['"]/.exec(xml)?.[1];
+}
+
+/**
  * virDomainMigrateToURI3's typed parameters and flags for these options (live, peer-to-peer, persistent;
- * upstream's generateMigrationFlags and generateMigrationParams). A block migration adds
+ * upstream's generateMigrationFlags and generateMigrationParams). With `pauseGuest` (pauseForMigration) the
+ * migration is not live: no VIR_MIGRATE_LIVE (libvirt pauses the guest before the transfer and resumes it on the
+ * target, or on the source when the migration fails), and no post-copy or auto-converge (both only make sense
+ * for a running guest; libvirt refuses post-copy without LIVE). A block migration adds
  * VIR_MIGRATE_NON_SHARED_INC (only the top image of a chain is copied: the target has the same backing files,
  * e.g. its containerDisk overlay over the same image) and, when the VMI is given and it has disks to copy,
  * `migrate_disks` (diskTargetsForMigration over the source's XML), `disks_uri` (mo.disksURI) and, when
@@ -284,7 +316,7 @@ export const DETECT_ZEROES_MIN_LIBVIRT = 10_009_000;
 export function migrateCall(
   mo: MigrationOptions,
   sourceXml: string,
-  block: { vmi?: VirtualMachineInstance; libvirtVersion?: number } = {},
+  block: { vmi?: VirtualMachineInstance; libvirtVersion?: number; pauseGuest?: boolean } = {},
 ): { params: MigrateParams; flags: number } {
   const destXml =
     typeof mo.destinationXML === 'function' ? mo.destinationXML(sourceXml) : (mo.destinationXML ?? sourceXml);
@@ -293,7 +325,8 @@ export function migrateCall(
   if (mo.listenAddress) params.listenAddress = mo.listenAddress;
   if (mo.bandwidthMiB) params.bandwidth = mo.bandwidthMiB;
   if (mo.parallelMigrationThreads) params.parallelConnections = mo.parallelMigrationThreads;
-  let flags = Vir.MIGRATE_LIVE | Vir.MIGRATE_PEER2PEER | Vir.MIGRATE_PERSIST_DEST;
+  let flags = Vir.MIGRATE_PEER2PEER | Vir.MIGRATE_PERSIST_DEST;
+  if (!block.pauseGuest) flags |= Vir.MIGRATE_LIVE;
   if (mo.blockMigration) {
     flags |= Vir.MIGRATE_NON_SHARED_INC;
     // libvirt refuses migrate_disks without a NON_SHARED flag: the disks are named only for a block migration
@@ -307,8 +340,8 @@ export function migrateCall(
     }
   }
   if (mo.unsafe) flags |= Vir.MIGRATE_UNSAFE;
-  if (mo.allowAutoConverge) flags |= Vir.MIGRATE_AUTO_CONVERGE;
-  if (mo.allowPostCopy) flags |= Vir.MIGRATE_POSTCOPY;
+  if (mo.allowAutoConverge && !block.pauseGuest) flags |= Vir.MIGRATE_AUTO_CONVERGE;
+  if (mo.allowPostCopy && !block.pauseGuest) flags |= Vir.MIGRATE_POSTCOPY;
   if (mo.parallelMigrationThreads) flags |= Vir.MIGRATE_PARALLEL;
   return { params, flags };
 }
