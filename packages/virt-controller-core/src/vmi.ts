@@ -24,6 +24,7 @@ import {
   type Vmi,
 } from './common.js';
 import type { ControllerContext, Pod } from './context.js';
+import { LABEL_MIGRATION_JOB_UID } from './migration.js';
 import {
   REASON_PVC_NOT_FOUND,
   REASON_PVC_VOLUME_MODE,
@@ -99,28 +100,39 @@ export class VmiController {
   }
 
   /**
-   * After a completed migration the source launcher Pod goes: its launcher exited with the domain, but its
-   * container-disk containers would keep the Pod (and its resources on the source node) forever.
+   * The Pods a finished migration leaves: after a completed one the source Pod, after a failed or cancelled one its
+   * target Pod (label kubevirt.io/migrationJobUID). Their launchers exited with (or without) the domain, but their
+   * container-disk containers would keep the Pods NotReady forever, and with them the anti-affinity that keeps the
+   * next migration's target off their nodes. Never a Pod on the VMI's node, nor one of another migration.
    */
-  private async deleteMigratedSourcePod(vmi: Vmi, name: string): Promise<void> {
+  private async deleteFinishedMigrationPods(vmi: Vmi): Promise<void> {
     const { ctx } = this;
-    const src = ctx
-      .podsOfVmi(vmi.metadata.uid ?? '')
-      .find((p) => p.metadata?.name === name && !p.metadata?.deletionTimestamp);
-    if (!src || src.spec?.nodeName === vmi.status?.nodeName) return;
-    try {
-      await ctx.client.delete(PODS, vmi.metadata.namespace, name, { preconditionUid: src.metadata?.uid });
-    } catch (e) {
-      if (isNotFound(e)) return;
-      throw e;
-    }
-    ctx.recorder.event(vmiRef(vmi), 'Normal', 'SuccessfulDelete', `Deleted the migrated-from pod ${name}`);
-    ctx.log.info('deleted the source pod of a completed migration', {
-      kind: 'VirtualMachineInstance',
-      namespace: vmi.metadata.namespace,
-      name: vmi.metadata.name,
-      pod: name,
+    const ms = vmi.status?.migrationState;
+    if (!ms?.completed || !ms.migrationUid) return;
+    const node = vmi.status?.nodeName;
+    const done = ctx.podsOfVmi(vmi.metadata.uid ?? '').filter((p) => {
+      if (p.metadata?.deletionTimestamp || !p.spec?.nodeName || p.spec.nodeName === node) return false;
+      if (ms.failed) return p.metadata?.labels?.[LABEL_MIGRATION_JOB_UID] === ms.migrationUid;
+      return p.metadata?.name === ms.sourcePod && ms.targetNode === node;
     });
+    for (const p of done) {
+      try {
+        await ctx.client.delete(PODS, vmi.metadata.namespace, p.metadata!.name!, {
+          preconditionUid: p.metadata?.uid,
+        });
+      } catch (e) {
+        if (isNotFound(e)) continue;
+        throw e;
+      }
+      const what = ms.failed ? 'the target pod of a failed migration' : 'the migrated-from pod';
+      ctx.recorder.event(vmiRef(vmi), 'Normal', 'SuccessfulDelete', `Deleted ${what} ${p.metadata!.name}`);
+      ctx.log.info(`deleted ${what}`, {
+        kind: 'VirtualMachineInstance',
+        namespace: vmi.metadata.namespace,
+        name: vmi.metadata.name,
+        pod: p.metadata!.name,
+      });
+    }
   }
 
   async reconcile(key: string): Promise<void> {
@@ -160,15 +172,7 @@ export class VmiController {
       }
       return undefined;
     }
-    const ms = vmi.status?.migrationState;
-    if (
-      ms?.completed &&
-      !ms.failed &&
-      ms.sourcePod &&
-      ms.targetNode &&
-      ms.targetNode === vmi.status?.nodeName
-    )
-      await this.deleteMigratedSourcePod(vmi, ms.sourcePod);
+    await this.deleteFinishedMigrationPods(vmi);
     if (isFinal(vmi) || pod) return undefined;
     // a Pod is created once, while the VMI is unprocessed; a lost Pod later is a failure, not a re-create
     if (!isUnprocessed(vmi)) return undefined;
