@@ -503,11 +503,17 @@ d(
       const dstText = await readText(dst.serialLog);
       expect(dstText).not.toContain(READY);
       expect(await src.exited).toBe(0);
-      await waitFor(
-        'source pod Succeeded',
-        async () =>
-          (await core.readNamespacedPod({ name: src.podName, namespace: NS })).status?.phase === 'Succeeded',
-      );
+      // its launcher exited 0, so the Pod Succeeded; virt-controller then deletes the migrated-from Pod
+      await waitFor('source pod Succeeded, then deleted by virt-controller', async () => {
+        try {
+          return (
+            (await core.readNamespacedPod({ name: src.podName, namespace: NS })).status?.phase === 'Succeeded'
+          );
+        } catch (e) {
+          if ((e as { code?: number }).code === 404) return true;
+          throw e;
+        }
+      });
       // node-a's handler let go of the VMI (no ghost record), node-b's holds it
       await waitFor(
         'ghost record moved',
