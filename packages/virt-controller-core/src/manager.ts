@@ -32,6 +32,7 @@ import type { ControllerContext, Pod } from './context.js';
 import { VmController } from './vm.js';
 import { VmiController } from './vmi.js';
 import { MigrationController, type Vmim } from './migration.js';
+import { EvacuationController } from './evacuation.js';
 import { NODES, NodeController, type Node } from './node.js';
 import { ReplicaSetController, VMIRSS, type Vmirs } from './replicaset.js';
 import { POOLS, PoolController, type Pool } from './pool.js';
@@ -85,6 +86,8 @@ export class VirtController {
   readonly vm: VmController;
   readonly vmi: VmiController;
   readonly migration: MigrationController;
+  /** node drain: migrations for the VMIs the pod-eviction webhook marked for evacuation */
+  readonly evacuation: EvacuationController;
   readonly replicaSet: ReplicaSetController;
   readonly pool: PoolController;
   readonly node: NodeController;
@@ -204,6 +207,12 @@ export class VirtController {
       new Informer<Vmim>(this.client, { resource: VMIMS, log }),
     );
     this.migration.wire();
+    this.evacuation = new EvacuationController(
+      this.ctx,
+      this.migration.vmims,
+      (name) => !!this.nodes.get(undefined, name),
+    );
+    this.evacuation.wire();
     this.replicaSet = new ReplicaSetController(
       this.ctx,
       new Informer<Vmirs>(this.client, { resource: VMIRSS, log }),
@@ -395,6 +404,12 @@ export class VirtController {
         this.log,
       ),
       runWorkers(
+        this.evacuation.queue,
+        1,
+        wrap('evacuation', (node) => this.evacuation.reconcile(node)),
+        this.log,
+      ),
+      runWorkers(
         this.replicaSet.queue,
         this.opts.replicaSetWorkers ?? 3,
         wrap('replicaset', (k) => this.replicaSet.reconcile(k)),
@@ -424,6 +439,7 @@ export class VirtController {
     ctx.vmQueue.shutDown();
     ctx.vmiQueue.shutDown();
     this.migration.queue.shutDown();
+    this.evacuation.queue.shutDown();
     this.replicaSet.queue.shutDown();
     this.pool.queue.shutDown();
     this.nodeQueue.shutDown();

@@ -21,13 +21,7 @@ import {
 import { nowTimestamp, type Vmi } from './common.js';
 import type { Pod } from './context.js';
 import { VirtController, type VirtControllerOptions } from './manager.js';
-import {
-  MUTATE_PATH,
-  VALIDATE_PATH,
-  startWebhookServer,
-  type WebhookServer,
-  type WebhookServerOptions,
-} from './webhook.js';
+import { startWebhookServer, type WebhookServer, type WebhookServerOptions } from './webhook.js';
 
 export const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -278,33 +272,38 @@ export function makeCerts(certDir: string): { ca: string; cert: string; key: str
 }
 
 /**
- * deploy/50-webhooks.yaml's webhook of `kind`, calling the webhook server on 127.0.0.1:`port` (failurePolicy Fail):
- * the same rules as a cluster gets
+ * deploy/50-webhooks.yaml's webhooks of `kind`, each calling the webhook server on 127.0.0.1:`port` at its path: the
+ * same rules, match conditions, side effects and failurePolicy (Fail) as a cluster gets
  */
 export function webhookConfig(kind: 'Mutating' | 'Validating', port: number, ca: string): KubeObject {
-  const path = kind === 'Mutating' ? MUTATE_PATH : VALIDATE_PATH;
   const name = kind === 'Mutating' ? 'mutate' : 'validate';
+  type Hook = {
+    name: string;
+    clientConfig: { service: { path: string } };
+    rules: unknown[];
+    matchConditions?: unknown[];
+    sideEffects?: string;
+  };
   const deployed = deployObjects('50-webhooks.yaml').find((o) => o.kind === `${kind}WebhookConfiguration`) as
-    { webhooks: { rules: unknown[] }[] } | undefined;
+    { webhooks: Hook[] } | undefined;
   return {
     apiVersion: 'admissionregistration.k8s.io/v1',
     kind: `${kind}WebhookConfiguration`,
     metadata: { name: `kubevirt-ts-${name}` },
-    webhooks: [
-      {
-        name: `${name}.kubevirt-ts.kubevirt.io`,
-        clientConfig: {
-          url: `https://127.0.0.1:${port}${path}`,
-          caBundle: Buffer.from(ca).toString('base64'),
-        },
-        rules: deployed!.webhooks[0]!.rules,
-        failurePolicy: 'Fail',
-        matchPolicy: 'Equivalent',
-        sideEffects: 'None',
-        admissionReviewVersions: ['v1'],
-        timeoutSeconds: 10,
+    webhooks: deployed!.webhooks.map((w) => ({
+      name: w.name,
+      clientConfig: {
+        url: `https://127.0.0.1:${port}${w.clientConfig.service.path}`,
+        caBundle: Buffer.from(ca).toString('base64'),
       },
-    ],
+      rules: w.rules,
+      ...(w.matchConditions ? { matchConditions: w.matchConditions } : {}),
+      failurePolicy: 'Fail',
+      matchPolicy: 'Equivalent',
+      sideEffects: w.sideEffects ?? 'None',
+      admissionReviewVersions: ['v1'],
+      timeoutSeconds: 10,
+    })),
   } as KubeObject;
 }
 

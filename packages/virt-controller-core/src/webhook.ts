@@ -14,9 +14,12 @@ import {
   type AdmissionReview,
 } from './admission.js';
 import { errorMessage } from './common.js';
+import { POD_EVICTION_PATH, admitPodEviction } from './eviction.js';
 
 export const MUTATE_PATH = '/mutate';
 export const VALIDATE_PATH = '/validate';
+/** the pods/eviction webhook (node drain: launcher Pods of VMIs to migrate are refused, the VMIs marked) */
+export { POD_EVICTION_PATH };
 /** upstream's health endpoint on the components' port 8443 */
 export const HEALTHZ_PATH = '/healthz';
 
@@ -47,6 +50,9 @@ export interface WebhookServerOptions {
   client?: KubeClient;
   /** the components' namespace: their service accounts may set the reserved VMI labels (default kubevirt-ts) */
   namespace?: string;
+  /** who may set the reserved VMI labels instead of the components' service accounts in `namespace` (tests whose
+   * controller runs as the API server's admin) */
+  componentUsers?: ReadonlySet<string>;
   /**
    * The KubeVirt CR whose `spec.configuration` gives new VMIs their cluster defaults (the pod network's binding,
    * the eviction strategy) and decides whether the bridge binding is allowed on the pod network; read live with
@@ -64,7 +70,7 @@ export interface WebhookServer {
 }
 
 export async function startWebhookServer(o: WebhookServerOptions): Promise<WebhookServer> {
-  const users = componentUsers(o.namespace);
+  const users = o.componentUsers ?? componentUsers(o.namespace);
   const kubeVirt =
     o.client && o.kubeVirt
       ? new Informer<KubeVirt & KubeObject>(o.client, {
@@ -116,7 +122,12 @@ export async function startWebhookServer(o: WebhookServerOptions): Promise<Webho
               });
               return (res.allowed && o.client && (await migrationCreateDenied(r, o.client))) || res;
             }
-          : undefined;
+          : urlPath === POD_EVICTION_PATH
+            ? (r: AdmissionRequest) =>
+                o.client
+                  ? admitPodEviction(r, o.client, defaults().evictionStrategy)
+                  : { uid: r.uid, allowed: true }
+            : undefined;
     if (req.method !== 'POST' || !handler) {
       res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found\n');
       return;

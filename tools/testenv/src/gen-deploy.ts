@@ -197,7 +197,7 @@ export const CONTROLLER_CLUSTER_RULES: Rule[] = [
     apiGroups: ['kubevirt.io'],
     resources: ['virtualmachineinstances'],
     verbs: ['get', 'list', 'watch', 'create', 'delete', 'update', 'patch'],
-    why: 'get/list/watch: the VMI controller follows every VMI; create: a VM starts by creating its VMI; delete: a VM stops by deleting its VMI (run strategy); update/patch: status (phase Pending -> Scheduling -> Scheduled from the launcher Pod, Failed when it fails; the VMI has no status subresource, as upstream), finalizers and labels, in one write',
+    why: 'get/list/watch: the VMI controller follows every VMI; create: a VM starts by creating its VMI; delete: a VM stops by deleting its VMI (run strategy); update/patch: status (phase Pending -> Scheduling -> Scheduled from the launcher Pod, Failed when it fails; the VMI has no status subresource, as upstream), finalizers and labels, in one write; patch: the pod-eviction webhook marks a VMI for evacuation (status.evacuationNodeName) when a node drain evicts its launcher Pod',
   },
   {
     apiGroups: ['kubevirt.io'],
@@ -214,8 +214,8 @@ export const CONTROLLER_CLUSTER_RULES: Rule[] = [
   {
     apiGroups: ['kubevirt.io'],
     resources: ['virtualmachineinstancemigrations'],
-    verbs: ['get', 'list', 'watch', 'update', 'patch'],
-    why: 'get/list/watch: the migration controller follows migrations; update/patch: its finalizer on them',
+    verbs: ['get', 'list', 'watch', 'create', 'update', 'patch'],
+    why: 'get/list/watch: the migration controller follows migrations; create: the evacuation controller migrates the VMIs a node drain marked (kubevirt-evacuation-*); update/patch: its finalizer on them',
   },
   {
     apiGroups: ['kubevirt.io'],
@@ -1341,6 +1341,28 @@ export function webhookConfigurations(): [V1MutatingWebhookConfiguration, V1Vali
             scope: '*',
           })),
         ]),
+        // node drain (upstream's virt-launcher eviction interceptor): an eviction of a virt-launcher Pod whose VMI
+        // is to be live-migrated is refused (429) and the VMI marked for evacuation; only the launcher Pods' evictions
+        // are sent (the Eviction carries the Pod's name; objectSelector would see the Eviction's labels, not the
+        // Pod's). A dry-run eviction marks the VMI with a dry-run patch: side effects none on dry run.
+        {
+          ...hook('virt-launcher-eviction-interceptor.kubevirt-ts.kubevirt.io', '/pod-eviction-validate', [
+            {
+              apiGroups: [''],
+              apiVersions: ['v1'],
+              resources: ['pods/eviction'],
+              operations: ['CREATE'],
+              scope: 'Namespaced',
+            },
+          ]),
+          sideEffects: 'NoneOnDryRun',
+          matchConditions: [
+            {
+              name: 'only-virt-launcher-pods',
+              expression: 'object.metadata.name.startsWith("virt-launcher")',
+            },
+          ],
+        },
       ],
     },
   ];
@@ -1475,7 +1497,7 @@ const COMMENTS: Record<string, string> = {
     'virt-controller: 2 replicas, one active at a time through leader election on a Lease; a PodDisruptionBudget keeps one; every replica serves the admission webhooks behind the Service.',
   '41-virt-handler.yaml': 'virt-handler: one per node; host paths listed with the reason each is needed.',
   '50-webhooks.yaml':
-    'Admission webhooks served by virt-controller (defaults, validation, refusal of the served kinds not implemented), failurePolicy Fail; virt-operator publishes their caBundle.',
+    'Admission webhooks served by virt-controller (defaults, validation, refusal of the served kinds not implemented, evictions of virt-launcher Pods in a node drain), failurePolicy Fail; virt-operator publishes their caBundle.',
   '51-node-restriction.yaml':
     "Node restriction for virt-handler (upstream's NodeRestriction), in the API server itself (CEL, no webhook): a handler's service-account token names the node of its Pod (authentication.kubernetes.io/node-name); it may change only that Node (only kubevirt.io labels and annotations) and only the VMIs on that node, migrating to it or from it (status and kubevirt.io labels, never the spec, never onto a third node).",
   '23-rbac-subresources.yaml':
