@@ -141,6 +141,11 @@ finish() {
     --label "org.opencontainers.image.source=kubevirt-ts" "$ctr" >/dev/null
   buildah commit --quiet --rm "$ctr" "$tag" >/dev/null
   buildah tag "$tag" "$REPO/$name:$version" "$REPO/$name:latest"
+  # the tags of earlier builds (one per commit) go, or buildah's store grows by every image at every commit
+  local old
+  for old in $(buildah images --noheading --format '{{.Name}}:{{.Tag}}' "$REPO/$name" 2>/dev/null | grep -F ":$version-" | grep -vxF "$tag"); do
+    buildah rmi "$old" >/dev/null 2>&1 || true
+  done
   local archive="$out/$name.tar"
   rm -f "$archive"
   # an OCI archive keeps the manifest buildah wrote, so the digest below is the one containerd knows the image by
