@@ -69,6 +69,7 @@ export function evacuationMigration(vmi: Vmi, node: string): Vmim {
   } as Vmim;
 }
 
+/** Creates the migrations of the VMIs marked for evacuation, one node (the queue's key) at a time. */
 export class EvacuationController {
   /** node names */
   readonly queue = new WorkQueue<string>();

@@ -14,6 +14,7 @@ import type { Pod } from './context.js';
 /** where the webhook server answers the pods/eviction webhook (upstream's virt-api path) */
 export const POD_EVICTION_PATH = '/pod-eviction-validate';
 
+/** upstream's eviction strategies: None, LiveMigrate, LiveMigrateIfPossible, External */
 export type EvictionStrategy = NonNullable<DefaultsOptions['evictionStrategy']>;
 
 /** A VMI's eviction strategy: its own, else the cluster's (the KubeVirt CR's `spec.configuration`); none: undefined. */
@@ -34,14 +35,15 @@ export function migratableOnEviction(vmi: Vmi, clusterStrategy?: EvictionStrateg
   return s === 'LiveMigrate' || (s === 'LiveMigrateIfPossible' && isLiveMigratable(vmi));
 }
 
+/** What {@link strategyDecision} answers: allow the eviction, refuse it with a message, or mark the VMI. */
+export type StrategyDecision = { action: 'allow' } | { action: 'deny'; message: string } | { action: 'mark' };
+
 /**
  * What an eviction of a VMI's launcher Pod does, by the VMI's eviction strategy and whether it is migratable:
  * `allow` (the Pod goes; None, no strategy, or LiveMigrateIfPossible when not migratable), `deny` with a message
  * (LiveMigrate when not migratable), or `mark` (LiveMigrate when migratable, LiveMigrateIfPossible when
  * migratable, External: the VMI is marked for evacuation and the eviction refused).
  */
-export type StrategyDecision = { action: 'allow' } | { action: 'deny'; message: string } | { action: 'mark' };
-
 export function strategyDecision(vmi: Vmi, clusterStrategy?: EvictionStrategy): StrategyDecision {
   const migratable = isLiveMigratable(vmi);
   switch (evictionStrategyOf(vmi, clusterStrategy)) {
