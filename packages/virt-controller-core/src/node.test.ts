@@ -84,8 +84,8 @@ describe('lostLeft: is the whole node gone (kubelet unreachable too)?', () => {
   it('no Ready condition (nothing to tell): not lost', () => {
     expect(c.lostLeft(node('n', 0))).toBe(Infinity);
   });
-  it('the Node object is gone: lost', () => {
-    expect(c.lostLeft(undefined)).toBe(0);
+  it('no Node object: not lost (nothing tells that its Pods stopped; its VMIs fail once their Pods are down)', () => {
+    expect(c.lostLeft(undefined)).toBe(Infinity);
   });
 });
 

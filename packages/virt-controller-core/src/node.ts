@@ -6,7 +6,7 @@
 // (node lifecycle, eviction, deletion) the VMI fails.
 // Beyond upstream (node loss): a node is *lost* when, besides the stale heartbeat, its kubelet has been
 // unreachable (Ready condition Unknown: the node lifecycle controller heard nothing from it) for the same
-// timeout, or the Node object is gone. Then nothing on that node reports any more, so its VMIs fail even
+// timeout. Then nothing on that node reports any more, so its VMIs fail even
 // though their Pods still look alive, and their launcher Pods there are force-deleted (what Kubernetes'
 // out-of-service taint does), so that the VMI can go and its VM start a replacement elsewhere.
 import {
@@ -82,13 +82,14 @@ export class NodeController {
 
   /**
    * ms until the node counts as lost (<= 0: lost), Infinity while its kubelet is not known to be unreachable.
-   * Lost: the Node object is gone, or its Ready condition has been Unknown (the kubelet stopped posting, the
-   * node lifecycle controller's "unreachable") for the heartbeat timeout, from its lastTransitionTime. A
+   * Lost: its Ready condition has been Unknown (the kubelet stopped posting, the node lifecycle controller's
+   * "unreachable") for the heartbeat timeout, from its lastTransitionTime. A node without a Node object is not
+   * lost (nothing tells that its Pods stopped: a VMI there fails only once its Pod is down, as upstream). A
    * Ready False is a kubelet that still reports (e.g. its network plugin is not ready): its Pods' statuses
    * are current, so it is not lost. A node without a Ready condition is never lost (nothing to tell).
    */
   lostLeft(node: Node | undefined): number {
-    if (!node) return 0;
+    if (!node) return Infinity;
     const ready = node.status?.conditions?.find((c) => c.type === 'Ready');
     if (ready?.status !== 'Unknown') return Infinity;
     const t = Date.parse(ready.lastTransitionTime ?? '');
