@@ -34,8 +34,8 @@ const RUNS: Record<string, { vmis: number; ready: boolean }> = {
 /** not run here, and why */
 const NOT_RUN: Record<string, string> = {
   'vm-fedora.yaml': 'pulls quay.io/containerdisks/fedora (no registry here) and needs ~2Gi',
-  'vmim-fedora.yaml': 'migrates vm-fedora: needs a second node',
-  'vmim-tiny.yaml': 'a migration: needs a second node',
+  'vmim-fedora.yaml': 'migrates vm-fedora (a Fedora guest: too heavy under TCG here)',
+  'vmim-tiny.yaml': 'a migration of vm-tiny: migration.test.ts migrates that VM on the two nodes',
   'migrationpolicy.yaml': 'applies to migrations: needs a second node',
   'vmi-tiny.yaml': "standalone virt-launcher's example (image kubevirt-ts/test-guest)",
   'vm-persistent-volumes.yaml': 'needs a storage provisioner that binds its claims (issue 32)',

@@ -143,7 +143,12 @@ describe('examples/ through the API server and the admission webhooks', () => {
   it.each(ours.map((f) => [basename(f), f]))('%s: every document is accepted', async (_name, file) => {
     const results = await apply(file, await namespaceFor(file, 'ex'));
     expect(results.length).toBeGreaterThan(0);
-    expect(results.filter((r) => !r.ok)).toEqual([]);
+    // a migration passes the schema and reaches upstream's migration admitter, which needs its VMI to exist (it
+    // runs only in the cluster e2e): that refusal, and only it, is the expected answer here
+    const refusedForNoVmi = (r: { doc: string; message?: string }) =>
+      /\(VirtualMachineInstanceMigration /.test(r.doc) &&
+      /the VMI "[^"]+" does not exist/.test(r.message ?? '');
+    expect(results.filter((r) => !r.ok && !refusedForNoVmi(r))).toEqual([]);
   });
 
   it('the dry runs went through the mutating webhook: the preset was applied, nothing was stored', async () => {
