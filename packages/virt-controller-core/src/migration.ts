@@ -166,19 +166,6 @@ export class MigrationController {
     }
     await this.updateStatus(m, vmi, pod, syncErr);
     if (syncErr?.retry) throw syncErr;
-    // a failed migration's target Pod goes (its launcher exited; its container-disk containers would keep it, and
-    // with it the anti-affinity that keeps the next target off that node), unless the VMI runs in it
-    const latest = this.vmims.getByKey(key);
-    if (
-      vmi &&
-      pod &&
-      latest &&
-      phaseOf(latest) === 'Failed' &&
-      !pod.metadata?.deletionTimestamp &&
-      !(pod.metadata?.uid && vmi.status?.activePods?.[pod.metadata.uid]) &&
-      pod.spec?.nodeName !== vmi.status?.nodeName
-    )
-      await this.deleteTargetPod(key, latest, pod);
   }
 
   /** The VMIM's status (and finalizer) from the cached VMIM, VMI and target Pod. */
