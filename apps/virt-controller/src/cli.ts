@@ -78,7 +78,7 @@ async function main(): Promise<number> {
   let subresourcesCert: { cert: string | Buffer; key: string | Buffer } | undefined;
   // admission is served by every replica, leader or not; new VMIs get the defaults of the KubeVirt CR's configuration
   const kubeVirt = { namespace: flags.configNamespace, name: flags.configName };
-  let webhooks: Pick<WebhookServer, 'close' | 'port'> | undefined;
+  let webhooks: Pick<WebhookServer, 'close' | 'drain' | 'port'> | undefined;
   if (flags.webhookSecret) {
     const certClient = new KubeClient(kc);
     const managed = await startManagedWebhooks({
@@ -107,8 +107,9 @@ async function main(): Promise<number> {
     });
     webhooks = {
       port: managed.server.port,
-      close: async () => {
-        await managed.close();
+      drain: () => managed.server.drain(),
+      close: async (graceMs) => {
+        await managed.close(graceMs);
         certClient.close();
       },
     };
@@ -127,8 +128,9 @@ async function main(): Promise<number> {
     });
     webhooks = {
       port: server.port,
-      close: async () => {
-        await server.close();
+      drain: () => server.drain(),
+      close: async (graceMs) => {
+        await server.close(graceMs);
         hookClient.close();
       },
     };
@@ -227,10 +229,16 @@ async function main(): Promise<number> {
   const shutdown = async (code: number) => {
     shuttingDown = true;
     exitCode = code;
+    // the API server may still send webhook and subresource calls here until the endpoints drop this replica
+    // (a drain evicts it while evicting launcher Pods, whose eviction webhook must then not fail): /readyz fails
+    // at once, the servers go on for --shutdown-delay, then the calls in flight get as long to finish
+    webhooks?.drain();
+    const delayed = new Promise((r) => setTimeout(r, flags.shutdownDelaySeconds * 1000));
     await elector?.stop();
     if (running) await controller.stop();
-    await webhooks?.close();
-    await subresources?.close();
+    await delayed;
+    const grace = flags.shutdownDelaySeconds * 1000;
+    await Promise.all([webhooks?.close(grace), subresources?.close(grace)]);
     await handlerCerts?.stop();
     metrics?.closeAllConnections();
     metrics?.close();

@@ -32,6 +32,7 @@ describe('virt-controller flags', () => {
       webhookCertValiditySeconds: 86400,
       webhookCheckSeconds: 60,
       heartbeatTimeoutSeconds: 300,
+      shutdownDelaySeconds: 5,
       metricsPort: 8080,
       subresourcesPort: 8444,
       handlerClient: undefined,

@@ -33,6 +33,7 @@ export interface ControllerFlags {
   webhookCheckSeconds: number;
   /** a node whose virt-handler heartbeat is older than this is unresponsive: its stuck VMIs fail */
   heartbeatTimeoutSeconds: number;
+  shutdownDelaySeconds: number;
   /** plain-HTTP /metrics port; 0 turns it off */
   metricsPort: number;
   /** HTTPS port of the aggregated API subresources.kubevirt.io (same certificate as the webhooks); 0 turns it off */
@@ -89,6 +90,9 @@ export const USAGE = `usage: virt-controller [flags]
                              a node whose virt-handler heartbeat is older is unresponsive: it is marked
                              unschedulable and its VMIs without a live launcher Pod fail; once its
                              kubelet is unreachable as long, all its VMIs fail (default 300)
+  --shutdown-delay S         on SIGTERM, /readyz fails at once and the webhooks and subresources go on being
+                             served this long (the API server stops sending calls here once the endpoints
+                             drop the replica), then calls in flight get as long to finish (default 5; 0: off)
   --subresources-port N      HTTPS port of the aggregated API subresources.kubevirt.io, with the
                              --tls-* certificate, on every replica (default 8444; 0: off)
   --handler-client-cert-file, --handler-client-key-file, --handler-ca-file PATH
@@ -140,6 +144,7 @@ export function parseControllerFlags(
         'webhook-check-interval': { type: 'string' },
         'metrics-port': { type: 'string' },
         'handler-heartbeat-timeout': { type: 'string' },
+        'shutdown-delay': { type: 'string' },
         'subresources-port': { type: 'string' },
         'handler-client-cert-file': { type: 'string' },
         'handler-client-key-file': { type: 'string' },
@@ -202,6 +207,7 @@ export function parseControllerFlags(
     webhookCertValiditySeconds: posInt('webhook-cert-validity', v['webhook-cert-validity'], 86400),
     webhookCheckSeconds: posInt('webhook-check-interval', v['webhook-check-interval'], 60),
     heartbeatTimeoutSeconds: posInt('handler-heartbeat-timeout', v['handler-heartbeat-timeout'], 300),
+    shutdownDelaySeconds: v['shutdown-delay'] === '0' ? 0 : posInt('shutdown-delay', v['shutdown-delay'], 5),
     metricsPort: v['metrics-port'] === '0' ? 0 : posInt('metrics-port', v['metrics-port'], 8080),
     subresourcesPort:
       v['subresources-port'] === '0' ? 0 : posInt('subresources-port', v['subresources-port'], 8444),

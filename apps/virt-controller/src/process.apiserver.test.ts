@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import { connect as tlsConnect } from 'node:tls';
+import { get as httpsGet } from 'node:https';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -42,6 +43,16 @@ function servedSerial(p: number): Promise<string> {
       resolve(serial);
     });
     s.on('error', reject);
+  });
+}
+
+/** the status of GET /readyz on a webhook port */
+function readyz(p: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    httpsGet({ host: '127.0.0.1', port: p, path: '/readyz', rejectUnauthorized: false }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    }).on('error', reject);
   });
 }
 
@@ -166,8 +177,14 @@ it('two replicas, one leader; the leader makes launcher Pods with the KubeVirt C
   );
   const [leader, other] = first === 'replica-a' ? [a, b] : [b, a];
   const otherId = first === 'replica-a' ? 'replica-b' : 'replica-a';
+  const leaderHookPort = hookPorts[first === 'replica-a' ? 0 : 1]!;
+  expect(await readyz(leaderHookPort)).toBe(200);
+  const t0 = Date.now();
   leader.proc.kill('SIGTERM');
+  // shutting down: not ready at once (the endpoints drop it), still serving for --shutdown-delay (5 s)
+  expect(await until(async () => ((await readyz(leaderHookPort)) === 503 ? true : undefined))).toBe(true);
   expect(await leader.exit).toBe(0);
+  expect(Date.now() - t0).toBeGreaterThanOrEqual(5000);
   await until(async () => (await holder()) === otherId);
   await vmiGetsPod('two');
   other.proc.kill('SIGTERM');

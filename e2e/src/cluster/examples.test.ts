@@ -57,27 +57,51 @@ test('every example is classified: runs on the node, or a reason why not', () =>
 describe(`examples/ on the node (${reason ? `skipped: ${reason}` : 'tools/cluster.sh'})`, () => {
   requireCluster();
 
-  clusterTest(
-    'each runnable example, applied as written (in its own namespace): its VMIs Running, the guests ready',
-    async () => {
-      await deployKubevirtTs();
-      // in batches of at most BATCH VMIs: every launcher Pod requests CPU (100m a vCPU and the Pod's overhead), and
-      // this node has 2 CPUs
-      const batches: string[][] = [[]];
-      let inBatch = 0;
-      for (const [file, want] of Object.entries(RUNS)) {
-        if (inBatch + want.vmis > BATCH) {
-          batches.push([]);
-          inBatch = 0;
-        }
-        batches.at(-1)!.push(file);
-        inBatch += want.vmis;
-      }
-      for (const batch of batches) await runBatch(batch);
-    },
-    SLOW,
-  );
+  clusterTest('deploy/ applied', deployKubevirtTs, SLOW);
+
+  // in batches of at most BATCH VMIs: every launcher Pod requests CPU (100m a vCPU and the Pod's overhead), and
+  // each node has 2 CPUs
+  const batches: string[][] = [[]];
+  let inBatch = 0;
+  for (const [file, want] of Object.entries(RUNS)) {
+    if (inBatch + want.vmis > BATCH) {
+      batches.push([]);
+      inBatch = 0;
+    }
+    batches.at(-1)!.push(file);
+    inBatch += want.vmis;
+  }
+  for (const batch of batches)
+    clusterTest(
+      `applied as written (in its own namespace): its VMIs Running, the guests ready: ${batch.join(', ')}`,
+      () => runBatch(batch),
+      SLOW,
+    );
 });
+
+/** what the cluster shows of the examples' namespaces: each VMI's phase and node, each Pod's phase and why */
+function stateOf(namespaces: string[]): string {
+  const out: string[] = [];
+  for (const ns of namespaces) {
+    for (const v of (getJson<{ items: Obj[] }>('vmi', '-n', ns)?.items ?? []) as Obj[])
+      out.push(
+        `vmi ${ns}/${v.metadata.name}: ${v.status?.phase ?? '-'} on ${v.status?.nodeName ?? '-'} ${JSON.stringify(
+          (v.status?.conditions ?? [])
+            .filter((c: Obj) => c.status !== 'True')
+            .map((c: Obj) => c.reason ?? c.type),
+        )}`,
+      );
+    for (const p of (getJson<{ items: Obj[] }>('pods', '-n', ns)?.items ?? []) as Obj[])
+      out.push(
+        `pod ${ns}/${p.metadata.name}: ${p.status?.phase} on ${p.spec.nodeName ?? '-'} ${JSON.stringify(
+          [...(p.status?.conditions ?? []), ...(p.status?.containerStatuses ?? [])]
+            .map((c: Obj) => c.message ?? c.state?.waiting?.reason ?? c.state?.terminated?.reason)
+            .filter(Boolean),
+        )}`,
+      );
+  }
+  return out.join('\n');
+}
 
 /** applies each example of `files` in its namespace, waits for its VMIs Running and guests ready, then deletes */
 async function runBatch(files: string[]): Promise<void> {
@@ -107,9 +131,11 @@ async function runBatch(files: string[]): Promise<void> {
         }
         return out;
       },
-      SLOW,
+      480_000,
       2000,
-    );
+    ).catch((e: unknown) => {
+      throw new Error(`${String(e)}\n${stateOf(namespaces)}`);
+    });
     const ready: [string, SerialLog][] = [];
     for (const [file, items] of Object.entries(running))
       for (const v of items) {
@@ -117,16 +143,19 @@ async function runBatch(files: string[]): Promise<void> {
         serials.push(s);
         if (RUNS[file]!.ready) ready.push([`${file} ${v.metadata.name}`, s]);
       }
-    await waitFor('the guests ready', () => ready.every(([, s]) => s.text.includes(READY)), SLOW, 1000).catch(
-      (e: unknown) => {
-        throw new Error(
-          `${String(e)}; not ready: ${ready
-            .filter(([, s]) => !s.text.includes(READY))
-            .map(([n]) => n)
-            .join(', ')}`,
-        );
-      },
-    );
+    await waitFor(
+      'the guests ready',
+      () => ready.every(([, s]) => s.text.includes(READY)),
+      300_000,
+      1000,
+    ).catch((e: unknown) => {
+      throw new Error(
+        `${String(e)}; not ready: ${ready
+          .filter(([, s]) => !s.text.includes(READY))
+          .map(([n]) => n)
+          .join(', ')}\n${stateOf(namespaces)}`,
+      );
+    });
     for (const ns of namespaces)
       for (const p of (getJson<{ items: Obj[] }>('pods', '-n', ns)?.items ?? []) as Obj[])
         for (const c of p.status.containerStatuses ?? [])
@@ -142,7 +171,7 @@ async function runBatch(files: string[]): Promise<void> {
   await waitFor(
     `the namespaces of ${files.join(', ')} gone (launcher Pods, VMIs, VMs)`,
     () => namespaces.every((ns) => !getJson('namespace', ns)),
-    SLOW,
+    300_000,
     2000,
   );
 }

@@ -150,9 +150,18 @@ describe(`Live migration between the two nodes (${reason ? `skipped: ${reason}` 
   /** checks a completed migration from `source`: the VMI on the other node, one launcher Pod there, no reboot */
   async function migratedFrom(source: string, sourcePodUid: string, name: string): Promise<void> {
     const before = serial;
-    const now = vmiNow();
     const target = otherNode(source);
-    expect(now.status.nodeName).toBe(target);
+    // the VMIM is Succeeded once the source launcher reports the migration completed (as upstream); the VMI moves to
+    // the target when the source handler sees the target's report of the running domain, which may come later
+    const now = await waitFor(
+      `the VMI handed off to ${target}`,
+      () => {
+        const v = vmiNow();
+        return v.status.nodeName === target ? v : undefined;
+      },
+      120_000,
+      500,
+    );
     expect(now.status.phase).toBe('Running');
     expect(now.status.migrationState).toMatchObject({
       completed: true,

@@ -610,11 +610,13 @@ d(
         .filter((l) => /launcher done|TargetPodCleanup/.test(l));
       console.log(`target launcher exit ${target.launcher.exitCode}: ${why.join(' | ')}`);
       expect(await hasQemu(target)).toBe(false);
-      await waitFor('target pod ended', async () =>
-        ['Succeeded', 'Failed'].includes(
-          (await core.readNamespacedPod({ name: target.podName, namespace: NS })).status?.phase ?? '',
-        ),
-      );
+      // its Pod ends, and virt-controller then deletes it (the target Pod of a finished, failed migration)
+      await waitFor('target pod ended or deleted', async () => {
+        const pod = await core
+          .readNamespacedPod({ name: target.podName, namespace: NS })
+          .catch((e: { code?: number }) => (e.code === 404 ? undefined : Promise.reject(e)));
+        return pod === undefined || ['Succeeded', 'Failed'].includes(pod.status?.phase ?? '');
+      });
       // the target handler told it to go (SignalTargetPodCleanup) unless it had gone already
       const signalled = /signalled the target pod of a failed migration/.test(
         handlers.get(target.node)!.stderr(),

@@ -7,6 +7,7 @@ export {
   type WorkQueueOptions,
   type WorkerLogger,
 } from './workqueue.js';
+export { closeServer } from './server.js';
 export { ControllerExpectations, EXPECTATIONS_TIMEOUT_MS, type Expectation } from './expectations.js';
 export {
   KubeClient,

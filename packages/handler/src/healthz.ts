@@ -8,7 +8,13 @@
  */
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { Informer, KUBEVIRTS, type KubeClient, type KubeObject } from '@kubevirt-ts/controller-runtime';
+import {
+  Informer,
+  KUBEVIRTS,
+  closeServer,
+  type KubeClient,
+  type KubeObject,
+} from '@kubevirt-ts/controller-runtime';
 import type { Logger } from '@kubevirt-ts/log';
 
 export interface HealthzServerOptions {
@@ -79,10 +85,7 @@ export async function startHealthzServer(o: HealthzServerOptions): Promise<Healt
     port: (server.address() as AddressInfo).port,
     close: async () => {
       await informer.stop();
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
+      await closeServer(server);
     },
     setCertificate: (cert, key) => server.setSecureContext({ cert, key, minVersion: 'TLSv1.2' }),
   };

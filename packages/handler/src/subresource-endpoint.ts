@@ -15,6 +15,7 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer, createWebSocketStream, type WebSocket } from 'ws';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import type { CmdClient } from '@kubevirt-ts/cmd-protocol';
+import { closeServer } from '@kubevirt-ts/controller-runtime';
 import type { Logger } from '@kubevirt-ts/log';
 import { connectLauncherSocket } from './launcher-socket.js';
 
@@ -209,12 +210,10 @@ export async function startHandlerEndpoint(o: HandlerEndpointOptions): Promise<H
     port: (server.address() as AddressInfo).port,
     server,
     setCredentials: (c) => server.setSecureContext(tlsOptions(c)),
-    close: () =>
-      new Promise((resolve) => {
-        streams.close();
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
+    close: () => {
+      streams.close();
+      return closeServer(server);
+    },
   };
 }
 

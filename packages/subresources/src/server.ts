@@ -9,7 +9,7 @@ import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import type { ClusterAccess } from '@kubevirt-ts/controller-runtime';
-import { KubeClient } from '@kubevirt-ts/controller-runtime';
+import { KubeClient, closeServer } from '@kubevirt-ts/controller-runtime';
 import type { Logger } from '@kubevirt-ts/log';
 import { StatusError, badRequest, internalError, methodNotAllowed, pathNotFound } from './status.js';
 import {
@@ -90,7 +90,8 @@ export interface SubresourceServer {
   server: Server;
   /** replaces the serving certificate (a rotated Secret) */
   setCertificate(cert: string | Buffer, key: string | Buffer): void;
-  close(): Promise<void>;
+  /** stops serving: requests in flight get `graceMs` to finish */
+  close(graceMs?: number): Promise<void>;
 }
 
 // Paths anyone may read, as upstream's virt-api: discovery, version, health.
@@ -434,12 +435,9 @@ export async function startSubresourceServer(opts: SubresourceServerOptions): Pr
     setCertificate(cert, key) {
       server.setSecureContext({ cert, key, ca: rh.clientCA, minVersion: 'TLSv1.2' });
     },
-    close() {
+    async close(graceMs = 0) {
+      await closeServer(server, graceMs);
       client.close();
-      return new Promise((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
     },
   };
 }

@@ -293,7 +293,7 @@ export interface ManagedWebhooksOptions extends Omit<WebhookCertOptions, 'onCert
  */
 export async function startManagedWebhooks(
   o: ManagedWebhooksOptions,
-): Promise<{ server: WebhookServer; certs: WebhookCertManager; close(): Promise<void> }> {
+): Promise<{ server: WebhookServer; certs: WebhookCertManager; close(graceMs?: number): Promise<void> }> {
   let server: WebhookServer | undefined;
   let first: { cert: string; key: string } | undefined;
   const certs = new WebhookCertManager({
@@ -323,9 +323,9 @@ export async function startManagedWebhooks(
   return {
     server: s,
     certs,
-    close: async () => {
+    close: async (graceMs?: number) => {
       await certs.stop();
-      await s.close();
+      await s.close(graceMs);
     },
   };
 }

@@ -2,7 +2,13 @@
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { clusterDefaultsFromKubeVirt, type DefaultsOptions, type KubeVirt } from '@kubevirt-ts/api';
-import { Informer, KUBEVIRTS, type KubeClient, type KubeObject } from '@kubevirt-ts/controller-runtime';
+import {
+  Informer,
+  KUBEVIRTS,
+  closeServer,
+  type KubeClient,
+  type KubeObject,
+} from '@kubevirt-ts/controller-runtime';
 import type { Logger } from '@kubevirt-ts/log';
 import {
   componentUsers,
@@ -64,7 +70,13 @@ export interface WebhookServerOptions {
 export interface WebhookServer {
   server: Server;
   port: number;
-  close(): Promise<void>;
+  /**
+   * Shutting down (SIGTERM): /readyz answers 503 so that the replica leaves the Service's endpoints, while it goes
+   * on serving the webhooks until close()
+   */
+  drain(): void;
+  /** stops serving: requests in flight get `graceMs` to finish */
+  close(graceMs?: number): Promise<void>;
   /** replace the serving certificate (rotation) without a restart */
   setCertificate(cert: string | Buffer, key: string | Buffer): void;
 }
@@ -92,10 +104,12 @@ export async function startWebhookServer(o: WebhookServerOptions): Promise<Webho
           kubeVirt.get(o.kubeVirt!.namespace, o.kubeVirt!.name)?.spec?.configuration,
         )
       : {};
+  let draining = false;
   const server = createServer({ cert: o.cert, key: o.key, minVersion: 'TLSv1.2' }, (req, res) => {
-    // the Deployment's readiness probe: a replica is in the Service once it serves TLS
+    // the Deployment's readiness probe: a replica is in the Service once it serves TLS, until it drains
     if (req.method === 'GET' && req.url === '/readyz') {
-      res.writeHead(200, { 'Content-Type': 'text/plain' }).end('ok\n');
+      if (draining) res.writeHead(503, { 'Content-Type': 'text/plain' }).end('shutting down\n');
+      else res.writeHead(200, { 'Content-Type': 'text/plain' }).end('ok\n');
       return;
     }
     // upstream's components' /healthz on their 8443: JSON with the resourceVersion of the KubeVirt CR whose
@@ -166,12 +180,13 @@ export async function startWebhookServer(o: WebhookServerOptions): Promise<Webho
   return {
     server,
     port: (server.address() as AddressInfo).port,
-    close: async () => {
+    drain: () => {
+      draining = true;
+    },
+    close: async (graceMs = 0) => {
+      draining = true;
+      await closeServer(server, graceMs);
       await kubeVirt?.stop();
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
     },
     setCertificate: (cert, key) => server.setSecureContext({ cert, key, minVersion: 'TLSv1.2' }),
   };
