@@ -106,7 +106,8 @@ kc() { "$KUBE_DIR/kubectl" --kubeconfig "$ADMIN_KUBECONFIG" "$@"; }
 # --- network -------------------------------------------------------------------------------------------------------
 
 netns_add() { # netns_add NAME: a network namespace with lo up, forwarding on, bridged traffic through iptables
-  ip netns list | grep -qE "^$1( |$)" || ip netns add "$1"
+  # (no `| grep -q` under pipefail: grep exits at the first match, the writer may die of SIGPIPE, the test fails)
+  [[ $'\n'"$(ip netns list)" =~ $'\n'"$1"( |$'\n'|$) ]] || ip netns add "$1"
   ip -n "$1" link set lo up
   ip netns exec "$1" sysctl -qw net.ipv4.ip_forward=1
   ip netns exec "$1" sh -c '[ ! -e /proc/sys/net/bridge/bridge-nf-call-iptables ] || sysctl -qw net.bridge.bridge-nf-call-iptables=1'
@@ -117,7 +118,7 @@ fabric_port() {
   local ns="$1" port="$2" addr="$3"
   ip -n "$FABRIC_NS" link show "$port" >/dev/null 2>&1 || ip -n "$FABRIC_NS" link add "$port" type veth peer name eth0 netns "$ns"
   ip -n "$FABRIC_NS" link set "$port" master "$FABRIC_BRIDGE" up
-  ip -n "$ns" addr show dev eth0 | grep -q "inet $addr/" || ip -n "$ns" addr add "$addr/24" dev eth0
+  [[ "$(ip -n "$ns" addr show dev eth0)" == *"inet $addr/"* ]] || ip -n "$ns" addr add "$addr/24" dev eth0
   ip -n "$ns" link set eth0 up
 }
 
@@ -144,7 +145,7 @@ network_up() {
   # the root namespace: one veth, the client address, routes to the Pods (via their node) and Services (via node 1)
   ip link show "$HOST_VETH" >/dev/null 2>&1 || ip link add "$HOST_VETH" type veth peer name host netns "$FABRIC_NS"
   ip -n "$FABRIC_NS" link set host master "$FABRIC_BRIDGE" up
-  ip addr show dev "$HOST_VETH" | grep -q "inet $CLIENT_IP/" || ip addr add "$CLIENT_IP/24" dev "$HOST_VETH"
+  [[ "$(ip addr show dev "$HOST_VETH")" == *"inet $CLIENT_IP/"* ]] || ip addr add "$CLIENT_IP/24" dev "$HOST_VETH"
   ip link set "$HOST_VETH" up
   # the control plane
   netns_add "$CP_NS"

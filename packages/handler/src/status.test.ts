@@ -474,3 +474,36 @@ describe('start-up pause', () => {
     expect(status.conditions!.find((c) => c.type === 'Paused')).toBeUndefined();
   });
 });
+
+describe('migration pause', () => {
+  const migrating = (mode: 'Paused' | 'LiveMigration', sourceNode: string) => {
+    const v = vmi();
+    v.status = {
+      ...v.status,
+      nodeName: 'n',
+      migrationState: { migrationUid: 'm1', sourceNode, targetNode: 'other', mode },
+    };
+    return v;
+  };
+  const paused = (v: ReturnType<typeof vmi>) =>
+    computeStatus({
+      vmi: v,
+      domain: dom('Paused', 'Migration'),
+      launcher: ready,
+      nodeName: 'n',
+      now: NOW,
+    }).status.conditions!.find((c) => c.type === 'Paused');
+
+  it('the source paused for a migration in mode Paused: PausedByMigrationMonitor, as upstream', () => {
+    expect(paused(migrating('Paused', 'n'))).toMatchObject({
+      status: 'True',
+      reason: 'PausedByMigrationMonitor',
+      message: 'VMI was paused by the migration monitor',
+    });
+  });
+
+  it('a Migration pause otherwise (a live migration switching over, or not the source): no Paused condition', () => {
+    expect(paused(migrating('LiveMigration', 'n'))).toBeUndefined();
+    expect(paused(migrating('Paused', 'elsewhere'))).toBeUndefined();
+  });
+});

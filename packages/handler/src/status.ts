@@ -336,6 +336,20 @@ export function computeStatus(input: StatusInput): StatusResult {
       const r = domain.status.reason;
       if (r === 'StartingUp') {
         /* libvirt's own pause while QEMU starts: not a Paused VMI */
+      } else if (r === 'Migration') {
+        // paused for a migration in mode Paused (the launcher's choice under TCG on QEMU < 9.0), on the source; a
+        // domain QEMU paused at the end of a migration needs no condition (upstream's calculatePausedCondition)
+        const ms = vmi.status?.migrationState;
+        if (ms?.mode === 'Paused' && ms.sourceNode === vmi.status?.nodeName && !ms.completed)
+          wanted.push(
+            cond(
+              COND.paused,
+              'True',
+              now,
+              'PausedByMigrationMonitor',
+              'VMI was paused by the migration monitor',
+            ),
+          );
       } else if (r === 'User')
         wanted.push(cond(COND.paused, 'True', now, 'PausedByUser', 'VMI was paused by user'));
       else if (r === 'IOError')
