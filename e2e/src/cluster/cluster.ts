@@ -48,6 +48,20 @@ export function nodeInitPid(node: string): number {
   if (!pid) throw new Error(`${RUN_DIR}/${node}-init.pid: no pid (is the node up?)`);
   return pid;
 }
+/**
+ * The node a process runs on: its cgroup is under that node's cgroup root (`/<prefix>node<i>`, kubelet's
+ * cgroupRoot); a Pod's processes have PID namespaces of their own, so the cgroup is what ties them to the node.
+ */
+export function nodeOfProcess(pid: number): string | undefined {
+  let cg: string;
+  try {
+    cg = readFileSync(`/proc/${pid}/cgroup`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  const m = new RegExp(`:/${NS_PREFIX}node(\\d+)/`).exec(cg);
+  return m ? nodeName(Number(m[1])) : undefined;
+}
 /** A path inside a node's mount namespace, as the root namespace reads it. */
 export function onNode(node: string, p: string): string {
   return path.join(`/proc/${nodeInitPid(node)}/root`, p);
