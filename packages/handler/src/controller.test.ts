@@ -11,7 +11,7 @@ import { createLogger } from '@kubevirt-ts/log';
 import { VmiController, type ControllerOptions, type KubeWriter } from './controller.js';
 import { MigrationProxyManager } from './migration-proxy.js';
 import { DEFAULT_MIGRATION_OPTIONS } from './migration-roles.js';
-import { GhostRecords, podPublicDir, podSocketsDir } from './launchers.js';
+import { GhostRecords, podPublicDir, podSocketPath, podSocketsDir } from './launchers.js';
 import type { EventToRecord } from './status.js';
 
 const log = createLogger({ component: 'test', silent: true });
@@ -89,7 +89,13 @@ function vmi(
   return v;
 }
 
-function setup(o: { nodeName?: string; migration?: ControllerOptions['migration'] } = {}) {
+function setup(
+  o: {
+    nodeName?: string;
+    migration?: ControllerOptions['migration'];
+    containerDisks?: ControllerOptions['containerDisks'];
+  } = {},
+) {
   const vmis = new Map<string, VirtualMachineInstance>();
   const writes: Array<VirtualMachineInstance['status']> = [];
   const events: EventToRecord[] = [];
@@ -116,6 +122,7 @@ function setup(o: { nodeName?: string; migration?: ControllerOptions['migration'
     {
       nodeName: o.nodeName ?? 'n1',
       migration: o.migration,
+      containerDisks: o.containerDisks,
       podsDir: path.join(dir, 'pods'),
       handlerDir: path.join(dir, 'handler'),
       notifySocket: path.join(dir, 'handler', 'notify.sock'),
@@ -614,6 +621,32 @@ describe('migration roles', () => {
       },
     });
     expect(src.calls).toEqual(['cancel u1']);
+  });
+
+  it('target of a failed migration whose launcher went while this handler was down: its container disks are unmounted, its record goes', async () => {
+    const m = migrationParts();
+    const unmounted: string[] = [];
+    const containerDisks = {
+      mount: async () => undefined,
+      unmount: async (podUid: string) => void unmounted.push(podUid),
+    } as unknown as ControllerOptions['containerDisks'];
+    const { c, vmis } = setup({ nodeName: 'n2', migration: m, containerDisks });
+    await c.ghosts.load(log);
+    // the record the previous handler wrote while preparing the target; the launcher's socket is gone since
+    await c.ghosts.put({
+      name: 'vm',
+      namespace: 'ns',
+      uid: 'u1',
+      socketFile: podSocketPath(path.join(dir, 'pods'), 'pod-dst'),
+      podUid: 'pod-dst',
+    });
+    const failed = migratingVmi({ failed: true, completed: true });
+    vmis.set('ns/vm', failed);
+    await c.reconcile('ns/vm');
+    expect(unmounted).toEqual(['pod-dst']);
+    expect(c.ghosts.get('u1')).toBeUndefined();
+    await c.reconcile('ns/vm');
+    expect(unmounted).toEqual(['pod-dst']); // once
   });
 
   it('target of a failed migration: SignalTargetPodCleanup once, the listeners go; a VMI deleted meanwhile: the target domain goes', async () => {

@@ -718,13 +718,20 @@ export class VmiController {
     const socketPath = podUid ? podSocketPath(this.o.podsDir, podUid) : undefined;
     // a migration that is over (or a VMI going away) only uses a launcher already known, never connects anew
     const winding = !!ms?.failed || !!vmi.metadata.deletionTimestamp || isFinal(vmi.status?.phase);
-    const l =
+    let l =
       socketPath && podUid
         ? winding
           ? this.launchers.get(socketPath)
           : await this.launcher(socketPath, podUid)
         : undefined;
+    // ... except after a restart of this handler (it never knew the launcher): look once whether it is still there
+    if (!l && winding && socketPath && podUid && existsSync(socketPath) && !this.droppedPods.has(podUid))
+      l = await this.launcher(socketPath, podUid);
     const alive = await this.alive(l);
+    // the target launcher is gone: one this handler knew that stopped answering, or one whose socket went while
+    // this handler was down (its container disks are still mounted in the Pod, which kubelet cannot remove then)
+    const launcherGone =
+      !alive && !!socketPath && !!podUid && !this.droppedPods.has(podUid) && (!!l || !existsSync(socketPath));
     const last = this.domains.last(key, uid);
     const domain = last && !last.deleted ? last.domain : undefined;
 
@@ -737,7 +744,7 @@ export class VmiController {
         this.o.requeueAfter(key, 1000);
         return;
       }
-      if (l && socketPath && podUid && !alive) await this.dropLauncher(socketPath, podUid);
+      if (launcherGone) await this.dropLauncher(socketPath, podUid);
       await this.ghosts.delete(uid);
       this.forgetUid(uid);
       return;
@@ -754,7 +761,7 @@ export class VmiController {
         this.signalled.add(sig);
         this.o.log.info('signalled the target pod of a failed migration to clean up', log);
       }
-      if (!alive && l && socketPath && podUid) {
+      if (launcherGone) {
         await this.dropLauncher(socketPath, podUid);
         await this.ghosts.delete(uid);
       }
