@@ -276,7 +276,7 @@ export class Launcher extends EventEmitter {
           const t0 = Date.now();
           const prepared = await prepareVolumes(vmi, self.paths, {
             owner: self.config.libvirtUser,
-            onStep: (msg, f) => self.log.info(msg, { stage: 'prepare', volume: f.volume, path: f.path }),
+            onStep: (msg, f) => self.log.info(msg, { stage: 'prepare', ...f }),
           });
           self.disksInfo = disksInfoOf(prepared);
           self.prepared = true;

@@ -1,23 +1,47 @@
 // Disk preparation before the domain is defined: qcow2 overlays over container disks, empty disks,
-// hostDisk DiskOrCreate, cloud-init NoCloud / ConfigDrive ISOs, configMap / secret / serviceAccount /
-// downwardAPI ISOs from mounted dirs, kernel boot files. Self-contained (no launcher state): it only
-// needs a VMI, the converter's Pod layout (its paths and their name checks) and qemu-img +
-// genisoimage/xorriso.
+// disk.img on filesystem claims (claim-image.ts), hostDisk DiskOrCreate, cloud-init NoCloud / ConfigDrive
+// ISOs, configMap / secret / serviceAccount / downwardAPI ISOs from mounted dirs, kernel boot files.
+// Self-contained (no launcher state): it only needs a VMI, the converter's Pod layout (its paths and their
+// name checks) and qemu-img + genisoimage/xorriso.
 import { chown, copyFile, mkdir, open, readFile, readdir, rm, stat, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { parseQuantity, yaml, type VirtualMachineInstance } from '@kubevirt-ts/api';
 import { run, which } from './exec.js';
 import { makeIsoFromDir, makeIsoFromFiles } from './iso.js';
+import {
+  ClaimImageError,
+  bytesAvailable,
+  claimImageSize,
+  fitClaimImage,
+  resolveClaimImageOptions,
+  type ClaimImageOptions,
+} from './claim-image.js';
 import type { ConfigSourceKind, PodLayout } from '@kubevirt-ts/converter';
 
 export { makeIsoFromDir, makeIsoFromFiles } from './iso.js';
 export { run, which } from './exec.js';
+export {
+  ClaimImageError,
+  DEFAULT_LESS_PVC_SPACE_TOLERATION,
+  DEFAULT_MINIMUM_RESERVE_PVC_BYTES,
+  bytesAvailable,
+  claimImageSize,
+  fitClaimImage,
+  resolveClaimImageOptions,
+  type ClaimImageOptions,
+  type ClaimSizeInfo,
+} from './claim-image.js';
 
 export interface PrepareOptions {
   /** chown created files and dirs to this uid:gid (the user libvirtd/QEMU runs as) */
   owner?: { uid: number; gid: number };
   /** called once per prepared item */
   onStep?: (msg: string, fields: Record<string, unknown>) => void;
+  /**
+   * how disk.img on a filesystem claim is sized when the volume has less room than the claim says (the KubeVirt
+   * CR's developerConfiguration fields; upstream's defaults: 10 %, 131072 bytes)
+   */
+  claimImage?: ClaimImageOptions;
 }
 
 export interface PreparedVolume {
@@ -25,6 +49,10 @@ export interface PreparedVolume {
   kind: string;
   path: string;
   action: 'created' | 'exists';
+  /** a created claim disk.img: its size in bytes */
+  size?: number;
+  /** a created claim disk.img is smaller than the claim, within lessPVCSpaceToleration */
+  tolerated?: boolean;
   /** containerDisk: what qemu-img found in the image (its format reaches the converter as disksInfo) */
   image?: ImageInfo;
 }
@@ -217,10 +245,11 @@ function checkNames(
  * empty disks and host disks are kept (a restarted launcher keeps the guest's writes); ISOs are rebuilt.
  */
 export async function prepareVolumes(
-  vmi: Pick<VirtualMachineInstance, 'metadata' | 'spec'>,
+  vmi: Pick<VirtualMachineInstance, 'metadata' | 'spec'> & { status?: VirtualMachineInstance['status'] },
   paths: PodLayout,
   opts: PrepareOptions = {},
 ): Promise<PreparedVolume[]> {
+  const claimOpts = resolveClaimImageOptions(opts.claimImage);
   const name = vmi.metadata?.name ?? '';
   const namespace = vmi.metadata?.namespace ?? 'default';
   const uid = vmi.metadata?.uid ?? '';
@@ -236,10 +265,16 @@ export async function prepareVolumes(
   const done = async (r: PreparedVolume, root?: string) => {
     out.push(r);
     await chownTree(r.path, root ?? path.dirname(path.dirname(r.path)), opts.owner);
-    opts.onStep?.(`volume ${r.volume}: ${r.kind} ${r.action}`, {
+    const detail =
+      r.size === undefined
+        ? ''
+        : ` (${r.size} bytes${r.tolerated ? `: the volume has less room than the claim, within lessPVCSpaceToleration ${claimOpts.lessPVCSpaceToleration}%` : ''})`;
+    opts.onStep?.(`volume ${r.volume}: ${r.kind} ${r.action}${detail}`, {
       volume: r.volume,
       kind: r.kind,
       path: r.path,
+      ...(r.size !== undefined ? { size: r.size } : {}),
+      ...(r.tolerated ? { reason: 'ToleratedSmallPV' } : {}),
     });
   };
   for (let i = 0; i < volumes.length; i++) {
@@ -384,8 +419,12 @@ export async function prepareVolumes(
         throw new PrepareError(`${field}.${kind}`, e.message);
       });
       await done({ volume: vol.name, kind: `${kind} ISO`, path: iso, action: 'created' });
+    } else if (vol.persistentVolumeClaim || vol.dataVolume) {
+      const r = await prepareClaimImage(vmi, i, paths, claimOpts);
+      // a created image is chowned (the file only: the claim's dir is the volume's), an existing one is left as it is
+      if (r) await done(r, r.action === 'created' ? path.dirname(r.path) : r.path);
     }
-    // persistentVolumeClaim / dataVolume / ephemeral: mounted by kubelet, nothing to prepare here.
+    // ephemeral: the claim's disk.img is the backing file of an overlay (libvirt's): used as it is, never created
   }
   const kb = vmi.spec.domain.firmware?.kernelBoot?.container;
   if (kb) {
@@ -400,6 +439,82 @@ export async function prepareVolumes(
     }
   }
   return out;
+}
+
+/**
+ * disk.img on the filesystem claim of `spec.volumes[i]` (persistentVolumeClaim or dataVolume): kept when it exists;
+ * else created as a sparse raw file sized by the claim info virt-controller put in status.volumeStatus (see
+ * claim-image.ts). Skipped (undefined): hotplugged volumes (in the hotplug dir, not here), virtiofs filesystems (the
+ * guest sees the directory) and Block claims (a device, no file).
+ */
+async function prepareClaimImage(
+  vmi: Pick<VirtualMachineInstance, 'spec'> & { status?: VirtualMachineInstance['status'] },
+  i: number,
+  paths: PodLayout,
+  o: Required<ClaimImageOptions>,
+): Promise<PreparedVolume | undefined> {
+  const vol = vmi.spec.volumes![i]!;
+  const src = vol.persistentVolumeClaim ? 'persistentVolumeClaim' : 'dataVolume';
+  const field = `spec.volumes[${i}].${src}`;
+  const claimName = vol.persistentVolumeClaim?.claimName ?? vol.dataVolume!.name;
+  if (vol.persistentVolumeClaim?.hotpluggable || vol.dataVolume?.hotpluggable) return undefined;
+  if ((vmi.spec.domain.devices?.filesystems ?? []).some((f) => f.name === vol.name)) return undefined;
+  const statuses = vmi.status?.volumeStatus ?? [];
+  const si = statuses.findIndex((s) => s.name === vol.name);
+  const info = si >= 0 ? statuses[si]!.persistentVolumeClaimInfo : undefined;
+  if (info?.volumeMode === 'Block') return undefined;
+  const kind = `${src} disk.img`;
+  const file = paths.filesystemVolumeImage(vol.name);
+  const dir = path.dirname(file);
+  try {
+    if ((await stat(file)).isFile()) return { volume: vol.name, kind, path: file, action: 'exists' };
+    throw new PrepareError(field, `${file} on claim ${claimName} is not a regular file`);
+  } catch (e) {
+    if (e instanceof PrepareError) throw e;
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT')
+      throw new PrepareError(field, `${file}: ${(e as Error).message}`);
+  }
+  try {
+    if (!(await stat(dir)).isDirectory()) throw new Error('not a directory');
+  } catch {
+    throw new PrepareError(
+      field,
+      `claim ${claimName} of volume ${JSON.stringify(vol.name)} is not mounted at ${dir}`,
+    );
+  }
+  if (vol.persistentVolumeClaim?.readOnly)
+    throw new PrepareError(
+      `${field}.readOnly`,
+      `claim ${claimName} is mounted read-only and holds no disk.img: a read-only claim must already hold the image`,
+    );
+  const infoField = si >= 0 ? `status.volumeStatus[${si}].persistentVolumeClaimInfo` : 'status.volumeStatus';
+  let size: number;
+  let tolerated: boolean;
+  try {
+    if (!info)
+      throw new ClaimImageError(
+        infoField,
+        `volume ${JSON.stringify(vol.name)}: no persistentVolumeClaimInfo for it (virt-controller reports the claim there): the size of its disk.img is unknown`,
+      );
+    const wanted = claimImageSize(vol.name, info, infoField);
+    const available = await bytesAvailable(dir, o.minimumReservePVCBytes);
+    ({ size, tolerated } = fitClaimImage(vol.name, wanted, available, o.lessPVCSpaceToleration, field));
+  } catch (e) {
+    if (e instanceof ClaimImageError) throw new PrepareError(e.field, e.reason);
+    throw new PrepareError(field, (e as Error).message);
+  }
+  // sparse raw file, created only when absent ('wx')
+  try {
+    const fh = await open(file, 'wx', 0o660);
+    try {
+      await fh.truncate(size);
+    } finally {
+      await fh.close();
+    }
+  } catch (e) {
+    throw new PrepareError(field, `creating ${file}: ${(e as Error).message}`);
+  }
+  return { volume: vol.name, kind, path: file, action: 'created', size, ...(tolerated ? { tolerated } : {}) };
 }
 
 /** An image reference mapped to a local file or folder (standalone mode's --image REF=PATH). */

@@ -53,7 +53,8 @@ describe('prepareVolumes (real qemu-img / genisoimage)', () => {
       spec: {
         domain: {},
         volumes: [
-          { name: 'pvc', persistentVolumeClaim: { claimName: 'x' } },
+          // a hotplugged claim is in the hotplug dir, not here: nothing to prepare
+          { name: 'pvc', persistentVolumeClaim: { claimName: 'x', hotpluggable: true } },
           { name: 'root', containerDisk: { image: 'img' } },
           { name: 'scratch', emptyDisk: { capacity: '64Mi' } },
           { name: 'hd', hostDisk: { path: hostFile, type: 'DiskOrCreate', capacity: '10Mi' } },
