@@ -1,0 +1,254 @@
+// A VM whose second disk is a filesystem PersistentVolumeClaim of the cluster's default class (local-path, the storage
+// add-on deploy/addons/storage), through the two-node cluster (issue 32): the launcher creates disk.img in the claim's
+// directory (sparse raw, the claim's size, uid 107) when the claim holds none; the test guest (kvts.marker=<serial>)
+// reads and writes a marker on that disk; `virtctl stop` / `virtctl start` (ours) brings a new launcher Pod that uses
+// the disk.img as it is: the guest finds the first boot's marker. Deleting the VM leaves the claim and its disk.img
+// (with the second boot's marker); deleting the claim removes the volume and its directory.
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { READY, REPO, waitFor } from '../launcher/helpers.js';
+import {
+  KUBECONFIG,
+  SerialLog,
+  clusterGate,
+  deployKubevirtTs,
+  getJson,
+  kubectl,
+  kubectlIn,
+  kubectlTry,
+  onNode,
+} from './cluster.js';
+
+const { reason, clusterTest, requireCluster } = clusterGate();
+const NS = 'e2e-vm-pvc';
+const VM = 'pvc';
+const CLAIM = 'vm-pvc-data';
+const SERIAL = 'pvcdata';
+const SIZE = 64 * 1024 * 1024; // the claim's 64Mi: local-path reports the request as the capacity
+const ADDON = path.join(REPO, 'deploy/addons/storage');
+const VIRTCTL = path.join(REPO, 'packages/virtctl/dist/cli.js');
+const SLOW = 300_000;
+const POWEROFF = 'KUBEVIRT-TS-GUEST-POWEROFF acpi-power-button';
+type Obj = Record<string, any>;
+
+/** examples/vm-tiny.yaml as VM `pvc` in NS: a second virtio disk (serial pvcdata) on the claim, the guest's marker on it */
+function manifests(): string {
+  const vm = readFileSync(path.join(REPO, 'examples/vm-tiny.yaml'), 'utf8')
+    .replace(/^ {2}name: tiny$/m, `  name: ${VM}`)
+    .replace(/^ {2}namespace: default$/m, `  namespace: ${NS}`)
+    .replace(/kubevirt\.io\/vm: tiny/, `kubevirt.io/vm: ${VM}`)
+    // no network in the guest (the Pod network stays attached): the marker is what this test is about
+    .replace(/kvts\.disks kvts\.net$/m, `kvts.disks kvts.marker=${SERIAL}`)
+    .replace(
+      /^( +)- name: containerdisk\n( +)disk:\n( +)bus: virtio$/m,
+      `$&\n$1- name: data\n$2serial: ${SERIAL}\n$2disk:\n$3bus: virtio`,
+    )
+    .replace(
+      /^( +)- name: containerdisk\n( +)containerDisk:$/m,
+      `$1- name: data\n$2persistentVolumeClaim:\n$2  claimName: ${CLAIM}\n$&`,
+    );
+  if (!vm.includes(`claimName: ${CLAIM}`) || !vm.includes(`serial: ${SERIAL}`) || !vm.includes('kvts.marker'))
+    throw new Error('examples/vm-tiny.yaml changed: the PVC disk could not be added');
+  const claim = `apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: ${CLAIM}
+  namespace: ${NS}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources:
+    requests:
+      storage: 64Mi
+`;
+  return `${claim}---\n${vm}`;
+}
+
+function virtctl(...args: string[]): string {
+  const out = spawnSync(process.execPath, [VIRTCTL, ...args, '-n', NS], {
+    encoding: 'utf8',
+    env: { ...process.env, NODE_OPTIONS: '', KUBECONFIG },
+  });
+  if (out.status !== 0) throw new Error(`virtctl ${args.join(' ')}: ${out.stderr}${out.stdout}`);
+  return out.stdout;
+}
+
+const runningVmi = (notUid?: string): Promise<Obj> =>
+  waitFor(
+    `VMI ${VM} Running`,
+    () => {
+      const v = getJson('vmi', '-n', NS, VM);
+      return v?.status?.phase === 'Running' && v.metadata.uid !== notUid ? v : undefined;
+    },
+    SLOW,
+    500,
+  );
+const podOf = (vmi: Obj): Obj =>
+  getJson('pods', '-n', NS, '-l', `kubevirt.io/created-by=${vmi.metadata.uid}`)!.items[0];
+const launcherPods = (): Obj[] =>
+  (getJson('pods', '-n', NS, '-l', 'kubevirt.io=virt-launcher')?.items ?? []) as Obj[];
+/** the claim's PersistentVolume, its node (local-path: node affinity) and disk.img as the root namespace sees it */
+function volume(): { pv: Obj; node: string; dir: string; image: string } {
+  const pvc = getJson('pvc', '-n', NS, CLAIM)!;
+  expect(pvc.status.phase).toBe('Bound');
+  const pv = getJson('pv', pvc.spec.volumeName)!;
+  const node: string = pv.spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0].values[0];
+  const dir = onNode(node, pv.spec.hostPath.path);
+  return { pv, node, dir, image: path.join(dir, 'disk.img') };
+}
+const markerOnDisk = (image: string): string =>
+  readFileSync(image).subarray(0, 512).toString('latin1').replace(/\0+$/, '').trim();
+/** the launcher's log lines about disk.img (JSON, from the compute container) */
+const claimLogLines = (pod: Obj): string[] =>
+  kubectl('logs', '-n', NS, pod.metadata.name, '-c', 'compute')
+    .split('\n')
+    .filter((l) => l.includes('disk.img'));
+
+describe(`VM with a PersistentVolumeClaim disk (${reason ? `skipped: ${reason}` : 'tools/cluster.sh'})`, () => {
+  requireCluster();
+  const serials: SerialLog[] = [];
+  let vmi: Obj;
+  let serial: SerialLog;
+  let firstMarker: string;
+  const follow = (v: Obj) => {
+    const s = new SerialLog(Object.keys(v.status.activePods ?? {})[0]!, v.metadata.uid);
+    serials.push(s);
+    return s;
+  };
+  const line = (s: SerialLog, prefix: string): Promise<string> =>
+    waitFor(
+      `${prefix} on the serial console`,
+      () => new RegExp(`^${prefix} (.*)$`, 'm').exec(s.text)?.[1],
+      SLOW,
+      200,
+    );
+
+  beforeAll(async () => {
+    if (reason) return;
+    kubectlTry('delete', 'namespace', NS, '--wait=true', '--timeout=180s');
+    await deployKubevirtTs();
+    // the storage add-on (the default class local-path): applied as storage.test.ts does (idempotent)
+    kubectl('apply', '-f', ADDON);
+    kubectl(
+      'rollout',
+      'status',
+      '-n',
+      'local-path-storage',
+      'deployment/local-path-provisioner',
+      '--timeout=180s',
+    );
+    kubectl('create', 'namespace', NS);
+  }, SLOW);
+  afterAll(() => {
+    for (const s of serials) s.stop();
+    if (!reason) kubectlTry('delete', 'namespace', NS, '--wait=true', '--timeout=180s');
+  });
+
+  clusterTest(
+    'the VM runs; the launcher created disk.img (sparse raw, 64 MiB, uid 107) in the claim; the guest writes its marker',
+    async () => {
+      const t0 = Date.now();
+      kubectlIn(manifests(), 'apply', '-f', '-');
+      vmi = await runningVmi();
+      serial = follow(vmi);
+      // the claim as virt-controller reported it (what the launcher sized disk.img from)
+      const info = vmi.status.volumeStatus.find((s: Obj) => s.name === 'data').persistentVolumeClaimInfo;
+      expect(info).toMatchObject({
+        claimName: CLAIM,
+        requests: { storage: '64Mi' },
+        filesystemOverhead: '0.055',
+      });
+      expect(await line(serial, 'KUBEVIRT-TS-GUEST-MARKER-READ')).toBe('none');
+      firstMarker = await line(serial, 'KUBEVIRT-TS-GUEST-MARKER-WRITTEN');
+      expect(firstMarker).toMatch(/^boot=1 id=[0-9a-f]{8}$/);
+      await waitFor('guest ready line', () => serial.text.includes(READY), SLOW, 200);
+      // the guest sees the claim's disk at the size disk.img was created with
+      expect(serial.text).toMatch(
+        new RegExp(`KUBEVIRT-TS-GUEST-DISK name=vd\\w+ bytes=${SIZE} ro=0 serial=${SERIAL}`),
+      );
+      const { node, image } = volume();
+      expect(node).toBe(vmi.status.nodeName);
+      const st = statSync(image);
+      expect({ size: st.size, uid: st.uid, sparse: st.blocks * 512 < 4 * 1024 * 1024 }).toEqual({
+        size: SIZE,
+        uid: 107,
+        sparse: true,
+      });
+      expect(markerOnDisk(image)).toBe(`KVTS-MARKER ${firstMarker}`);
+      const logs = claimLogLines(podOf(vmi));
+      expect(logs.join('\n')).toContain(
+        `volume data: persistentVolumeClaim disk.img created (${SIZE} bytes)`,
+      );
+      console.log(`VM with a PVC disk Running, marker written, ${Date.now() - t0} ms`);
+    },
+    SLOW,
+  );
+
+  clusterTest(
+    'virtctl stop, virtctl start: a new launcher Pod uses disk.img as it is, the guest reads the first boot marker',
+    async () => {
+      const t0 = Date.now();
+      const podName = podOf(vmi).metadata.name;
+      expect(virtctl('stop', VM)).toBe(`VM ${VM} was scheduled to stop\n`);
+      await waitFor('ACPI power-off in the guest', () => serial.text.includes(POWEROFF), SLOW, 200);
+      await waitFor(
+        'VMI and launcher Pod gone',
+        () => !getJson('vmi', '-n', NS, VM) && launcherPods().length === 0,
+        SLOW,
+        500,
+      );
+      await waitFor(
+        'VM Stopped',
+        () => getJson('vm', '-n', NS, VM)?.status?.printableStatus === 'Stopped',
+        SLOW,
+        500,
+      );
+      expect(virtctl('start', VM)).toBe(`VM ${VM} was scheduled to start\n`);
+      const again = await runningVmi(vmi.metadata.uid);
+      expect(podOf(again).metadata.name).not.toBe(podName);
+      vmi = again;
+      serial = follow(vmi);
+      expect(await line(serial, 'KUBEVIRT-TS-GUEST-MARKER-READ')).toBe(firstMarker);
+      const second = await line(serial, 'KUBEVIRT-TS-GUEST-MARKER-WRITTEN');
+      expect(second).toMatch(/^boot=2 id=[0-9a-f]{8}$/);
+      expect(second.slice(-8)).not.toBe(firstMarker.slice(-8)); // another boot
+      const logs = claimLogLines(podOf(vmi)).join('\n');
+      expect(logs).toContain('volume data: persistentVolumeClaim disk.img exists');
+      expect(logs).not.toContain('disk.img created');
+      expect(statSync(volume().image).size).toBe(SIZE);
+      console.log(`stop + start with the PVC disk: ${Date.now() - t0} ms`);
+    },
+    SLOW,
+  );
+
+  clusterTest(
+    'delete the VM: the claim and its disk.img (with the last marker) remain; delete the claim: volume and directory gone',
+    async () => {
+      const t0 = Date.now();
+      const { pv, image, dir } = volume();
+      const last = await line(serial, 'KUBEVIRT-TS-GUEST-MARKER-WRITTEN');
+      kubectl('delete', 'vm', '-n', NS, VM, '--wait=true', '--timeout=180s');
+      await waitFor(
+        'VMI and launcher Pod gone',
+        () => !getJson('vmi', '-n', NS, VM) && launcherPods().length === 0,
+        SLOW,
+        500,
+      );
+      expect(getJson('pvc', '-n', NS, CLAIM)?.status?.phase).toBe('Bound');
+      expect(statSync(image).size).toBe(SIZE);
+      expect(markerOnDisk(image)).toBe(`KVTS-MARKER ${last}`);
+      kubectl('delete', 'pvc', '-n', NS, CLAIM, '--wait=true', '--timeout=120s');
+      await waitFor(
+        `volume ${pv.metadata.name} deleted`,
+        () => !getJson('pv', pv.metadata.name),
+        120_000,
+        500,
+      );
+      expect(existsSync(dir)).toBe(false);
+      expect(launcherPods()).toEqual([]);
+      expect(getJson('vmis', '-n', NS)?.items).toEqual([]);
+      console.log(`delete VM, then claim: ${Date.now() - t0} ms`);
+    },
+    SLOW,
+  );
+});
