@@ -1,5 +1,8 @@
-// What the cluster benchmarks (tools/bench-cluster.mjs, tools/bench-density.mjs) share: kubectl on the cluster of
-// tools/cluster.sh, its audit log, polling, the tiny VM of examples/, and the checks that the node is up and deployed.
+// What the cluster benchmarks (tools/bench-cluster.mjs, tools/bench-density.mjs, tools/bench-migration.mjs) share:
+// kubectl on the cluster of tools/cluster.sh, its audit log, polling, the tiny VM of examples/, the checks that the
+// cluster is up and deployed, and the nodes' own file system views (each node has its own mount namespace: its files
+// are read through `/proc/<node init pid>/root`, see tools/cluster/README.md "Layout"; e2e/src/cluster/cluster.ts
+// has the same helpers for the tests).
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -19,7 +22,13 @@ export const KUBECONFIG = path.join(
   'admin.kubeconfig',
 );
 export const AUDIT = path.join(process.env.KVTS_CLUSTER_LOGS ?? '/var/log/kubevirt-ts-cluster', 'audit.log');
+/** where kubelet keeps the Pods' dirs, inside each node's mount namespace */
 export const PODS_DIR = '/var/lib/kubelet/pods';
+/** pid files of tools/cluster.sh: `<node>-init.pid` is each node's init, `nodes` the node count */
+export const RUN_DIR = process.env.KVTS_CLUSTER_RUN ?? '/run/kubevirt-ts-cluster';
+const NS_PREFIX = process.env.KVTS_NS_PREFIX ?? 'kvts-';
+const FABRIC_NET = process.env.KVTS_FABRIC_NET ?? '10.87.0';
+const NODE_NAME_PREFIX = process.env.KVTS_NODE_NAME_PREFIX ?? 'kvts-node';
 export const READY = 'KUBEVIRT-TS-GUEST-READY';
 
 export const median = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
@@ -76,14 +85,69 @@ export function vmiManifest(name, namespace, labels = {}) {
   return `apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata:\n  name: ${name}\n  namespace: ${namespace}\n  labels:${l || ' {}'}\n${spec}`;
 }
 
-/** the guest's serial log of a VMI in its launcher Pod (the private emptyDir) */
-export const serialLogPath = (podUid, vmiUid) =>
-  path.join(PODS_DIR, podUid, 'volumes/kubernetes.io~empty-dir/private', vmiUid, 'virt-serial0-log');
+/** node i (1-based) of tools/cluster.sh */
+export const nodeName = (i) => `${NODE_NAME_PREFIX}${i}`;
+/** the nodes that are up (`cluster.sh up --nodes N` writes N to `$RUN_DIR/nodes`) */
+export function nodeNames() {
+  let n = 0;
+  try {
+    n = Number(readFileSync(path.join(RUN_DIR, 'nodes'), 'utf8').trim()) || 0;
+  } catch {
+    n = 0;
+  }
+  return Array.from({ length: n }, (_, i) => nodeName(i + 1));
+}
+/** the root-namespace pid of a node's init (tools/cluster.sh node-pid) */
+export function nodeInitPid(node) {
+  const pid = Number(readFileSync(path.join(RUN_DIR, `${node}-init.pid`), 'utf8').trim());
+  if (!pid) throw new Error(`${RUN_DIR}/${node}-init.pid: no pid (is the node up?)`);
+  return pid;
+}
+/** a path inside a node's mount namespace, as the root namespace reads it */
+export const onNode = (node, p) => path.join(`/proc/${nodeInitPid(node)}/root`, p);
+/** the node's address on the cluster's fabric (node i: `<fabric net>.(10+i)`) */
+export function nodeAddress(node) {
+  if (!node.startsWith(NODE_NAME_PREFIX)) throw new Error(`${node} is not a node of tools/cluster.sh`);
+  return `${FABRIC_NET}.${10 + Number(node.slice(NODE_NAME_PREFIX.length))}`;
+}
+/** the node's network namespace (`/run/netns/<prefix>node<i>`) */
+export function nodeNetns(node) {
+  if (!node.startsWith(NODE_NAME_PREFIX)) throw new Error(`${node} is not a node of tools/cluster.sh`);
+  return `/run/netns/${NS_PREFIX}node${node.slice(NODE_NAME_PREFIX.length)}`;
+}
+/** the node whose kubelet has the Pod's dir (a Pod lives on one node), or undefined when none has it */
+export const nodeOfPodDir = (podUid) =>
+  nodeNames().find((n) => existsSync(onNode(n, path.join(PODS_DIR, podUid))));
+
+/**
+ * The guest's serial log of a VMI in its launcher Pod (the private emptyDir), through the init of the node that has
+ * the Pod's dir (with one node, that node's). With several nodes and no node having the dir yet (or any more): the
+ * path inside a node (`/var/lib/kubelet/pods/...`), which the root namespace does not have, so reading it fails;
+ * callers that keep the path should ask again once the Pod is bound (`spec.nodeName`) and its dir is there.
+ */
+export function serialLogPath(podUid, vmiUid) {
+  const p = path.join(
+    PODS_DIR,
+    podUid,
+    'volumes/kubernetes.io~empty-dir/private',
+    vmiUid,
+    'virt-serial0-log',
+  );
+  const nodes = nodeNames();
+  const node = nodes.length === 1 ? nodes[0] : nodeOfPodDir(podUid);
+  return node ? onNode(node, p) : p;
+}
 
 /** throws with what to do when the cluster is not up or deploy/ is not applied */
 export function requireDeployedCluster(bench) {
   if (process.getuid?.() !== 0) throw new Error(`${bench}: run as root (the node runs as root)`);
-  if (!existsSync(KUBECONFIG) || !existsSync('/sys/class/net/kvts-node0'))
+  // the API server's address is inside the cluster's namespaces, reached through the root veth while it is up
+  if (
+    !existsSync(KUBECONFIG) ||
+    !existsSync(`/run/netns/${NS_PREFIX}fabric`) ||
+    !existsSync(`/sys/class/net/${NS_PREFIX}fab0`) ||
+    nodeNames().length === 0
+  )
     throw new Error(
       `${bench}: the cluster is not up (bash tools/cluster.sh up && bash tools/cluster.sh load-images)`,
     );
