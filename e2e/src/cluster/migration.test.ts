@@ -22,6 +22,8 @@ import {
   kubectlTry,
   mountsUnder,
   nodeNames,
+  nodeOfProcess,
+  nodeSchedulable,
   tcpLine,
 } from './cluster.js';
 
@@ -67,7 +69,7 @@ function createVmim(annotations: Record<string, string> = {}): string {
 }
 
 /** waits for a final phase of the VMIM; its conditions in the error when it is not `want` */
-async function vmimEnds(name: string, want: 'Succeeded' | 'Failed'): Promise<Obj> {
+async function vmimEnds(name: string, want: 'Succeeded' | 'Failed' | undefined): Promise<Obj> {
   const m = await waitFor(
     `migration ${name} final`,
     () => {
@@ -77,8 +79,28 @@ async function vmimEnds(name: string, want: 'Succeeded' | 'Failed'): Promise<Obj
     SLOW,
     500,
   );
-  expect({ phase: m.status.phase, conditions: m.status.conditions }).toMatchObject({ phase: want });
+  if (want) expect({ phase: m.status.phase, conditions: m.status.conditions }).toMatchObject({ phase: want });
   return m;
+}
+
+/** a MigrationPolicy for the VM's label that caps the bandwidth, so a migration runs long enough to act on it */
+const slowPolicy = () => ({
+  apiVersion: 'migrations.kubevirt.io/v1alpha1',
+  kind: 'MigrationPolicy',
+  metadata: { name: POLICY },
+  spec: {
+    selectors: { virtualMachineInstanceSelector: { 'kvts-e2e': 'migration' } },
+    bandwidthPerMigration: '1Mi',
+  },
+});
+
+/** the pid of the virt-handler process of a node */
+async function handlerPid(node: string): Promise<number> {
+  const found = (await processesMentioning('/virt-handler/dist/main.js')).filter(
+    (p) => nodeOfProcess(p.pid) === node,
+  );
+  if (found.length !== 1) throw new Error(`${node}: ${found.length} virt-handler processes`);
+  return found[0]!.pid;
 }
 
 /** the heartbeat counters (`KUBEVIRT-TS-GUEST-HEARTBEAT <n> <uptime>`) in a serial log */
@@ -228,6 +250,7 @@ describe(`Live migration between the two nodes (${reason ? `skipped: ${reason}` 
         encoding: 'utf8',
         env: { ...process.env, NODE_OPTIONS: '', KUBECONFIG },
       });
+      if (out.status !== 0) throw new Error(`virtctl migrate: exit ${out.status}: ${out.stderr}`);
       expect({ status: out.status, stdout: out.stdout, stderr: out.stderr }).toMatchObject({
         status: 0,
         stdout: `VM ${VM} was scheduled to migrate\n`,
@@ -251,20 +274,7 @@ describe(`Live migration between the two nodes (${reason ? `skipped: ${reason}` 
     'deleting a running migration cancels it (the VM stays where it was, healthy); a second migration meanwhile is refused',
     async () => {
       // a MigrationPolicy for this VM's label caps the bandwidth, so the migration runs long enough to cancel
-      kubectlIn(
-        JSON.stringify({
-          apiVersion: 'migrations.kubevirt.io/v1alpha1',
-          kind: 'MigrationPolicy',
-          metadata: { name: POLICY },
-          spec: {
-            selectors: { virtualMachineInstanceSelector: { 'kvts-e2e': 'migration' } },
-            bandwidthPerMigration: '1Mi',
-          },
-        }),
-        'apply',
-        '-f',
-        '-',
-      );
+      kubectlIn(JSON.stringify(slowPolicy()), 'apply', '-f', '-');
       const node: string = vmiNow().status.nodeName;
       const sourcePod = launcherPods(vmi.metadata.uid)[0]!.metadata.uid;
       const name = createVmim();
@@ -311,6 +321,60 @@ describe(`Live migration between the two nodes (${reason ? `skipped: ${reason}` 
     },
     SLOW,
   );
+
+  // virt-handler killed (SIGKILL; the kubelet restarts its container) on one side while a slow migration runs: the
+  // migration ends either way, Succeeded or Failed, and the VMI is Running on one node with one launcher Pod and one
+  // guest, whose heartbeats go on
+  for (const side of ['source', 'target'] as const)
+    clusterTest(
+      `virt-handler killed on the ${side} node during a migration: the migration ends, the VMI is Running with one guest`,
+      async () => {
+        kubectlIn(JSON.stringify(slowPolicy()), 'apply', '-f', '-');
+        try {
+          const source: string = vmiNow().status.nodeName;
+          const node = side === 'source' ? source : otherNode(source);
+          const name = createVmim();
+          await waitFor(`migration ${name} Running`, () => vmimPhase(name) === 'Running', SLOW, 200);
+          const handler = await handlerPid(node);
+          process.kill(handler, 'SIGKILL');
+          const m = await vmimEnds(name, undefined);
+          const after = await waitFor(
+            'the VMI Running on one node, one launcher Pod',
+            () => {
+              const v = vmiNow();
+              const pods = launcherPods(v.metadata.uid);
+              return v.status.phase === 'Running' &&
+                pods.length === 1 &&
+                pods[0]!.spec.nodeName === v.status.nodeName &&
+                pods[0]!.status.phase === 'Running'
+                ? { v, pod: pods[0]! }
+                : undefined;
+            },
+            SLOW,
+            500,
+          );
+          console.log(
+            `virt-handler killed on the ${side} (${node}) during migration ${name}: ${m.status.phase}, the VMI on ${after.v.status.nodeName}`,
+          );
+          expect(after.v.status.nodeName).toBe(m.status.phase === 'Succeeded' ? otherNode(source) : source);
+          expect(after.v.status.migrationState).toMatchObject({
+            completed: true,
+            failed: m.status.phase === 'Failed',
+          });
+          expect(
+            (await processesMentioning(`guest=${NS}_${VM},`)).filter((p) => /qemu-system/.test(p.cmd)),
+          ).toHaveLength(1);
+          const s = after.v.status.nodeName === source ? serial : (serial = follow(after.pod.metadata.uid));
+          const n = beats(s.text).length;
+          await waitFor('heartbeats go on', () => beats(s.text).length > n + 2, 120_000, 500);
+          // the killed handler is back
+          await waitFor(`virt-handler on ${node} back`, () => nodeSchedulable(node), 300_000, 1000);
+        } finally {
+          kubectlTry('delete', 'migrationpolicy', POLICY, '--ignore-not-found');
+        }
+      },
+      SLOW,
+    );
 
   clusterTest(
     'the target node cordoned: the target Pod stays unschedulable, the migration fails after the pending timeout, the source is untouched',
