@@ -205,6 +205,35 @@ export function clusterGate(): {
 }
 
 /**
+ * clusterGate for suites that need two nodes: their tests are skipped (with a warning) on a one-node cluster.
+ */
+export function twoNodeGate(suite: string): ReturnType<typeof clusterGate> {
+  const gate = clusterGate();
+  const twoNodes = nodeNames().length >= 2;
+  if (!gate.reason && !twoNodes)
+    console.warn(`${suite} e2e skipped: the cluster has one node (tools/cluster.sh up --nodes 2)`);
+  return { ...gate, clusterTest: twoNodes ? gate.clusterTest : test.skip };
+}
+
+/** examples/vm-tiny.yaml as VM `name` (its `kubevirt.io/vm` label too), with more template labels */
+export function tinyVmManifest(name: string, labels: Record<string, string> = {}): string {
+  const vm = readFileSync(path.join(REPO, 'examples/vm-tiny.yaml'), 'utf8')
+    .replace(/^ {2}name: tiny$/m, `  name: ${name}`)
+    .replace(/^( +)kubevirt\.io\/vm: tiny$/m, (_m, sp: string) =>
+      [`${sp}kubevirt.io/vm: ${name}`, ...Object.entries(labels).map(([k, v]) => `${sp}${k}: ${v}`)].join(
+        '\n',
+      ),
+    );
+  if (!vm.includes(`kubevirt.io/vm: ${name}`))
+    throw new Error('examples/vm-tiny.yaml changed: no VM name/label');
+  return vm;
+}
+
+/** the heartbeat counters (`KUBEVIRT-TS-GUEST-HEARTBEAT <n> <uptime>`) in a serial log */
+export const beats = (text: string): number[] =>
+  [...text.matchAll(/KUBEVIRT-TS-GUEST-HEARTBEAT (\d+) /g)].map((m) => Number(m[1]));
+
+/**
  * A launcher Pod's emptyDir on its node, as the root namespace reads it (undefined while no node has the Pod's
  * dir, e.g. before the kubelet made it or after it removed it).
  */

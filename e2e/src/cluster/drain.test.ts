@@ -5,15 +5,13 @@
 // is evicted (the guest shut down) and RunStrategy Always starts it again on the other node. The drain completes;
 // `kubectl uncordon` makes the node schedulable again. Runs only when the cluster is up with two nodes.
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { promisify } from 'node:util';
-import { READY, REPO, waitFor } from '../launcher/helpers.js';
+import { READY, waitFor } from '../launcher/helpers.js';
 import {
   KUBECONFIG,
   KUBECTL,
   SerialLog,
-  clusterGate,
+  beats,
   deployKubevirtTs,
   getJson,
   kubectl,
@@ -21,21 +19,19 @@ import {
   kubectlTry,
   nodeNames,
   patchKubeVirt,
+  tinyVmManifest,
+  twoNodeGate,
 } from './cluster.js';
 
-const gate = clusterGate();
-const { reason, requireCluster } = gate;
+const { reason, requireCluster, clusterTest } = twoNodeGate('drain');
 const twoNodes = nodeNames().length >= 2;
-const clusterTest = twoNodes ? gate.clusterTest : test.skip;
 const NS = 'default';
 const SLOW = 900_000;
 type Obj = Record<string, any>;
 
 /** examples/vm-tiny.yaml as VM `name`, with `evictionStrategy` when given */
 function vmManifest(name: string, evictionStrategy?: string): string {
-  let vm = readFileSync(path.join(REPO, 'examples/vm-tiny.yaml'), 'utf8')
-    .replace(/^ {2}name: tiny$/m, `  name: ${name}`)
-    .replace(/^( +)kubevirt\.io\/vm: tiny$/m, `$1kubevirt.io/vm: ${name}`);
+  let vm = tinyVmManifest(name);
   if (evictionStrategy)
     vm = vm.replace(
       /^( +)terminationGracePeriodSeconds: 30$/m,
@@ -50,8 +46,6 @@ const vmiOf = (name: string): Obj | undefined => getJson('vmi', '-n', NS, name);
 const launcherPodsOn = (node: string): Obj[] =>
   (getJson('pods', '-n', NS, '-l', 'kubevirt.io=virt-launcher', '--field-selector', `spec.nodeName=${node}`)
     ?.items ?? []) as Obj[];
-const beats = (text: string): number[] =>
-  [...text.matchAll(/KUBEVIRT-TS-GUEST-HEARTBEAT (\d+) /g)].map((m) => Number(m[1]));
 
 describe(`kubectl drain of a node with VMs (${reason ? `skipped: ${reason}` : 'tools/cluster.sh'})`, () => {
   requireCluster();

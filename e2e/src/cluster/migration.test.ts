@@ -7,14 +7,13 @@
 // refuses a migration of a VMI that does not exist and a second one while one is in flight. Deleting the VM leaves
 // nothing on either node. Runs only when the cluster is up with two nodes (KVTS_REQUIRE_CLUSTER=1 in CI).
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { READY, REPO, processesMentioning, waitFor } from '../launcher/helpers.js';
 import {
   KUBECONFIG,
   KUBECTL,
   SerialLog,
-  clusterGate,
+  beats,
   deployKubevirtTs,
   getJson,
   kubectl,
@@ -25,14 +24,12 @@ import {
   nodeOfProcess,
   nodeSchedulable,
   tcpLine,
+  tinyVmManifest,
+  twoNodeGate,
 } from './cluster.js';
 
-const gate = clusterGate();
-const { reason, requireCluster } = gate;
+const { reason, requireCluster, clusterTest } = twoNodeGate('migration');
 const twoNodes = nodeNames().length >= 2;
-const clusterTest = twoNodes ? gate.clusterTest : test.skip;
-if (!reason && !twoNodes)
-  console.warn('migration e2e skipped: the cluster has one node (tools/cluster.sh up --nodes 2)');
 const NS = 'default';
 const VM = 'mig';
 const SLOW = 900_000;
@@ -42,9 +39,7 @@ type Obj = Record<string, any>;
 
 /** examples/vm-tiny.yaml as VM `mig`, labelled for the slow MigrationPolicy, with a Service on its port 8080 */
 function manifests(): string {
-  const vm = readFileSync(path.join(REPO, 'examples/vm-tiny.yaml'), 'utf8')
-    .replace(/^ {2}name: tiny$/m, `  name: ${VM}`)
-    .replace(/^( +)kubevirt\.io\/vm: tiny$/m, `$1kubevirt.io/vm: ${VM}\n$1kvts-e2e: migration`);
+  const vm = tinyVmManifest(VM, { 'kvts-e2e': 'migration' });
   expect(vm).toContain('kvts-e2e: migration');
   return `${vm}\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: ${VM}\n  namespace: ${NS}\nspec:\n  selector:\n    kubevirt.io/vm: ${VM}\n  ports:\n    - port: 80\n      targetPort: 8080\n`;
 }
@@ -102,10 +97,6 @@ async function handlerPid(node: string): Promise<number> {
   if (found.length !== 1) throw new Error(`${node}: ${found.length} virt-handler processes`);
   return found[0]!.pid;
 }
-
-/** the heartbeat counters (`KUBEVIRT-TS-GUEST-HEARTBEAT <n> <uptime>`) in a serial log */
-const beats = (text: string): number[] =>
-  [...text.matchAll(/KUBEVIRT-TS-GUEST-HEARTBEAT (\d+) /g)].map((m) => Number(m[1]));
 
 describe(`Live migration between the two nodes (${reason ? `skipped: ${reason}` : 'tools/cluster.sh'})`, () => {
   requireCluster();

@@ -7,14 +7,12 @@
 // it schedulable, nothing of the old VMI starts there again, and the VM runs exactly one guest. Runs only when the
 // cluster is up with two nodes.
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { READY, REPO, processesMentioning, waitFor } from '../launcher/helpers.js';
 import {
   KV_NS,
   SerialLog,
   applyDeployWithEmulation,
-  clusterGate,
   deployKubevirtTs,
   getJson,
   kubectl,
@@ -23,12 +21,12 @@ import {
   nodeNames,
   nodeOfProcess,
   nodeSchedulable,
+  tinyVmManifest,
+  twoNodeGate,
 } from './cluster.js';
 
-const gate = clusterGate();
-const { reason, requireCluster } = gate;
+const { reason, requireCluster, clusterTest } = twoNodeGate('node loss');
 const twoNodes = nodeNames().length >= 2;
-const clusterTest = twoNodes ? gate.clusterTest : test.skip;
 const NS = 'default';
 const VM = 'lost';
 const SLOW = 900_000;
@@ -102,14 +100,7 @@ describe(`a node lost (power cut) and back (${reason ? `skipped: ${reason}` : 't
       expect(controllerNodes).toContain(survivor);
       kubectl('cordon', survivor);
       try {
-        kubectlIn(
-          readFileSync(path.join(REPO, 'examples/vm-tiny.yaml'), 'utf8')
-            .replace(/^ {2}name: tiny$/m, `  name: ${VM}`)
-            .replace(/^( +)kubevirt\.io\/vm: tiny$/m, `$1kubevirt.io/vm: ${VM}`),
-          'apply',
-          '-f',
-          '-',
-        );
+        kubectlIn(tinyVmManifest(VM), 'apply', '-f', '-');
         first = await waitFor(
           `VMI ${VM} Running`,
           () => {
