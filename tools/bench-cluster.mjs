@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// npm run bench:cluster — on the single-node cluster (tools/cluster.sh up && load-images; root), prints:
+// npm run bench:cluster — on the cluster of tools/cluster.sh (one or more nodes: up [--nodes N] && load-images; root), prints:
 //   1. VM create -> guest ready line: `kubectl create` of examples/vm-tiny.yaml (renamed per run) until
 //      KUBEVIRT-TS-GUEST-READY is in the launcher Pod's serial log on the node (virt-controller creates the VMI and
 //      the Pod, the scheduler and kubelet start its containers, virt-handler mounts the container disks and syncs);
@@ -68,6 +68,7 @@ async function clusterRun(i) {
   const mark = (k) => (steps[k] ??= +((performance.now() - t0) / 1000).toFixed(2));
   let vmi;
   let serial;
+  let node;
   for (const end = Date.now() + 600_000; ;) {
     if (Date.now() > end) throw new Error(`timed out waiting for the guest ready line of ${name}`);
     const items = getJson('vmi,pods', '-n', NS)?.items ?? [];
@@ -80,12 +81,18 @@ async function clusterRun(i) {
       mark('vmiCreated');
     }
     if (p) mark('podCreated');
-    if (p?.spec?.nodeName) mark('podBound');
+    if (p?.spec?.nodeName) {
+      mark('podBound');
+      node = p.spec.nodeName;
+    }
     if (p?.status?.containerStatuses?.find((c) => c.name === 'compute')?.state?.running)
       mark('computeStarted');
     if (['Scheduled', 'Running'].includes(v?.status?.phase)) mark('vmiScheduled');
     if (v?.status?.phase === 'Running') mark('vmiRunning');
-    if (p && v && !serial) serial = serialLogPath(p.metadata.uid, v.metadata.uid);
+    // the serial log is read through the init of the node holding the Pod's dir: ask until one has it (before the
+    // Pod is bound, or its dir made, serialLogPath gives the in-node path, which the root namespace does not have)
+    if (p?.spec?.nodeName && v && !serial?.startsWith('/proc/'))
+      serial = serialLogPath(p.metadata.uid, v.metadata.uid);
     if (serial && (await readFile(serial, 'utf8').catch(() => '')).includes(READY)) break;
     await sleep(50);
   }
@@ -100,7 +107,7 @@ async function clusterRun(i) {
   kubectl('delete', 'vm', '-n', NS, name, '--wait=true', '--timeout=300s');
   await until('VMI gone', () => !getJson('vmi', '-n', NS, name), 300_000, 500);
   mark('vmiRunning');
-  return { readyMs, leaseMs, steps, ...runningWrites };
+  return { readyMs, leaseMs, steps, node, ...runningWrites };
 }
 
 async function standaloneRun(i) {
@@ -182,7 +189,7 @@ for (let i = 0; i < RUNS; i++) {
   const r = await clusterRun(i);
   cluster.push(r);
   console.log(
-    `cluster run ${i + 1}: VM create -> guest ready ${(r.readyMs / 1000).toFixed(2)} s, -> DHCP lease ${(r.leaseMs / 1000).toFixed(2)} s; VMI writes to Running ${r.writes} (${Object.entries(
+    `cluster run ${i + 1} (on ${r.node}): VM create -> guest ready ${(r.readyMs / 1000).toFixed(2)} s, -> DHCP lease ${(r.leaseMs / 1000).toFixed(2)} s; VMI writes to Running ${r.writes} (${Object.entries(
       r.by,
     )
       .map(([k, v]) => `${k} ${v}`)

@@ -115,6 +115,23 @@ export function nodeNetns(node) {
   if (!node.startsWith(NODE_NAME_PREFIX)) throw new Error(`${node} is not a node of tools/cluster.sh`);
   return `/run/netns/${NS_PREFIX}node${node.slice(NODE_NAME_PREFIX.length)}`;
 }
+/** a node's cgroup dir in one v1 hierarchy (`memory`, `cpu,cpuacct`, `pids`, ...): kubelet's `cgroupRoot` `/<prefix>nodeI` */
+export function nodeCgroupDir(node, hierarchy) {
+  if (!node.startsWith(NODE_NAME_PREFIX)) throw new Error(`${node} is not a node of tools/cluster.sh`);
+  return path.join('/sys/fs/cgroup', hierarchy, `${NS_PREFIX}node${node.slice(NODE_NAME_PREFIX.length)}`);
+}
+/**
+ * the node a process belongs to, from its `/proc/<pid>/cgroup` text (Pods: under the node's cgroup root) or its
+ * command line (the node's kubelet, kube-proxy and containerd name `nodes/<node>/`, the shims the node's containerd
+ * socket); undefined for the control plane and anything else
+ */
+export function nodeOfProcess(cgroup, cmdline) {
+  const prefix = NS_PREFIX.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const c = new RegExp(`:/${prefix}node(\\d+)/`).exec(cgroup);
+  if (c) return nodeName(Number(c[1]));
+  const n = /\/nodes\/([^/\s]+)\/|kubevirt-ts-containerd-([^/\s]+)\/containerd\.sock/.exec(cmdline);
+  return n ? (n[1] ?? n[2]) : undefined;
+}
 /** the node whose kubelet has the Pod's dir (a Pod lives on one node), or undefined when none has it */
 export const nodeOfPodDir = (podUid) =>
   nodeNames().find((n) => existsSync(onNode(n, path.join(PODS_DIR, podUid))));
