@@ -324,7 +324,7 @@ load_pause() {
 # load_images_node I: every archive of tools/images/build.sh into node I; the app images are also tagged with the
 # names deploy/ uses (ghcr.io/kubevirt-ts/<app>:<version>), so `kubectl apply -f deploy/` runs them without a pull
 load_images_node() {
-  local i="$1" n=0 a ref name version
+  local i="$1" n=0 a ref name version keep=()
   for a in "$IMAGES_DIR"/*.tar; do
     [ -f "$a" ] || continue
     ref="$(import_archive "$i" "$a")"
@@ -344,8 +344,28 @@ load_images_node() {
         ;;
     esac
     n=$((n + 1))
+    keep+=("$ref")
   done
   [ "$n" -gt 0 ] || die "no image archive in $IMAGES_DIR (bash tools/images/build.sh)"
+  prune_images_node "$i" "${keep[@]}"
+}
+
+# prune_images_node I REF...: removes the images of earlier builds from node I's containerd (each build imports
+# new per-commit names; the node's store grew by GBs a day): every image under our names whose digest is not one of
+# the given refs' (their tags and <repository>@<digest> names share those digests)
+prune_images_node() {
+  local i="$1" listing ref digest keepd=" " gone=0; shift
+  listing="$(nctr "$i" -n k8s.io images ls)"
+  for ref in "$@"; do
+    digest="$(awk -v r="$ref" '$1 == r {print $3}' <<<"$listing")"
+    keepd+="$digest "
+  done
+  while read -r ref _ digest _; do
+    case "$ref" in localhost/kubevirt-ts/* | "$DEPLOY_REGISTRY"/*) ;; *) continue ;; esac
+    [[ "$keepd" == *" $digest "* ]] && continue
+    nctr "$i" -n k8s.io images rm "$ref" >/dev/null && gone=$((gone + 1))
+  done < <(tail -n +2 <<<"$listing")
+  [ "$gone" = 0 ] || log "$(node_name "$i"): removed $gone image name(s) of earlier builds"
 }
 
 cmd_load_images() {
