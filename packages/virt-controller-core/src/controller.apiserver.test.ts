@@ -232,6 +232,28 @@ describe('VMI controller', () => {
     expect(failed.status?.phase).toBe('Failed');
   });
 
+  it('a Scheduled VMI whose Pod is gone (its handler never took it over) fails, and its finalizer goes (upstream)', async () => {
+    const vmi = await api.create<Vmi>(VMIS, NS, {
+      apiVersion: 'kubevirt.io/v1',
+      kind: 'VirtualMachineInstance',
+      metadata: { name: 'orphaned', namespace: NS },
+      spec: vmiSpec(),
+    } as Vmi);
+    await vmiPhase('orphaned', 'Scheduling');
+    await runPod(vmi, 'node07');
+    await vmiPhase('orphaned', 'Scheduled');
+    const pod = (await podsOf(vmi))[0]!;
+    await api.delete(PODS, NS, pod.metadata!.name!, { gracePeriodSeconds: 0 });
+    await vmiPhase('orphaned', 'Failed');
+    const failed = await until('finalizer removed', async () => {
+      const v = await getVmi('orphaned');
+      return v && !(v.metadata.finalizers ?? []).includes(VMI_FINALIZER) ? v : undefined;
+    });
+    expect(await podsOf(failed)).toHaveLength(0);
+    await api.delete(VMIS, NS, 'orphaned');
+    await until('vmi gone', async () => !(await getVmi('orphaned')));
+  });
+
   it('a Pod the renderer cannot build fails the VMI with a condition naming the field (no retry loop)', async () => {
     await api.create<Vmi>(VMIS, NS, {
       apiVersion: 'kubevirt.io/v1',

@@ -334,6 +334,10 @@ export class VmiController {
           status.nodeName = node;
         } else if (isPodDownOrGoingDown(pod)) setPhase('Failed');
       } else setPhase('Failed'); // someone else deleted the Pod
+    } else if (status.phase === 'Scheduled' && !podExists) {
+      // upstream: a Scheduled VMI whose Pod is gone fails here; its handler never started it (or was down while
+      // the Pod went), so nobody else would make it final, and a deleted one would keep its finalizer forever
+      setPhase('Failed');
     } else if (isFinal(vmi) && isFinalPhase(oldPhase)) {
       if (podsLeft === 0 && vmi.metadata.finalizers) {
         vmi.metadata.finalizers = vmi.metadata.finalizers.filter((f) => f !== VMI_FINALIZER);
