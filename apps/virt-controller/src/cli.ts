@@ -233,11 +233,11 @@ async function main(): Promise<number> {
     // (a drain evicts it while evicting launcher Pods, whose eviction webhook must then not fail): /readyz fails
     // at once, the servers go on for --shutdown-delay, then the calls in flight get as long to finish
     webhooks?.drain();
-    const delayed = new Promise((r) => setTimeout(r, flags.shutdownDelaySeconds * 1000));
+    const grace = flags.shutdownDelaySeconds * 1000;
+    const delayed = new Promise((r) => setTimeout(r, grace));
     await elector?.stop();
     if (running) await controller.stop();
     await delayed;
-    const grace = flags.shutdownDelaySeconds * 1000;
     await Promise.all([webhooks?.close(grace), subresources?.close(grace)]);
     await handlerCerts?.stop();
     metrics?.closeAllConnections();

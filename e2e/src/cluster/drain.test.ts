@@ -159,7 +159,8 @@ describe(`kubectl drain of a node with VMs (${reason ? `skipped: ${reason}` : 't
       const after = follow(moved);
       await waitFor('heartbeats of live on node 2', () => beats(after.text).length >= 2, 120_000, 500);
       expect(after.text).not.toContain(READY);
-      expect(beats(after.text)[0]!).toBeGreaterThan(beats(liveSerial.text).at(-1)! - 1);
+      // its heartbeat counter goes on from where the source's log ended (a reboot would start it again)
+      expect(beats(after.text)[0]!).toBeGreaterThan(beats(liveSerial.text).at(-1)!);
 
       // restart: a new VMI, Running on node 2, its guest booted there
       const again = await waitFor(
