@@ -18,6 +18,18 @@ import { quantity, quantityValue } from './quantity.js';
 
 const D = 'spec.domain';
 
+const MiB = 1024 * 1024;
+
+/**
+ * The size of QEMU's TCG translation cache (libvirt `<features><tcg><tb-cache>`) when the domain is emulated
+ * (type `qemu`): a quarter of the guest's memory, QEMU's own rule before 5.0 made it a fixed 1 GiB reservation,
+ * rounded up to a whole MiB, at least 32 MiB and at most 1 GiB. The launcher Pod's memory overhead
+ * (`@kubevirt-ts/renderer`) budgets exactly this; see README.md ("TCG translation cache") for the measurements.
+ */
+export function tcgTranslationCacheBytes(guestMemory: number): number {
+  return Math.min(1024 * MiB, Math.max(32 * MiB, Math.ceil(guestMemory / 4 / MiB) * MiB));
+}
+
 /** Guest memory in bytes: spec.domain.memory.guest, else requests.memory, else limits.memory. */
 export function guestMemoryBytes(vmi: ConvertedVmi): number {
   const d = vmi.spec.domain;

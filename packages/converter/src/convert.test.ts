@@ -6,6 +6,7 @@ import { passtNics, toDomain } from './convert.js';
 import { parseDomainXml, toDomainXml } from './xml.js';
 import { createPodLayout } from './layout.js';
 import { formatDeviceName } from './storage.js';
+import { tcgTranslationCacheBytes } from './compute.js';
 import { ConversionError } from './errors.js';
 import { CASES } from './test-cases.js';
 
@@ -149,6 +150,19 @@ describe('domain type (emulation), as upstream', () => {
   test('qemu when KVM is unavailable and emulation allowed; error when not allowed', () => {
     expect(conv(vmi({}), { allowEmulation: true, kvmAvailable: false }).type).toBe('qemu');
     expect(err(() => conv(vmi({}), { kvmAvailable: false })).path).toBe('context.kvmAvailable');
+  });
+  test('emulated: the TCG translation cache is capped (a quarter of the guest memory, 32 MiB to 1 GiB); kvm: not', () => {
+    const Mi = 1024 * 1024;
+    expect(conv(vmi({})).features?.tcg).toBeUndefined();
+    const tcg = conv(vmi({}), { allowEmulation: true, kvmAvailable: false });
+    expect(tcg.features?.tcg).toEqual({ tbCache: tcgTranslationCacheBytes(tcg.memory) });
+    expect(tcg.features?.acpi).toBe(true); // the other features stay
+    expect(toDomainXml(tcg)).toContain(`<tcg>`);
+    expect(parseDomainXml(toDomainXml(tcg)).features?.tcg).toEqual(tcg.features?.tcg);
+    expect(tcgTranslationCacheBytes(64 * Mi)).toBe(32 * Mi);
+    expect(tcgTranslationCacheBytes(4096 * Mi)).toBe(1024 * Mi);
+    expect(tcgTranslationCacheBytes(8192 * Mi)).toBe(1024 * Mi);
+    expect(tcgTranslationCacheBytes(1000 * Mi + 1)).toBe(251 * Mi);
   });
   test('only amd64 is implemented', () => {
     expect(err(() => conv(vmi({}), { architecture: 'arm64' })).message).toMatch(/not implemented/);

@@ -16,6 +16,7 @@ import {
   convertSysInfo,
   cpuTopology,
   guestMemoryBytes,
+  tcgTranslationCacheBytes,
   ioThreadPlan,
 } from './compute.js';
 import { assignIOThreads, convertDisks } from './storage.js';
@@ -136,6 +137,8 @@ export function toDomain(vmi: ConvertedVmi, context: ConverterContext = {}): Dom
       throw new ConversionError('spec.domain.firmware.uuid', `not a UUID: ${JSON.stringify(uuid)}`);
     d.uuid = uuid;
   }
+  // emulated: cap QEMU's translation cache (it reserves 1 GiB otherwise) at what the Pod's overhead budgets
+  if (d.type === 'qemu') d.features = { ...d.features, tcg: { tbCache: tcgTranslationCacheBytes(d.memory) } };
   // as upstream: the grace period is always recorded, 30 s when the VMI sets none
   if (d.metadata) d.metadata.gracePeriodSeconds = vmi.spec.terminationGracePeriodSeconds ?? 30;
   const clock = convertClock(vmi);

@@ -8,4 +8,5 @@ export { podLayout, createPodLayout, LAUNCHER_UID, LAUNCHER_GID, MAX_SOCKET_PATH
 export type { PodLayout, ConfigSourceKind } from './layout.js';
 export { ConversionError } from './errors.js';
 export { formatDeviceName } from './storage.js';
+export { tcgTranslationCacheBytes } from './compute.js';
 export type { ConvertedVmi } from './vmi.js';

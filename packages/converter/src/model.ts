@@ -138,12 +138,14 @@ export const HYPERV_KEYS: readonly (keyof Hyperv)[] = [
 ];
 
 /** `<features>`: ACPI, APIC, Hyper-V, SMM (needed by Secure Boot), KVM hidden state, pvspinlock,
- * PMU and vmport; a marker element such as `<acpi/>` is `true`. */
+ * PMU, vmport and, when emulating, TCG's translation-cache size; a marker element such as `<acpi/>` is `true`. */
 export interface Features {
   acpi?: true;
   apic?: { eoi?: OnOff };
   hyperv?: Hyperv;
   smm?: true;
+  /** `<tcg><tb-cache>`: the size of QEMU's TCG translation cache in bytes (domain type `qemu` only) */
+  tcg?: { tbCache: number };
   kvm?: { hidden?: { state: OnOff } };
   pvspinlock?: { state: OnOff };
   pmu?: { state: OnOff };

@@ -234,6 +234,8 @@ function parseFeatures(n: XNode): Features {
     if (x) f[k] = { state: (attr(x, 'state') ?? 'on') as 'on' };
   }
   if (node(n, 'smm')) f.smm = true;
+  const tb = node(node(n, 'tcg'), 'tb-cache');
+  if (tb) f.tcg = { tbCache: bytes(tb, 'features/tcg/tb-cache') };
   return f;
 }
 

@@ -180,6 +180,7 @@ function featuresToXml(f: Features): ONode {
   if (f.pmu) c.push(el('pmu', { state: f.pmu.state }));
   if (f.vmport) c.push(el('vmport', { state: f.vmport.state }));
   if (f.smm) c.push(el('smm'));
+  if (f.tcg) c.push(el('tcg', undefined, [txt('tb-cache', String(f.tcg.tbCache / 1024), { unit: 'KiB' })]));
   return el('features', undefined, c);
 }
 

@@ -1,6 +1,7 @@
 // Unit tests: one block per rendering rule (README.md lists the rules).
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { setVirtualMachineInstanceDefaults, type VirtualMachineInstance } from '@kubevirt-ts/api';
+import { toDomain } from '@kubevirt-ts/converter';
 type V1Networks = NonNullable<VirtualMachineInstance['spec']['networks']>;
 import {
   renderLaunchPod,
@@ -111,12 +112,28 @@ describe('memory overhead formula', () => {
     expect(o.bytes).toBe(217 * Mi);
   });
 
-  it('adds the TCG translation cache when emulating', () => {
+  it('adds the TCG translation cache when emulating: the size the converter caps it at', () => {
     const kvm = memoryOverhead(vmi(), { arch: 'amd64', additionalOverheadRatio: 1, useEmulation: false });
     const tcg = memoryOverhead(vmi(), { arch: 'amd64', additionalOverheadRatio: 1, useEmulation: true });
     expect(kvm.parts.tcgTranslationCache).toBeUndefined();
-    expect(tcg.parts.tcgTranslationCache).toBe(128 * Mi);
-    expect(tcg.bytes - kvm.bytes).toBe(128 * Mi);
+    // a quarter of the guest's memory, at least 32 MiB, at most 1 GiB
+    expect(tcg.parts.tcgTranslationCache).toBe(32 * Mi);
+    expect(tcg.bytes - kvm.bytes).toBe(32 * Mi);
+    const sized = (memory: string) =>
+      memoryOverhead(vmi({ domain: { resources: { requests: { memory } } } }), {
+        arch: 'amd64',
+        additionalOverheadRatio: 1,
+        useEmulation: true,
+      }).parts.tcgTranslationCache;
+    expect(sized('2Gi')).toBe(512 * Mi);
+    expect(sized('1001Mi')).toBe(251 * Mi);
+    expect(sized('16Gi')).toBe(1024 * Mi);
+    // and the converter writes that cap into the emulated domain
+    const domain = toDomain(vmi({ domain: { resources: { requests: { memory: '2Gi' } } } }) as never, {
+      allowEmulation: true,
+      kvmAvailable: false,
+    });
+    expect(domain.features?.tcg).toEqual({ tbCache: sized('2Gi') });
   });
 
   it('grows with vCPUs, disks, interfaces, dedicated IOThreads, TPM; drops video when graphics are off', () => {
@@ -179,7 +196,7 @@ describe('resources', () => {
     const r = compute(render(vmi())).resources!;
     expect(r.requests!.memory).toBe(`${128 + 217}Mi`);
     expect(compute(render(vmi(), { useEmulation: true })).resources!.requests!.memory).toBe(
-      `${128 + 217 + 128}Mi`,
+      `${128 + 217 + 32}Mi`,
     );
     expect(r.requests!.cpu).toBe('100m');
     expect(r.requests!['ephemeral-storage']).toBe('50M');

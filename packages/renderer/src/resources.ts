@@ -1,6 +1,7 @@
 // Resources of the launcher Pod's compute container: the VMI's requests/limits, the memory overhead of
 // everything that runs next to the guest, CPU from the topology, and device-plugin resources.
 import { parseQuantity, type VirtualMachineInstance } from '@kubevirt-ts/api';
+import { tcgTranslationCacheBytes } from '@kubevirt-ts/converter';
 import { RenderError, type ResolvedConfig } from './config.js';
 
 const Mi = 1024 * 1024;
@@ -39,12 +40,6 @@ export const OVERHEAD = {
   vfio: 1024 * Mi,
   /** dedicated CPUs or Guaranteed QoS: the Pod's cgroup is hard-capped, keep headroom */
   guaranteedHeadroom: 100 * Mi,
-  /**
-   * QEMU's TCG translation cache when emulating (useEmulation): QEMU reserves up to 1 GiB and it grows with
-   * the guest code executed (measured: 48 MiB resident after the test guest booted; more for a full OS).
-   * The bound holds when the domain caps it (libvirt <tcg><tb-cache>) at this size.
-   */
-  tcgTranslationCache: 128 * Mi,
   /** page tables: one byte per 512 bytes of guest memory */
   pageTableDivisor: 512,
 } as const;
@@ -151,7 +146,8 @@ export function memoryOverhead(
   if (devices.autoattachGraphicsDevice !== false) parts.video = OVERHEAD.video;
   if (devices.tpm) parts.tpm = OVERHEAD.tpm;
   if (config.arch === 'arm64') parts.arm64Pflash = OVERHEAD.arm64Pflash;
-  if (config.useEmulation) parts.tcgTranslationCache = OVERHEAD.tcgTranslationCache;
+  // emulated: QEMU's TCG translation cache, capped by the converter at exactly this size (libvirt <tcg><tb-cache>)
+  if (config.useEmulation) parts.tcgTranslationCache = tcgTranslationCacheBytes(guestMemory(vmi));
   if (usesVfio(vmi)) parts.vfio = OVERHEAD.vfio;
   if (isDedicatedCpu(vmi) || wantsGuaranteedQos(vmi)) parts.guaranteedHeadroom = OVERHEAD.guaranteedHeadroom;
   const sum = Object.values(parts).reduce((a, b) => a + b, 0);
