@@ -22,6 +22,7 @@ const USAGE = `usage:
                 [--allow-emulation] [--kubevirt-share-dir DIR] [--ephemeral-disk-dir DIR]
                 [--container-disk-dir DIR] [--hook-sidecars 0] [--keep-after-failure]
                 [--log-level info] [--root DIR] [--libvirt-user UID[:GID]]
+                [--less-pvc-space-toleration 10] [--minimum-reserve-pvc-bytes 131072]
   virt-launcher monitor <the same flags>
   virt-launcher standalone --vmi FILE.yaml [--image REF=PATH]... [--console] [--allow-emulation]
                 [--socket-dir DIR] [--work-dir DIR] [--grace-period-seconds N] [--qemu-timeout 5m]

@@ -1,6 +1,7 @@
 import { LOG_LEVELS } from '@kubevirt-ts/log';
 import { parseDuration, parseLauncherFlags, parseStandaloneFlags } from './flags.js';
 import { ExitCode, LauncherError } from './errors.js';
+import { podConfig } from './pod-config.js';
 
 const base = ['--name', 'vm1', '--namespace', 'ns1', '--uid', 'u-1'];
 
@@ -73,6 +74,35 @@ describe('in-Pod flags', () => {
   });
   it("accepts each of @kubevirt-ts/log's levels (flags keep their own copy, so winston loads later)", () => {
     for (const l of LOG_LEVELS) expect(parseLauncherFlags([...base, '--log-level', l]).logLevel).toBe(l);
+  });
+  it('--less-pvc-space-toleration and --minimum-reserve-pvc-bytes: unset unless given (the disks defaults apply), checked, into the pod config', () => {
+    const unset = parseLauncherFlags(base);
+    expect(unset.lessPVCSpaceToleration).toBeUndefined();
+    expect(unset.minimumReservePVCBytes).toBeUndefined();
+    expect(podConfig(unset).claimImage).toEqual({});
+    const f = parseLauncherFlags([
+      ...base,
+      '--less-pvc-space-toleration',
+      '0',
+      '--minimum-reserve-pvc-bytes=1048576',
+    ]);
+    expect(f).toMatchObject({ lessPVCSpaceToleration: 0, minimumReservePVCBytes: 1048576 });
+    expect(podConfig(f).claimImage).toEqual({ lessPVCSpaceToleration: 0, minimumReservePVCBytes: 1048576 });
+    expect(parseLauncherFlags([...base, '--less-pvc-space-toleration=100']).lessPVCSpaceToleration).toBe(100);
+    for (const bad of ['101', '-1', '2.5', '10%', ''])
+      expect(
+        usageError(() => parseLauncherFlags([...base, `--less-pvc-space-toleration=${bad}`])).message,
+      ).toBe(
+        `--less-pvc-space-toleration: must be an integer percentage from 0 to 100, got ${JSON.stringify(bad)}`,
+      );
+    for (const bad of ['-1', '1Mi', '0x10', ''])
+      expect(
+        usageError(() => parseLauncherFlags([...base, `--minimum-reserve-pvc-bytes=${bad}`])).message,
+      ).toBe(`--minimum-reserve-pvc-bytes: must be a non-negative integer, got ${JSON.stringify(bad)}`);
+    expect(
+      usageError(() => parseLauncherFlags([...base, '--minimum-reserve-pvc-bytes', '99999999999999999999']))
+        .message,
+    ).toBe('--minimum-reserve-pvc-bytes: 99999999999999999999 bytes is too large');
   });
   it('refuses hook sidecars clearly', () => {
     const e = usageError(() => parseLauncherFlags([...base, '--hook-sidecars', '2']));

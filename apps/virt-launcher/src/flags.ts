@@ -30,6 +30,16 @@ export interface LauncherFlags {
   /** uid/gid libvirtd (and so QEMU) runs as; undefined = the launcher's own */
   libvirtUid?: number;
   libvirtGid?: number;
+  /**
+   * --less-pvc-space-toleration: percent by which a filesystem claim's free space may fall short of the disk.img
+   * created on it (the KubeVirt CR's `developerConfiguration.lessPVCSpaceToleration`; undefined: 10, upstream's)
+   */
+  lessPVCSpaceToleration?: number;
+  /**
+   * --minimum-reserve-pvc-bytes: bytes of a filesystem claim kept free when disk.img is sized (the KubeVirt CR's
+   * `developerConfiguration.minimumReservePVCBytes`; undefined: 131072, upstream's)
+   */
+  minimumReservePVCBytes?: number;
 }
 
 export interface StandaloneFlags {
@@ -84,6 +94,18 @@ function parseNonNegInt(flag: string, value: string): number {
   if (!/^\d+$/.test(value))
     throw usage(`--${flag}: must be a non-negative integer, got ${JSON.stringify(value)}`);
   return Number(value);
+}
+
+function parsePercent(flag: string, value: string): number {
+  if (!/^\d+$/.test(value) || Number(value) > 100)
+    throw usage(`--${flag}: must be an integer percentage from 0 to 100, got ${JSON.stringify(value)}`);
+  return Number(value);
+}
+
+function parseBytes(flag: string, value: string): number {
+  const n = parseNonNegInt(flag, value);
+  if (!Number.isSafeInteger(n)) throw usage(`--${flag}: ${value} bytes is too large`);
+  return n;
 }
 
 function parseLevel(value: string | undefined): LogLevel {
@@ -164,6 +186,8 @@ export function parseLauncherFlags(argv: string[]): LauncherFlags {
         'trace-start': { type: 'boolean' },
         'log-level': { type: 'string' },
         'libvirt-user': { type: 'string' },
+        'less-pvc-space-toleration': { type: 'string' },
+        'minimum-reserve-pvc-bytes': { type: 'string' },
         root: { type: 'string' },
       },
     });
@@ -202,6 +226,16 @@ export function parseLauncherFlags(argv: string[]): LauncherFlags {
     traceStart: norm.values.get('trace-start') ?? parseBool('trace-start', v['trace-start'], false),
     libvirtUid: ug.uid,
     libvirtGid: ug.gid,
+    ...(v['less-pvc-space-toleration'] !== undefined
+      ? {
+          lessPVCSpaceToleration: parsePercent('less-pvc-space-toleration', v['less-pvc-space-toleration']),
+        }
+      : {}),
+    ...(v['minimum-reserve-pvc-bytes'] !== undefined
+      ? {
+          minimumReservePVCBytes: parseBytes('minimum-reserve-pvc-bytes', v['minimum-reserve-pvc-bytes']),
+        }
+      : {}),
   };
 }
 

@@ -1,16 +1,22 @@
 // Lifecycle logic of the Launcher over an in-memory domain layer (fast unit tests); the real
 // libvirtd/QEMU paths are covered by e2e/src/launcher. The cmd server is real (temp unix socket).
-import { chmod, mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { chmod, mkdir, mkdtemp, rm, stat, statfs, writeFile } from 'node:fs/promises';
+import { promisify } from 'node:util';
 import { PassThrough } from 'node:stream';
 import os from 'node:os';
 import path from 'node:path';
 import { CmdClient, launcherSocketPath } from '@kubevirt-ts/cmd-protocol';
 import { ExitCode, LauncherError } from './errors.js';
+import { parseLauncherFlags } from './flags.js';
+import { createLayout } from './layout.js';
+import { podConfig } from './pod-config.js';
 import { Launcher, type LauncherConfig } from './launcher.js';
 import { createLogger } from '@kubevirt-ts/log';
 import { openDomainLayer, type DomainEventLike, type DomainLayer } from './wiring.js';
 
 const real = { ...openDomainLayer };
+const execFileP = promisify(execFile);
 let root: string;
 let emit: (ev: DomainEventLike) => void;
 let calls: string[];
@@ -343,4 +349,80 @@ describe('Launcher lifecycle', () => {
       await rm(root2, { recursive: true, force: true });
     }
   });
+
+  // the KubeVirt CR's lessPVCSpaceToleration / minimumReservePVCBytes as the renderer passes them: the flags, through
+  // podConfig, decide whether the launcher's syncVMI accepts a filesystem claim whose volume is smaller than the claim
+  // (a real 32 MiB ext4 loop-mounted as the claim's dir: root and loop devices needed; the disks are prepared for real)
+  const loopIt = process.getuid?.() === 0 ? it : it.skip;
+  loopIt(
+    '--less-pvc-space-toleration / --minimum-reserve-pvc-bytes decide whether a too small claim volume is accepted',
+    async () => {
+      const MIB = 1024 * 1024;
+      const run = (cmd: string, args: string[]) => execFileP(cmd, args);
+      const layout = createLayout(root);
+      const dir = path.dirname(layout.filesystemVolumeImage('data'));
+      const fsImage = path.join(root, 'fs.img');
+      const claimImageOf = (flags: string[]) =>
+        podConfig(
+          parseLauncherFlags(['--name', 'vm', '--namespace', 'ns', '--uid', 'u1', '--root', root, ...flags]),
+        ).claimImage;
+      const pvcVmi = (storage: number) => ({
+        ...vmi,
+        spec: {
+          ...vmi.spec,
+          domain: { ...vmi.spec.domain, devices: { disks: [{ name: 'data', disk: { bus: 'virtio' } }] } },
+          volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'small' } }],
+        },
+        status: {
+          volumeStatus: [
+            { name: 'data', persistentVolumeClaimInfo: { capacity: { storage: String(storage) } } },
+          ],
+        },
+      });
+      const syncWith = async (flags: string[], storage: number) => {
+        const { l, client } = await started(config({ claimImage: claimImageOf(flags) }));
+        try {
+          return await client.syncVMI(pvcVmi(storage) as never).then(
+            () => 'accepted',
+            (e: unknown) => String(e),
+          );
+        } finally {
+          client.close();
+          await l.terminate();
+        }
+      };
+      await writeFile(fsImage, Buffer.alloc(0));
+      await run('truncate', ['-s', '32M', fsImage]);
+      await run('mkfs.ext4', ['-q', '-F', '-m', '0', fsImage]);
+      await mkdir(dir, { recursive: true });
+      await run('mount', ['-o', 'loop', fsImage, dir]);
+      try {
+        const st = await statfs(dir);
+        const free = st.bavail * st.bsize - 131072; // less the default reserve
+        // a claim 1 MiB above the free space (rounded up): short by less than 10 %, more than 0 %
+        const claim = (Math.floor(free / MIB) + 1) * MIB;
+        expect(claim * 0.9).toBeLessThanOrEqual(free);
+        const refused = new RegExp(
+          `spec\\.volumes\\[0\\]\\.persistentVolumeClaim: volume "data": not enough space for disk\\.img: ${claim} bytes needed`,
+        );
+        // no toleration: refused
+        expect(await syncWith(['--less-pvc-space-toleration', '0'], claim)).toMatch(refused);
+        expect(await syncWith(['--less-pvc-space-toleration', '0'], claim)).toContain(
+          'also with lessPVCSpaceToleration 0%',
+        );
+        // the default toleration, but a reserve of a fifth of the claim: short by more than 10 %, refused
+        expect(await syncWith(['--minimum-reserve-pvc-bytes', String(Math.ceil(claim / 5))], claim)).toMatch(
+          refused,
+        );
+        expect(calls).not.toContain('sync');
+        await expect(stat(layout.filesystemVolumeImage('data'))).rejects.toThrow('ENOENT');
+        // a toleration of 10 % (the default, here given as the renderer does for another value): the free space
+        expect(await syncWith(['--less-pvc-space-toleration', '10'], claim)).toBe('accepted');
+        expect(calls).toContain('sync');
+        expect((await stat(layout.filesystemVolumeImage('data'))).size).toBe(free - (free % MIB));
+      } finally {
+        await run('umount', [dir]);
+      }
+    },
+  );
 });

@@ -24,7 +24,7 @@ import { ExitCode, LauncherError } from './errors.js';
 import { findPidFiles, ownStart, ownedLeftovers } from './procs.js';
 import { capLogFile } from './serial-log.js';
 import { traceMark } from './start-trace.js';
-import { disksInfoOf, prepareVolumes } from '@kubevirt-ts/disks';
+import { disksInfoOf, prepareVolumes, type ClaimImageOptions } from '@kubevirt-ts/disks';
 import {
   createLayout,
   openDomainLayer,
@@ -74,6 +74,11 @@ export interface LauncherConfig {
   daemon?: Promise<SessionDaemon>;
   /** the passt binary for NICs on passt (default `passt` from PATH) */
   passtBinary?: string;
+  /**
+   * how disk.img on a filesystem claim is sized (lessPVCSpaceToleration, minimumReservePVCBytes: the flags
+   * --less-pvc-space-toleration, --minimum-reserve-pvc-bytes); unset fields: upstream's defaults
+   */
+  claimImage?: ClaimImageOptions;
 }
 
 export type Stage = 'dirs' | 'libvirtd' | 'connect' | 'cmd-server' | 'notify' | 'ready';
@@ -276,6 +281,7 @@ export class Launcher extends EventEmitter {
           const t0 = Date.now();
           const prepared = await prepareVolumes(vmi, self.paths, {
             owner: self.config.libvirtUser,
+            claimImage: self.config.claimImage,
             onStep: (msg, f) => self.log.info(msg, { stage: 'prepare', ...f }),
           });
           self.disksInfo = disksInfoOf(prepared);
@@ -362,7 +368,10 @@ export class Launcher extends EventEmitter {
       async prepareMigrationTarget(vmi, options) {
         checkVmi(vmi);
         if (!self.prepared) {
-          const prepared = await prepareVolumes(vmi, self.paths, { owner: self.config.libvirtUser });
+          const prepared = await prepareVolumes(vmi, self.paths, {
+            owner: self.config.libvirtUser,
+            claimImage: self.config.claimImage,
+          });
           self.disksInfo = disksInfoOf(prepared);
           self.prepared = true;
         }

@@ -43,6 +43,11 @@ export function podConfig(f: LauncherFlags) {
           ? { uid: LAUNCHER_UID, gid: LAUNCHER_GID }
           : undefined,
     keepAfterFailure: f.keepAfterFailure,
+    // the sizing of disk.img on filesystem claims (the KubeVirt CR's developerConfiguration, through the renderer)
+    claimImage: {
+      ...(f.lessPVCSpaceToleration !== undefined ? { lessPVCSpaceToleration: f.lessPVCSpaceToleration } : {}),
+      ...(f.minimumReservePVCBytes !== undefined ? { minimumReservePVCBytes: f.minimumReservePVCBytes } : {}),
+    },
     // a node-wide cache dir can be mounted into Pods; off unless set
     capsCacheDir: process.env.KVTS_QEMU_CAPS_CACHE || undefined,
     // the Pod's name (the renderer's downward-API POD_NAME): SignalTargetPodCleanup is for the migration's target Pod

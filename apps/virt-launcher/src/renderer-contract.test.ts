@@ -2,9 +2,15 @@
 // with the in-Pod flags (the launcher refuses unknown flags), means what the renderer intended, and every
 // directory the launcher uses inside the Pod is on one of the compute container's volume mounts.
 import path from 'node:path';
-import type { VirtualMachineInstance } from '@kubevirt-ts/api';
+import type { KubeVirtConfiguration, VirtualMachineInstance } from '@kubevirt-ts/api';
 import { setVirtualMachineInstanceDefaults } from '@kubevirt-ts/api';
-import { renderLaunchPod, type RendererConfig } from '@kubevirt-ts/renderer';
+import { resolveClaimImageOptions } from '@kubevirt-ts/disks';
+import {
+  CLAIM_IMAGE_DEFAULTS,
+  renderLaunchPod,
+  rendererConfigFromKubeVirt,
+  type RendererConfig,
+} from '@kubevirt-ts/renderer';
 import { parseLauncherFlags } from './flags.js';
 import { podConfig } from './pod-config.js';
 
@@ -58,6 +64,22 @@ describe('renderer -> launcher contract', () => {
     });
     // podConfig checks the disk dirs against the converter's pod layout (throws when they differ)
     expect(() => podConfig(flags)).not.toThrow();
+  });
+
+  it("the KubeVirt CR's lessPVCSpaceToleration and minimumReservePVCBytes reach the disks options; unset, both sides' defaults agree", () => {
+    const claimImage = (configuration: KubeVirtConfiguration) => {
+      const { argv } = compute(vmi(), rendererConfigFromKubeVirt(configuration, { launcherImage: 'x' }));
+      return podConfig(parseLauncherFlags(argv.slice(argv.indexOf('monitor') + 1))).claimImage;
+    };
+    expect(
+      claimImage({ developerConfiguration: { lessPVCSpaceToleration: 0, minimumReservePVCBytes: 4194304 } }),
+    ).toEqual({ lessPVCSpaceToleration: 0, minimumReservePVCBytes: 4194304 });
+    expect(claimImage({ developerConfiguration: { lessPVCSpaceToleration: 55 } })).toEqual({
+      lessPVCSpaceToleration: 55,
+    });
+    // no flags: the disks package's defaults, which are the renderer's (and upstream's)
+    expect(claimImage({})).toEqual({});
+    expect(resolveClaimImageOptions({})).toEqual(CLAIM_IMAGE_DEFAULTS);
   });
 
   it('every directory the launcher uses in the Pod is on a volume mount of the compute container', () => {

@@ -23,6 +23,22 @@ export const DeveloperConfigurationSchema = Loose({
   ),
   cpuAllocationRatio: Opt(PosInt('vCPUs per requested host CPU when a VMI requests no CPU (default 10)')),
   memoryOvercommit: Opt(PosInt('guest memory / (memoryOvercommit/100) is requested (percent, default 100)')),
+  lessPVCSpaceToleration: Opt(
+    Type.Integer({
+      minimum: 0,
+      maximum: 100,
+      description:
+        'percent by which the free space of a filesystem claim may fall short of the disk.img the launcher ' +
+        'creates on it; then the image takes the free space (0..100, default 10)',
+    }),
+  ),
+  minimumReservePVCBytes: Opt(
+    Type.Integer({
+      minimum: 0,
+      description:
+        'bytes of a filesystem claim kept free when the launcher sizes the disk.img it creates on it (default 131072)',
+    }),
+  ),
 });
 
 /** `spec.configuration.migrations` (upstream's MigrationConfiguration): the parts kubevirt-ts implements. */

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { kubeVirtNotImplemented, parseManifests, type KubeVirtConfiguration } from '@kubevirt-ts/api';
 import {
+  CLAIM_IMAGE_DEFAULTS,
   gateEnabled,
   migrationConfiguration,
   MIGRATION_DEFAULTS,
@@ -117,6 +118,26 @@ describe('rendererConfigFromKubeVirt', () => {
       { developerConfiguration: { memoryOvercommit: -5 } },
       'spec.configuration.developerConfiguration.memoryOvercommit',
     ],
+    [
+      { developerConfiguration: { lessPVCSpaceToleration: 101 } },
+      'spec.configuration.developerConfiguration.lessPVCSpaceToleration',
+    ],
+    [
+      { developerConfiguration: { lessPVCSpaceToleration: -1 } },
+      'spec.configuration.developerConfiguration.lessPVCSpaceToleration',
+    ],
+    [
+      { developerConfiguration: { lessPVCSpaceToleration: 2.5 } },
+      'spec.configuration.developerConfiguration.lessPVCSpaceToleration',
+    ],
+    [
+      { developerConfiguration: { minimumReservePVCBytes: -1 } },
+      'spec.configuration.developerConfiguration.minimumReservePVCBytes',
+    ],
+    [
+      { developerConfiguration: { minimumReservePVCBytes: '1Mi' } },
+      'spec.configuration.developerConfiguration.minimumReservePVCBytes',
+    ],
     [{ additionalGuestMemoryOverheadRatio: 'lots' }, 'spec.configuration.additionalGuestMemoryOverheadRatio'],
     [{ additionalGuestMemoryOverheadRatio: '0.5' }, 'spec.configuration.additionalGuestMemoryOverheadRatio'],
     [
@@ -154,6 +175,64 @@ describe('rendererConfigFromKubeVirt', () => {
 
   it('needs the launcher image from the flags', () => {
     expect(pathOf(() => rendererConfigFromKubeVirt({}, { launcherImage: '' }))).toBe('config.launcherImage');
+  });
+
+  describe('lessPVCSpaceToleration and minimumReservePVCBytes: from the CR into the launcher Pod', () => {
+    const computeArgs = (c: RendererConfig) => {
+      const pod = renderLaunchPod(
+        {
+          apiVersion: 'kubevirt.io/v1',
+          kind: 'VirtualMachineInstance',
+          metadata: { name: 'a', namespace: 'b', uid: 'c' },
+          spec: { domain: { resources: { requests: { memory: '64Mi' } } } },
+        },
+        c,
+      );
+      const compute = pod.spec!.containers.find((x) => x.name === 'compute')!;
+      return [...(compute.command ?? []), ...(compute.args ?? [])];
+    };
+    const flag = (argv: string[], name: string) => {
+      const i = argv.indexOf(name);
+      return i < 0 ? undefined : argv[i + 1];
+    };
+
+    it('the CR values become the compute container flags', () => {
+      const c = rendererConfigFromKubeVirt(
+        { developerConfiguration: { lessPVCSpaceToleration: 25, minimumReservePVCBytes: 1048576 } },
+        base,
+      );
+      expect(c).toMatchObject({ lessPVCSpaceToleration: 25, minimumReservePVCBytes: 1048576 });
+      const argv = computeArgs(c);
+      expect(flag(argv, '--less-pvc-space-toleration')).toBe('25');
+      expect(flag(argv, '--minimum-reserve-pvc-bytes')).toBe('1048576');
+      // 0 is a value, not "unset": no toleration, no reserve
+      const zero = computeArgs(
+        rendererConfigFromKubeVirt(
+          { developerConfiguration: { lessPVCSpaceToleration: 0, minimumReservePVCBytes: 0 } },
+          base,
+        ),
+      );
+      expect(flag(zero, '--less-pvc-space-toleration')).toBe('0');
+      expect(flag(zero, '--minimum-reserve-pvc-bytes')).toBe('0');
+    });
+
+    it("unset or upstream's defaults (10 %, 131072 bytes): no flags, the launcher's defaults are the same", () => {
+      for (const dev of [{}, { lessPVCSpaceToleration: 10, minimumReservePVCBytes: 131072 }]) {
+        const argv = computeArgs(rendererConfigFromKubeVirt({ developerConfiguration: dev }, base));
+        expect(argv).not.toContain('--less-pvc-space-toleration');
+        expect(argv).not.toContain('--minimum-reserve-pvc-bytes');
+      }
+      expect(CLAIM_IMAGE_DEFAULTS).toEqual({ lessPVCSpaceToleration: 10, minimumReservePVCBytes: 131072 });
+    });
+
+    it('a bad value set on the renderer config directly names the config field', () => {
+      expect(pathOf(() => renderLaunchPod({} as never, { ...base, lessPVCSpaceToleration: 100.5 }))).toBe(
+        'config.lessPVCSpaceToleration',
+      );
+      expect(pathOf(() => renderLaunchPod({} as never, { ...base, minimumReservePVCBytes: NaN }))).toBe(
+        'config.minimumReservePVCBytes',
+      );
+    });
   });
 
   it("reads upstream's migration options (spec.configuration.migrations) with upstream's defaults", () => {

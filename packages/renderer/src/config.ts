@@ -38,6 +38,17 @@ export interface RendererConfig {
   /** keep the compute container running after a failure, for debugging (--keep-after-failure) */
   keepAfterFailure?: boolean;
   /**
+   * Percent by which the free space of a filesystem claim may fall short of the disk.img the launcher creates on it
+   * (upstream's `developerConfiguration.lessPVCSpaceToleration`, 0..100, default 10); the launcher's
+   * `--less-pvc-space-toleration`.
+   */
+  lessPVCSpaceToleration?: number;
+  /**
+   * Bytes of a filesystem claim the launcher keeps free when it sizes a disk.img (upstream's
+   * `developerConfiguration.minimumReservePVCBytes`, default 131072); the launcher's `--minimum-reserve-pvc-bytes`.
+   */
+  minimumReservePVCBytes?: number;
+  /**
    * Feature gates turned on in the cluster (upstream's `developerConfiguration.featureGates`). Off by default.
    * Acted on: `HostDisk` (hostDisk volumes: files on the node's filesystem). Any other name is kept and has no
    * effect here, as upstream keeps a gate it does not know (a CR written for upstream turns on gates such as
@@ -150,6 +161,12 @@ function resolveMigration(c: Partial<RendererConfig>): MigrationConfiguration {
   return r;
 }
 
+/**
+ * upstream's defaults of `lessPVCSpaceToleration` and `minimumReservePVCBytes` (pkg/virt-config), which are the
+ * launcher's (@kubevirt-ts/disks) when the flags are left out: the renderer passes only other values.
+ */
+export const CLAIM_IMAGE_DEFAULTS = { lessPVCSpaceToleration: 10, minimumReservePVCBytes: 131072 } as const;
+
 /** Feature gates this renderer acts on (others are kept; virt-operator reports them in NotImplemented). */
 export const FEATURE_GATES = FEATURE_GATES_ACTED_ON;
 export type FeatureGate = (typeof FEATURE_GATES)[number];
@@ -191,6 +208,8 @@ export function resolveConfig(c: RendererConfig): ResolvedConfig {
     launcherCommand: c.launcherCommand ?? ['/usr/bin/tini', '-g', '--', '/usr/bin/virt-launcher', 'monitor'],
     keepAfterFailure: c.keepAfterFailure ?? false,
     featureGates: c.featureGates ?? [],
+    lessPVCSpaceToleration: c.lessPVCSpaceToleration ?? CLAIM_IMAGE_DEFAULTS.lessPVCSpaceToleration,
+    minimumReservePVCBytes: c.minimumReservePVCBytes ?? CLAIM_IMAGE_DEFAULTS.minimumReservePVCBytes,
     ...resolveMigration(c),
   };
   const positive = (
@@ -216,6 +235,18 @@ export function resolveConfig(c: RendererConfig): ResolvedConfig {
       'config.launcherSeccompProfile',
       `must be "RuntimeDefault" or a profile path relative to kubelet's seccomp dir (like "kubevirt-ts/kubevirt.json"), got ${JSON.stringify(sp)}`,
     );
+  const tol = r.lessPVCSpaceToleration;
+  if (!Number.isInteger(tol) || tol < 0 || tol > 100)
+    throw new RenderError(
+      'config.lessPVCSpaceToleration',
+      `must be an integer percentage from 0 to 100, got ${JSON.stringify(tol)}`,
+    );
+  const reserve = r.minimumReservePVCBytes;
+  if (!Number.isSafeInteger(reserve) || reserve < 0)
+    throw new RenderError(
+      'config.minimumReservePVCBytes',
+      `must be a non-negative integer (bytes), got ${JSON.stringify(reserve)}`,
+    );
   if (r.launcherCommand.length === 0) throw new RenderError('config.launcherCommand', 'must not be empty');
   if (!Array.isArray(r.featureGates))
     throw new RenderError(
@@ -239,6 +270,8 @@ const CR_PATHS: Partial<Record<keyof RendererConfig, string>> = {
   featureGates: 'spec.configuration.developerConfiguration.featureGates',
   cpuAllocationRatio: 'spec.configuration.developerConfiguration.cpuAllocationRatio',
   memoryOvercommit: 'spec.configuration.developerConfiguration.memoryOvercommit',
+  lessPVCSpaceToleration: 'spec.configuration.developerConfiguration.lessPVCSpaceToleration',
+  minimumReservePVCBytes: 'spec.configuration.developerConfiguration.minimumReservePVCBytes',
   imagePullPolicy: 'spec.configuration.imagePullPolicy',
   additionalOverheadRatio: 'spec.configuration.additionalGuestMemoryOverheadRatio',
   launcherSeccompProfile:
@@ -270,6 +303,8 @@ export function rendererConfigFromKubeVirt(
   set('featureGates', dev.featureGates);
   set('cpuAllocationRatio', dev.cpuAllocationRatio);
   set('memoryOvercommit', dev.memoryOvercommit);
+  set('lessPVCSpaceToleration', dev.lessPVCSpaceToleration);
+  set('minimumReservePVCBytes', dev.minimumReservePVCBytes);
   set('imagePullPolicy', c.imagePullPolicy);
   const ratio = c.additionalGuestMemoryOverheadRatio;
   if (ratio !== undefined) {

@@ -32,6 +32,7 @@ export {
   kubeVirtConfigurationError,
   migrationConfiguration,
   MIGRATION_DEFAULTS,
+  CLAIM_IMAGE_DEFAULTS,
   type MigrationConfiguration,
   type RendererConfig,
   type ResolvedConfig,

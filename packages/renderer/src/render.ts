@@ -14,6 +14,7 @@ import type {
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import { LAUNCHER_UID, podLayout } from '@kubevirt-ts/converter';
 import {
+  CLAIM_IMAGE_DEFAULTS,
   RenderError,
   gateEnabled,
   resolveConfig,
@@ -381,6 +382,11 @@ export function launcherCommand(
   ];
   if (config.useEmulation) cmd.push('--allow-emulation');
   if (config.keepAfterFailure) cmd.push('--keep-after-failure');
+  // the sizing of disk.img on filesystem claims: only values other than the launcher's defaults (upstream's)
+  if (config.lessPVCSpaceToleration !== CLAIM_IMAGE_DEFAULTS.lessPVCSpaceToleration)
+    cmd.push('--less-pvc-space-toleration', String(config.lessPVCSpaceToleration));
+  if (config.minimumReservePVCBytes !== CLAIM_IMAGE_DEFAULTS.minimumReservePVCBytes)
+    cmd.push('--minimum-reserve-pvc-bytes', String(config.minimumReservePVCBytes));
   return cmd;
 }
 

@@ -8,9 +8,11 @@ import { KUBEVIRT_CR_NAME, type KubeVirtConfiguration } from '@kubevirt-ts/api';
 import { KUBEVIRTS, type KubeClient, type KubeObject } from '@kubevirt-ts/controller-runtime';
 import type { TestEnv } from '@kubevirt-ts/testenv';
 import { ANNOTATION_VM_TEMPLATE_HASH, VMIS, VMS, type Vm, type Vmi } from './common.js';
+import type { Pod } from './context.js';
 import type { VirtController } from './manager.js';
 import {
   TEST_RENDERER,
+  podsOf,
   poller,
   startController,
   stopController,
@@ -280,5 +282,95 @@ describe('RestartRequired (vmRolloutStrategy Stage)', () => {
       'RestartRequired cleared after the restart',
       async () => !restartRequired(await getVm('staged')),
     );
+  });
+});
+
+describe('developerConfiguration.lessPVCSpaceToleration and minimumReservePVCBytes: from the CR into the launcher Pod', () => {
+  type Container = { name: string; command?: string[]; args?: string[] };
+  const argvOf = (pod: Pod) => {
+    const c = (pod.spec?.containers as Container[] | undefined)?.find((x) => x.name === 'compute');
+    return [...(c?.command ?? []), ...(c?.args ?? [])];
+  };
+  const flag = (argv: string[], name: string) => {
+    const i = argv.indexOf(name);
+    return i < 0 ? undefined : argv[i + 1];
+  };
+  let n = 0;
+  /** the compute argv of the launcher Pod the controller renders for a new VMI, once `accept` holds */
+  const podArgv = (what: string, accept: (argv: string[]) => boolean) =>
+    until(what, async () => {
+      const vmi = await api.create<Vmi>(VMIS, NS, {
+        apiVersion: 'kubevirt.io/v1',
+        kind: 'VirtualMachineInstance',
+        metadata: { name: `pvc-space-${n++}`, namespace: NS },
+        spec: { domain: { devices: {}, resources: { requests: { memory: '64Mi' } } } },
+      } as unknown as Vmi);
+      const pod = await until(
+        `the launcher Pod of ${vmi.metadata.name}`,
+        async () => (await podsOf(api, vmi))[0],
+      );
+      const argv = argvOf(pod);
+      return accept(argv) ? argv : false;
+    });
+
+  it('the values set in the CR reach the compute command; a change reaches the next Pod; out of range is refused naming the field', async () => {
+    await setConfiguration({
+      network: { defaultNetworkInterface: 'masquerade' },
+      developerConfiguration: {
+        useEmulation: true,
+        lessPVCSpaceToleration: 25,
+        minimumReservePVCBytes: 1048576,
+      },
+    });
+    const argv = await podArgv('a Pod with the CR values', (a) => a.includes('--less-pvc-space-toleration'));
+    expect(flag(argv, '--less-pvc-space-toleration')).toBe('25');
+    expect(flag(argv, '--minimum-reserve-pvc-bytes')).toBe('1048576');
+
+    // changed live: the next Pod has the new ones (0 is a value: no toleration, no reserve)
+    await setConfiguration({
+      network: { defaultNetworkInterface: 'masquerade' },
+      developerConfiguration: { useEmulation: true, lessPVCSpaceToleration: 0, minimumReservePVCBytes: 0 },
+    });
+    const zero = await podArgv(
+      'a Pod with the changed values',
+      (a) => flag(a, '--less-pvc-space-toleration') === '0',
+    );
+    expect(flag(zero, '--minimum-reserve-pvc-bytes')).toBe('0');
+
+    // the CRD refuses values out of range, naming the field; the CR keeps its values
+    const bad = async (developerConfiguration: Record<string, unknown>) => {
+      try {
+        await setConfiguration({ developerConfiguration } as KubeVirtConfiguration);
+      } catch (e) {
+        return String(e);
+      }
+      throw new Error(`${JSON.stringify(developerConfiguration)} was accepted`);
+    };
+    expect(await bad({ lessPVCSpaceToleration: 101 })).toMatch(
+      /spec\.configuration\.developerConfiguration\.lessPVCSpaceToleration: Invalid value: 101: .*less than or equal to 100/,
+    );
+    expect(await bad({ lessPVCSpaceToleration: 2.5 })).toMatch(
+      /spec\.configuration\.developerConfiguration\.lessPVCSpaceToleration: Invalid value: "number": .*integer/,
+    );
+    expect(await bad({ minimumReservePVCBytes: -1 })).toMatch(
+      /spec\.configuration\.developerConfiguration\.minimumReservePVCBytes: Invalid value: -1: .*greater than or equal to 0/,
+    );
+    const kv = await api.get<KubeObject & { spec: { configuration?: KubeVirtConfiguration } }>(
+      KUBEVIRTS,
+      KV_NS,
+      KUBEVIRT_CR_NAME,
+    );
+    expect(kv.spec.configuration?.developerConfiguration).toMatchObject({
+      lessPVCSpaceToleration: 0,
+      minimumReservePVCBytes: 0,
+    });
+
+    // unset again: upstream's defaults, which are the launcher's: no flags
+    await setConfiguration({
+      network: { defaultNetworkInterface: 'masquerade' },
+      developerConfiguration: { useEmulation: true },
+    });
+    const unset = await podArgv('a Pod without the flags', (a) => !a.includes('--less-pvc-space-toleration'));
+    expect(unset).not.toContain('--minimum-reserve-pvc-bytes');
   });
 });

@@ -324,6 +324,9 @@ export class VirtController {
         this.log.info('cluster configuration loaded from the KubeVirt CR', {
           generation: kv.metadata.generation,
           useEmulation: this.config.useEmulation ?? false,
+          // the launcher's sizing of disk.img on filesystem claims (unset: upstream's defaults, 10 % and 131072)
+          lessPVCSpaceToleration: this.config.lessPVCSpaceToleration,
+          minimumReservePVCBytes: this.config.minimumReservePVCBytes,
         });
       } catch (e) {
         // virt-operator reports the same error in the CR's Degraded condition
