@@ -226,6 +226,68 @@ describe('computeStatus', () => {
     expect(again.conditions!.map((c) => c.type)).toEqual(['Ready', 'LiveMigratable']);
   });
 
+  it("leaves the controller's Pod-derived Ready False as it is (no rewriting in turn while the Pod terminates)", () => {
+    const running = computeStatus({
+      vmi: vmi(),
+      domain: dom('Running', 'Booted'),
+      launcher: ready,
+      nodeName: 'n',
+      now: NOW,
+    }).status;
+    const terminating = {
+      ...running,
+      conditions: running.conditions!.map((c) =>
+        c.type === 'Ready'
+          ? { ...c, status: 'False', reason: 'PodTerminating', message: 'virt-launcher pod is terminating' }
+          : c,
+      ),
+    };
+    for (const domain of [dom('Running', 'Booted'), dom('Paused', 'User')]) {
+      const s = computeStatus({
+        vmi: vmi(terminating),
+        domain,
+        launcher: ready,
+        nodeName: 'n',
+        now: LATER,
+      }).status;
+      expect(s.conditions!.find((c) => c.type === 'Ready')).toEqual(
+        terminating.conditions.find((c) => c.type === 'Ready'),
+      );
+    }
+    // its own False (paused) it does change back to True
+    const paused = computeStatus({
+      vmi: vmi(running),
+      domain: dom('Paused', 'User'),
+      launcher: ready,
+      nodeName: 'n',
+      now: LATER,
+    }).status;
+    expect(paused.conditions!.find((c) => c.type === 'Ready')?.reason).toBe('Paused');
+    const unpaused = computeStatus({
+      vmi: vmi(paused),
+      domain: dom('Running', 'Unpaused'),
+      launcher: ready,
+      nodeName: 'n',
+      now: LATER,
+    }).status;
+    expect(unpaused.conditions!.find((c) => c.type === 'Ready')?.status).toBe('True');
+    // the controller's GuestNotRunning it answers with the write that says Running (no extra controller write)
+    const scheduled = {
+      phase: 'Scheduled',
+      nodeName: 'n',
+      conditions: [{ type: 'Ready', status: 'False', reason: 'GuestNotRunning', lastTransitionTime: NOW }],
+    } as VirtualMachineInstance['status'];
+    const started = computeStatus({
+      vmi: vmi(scheduled),
+      domain: dom('Running', 'Booted'),
+      launcher: ready,
+      nodeName: 'n',
+      now: LATER,
+    }).status;
+    expect(started.phase).toBe('Running');
+    expect(started.conditions!.find((c) => c.type === 'Ready')?.status).toBe('True');
+  });
+
   it('a sync error becomes a Synchronized=False condition with the launcher message', () => {
     const { status } = computeStatus({
       vmi: vmi(),

@@ -268,13 +268,27 @@ const OS_INFO: Array<[string, string]> = [
   ['id', 'id'],
 ];
 
+/** The reasons of the Ready conditions the handler states (besides True): what it knows and the Pod does not. */
+const HANDLER_READY_REASONS: readonly string[] = ['StartingUp', 'Paused', 'Succeeded', 'Failed'];
+
 /**
  * Keeps lastTransitionTime of a condition whose status did not change. Ready is shared with virt-controller
- * (upstream's owner: it derives Ready from the launcher Pod before the guest runs, e.g. GuestNotRunning while
- * Scheduled); the handler states it only while the domain runs and when the VMI ends, and otherwise leaves the
- * controller's as it is (dropping it would make the two rewrite the status in turn, forever).
+ * (upstream's owner: it derives Ready from the launcher Pod, e.g. GuestNotRunning while Scheduled, PodTerminating
+ * while the Pod goes down). The handler states it only while the domain runs (True, or False while QEMU starts or
+ * the domain is paused) and when the VMI ends, and only over a Ready that is absent, True, GuestNotRunning or its
+ * own: a False the controller set from the Pod (terminating, absent, not ready) stays until the controller changes
+ * it. Either side overwriting the other's False
+ * made the two rewrite the status in turn, tens of times a second, for as long as the Pod took to terminate.
  */
 function mergeConditions(old: Condition[] | undefined, wanted: Condition[]): Condition[] {
+  const oldReady = (old ?? []).find((c) => c.type === COND.ready);
+  // GuestNotRunning is the controller's word for "the handler has not said Running yet": the handler answers it
+  const mayStateReady =
+    !oldReady ||
+    oldReady.status === 'True' ||
+    oldReady.reason === 'GuestNotRunning' ||
+    HANDLER_READY_REASONS.includes(oldReady.reason ?? '');
+  if (!mayStateReady) wanted = wanted.filter((c) => c.type !== COND.ready);
   const saysReady = wanted.some((c) => c.type === COND.ready);
   const keep = (old ?? []).filter((c) => !OWNED.includes(c.type) || (c.type === COND.ready && !saysReady));
   const out = [...keep];

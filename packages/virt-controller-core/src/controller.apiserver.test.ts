@@ -194,6 +194,43 @@ describe('VMI controller', () => {
     await vmiGoesAway(created);
   });
 
+  it("Ready: the handler's Paused stays while the Pod is ready (no rewriting in turn); the Pod terminating wins", async () => {
+    const created = await api.create<Vmi>(VMIS, NS, {
+      apiVersion: 'kubevirt.io/v1',
+      kind: 'VirtualMachineInstance',
+      metadata: { name: 'ready-owner', namespace: NS },
+      spec: vmiSpec(),
+    } as Vmi);
+    await vmiPhase('ready-owner', 'Scheduling');
+    await runPod(created);
+    await vmiPhase('ready-owner', 'Scheduled');
+    await handlerSetsPhase('ready-owner', 'Running');
+    const ready = (c: Vmi | undefined) => c?.status?.conditions?.find((x) => x.type === 'Ready');
+    await until('Ready True from the Pod', async () => {
+      const v = await getVmi('ready-owner');
+      return ready(v)?.status === 'True' ? v : undefined;
+    });
+    // virt-handler: the domain is paused
+    const v = (await getVmi('ready-owner'))!;
+    const conditions = v.status!.conditions!.map((c) =>
+      c.type === 'Ready' ? { ...c, status: 'False', reason: 'Paused', message: 'the domain is paused' } : c,
+    );
+    await api.patch(VMIS, NS, 'ready-owner', { status: { conditions } }, 'merge');
+    const rv = (await getVmi('ready-owner'))!.metadata.resourceVersion;
+    // an absence check: the controller has had its reconcile of that update and wrote nothing back
+    await new Promise((r) => setTimeout(r, 1500));
+    const after = (await getVmi('ready-owner'))!;
+    expect(ready(after)).toMatchObject({ status: 'False', reason: 'Paused' });
+    expect(after.metadata.resourceVersion).toBe(rv);
+    // deletion: the Pod goes down, the controller's PodTerminating replaces the handler's Paused
+    await api.delete(VMIS, NS, 'ready-owner');
+    await until('PodTerminating', async () => {
+      const x = await getVmi('ready-owner');
+      return ready(x)?.reason === 'PodTerminating' ? x : undefined;
+    });
+    await vmiGoesAway(created);
+  });
+
   it('an unschedulable Pod shows as PodScheduled=False on the VMI; deleting the Pod while Scheduling fails the VMI', async () => {
     const vmi = await api.create<Vmi>(VMIS, NS, {
       apiVersion: 'kubevirt.io/v1',

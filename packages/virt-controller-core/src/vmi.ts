@@ -9,6 +9,7 @@ import type { Condition } from '@kubevirt-ts/api';
 import {
   LABEL_NODE_NAME,
   SyncError,
+  getCondition,
   VMIS,
   VMI_FINALIZER,
   VM_CONTROLLER_FINALIZER,
@@ -39,6 +40,8 @@ export const REASON_ERR_IMAGE_PULL = 'ErrImagePull';
 export const REASON_IMAGE_PULL_BACKOFF = 'ImagePullBackOff';
 export const REASON_POD_NOT_EXISTS = 'PodNotExists';
 export const REASON_POD_TERMINATING = 'PodTerminating';
+/** reasons of virt-handler's Ready False while the domain runs: QEMU still starting, or the domain paused */
+const HANDLER_DOMAIN_REASONS: readonly string[] = ['StartingUp', 'Paused'];
 export const REASON_GUEST_NOT_RUNNING = 'GuestNotRunning';
 export const REASON_POD_CONDITION_MISSING = 'PodConditionMissing';
 
@@ -405,7 +408,16 @@ export class VmiController {
       set('False', REASON_GUEST_NOT_RUNNING, 'Guest VM is not reported as running');
     else {
       const r = pod.status?.conditions?.find((c) => c.type === 'Ready');
-      if (r)
+      const current = getCondition(status.conditions, 'Ready');
+      // the Pod is ready but virt-handler says the domain is still starting or paused: the handler knows, keep its
+      // False (overwriting it with True made the two rewrite the status in turn while the domain stayed paused)
+      if (
+        r?.status === 'True' &&
+        current?.status === 'False' &&
+        HANDLER_DOMAIN_REASONS.includes(current.reason ?? '')
+      ) {
+        /* keep the handler's */
+      } else if (r)
         updateCondition(status, {
           type: 'Ready',
           status: r.status,
