@@ -1,8 +1,8 @@
 // Live migration through the two-node cluster (tools/cluster.sh up --nodes 2; issue 31): the tiny guest of
 // examples/vm-tiny.yaml (a containerDisk, the masquerade pod network) moves between the nodes by a
-// VirtualMachineInstanceMigration and by our virtctl's `migrate`; the guest does not reboot (its heartbeat counter
-// on the serial console goes on across the two launcher Pods' logs without a gap) and stays reachable through a
-// Service. Deleting a migration while it runs cancels it; a migration whose target Pod cannot be scheduled (the
+// VirtualMachineInstanceMigration, by our virtctl's `migrate` and by upstream KubeVirt's own virtctl's (v1.1.0,
+// tools/build-upstream-virtctl.sh); the guest does not reboot (its heartbeat counter on the serial console goes on
+// across the two launcher Pods' logs without a gap) and stays reachable through a Service. Deleting a migration while it runs cancels it; a migration whose target Pod cannot be scheduled (the
 // other node cordoned) fails once upstream's pending timeout (shortened by its annotation) passes; the admission
 // refuses a migration of a VMI that does not exist and a second one while one is in flight. Deleting the VM leaves
 // nothing on either node. Runs only when the cluster is up with two nodes (KVTS_REQUIRE_CLUSTER=1 in CI).
@@ -27,9 +27,12 @@ import {
   tinyVmManifest,
   twoNodeGate,
 } from './cluster.js';
+import { UPSTREAM_VIRTCTL, UPSTREAM_VIRTCTL_TAG, upstreamVirtctlGate } from './upstream-virtctl-bin.js';
 
 const { reason, requireCluster, clusterTest } = twoNodeGate('migration');
 const twoNodes = nodeNames().length >= 2;
+// the test of upstream's virtctl also needs its binary (skipped without it; failing under KVTS_REQUIRE_CLUSTER=1)
+const upstreamTest = reason || !twoNodes ? clusterTest : upstreamVirtctlGate('migration').upstreamTest;
 const NS = 'default';
 const VM = 'mig';
 const SLOW = 900_000;
@@ -229,35 +232,47 @@ describe(`Live migration between the two nodes (${reason ? `skipped: ${reason}` 
     SLOW,
   );
 
+  /** `virtctl migrate` (`argv`: the client's command line before `migrate`) moves the VM to the other node */
+  async function virtctlMigrates(argv: string[]): Promise<string> {
+    const source: string = vmiNow().status.nodeName;
+    const sourcePod = launcherPods(vmi.metadata.uid)[0]!.metadata.uid;
+    const known = new Set(
+      (getJson('vmim', '-n', NS)?.items ?? []).map((m: Obj) => m.metadata.name as string),
+    );
+    const out = spawnSync(argv[0]!, [...argv.slice(1), 'migrate', VM, '-n', NS], {
+      encoding: 'utf8',
+      env: { ...process.env, NODE_OPTIONS: '', KUBECONFIG },
+    });
+    if (out.status !== 0) throw new Error(`virtctl migrate: exit ${out.status}: ${out.stderr}`);
+    expect({ status: out.status, stdout: out.stdout, stderr: out.stderr }).toMatchObject({
+      status: 0,
+      stdout: `VM ${VM} was scheduled to migrate\n`,
+    });
+    const name = await waitFor(
+      'the migration virtctl created',
+      () =>
+        (getJson('vmim', '-n', NS)?.items ?? [])
+          .map((m: Obj) => m.metadata.name as string)
+          .find((n: string) => !known.has(n)),
+      60_000,
+      500,
+    );
+    await vmimEnds(name, 'Succeeded');
+    await migratedFrom(source, sourcePod, name);
+    return name;
+  }
+
   clusterTest(
     'virtctl migrate (ours) moves it back',
-    async () => {
-      const source: string = vmiNow().status.nodeName;
-      const sourcePod = launcherPods(vmi.metadata.uid)[0]!.metadata.uid;
-      const known = new Set(
-        (getJson('vmim', '-n', NS)?.items ?? []).map((m: Obj) => m.metadata.name as string),
-      );
-      const out = spawnSync(process.execPath, [VIRTCTL, 'migrate', VM, '-n', NS], {
-        encoding: 'utf8',
-        env: { ...process.env, NODE_OPTIONS: '', KUBECONFIG },
-      });
-      if (out.status !== 0) throw new Error(`virtctl migrate: exit ${out.status}: ${out.stderr}`);
-      expect({ status: out.status, stdout: out.stdout, stderr: out.stderr }).toMatchObject({
-        status: 0,
-        stdout: `VM ${VM} was scheduled to migrate\n`,
-      });
-      const name = await waitFor(
-        'the migration virtctl created',
-        () =>
-          (getJson('vmim', '-n', NS)?.items ?? [])
-            .map((m: Obj) => m.metadata.name as string)
-            .find((n: string) => !known.has(n)),
-        60_000,
-        500,
-      );
-      await vmimEnds(name, 'Succeeded');
-      await migratedFrom(source, sourcePod, name);
-    },
+    async () => void (await virtctlMigrates([process.execPath, VIRTCTL])),
+    SLOW,
+  );
+
+  // upstream KubeVirt's own virtctl (tools/build-upstream-virtctl.sh): its migrate creates the migration as it does
+  // against upstream's virt-api (name kubevirt-migrate-vm-*), and the migration completes
+  upstreamTest(
+    `virtctl migrate (upstream's ${UPSTREAM_VIRTCTL_TAG}) moves it again`,
+    async () => expect(await virtctlMigrates([UPSTREAM_VIRTCTL])).toMatch(/^kubevirt-migrate-vm-/),
     SLOW,
   );
 
