@@ -18,6 +18,8 @@ import {
   migrateCall,
   migrationDataGB,
   pauseForMigration,
+  sharedStorageNeedsUnsafe,
+  sharedStorageVolumes,
 } from './migration.js';
 
 const layout = createPodLayout('/pod');
@@ -146,6 +148,91 @@ describe('migrateCall: flags and parameters', () => {
       'target.disksURI: "/plain/path" is not a URI',
     );
     expect(checkMigrationTarget({ targetURI: 'qemu:///x', disksURI: DISKS_URI }).disksURI).toBe(DISKS_URI);
+  });
+});
+
+/** A VMI whose only disk is a filesystem claim's disk.img (the claim's access modes in its volume status). */
+function claimVmi(accessModes: string[], extra?: 'emptyDisk'): VirtualMachineInstance {
+  return {
+    apiVersion: 'kubevirt.io/v1',
+    kind: 'VirtualMachineInstance',
+    metadata: { name: 'vm', namespace: 'ns', uid: 'u1' },
+    spec: {
+      domain: {
+        resources: { requests: { memory: '128Mi' } },
+        devices: {
+          autoattachGraphicsDevice: false,
+          disks: [
+            { name: 'data', disk: { bus: 'virtio' } },
+            ...(extra ? [{ name: 'scratch', disk: { bus: 'virtio' } }] : []),
+          ],
+        },
+      },
+      volumes: [
+        { name: 'data', persistentVolumeClaim: { claimName: 'claim' } },
+        ...(extra ? [{ name: 'scratch', emptyDisk: { capacity: '1Gi' } }] : []),
+      ],
+    },
+    status: {
+      migrationMethod: 'LiveMigration',
+      volumeStatus: [{ name: 'data', persistentVolumeClaimInfo: { claimName: 'claim', accessModes } }],
+    },
+  } as unknown as VirtualMachineInstance;
+}
+
+describe('disks left in place on a ReadWriteMany claim: UNSAFE (libvirt 9.0 takes its directory for local storage)', () => {
+  const base = { targetURI: 'qemu+unix:///session?socket=/s/u1-source.sock', migrationURI: 'unix:///s/x' };
+
+  test('which volumes are shared storage: ReadWriteMany claims and shared hostDisks, not claims of other modes', () => {
+    expect([...sharedStorageVolumes(claimVmi(['ReadWriteMany']))]).toEqual(['data']);
+    expect([...sharedStorageVolumes(claimVmi(['ReadWriteOnce']))]).toEqual([]);
+    const v = vmi();
+    (v.spec.volumes![5] as { hostDisk: { shared?: boolean } }).hostDisk.shared = true;
+    // no volume status: the PVC's access modes are unknown (virt-controller has not reported them)
+    expect([...sharedStorageVolumes(v)]).toEqual(['ro-host']);
+    (v as { status?: object }).status = {
+      volumeStatus: [{ name: 'shared', persistentVolumeClaimInfo: { accessModes: ['ReadWriteMany'] } }],
+      migratedVolumes: [{ volumeName: 'shared' }],
+    };
+    expect([...sharedStorageVolumes(v)]).toEqual(['ro-host']); // a migrated volume is copied, not shared
+  });
+
+  test('a live migration of a VMI on a ReadWriteMany claim: LIVE, PEER2PEER, PERSIST_DEST and UNSAFE, nothing copied', () => {
+    const v = claimVmi(['ReadWriteMany']);
+    const xml = xmlOf(v);
+    const disks = parseDomainXml(xml).devices.disks ?? [];
+    expect(disks.map((d) => [d.type, d.alias, d.source?.file])).toEqual([
+      ['file', 'ua-data', expect.stringMatching(/\/data\/disk\.img$/)],
+    ]);
+    expect(sharedStorageNeedsUnsafe(v, disks, [])).toBe(true);
+    const { flags, params } = migrateCall({ ...base, blockMigration: false }, xml, { vmi: v });
+    expect(flags).toBe(Vir.MIGRATE_LIVE | Vir.MIGRATE_PEER2PEER | Vir.MIGRATE_PERSIST_DEST | Vir.MIGRATE_UNSAFE);
+    expect(params.migrateDisks).toBeUndefined();
+  });
+
+  test('a ReadWriteOnce claim: no UNSAFE (libvirt refuses, as LiveMigratable False does before it)', () => {
+    const v = claimVmi(['ReadWriteOnce']);
+    const { flags } = migrateCall({ ...base, blockMigration: false }, xmlOf(v), { vmi: v });
+    expect(flags & Vir.MIGRATE_UNSAFE).toBe(0);
+  });
+
+  test('a node-local writable disk left in place besides the claim: no UNSAFE; copied by a block migration: UNSAFE', () => {
+    const v = claimVmi(['ReadWriteMany'], 'emptyDisk');
+    const xml = xmlOf(v);
+    expect(migrateCall({ ...base, blockMigration: false }, xml, { vmi: v }).flags & Vir.MIGRATE_UNSAFE).toBe(0);
+    const block = migrateCall({ ...base, disksURI: DISKS_URI, blockMigration: true }, xml, { vmi: v });
+    expect(block.params.migrateDisks).toEqual(['vdb']);
+    expect(block.flags & Vir.MIGRATE_UNSAFE).toBe(Vir.MIGRATE_UNSAFE);
+  });
+
+  test('the block migration VMI with its PVC ReadWriteMany: its other kept disks are read-only or cdroms: UNSAFE', () => {
+    const v = vmi('BlockMigration');
+    (v as { status?: object }).status = {
+      migrationMethod: 'BlockMigration',
+      volumeStatus: [{ name: 'shared', persistentVolumeClaimInfo: { accessModes: ['ReadWriteMany'] } }],
+    };
+    const { flags } = migrateCall({ ...base, disksURI: DISKS_URI, blockMigration: true }, xmlOf(v), { vmi: v });
+    expect(flags & Vir.MIGRATE_UNSAFE).toBe(Vir.MIGRATE_UNSAFE);
   });
 });
 

@@ -271,6 +271,62 @@ export function diskTargetsForMigration(vmi: VirtualMachineInstance, disks: read
   return out;
 }
 
+/**
+ * The volumes both nodes reach as the same files, by what Kubernetes promises rather than by the filesystem under
+ * them: PVCs and DataVolumes whose access modes (status.volumeStatus[].persistentVolumeClaimInfo, which
+ * virt-controller fills from the claims) include ReadWriteMany, and hostDisks marked `shared: true`; a volume of
+ * status.migratedVolumes is copied instead. Upstream hands the mount paths of the ReadWriteMany filesystem claims to
+ * the launcher (SHARED_FILESYSTEM_PATHS) for libvirt's shared_filesystems.
+ */
+export function sharedStorageVolumes(vmi: VirtualMachineInstance): Set<string> {
+  const st = vmi.status as
+    | {
+        volumeStatus?: Array<{ name: string; persistentVolumeClaimInfo?: { accessModes?: string[] } }>;
+        migratedVolumes?: Array<{ volumeName?: string }>;
+      }
+    | undefined;
+  const rwx = new Set(
+    (st?.volumeStatus ?? [])
+      .filter((s) => s.persistentVolumeClaimInfo?.accessModes?.includes('ReadWriteMany'))
+      .map((s) => s.name),
+  );
+  const migrated = new Set((st?.migratedVolumes ?? []).map((v) => v.volumeName));
+  const out = new Set<string>();
+  for (const v of vmi.spec.volumes ?? []) {
+    const vol = v as Record<string, unknown> & { name: string; hostDisk?: { shared?: boolean } };
+    if (migrated.has(vol.name)) continue;
+    // a hostDisk with a claim's status is a claim's disk.img handed over as a hostDisk: shared as the claim is
+    if ((vol.persistentVolumeClaim || vol.dataVolume || vol.hostDisk) && rwx.has(vol.name)) out.add(vol.name);
+    else if (vol.hostDisk?.shared === true) out.add(vol.name);
+  }
+  return out;
+}
+
+/**
+ * Whether the migration has to tell libvirt that the disks it leaves in place are on shared storage
+ * (VIR_MIGRATE_UNSAFE). libvirt (qemuMigrationSrcIsSafe) checks every writable disk it does not copy: an image
+ * file must be on a filesystem it knows to be shared (NFS, Ceph, GlusterFS, ... by the statfs type, or, from
+ * libvirt 10, a path listed in qemu.conf's shared_filesystems), else it refuses the migration ("Migration without
+ * shared storage is unsafe"). A ReadWriteMany filesystem claim is shared whatever its filesystem: the storage
+ * add-on's local-path-shared is a directory both nodes see on the node's own ext4, and libvirt 9.0 (the launcher
+ * image's) has no shared_filesystems to be told so. True when such a file disk (sharedStorageVolumes) is left in
+ * place and so is every other writable file disk that is left in place; a node-local one keeps libvirt's refusal.
+ * The flag also skips libvirt's cache-mode check of those disks, which this QEMU passes anyway: it drops an image's
+ * page cache when the target takes the disk over (libvirt's migration drop-cache capability, which it counts as safe
+ * with any cache mode).
+ */
+export function sharedStorageNeedsUnsafe(
+  vmi: VirtualMachineInstance,
+  disks: readonly Disk[],
+  copied: readonly string[],
+): boolean {
+  const shared = sharedStorageVolumes(vmi);
+  const kept = disks.filter(
+    (d) => d.type === 'file' && d.source?.file && !d.readonly && !copied.includes(d.target.dev),
+  );
+  return kept.some((d) => shared.has(diskVolumeName(d))) && kept.every((d) => shared.has(diskVolumeName(d)));
+}
+
 /** libvirt takes migrate_disks_detect_zeroes from 10.9.0 on (virConnectGetLibVersion's number: major*1e6+minor*1e3+micro). */
 export const DETECT_ZEROES_MIN_LIBVIRT = 10_009_000;
 
@@ -327,19 +383,20 @@ export function migrateCall(
   if (mo.parallelMigrationThreads) params.parallelConnections = mo.parallelMigrationThreads;
   let flags = Vir.MIGRATE_PEER2PEER | Vir.MIGRATE_PERSIST_DEST;
   if (!block.pauseGuest) flags |= Vir.MIGRATE_LIVE;
+  const domainDisks = block.vmi ? (parseDomainXml(sourceXml).devices.disks ?? []) : [];
+  let copied: string[] = [];
   if (mo.blockMigration) {
     flags |= Vir.MIGRATE_NON_SHARED_INC;
     // libvirt refuses migrate_disks without a NON_SHARED flag: the disks are named only for a block migration
-    const disks = block.vmi
-      ? diskTargetsForMigration(block.vmi, parseDomainXml(sourceXml).devices.disks ?? [])
-      : [];
-    if (disks.length > 0) {
-      params.migrateDisks = disks;
+    copied = block.vmi ? diskTargetsForMigration(block.vmi, domainDisks) : [];
+    if (copied.length > 0) {
+      params.migrateDisks = copied;
       if (mo.disksURI) params.disksUri = mo.disksURI;
-      if ((block.libvirtVersion ?? 0) >= DETECT_ZEROES_MIN_LIBVIRT) params.migrateDisksDetectZeroes = disks;
+      if ((block.libvirtVersion ?? 0) >= DETECT_ZEROES_MIN_LIBVIRT) params.migrateDisksDetectZeroes = copied;
     }
   }
-  if (mo.unsafe) flags |= Vir.MIGRATE_UNSAFE;
+  if (mo.unsafe || (block.vmi && sharedStorageNeedsUnsafe(block.vmi, domainDisks, copied)))
+    flags |= Vir.MIGRATE_UNSAFE;
   if (mo.allowAutoConverge && !block.pauseGuest) flags |= Vir.MIGRATE_AUTO_CONVERGE;
   if (mo.allowPostCopy && !block.pauseGuest) flags |= Vir.MIGRATE_POSTCOPY;
   if (mo.parallelMigrationThreads) flags |= Vir.MIGRATE_PARALLEL;
