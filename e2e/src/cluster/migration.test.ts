@@ -122,6 +122,8 @@ describe(`Live migration between the two nodes (${reason ? `skipped: ${reason}` 
     kubectlTry('delete', 'migrationpolicy', POLICY, '--ignore-not-found');
     kubectlTry('delete', 'service', '-n', NS, VM, '--ignore-not-found');
     kubectlTry('delete', 'vm', '-n', NS, VM, '--ignore-not-found', '--wait=true', '--timeout=300s');
+    // the finished migrations stay after the VMI (as upstream's): the run's own, by the label the admission sets
+    kubectlTry('delete', 'vmim', '-n', NS, '-l', `kubevirt.io/vmi-name=${VM}`, '--ignore-not-found');
   });
 
   clusterTest('deploy/ applied: virt-handler Ready on both nodes', deployKubevirtTs, SLOW);

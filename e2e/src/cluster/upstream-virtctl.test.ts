@@ -122,8 +122,10 @@ describe(`upstream virtctl ${TAG} against kubevirt-ts (${reason ? `not run: ${re
   gate.requireCluster();
   afterAll(() => {
     for (const c of children) c.kill('SIGKILL');
-    if (!reason)
-      kubectlTry('delete', 'vm', '-n', NS, VM, '--ignore-not-found', '--wait=true', '--timeout=300s');
+    if (reason) return;
+    kubectlTry('delete', 'vm', '-n', NS, VM, '--ignore-not-found', '--wait=true', '--timeout=300s');
+    // a migration left by a failed migrate test (migrate-cancel deletes it otherwise)
+    kubectlTry('delete', 'vmim', '-n', NS, '-l', `kubevirt.io/vmi-name=${VM}`, '--ignore-not-found');
   });
 
   clusterTest(
