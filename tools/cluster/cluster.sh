@@ -14,6 +14,8 @@
 #   env             print `export KUBECONFIG=...` for a shell
 #   node-pid NODE   the root-namespace pid of NODE's init (/proc/<pid>/root is the node's file system view)
 #   kill-node NODE  a power cut of NODE: every process of it killed at once (up again restarts it)
+#   block-volumes   the loop devices and Block PersistentVolumes of `up` (made when missing), Released ones wiped and
+#                   Available again, then their list
 #   leftovers       what down would complain about
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -289,7 +291,144 @@ cmd_up() {
   kc label --overwrite "node/$(node_name 1)" node-role.kubernetes.io/control-plane= >/dev/null
   # Pods can be created in "default" once the service account controller made its account
   wait_for "serviceaccount default/default" 60 kc -n default get serviceaccount default
+  # loop devices and their Block PersistentVolumes (README "Block volumes")
+  block_volumes "$n"
   log "up in $((SECONDS - t0))s; $n node(s) Ready; export KUBECONFIG=$ADMIN_KUBECONFIG"
+}
+
+# --- block volumes (README "Block volumes") ------------------------------------------------------------------------
+# Per node BLOCK_PER_NODE sparse files nodes/<node>/block/disk<j>.img, each on a loop device (the nodes share the
+# root namespace's devtmpfs /dev, so /dev/loopN is the same device node on every node and in the root namespace;
+# kubelet gives it to a Pod as a volumeDevice), offered as a static `local` PersistentVolume <node>-block-<j> of
+# StorageClass local-block (no provisioner, WaitForFirstConsumer, Retain).
+
+# loop_of FILE: the loop device(s) FILE is attached to (none: empty)
+loop_of() { losetup -n -O NAME -j "$1" 2>/dev/null | awk 'NF {print $1}'; }
+
+# block_attach I J: node I's volume J: its sparse file and loop device (made when missing); prints the device
+block_attach() {
+  local f dev
+  f="$(node_block_file "$1" "$2")"
+  mkdir -p "$(dirname "$f")"
+  [ -f "$f" ] || truncate -s "${BLOCK_SIZE_MIB}M" "$f"
+  dev="$(loop_of "$f" | awk 'NR == 1')"
+  [ -n "$dev" ] || dev="$(losetup --find --show "$f")"
+  [ -b "$dev" ] || die "block volume $f: $dev is not a block device"
+  echo "$dev"
+}
+
+block_pv_manifest() { # block_pv_manifest I J DEV
+  cat <<EOF
+apiVersion: v1
+kind: PersistentVolume
+metadata:
+  name: $(node_block_pv "$1" "$2")
+  labels:
+    app.kubernetes.io/part-of: kubevirt-ts-cluster
+    kubevirt-ts.io/block-volume: "true"
+  annotations:
+    kubevirt-ts.io/backing-file: $(node_block_file "$1" "$2")
+spec:
+  capacity:
+    storage: ${BLOCK_SIZE_MIB}Mi
+  volumeMode: Block
+  accessModes: [ReadWriteOnce]
+  persistentVolumeReclaimPolicy: Retain
+  storageClassName: $BLOCK_CLASS
+  local:
+    path: $3
+  nodeAffinity:
+    required:
+      nodeSelectorTerms:
+        - matchExpressions:
+            - key: kubernetes.io/hostname
+              operator: In
+              values: [$(node_name "$1")]
+EOF
+}
+
+# block_wipe DEV: zeroes (a discard punches holes into the sparse file, which stays sparse; dd when that fails)
+block_wipe() {
+  blkdiscard "$1" 2>/dev/null || dd if=/dev/zero of="$1" bs=1M count="$BLOCK_SIZE_MIB" conv=fsync status=none
+}
+
+# block_volumes N: the class, every node's loop devices and PersistentVolumes, made when missing (idempotent); a
+# volume Released (its claim deleted; Retain) or Failed is wiped and made Available again (its claimRef removed)
+block_volumes() {
+  local n="$1" i j dev name pv path phase
+  kc apply -f - >/dev/null <<EOF
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: $BLOCK_CLASS
+  labels:
+    app.kubernetes.io/part-of: kubevirt-ts-cluster
+provisioner: kubernetes.io/no-provisioner
+volumeBindingMode: WaitForFirstConsumer
+reclaimPolicy: Retain
+EOF
+  for i in $(seq "$n"); do
+    for j in $(seq "$BLOCK_PER_NODE"); do
+      dev="$(block_attach "$i" "$j")"
+      # the node's kubelet resolves the PV's path in the node's mount namespace
+      in_node "$i" test -b "$dev" || die "$(node_name "$i"): $dev is not a block device in the node's mount namespace"
+      name="$(node_block_pv "$i" "$j")"
+      pv="$(kc get pv "$name" -o jsonpath='{.spec.local.path} {.status.phase}' --ignore-not-found)"
+      path="${pv%% *}" phase="${pv#* }"
+      if [ -n "$pv" ] && [ "$path" != "$dev" ]; then
+        # the file was attached anew (another loop device): a volume nobody uses is replaced
+        if [ "$phase" = Bound ]; then log "block volume $name is Bound but names $path, not $dev: left as it is"; continue; fi
+        kc delete pv "$name" --wait=true >/dev/null
+        pv=""
+      fi
+      if [ -z "$pv" ]; then
+        block_wipe "$dev"
+        block_pv_manifest "$i" "$j" "$dev" | kc create -f - >/dev/null
+        log "block volume $name: $dev ($(node_block_file "$i" "$j"), ${BLOCK_SIZE_MIB} MiB) on $(node_name "$i")"
+      elif [ "$phase" = Released ] || [ "$phase" = Failed ]; then
+        block_wipe "$dev"
+        kc patch pv "$name" --type json -p '[{"op":"remove","path":"/spec/claimRef"}]' >/dev/null
+        log "block volume $name was $phase: wiped, Available again"
+      fi
+    done
+  done
+}
+
+# block_holders DEV: loop devices whose backing file is the device node DEV itself (kubelet keeps a mapped block
+# volume open with a loop device on its device node, named by a path in the node's mount namespace: matched by the
+# node's device and inode, as losetup reports them; left behind when a node is killed without unmapping)
+block_holders() {
+  local id
+  id="$(stat -c '%Hd:%Ld %i' "$1")" || return 0
+  losetup -n -l -O NAME,BACK-MAJ:MIN,BACK-INO 2>/dev/null | awk -v d="$1" -v id="$id" '$1 != d && ($2 " " $3) == id {print $1}'
+}
+
+# block_detach_all: every loop device on the cluster's block files detached (loop devices over them first), the
+# files removed
+block_detach_all() {
+  local f dev h
+  for f in "$STATE_DIR"/nodes/*/block/disk*.img; do
+    [ -f "$f" ] || continue
+    for dev in $(loop_of "$f"); do
+      for h in $(block_holders "$dev"); do losetup -d "$h" 2>/dev/null || log "losetup -d $h (over $dev) failed"; done
+      losetup -d "$dev" 2>/dev/null || log "losetup -d $dev ($f) failed"
+    done
+    rm -f "$f"
+  done
+  rmdir "$STATE_DIR"/nodes/*/block 2>/dev/null || true
+}
+
+# block_list: the block volumes: loop device, PersistentVolume, its phase and claim, file
+block_list() {
+  local f dev pvs=""
+  [ -z "${KUBE_DIR:-}" ] || pvs="$(kc get pv -l kubevirt-ts.io/block-volume=true --no-headers \
+    -o custom-columns='P:.spec.local.path,N:.metadata.name,S:.status.phase,NS:.spec.claimRef.namespace,C:.spec.claimRef.name' 2>/dev/null || true)"
+  for f in "$STATE_DIR"/nodes/*/block/disk*.img; do
+    [ -f "$f" ] || continue
+    dev="$(loop_of "$f" | paste -sd, -)"
+    printf 'block volume %-12s %-42s %s\n' "${dev:-(detached)}" \
+      "$(awk -v d="$dev" '$1 == d {print $2, $3, ($4 == "<none>" ? "" : $4 "/" $5)}' <<<"$pvs")" "$f"
+  done
 }
 
 # import_archive I ARCHIVE: imports one archive into node I's containerd of tools/images/build.sh, prints the name it got. An OCI archive
@@ -420,6 +559,11 @@ leftovers() { # prints what the cluster could leave behind; empty when clean
   # mount namespaces and go with them)
   awk -v a="$STATE_DIR" -v b="/run/netns/$NS_PREFIX" 'index($2,a)==1||index($2,b)==1 {print "mount: " $2}' /proc/self/mounts
   ls -d /sys/fs/cgroup/*/"${NS_PREFIX}"node* 2>/dev/null | sed 's/^/cgroup: /' || true
+  # loop devices on the block volumes' files (a deleted file stays attached until detached), and kubelet's over them
+  # (named by the node's path of the mapped volume, under the PersistentVolume's name)
+  losetup -n -l -O NAME,BACK-FILE 2>/dev/null |
+    awk -v a="$STATE_DIR/" -v k="/kubernetes.io~local-volume/volumeDevices/$NODE_NAME_PREFIX" \
+      'index($2,a)==1 || index($2,k) > 0 {print "loop device: " $0}' || true
 }
 
 cmd_down() {
@@ -477,6 +621,8 @@ cmd_down() {
     fi
     rm -f "$(pidfile "$name-init")" "$(node_dir "$i")/ready"
   done
+  # the block volumes' loop devices (their PersistentVolumes go with etcd's data)
+  block_detach_all
   stop kube-apiserver
   stop etcd
   # the cluster's objects do not outlive it: the next `up` starts from an empty etcd (certificates, kubeconfigs,
@@ -524,6 +670,7 @@ cmd_status() {
     KUBE_DIR="$(bash "$root/tools/testenv/build-kube-apiserver.sh" kube-apiserver kubectl)"
     kc get nodes -o wide 2>&1 || true
   fi
+  block_list
 }
 
 case "${1:-}" in
@@ -550,6 +697,15 @@ case "${1:-}" in
     done
     die "kill-node: no node '${2:-}' is up"
     ;;
+  block-volumes)
+    # the loop devices and PersistentVolumes `up` makes, made again when missing; Released ones wiped and
+    # Available again (a test that deleted its claim calls this); then the list
+    need_root
+    [ "$(nodes_up)" -gt 0 ] || die "the cluster is not up (bash tools/cluster.sh up)"
+    KUBE_DIR="$(kube_dir)"
+    block_volumes "$(nodes_up)"
+    block_list
+    ;;
   leftovers) leftovers ;;
-  *) echo "usage: tools/cluster.sh up [--nodes N]|down|status|load-images|deploy|env|node-pid NODE|kill-node NODE|leftovers" >&2; exit 2 ;;
+  *) echo "usage: tools/cluster.sh up [--nodes N]|down|status|load-images|deploy|env|node-pid NODE|kill-node NODE|block-volumes|leftovers" >&2; exit 2 ;;
 esac

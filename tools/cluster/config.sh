@@ -48,5 +48,13 @@ node_cgroup() { echo "/${NS_PREFIX}node$1"; } # kubelet's cgroupRoot, in every v
 node_containerd_state() { echo "/run/kubevirt-ts-containerd-$(node_name "$1")"; }
 node_containerd_sock() { echo "$(node_containerd_state "$1")/containerd.sock"; }
 node_containerd_root() { echo "$(node_dir "$1")/containerd"; }
+# block volumes (README "Block volumes"): per node, BLOCK_PER_NODE sparse files of BLOCK_SIZE_MIB MiB in
+# nodes/<node>/block/, each attached to a loop device and offered as a static `local` PersistentVolume
+# (volumeMode Block, node affinity to its node) of StorageClass BLOCK_CLASS
+BLOCK_PER_NODE="${KVTS_BLOCK_PER_NODE:-3}"
+BLOCK_SIZE_MIB="${KVTS_BLOCK_SIZE_MIB:-128}"
+BLOCK_CLASS="local-block"
+node_block_file() { echo "$(node_dir "$1")/block/disk$2.img"; } # node i, volume j (1-based)
+node_block_pv() { echo "$(node_name "$1")-block-$2"; }
 # the node count of the cluster that is up (cluster.sh up --nodes N writes it)
 nodes_up() { cat "$RUN_DIR/nodes" 2>/dev/null || echo 0; }

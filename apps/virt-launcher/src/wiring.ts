@@ -15,6 +15,7 @@ import {
 } from '@kubevirt-ts/libvirt-manager';
 import type { Connection } from '@kubevirt-ts/node-libvirt';
 import { upstreamMigrationTarget } from '@kubevirt-ts/cmd-protocol';
+import { blockVolumesInPod } from '@kubevirt-ts/disks';
 import { createLayout } from './layout.js';
 import { startPrivateDaemon, type SessionDaemon } from './early.js';
 
@@ -141,18 +142,22 @@ export const openDomainLayer = {
     const { Connection } = await nodeLibvirt();
     const holder = new ConnectionHolder(() => Connection.open(daemon.uri));
     const conn = await holder.get();
+    const layout = createLayout(opts.root);
     const base: ConverterContext = {
       allowEmulation: opts.allowEmulation,
       kvmAvailable: kvmAvailable(opts.allowEmulation),
-      layout: createLayout(opts.root),
+      layout,
       ...(opts.podNetworkBinding ? { podNetworkBinding: opts.podNetworkBinding } : {}),
     };
     // the handler's VirtualMachineOptions (SMBIOS, balloon stats period, disksInfo, cluster config)
     // applied as libvirt-manager does; upstream logs the serial console to a file unless the cluster
     // config disables it. What this launcher found on disk wins over the handler's disksInfo: it is
     // the file QEMU will open.
-    const context = (vmi: VirtualMachineInstance, options: SyncOptions | undefined): ConverterContext =>
-      launcherContext(base, vmi, options, opts.disksInfo?.());
+    // Block claims: the volumes whose /dev/<volume> is a block device in this Pod (read at each sync)
+    const context = (vmi: VirtualMachineInstance, options: SyncOptions | undefined): ConverterContext => ({
+      ...launcherContext(base, vmi, options, opts.disksInfo?.()),
+      ...blockVolumesInPod(vmi, layout),
+    });
     const shareDir = opts.shareDir;
     const manager = new DomainManager({
       connection: holder,

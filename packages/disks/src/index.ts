@@ -8,6 +8,7 @@ import path from 'node:path';
 import { parseQuantity, yaml, type VirtualMachineInstance } from '@kubevirt-ts/api';
 import { run, which } from './exec.js';
 import { makeIsoFromDir, makeIsoFromFiles } from './iso.js';
+import { isBlockDevice } from './block.js';
 import {
   ClaimImageError,
   bytesAvailable,
@@ -19,6 +20,7 @@ import {
 import type { ConfigSourceKind, PodLayout } from '@kubevirt-ts/converter';
 
 export { makeIsoFromDir, makeIsoFromFiles } from './iso.js';
+export { blockVolumesInPod, isBlockDevice, type BlockVolumes } from './block.js';
 export { run, which } from './exec.js';
 export {
   ClaimImageError,
@@ -462,7 +464,8 @@ async function prepareClaimImage(
   const statuses = vmi.status?.volumeStatus ?? [];
   const si = statuses.findIndex((s) => s.name === vol.name);
   const info = si >= 0 ? statuses[si]!.persistentVolumeClaimInfo : undefined;
-  if (info?.volumeMode === 'Block') return undefined;
+  // a Block claim is a device in the Pod, not a directory (also when virt-controller has not reported it yet)
+  if (info?.volumeMode === 'Block' || isBlockDevice(paths.blockVolumeDevice(vol.name))) return undefined;
   const kind = `${src} disk.img`;
   const file = paths.filesystemVolumeImage(vol.name);
   const dir = path.dirname(file);

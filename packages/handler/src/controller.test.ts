@@ -94,6 +94,7 @@ function setup(
     nodeName?: string;
     migration?: ControllerOptions['migration'];
     containerDisks?: ControllerOptions['containerDisks'];
+    blockDevices?: ControllerOptions['blockDevices'];
   } = {},
 ) {
   const vmis = new Map<string, VirtualMachineInstance>();
@@ -123,6 +124,7 @@ function setup(
       nodeName: o.nodeName ?? 'n1',
       migration: o.migration,
       containerDisks: o.containerDisks,
+      blockDevices: o.blockDevices,
       podsDir: path.join(dir, 'pods'),
       handlerDir: path.join(dir, 'handler'),
       notifySocket: path.join(dir, 'handler', 'notify.sock'),
@@ -168,6 +170,44 @@ describe('VmiController.reconcile', () => {
     expect(writes.map((w) => w!.phase)).toEqual(['Running']);
     expect(events.map((e) => e.reason)).toEqual(['Started']);
     expect(c.ghosts.get('u1')).toMatchObject({ name: 'vm', namespace: 'ns', podUid: 'pod-a' });
+  });
+
+  it("the Pod's block devices are given to the launcher before the first sync; a failure is SyncFailed, no sync, retried", async () => {
+    const seen: string[] = [];
+    let fail = true;
+    const a0: { calls: string[] } = { calls: [] };
+    const { c, vmis, events, requeues } = setup({
+      blockDevices: async (v, l) => {
+        seen.push(`${v.metadata.uid} ${l.podUid} ${path.basename(l.socketPath)} calls=${a0.calls.length}`);
+        if (fail)
+          throw new Error(
+            'spec.volumes[0].persistentVolumeClaim: the claim is volumeMode Block but the launcher Pod has no device /dev/data',
+          );
+        return [{ volume: 'data', path: '/proc/1/root/dev/data', changed: true }];
+      },
+    });
+    await c.ghosts.load(log);
+    const a = await fakeLauncher(path.join(dir, 'pods'), 'pod-a');
+    a0.calls = a.calls;
+    vmis.set('ns/vm', vmi('vm', 'u1', 'pod-a'));
+    await c.reconcile('ns/vm');
+    expect(a.calls).toEqual([]);
+    expect(events).toEqual([
+      {
+        type: 'Warning',
+        reason: 'SyncFailed',
+        message:
+          'spec.volumes[0].persistentVolumeClaim: the claim is volumeMode Block but the launcher Pod has no device /dev/data',
+      },
+    ]);
+    expect(requeues).toContain(5_000);
+    fail = false;
+    await c.reconcile('ns/vm');
+    expect(a.calls).toEqual(['sync u1']);
+    // before each attempt, never after the sync
+    expect(seen).toEqual(['u1 pod-a launcher-sock calls=0', 'u1 pod-a launcher-sock calls=0']);
+    await c.reconcile('ns/vm');
+    expect(seen).toHaveLength(2);
   });
 
   it('a VMI recreated under the same name never adopts the old domain: the old one is killed, the new one synced to its own launcher', async () => {

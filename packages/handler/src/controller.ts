@@ -42,6 +42,7 @@ import {
   migrationStarted,
   sourceAfterMigration,
 } from './migration-roles.js';
+import { blockVolumeCandidates, prepareBlockDevices, type PreparedBlockDevice } from './block-devices.js';
 import { NotifyPipe } from './notify-pipe.js';
 import {
   findLauncherProcess,
@@ -81,6 +82,15 @@ export type NetworkSetup = (
   launcher: LauncherRef,
 ) => Promise<PodNetworkConfig | undefined | void>;
 
+/**
+ * Block volumes, run before the first sync of a VMI and before a migration target is prepared (default:
+ * block-devices.ts, the launcher's uid given the Pod's block device nodes; nothing without claim volumes).
+ */
+export type BlockDeviceSetup = (
+  vmi: VirtualMachineInstance,
+  launcher: LauncherRef,
+) => Promise<PreparedBlockDevice[] | undefined | void>;
+
 /** The migration roles' parts (see README "Migration roles"). */
 export interface MigrationRoleOptions {
   proxy: MigrationProxyManager;
@@ -116,6 +126,8 @@ export interface ControllerOptions {
   /** reported as status.launcherContainerImageVersion */
   launcherImageVersion?: string;
   networkSetup?: NetworkSetup;
+  /** gives the launcher's user the Pod's block volume devices (default: prepareBlockDevices through /proc/<pid>/root) */
+  blockDevices?: BlockDeviceSetup;
   /** bind-mounts containerDisk / kernelBoot container files into launcher Pods (none: the files are there) */
   containerDisks?: ContainerDisks;
   getVmi: (key: string) => VirtualMachineInstance | undefined;
@@ -218,6 +230,7 @@ export class VmiController {
   private readonly now: () => number;
 
   private readonly networkSetup: NetworkSetup;
+  private readonly blockDevices: BlockDeviceSetup;
 
   constructor(o: ControllerOptions, onDomainChange: (key: string) => void) {
     this.o = o;
@@ -225,6 +238,15 @@ export class VmiController {
       o.networkSetup ??
       ((vmi, l) =>
         setUpPodNetwork(vmi, l, { launcherUid: o.launcherUid, handlerDir: o.handlerDir, log: o.log }));
+    this.blockDevices =
+      o.blockDevices ??
+      (async (vmi, l) => {
+        if (blockVolumeCandidates(vmi).length === 0) return [];
+        const { pid } = await findLauncherProcess(l.socketPath, o.launcherUid, '/proc', {
+          allowNodeNetwork: true,
+        });
+        return prepareBlockDevices(vmi, `/proc/${pid}/root`, o.launcherUid, o.launcherGid ?? o.launcherUid);
+      });
     this.now = o.now ?? Date.now;
     this.domains = new DomainCache(onDomainChange);
     this.ghosts = new GhostRecords(o.handlerDir);
@@ -565,11 +587,13 @@ export class VmiController {
       await this.recordGhost(vmi, l.socketPath, podUid);
       try {
         await this.o.containerDisks?.mount(vmi, podUid);
-        const net = await this.networkSetup(vmi, {
+        const ref: LauncherRef = {
           socketPath: l.socketPath,
           podUid,
           shareDir: podPublicDir(this.o.podsDir, podUid),
-        });
+        };
+        await this.prepareBlockDevices(vmi, ref);
+        const net = await this.networkSetup(vmi, ref);
         this.notePodAddresses(vmi, uid, net || undefined);
         await l.client.syncVMI(vmi, this.o.vmOptions ?? syncOptions({}));
         this.synced.add(uid);
@@ -671,6 +695,19 @@ export class VmiController {
     if (!p) return;
     await p.stopTargetListener(uid);
     await p.stopSourceListener(uid);
+  }
+
+  /** The Pod's block volume devices given to the launcher's user (logged when one changed). */
+  private async prepareBlockDevices(vmi: VirtualMachineInstance, ref: LauncherRef): Promise<void> {
+    const done = (await this.blockDevices(vmi, ref)) || [];
+    const changed = done.filter((d) => d.changed).map((d) => d.volume);
+    if (changed.length)
+      this.o.log.info('block volume devices given to the launcher user', {
+        namespace: vmi.metadata.namespace,
+        name: vmi.metadata.name,
+        uid: vmi.metadata.uid,
+        volumes: changed,
+      });
   }
 
   /** Writes a status when it differs, then its events. */
@@ -783,6 +820,7 @@ export class VmiController {
       const ref: LauncherRef = { socketPath: l.socketPath, podUid, shareDir };
       try {
         await this.o.containerDisks?.mount(vmi, podUid);
+        await this.prepareBlockDevices(vmi, ref);
         await this.networkSetup(vmi, ref);
         await l.client.prepareMigrationTarget(vmi, this.o.vmOptions ?? syncOptions({}));
         // the libvirt connection, QEMU's stream and, for a block migration, the target QEMU's NBD server

@@ -11,6 +11,7 @@ export {
   type ControllerOptions,
   type KubeWriter,
   type NetworkSetup,
+  type BlockDeviceSetup,
   type MigrationRoleOptions,
   DEFAULT_LAUNCHER_LIBVIRT_SOCKET,
 } from './controller.js';
@@ -33,6 +34,7 @@ export {
   type MigrationTls,
 } from './migration-proxy.js';
 export * from './pod-network.js';
+export * from './block-devices.js';
 export * from './subresource-endpoint.js';
 export * from './container-disks.js';
 export * from './launcher-socket.js';
