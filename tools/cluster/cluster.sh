@@ -29,7 +29,7 @@ need_root() { [ "$(id -u)" = 0 ] || die "run as root"; }
 kube_dir() { bash "$root/tools/testenv/build-kube-apiserver.sh" kube-apiserver kubectl kubelet kube-scheduler kube-controller-manager kube-proxy; }
 bins() {
   KUBE_DIR="$(kube_dir)"
-  for c in etcd containerd runc ctr openssl iptables nsenter unshare curl; do command -v "$c" >/dev/null || die "$c is missing (bash tools/setup.d/60-cluster.sh installs the node's Debian packages)"; done
+  for c in etcd containerd runc ctr openssl iptables nsenter unshare curl losetup; do command -v "$c" >/dev/null || die "$c is missing (bash tools/setup.d/60-cluster.sh installs the node's Debian packages)"; done
   [ -x "$CNI_BIN_DIR/bridge" ] || die "CNI plugins missing in $CNI_BIN_DIR (Debian containernetworking-plugins)"
 }
 
