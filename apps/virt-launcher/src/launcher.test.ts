@@ -36,6 +36,7 @@ function fakeLayer(): DomainLayer {
       return 'shutdown';
     },
     killVMI: async () => void calls.push('kill'),
+    prepareMigrationTarget: async () => void calls.push('prepare-target'),
     getDomain: async () => ({ domainName: 'ns_vm' }),
     getUsers: async () => ({ items: [{ userName: 'root', loginTime: 1 }] }),
     getFilesystems: async () => ({ items: [{ diskName: 'vda1', mountPoint: '/', fileSystemType: 'ext4' }] }),
@@ -179,6 +180,24 @@ describe('Launcher lifecycle', () => {
     client.close();
     expect(res).toMatchObject({ exitCode: 0, reason: 'GuestShutdown' });
     expect(calls).toContain('shutdown:7:true');
+  });
+
+  it('SIGTERM on a migration target once the migrated domain runs there: ACPI shutdown with the grace period', async () => {
+    const { l, client } = await started(config());
+    await client.prepareMigrationTarget(vmi as never);
+    emit(ev('MODIFIED', 'Running', 'Migrated'));
+    const res = await l.terminate('SIGTERM');
+    client.close();
+    expect(res).toMatchObject({ exitCode: 0, reason: 'GuestShutdown' });
+    expect(calls).toEqual(['prepare-target', 'shutdown:7:true', 'close', 'stop-daemon']);
+  });
+
+  it('SIGTERM on a migration target before any domain arrived: exit 0 at once', async () => {
+    const { l, client } = await started(config());
+    await client.prepareMigrationTarget(vmi as never);
+    client.close();
+    expect(await l.terminate('SIGTERM')).toMatchObject({ exitCode: 0, reason: 'Terminated' });
+    expect(calls).not.toContain('shutdown:7:true');
   });
 
   it('SIGTERM before any domain: exit 0 at once', async () => {

@@ -367,6 +367,9 @@ export class Launcher extends EventEmitter {
       finalizeMigration: delegate('finalizeMigration') as CmdBackend['finalizeMigration'],
       async prepareMigrationTarget(vmi, options) {
         checkVmi(vmi);
+        // the VMI whose domain arrives here: once it runs, SIGTERM shuts it down (ACPI, grace period) as for a domain
+        // this launcher started itself; without it a migrated-in guest was killed with the launcher at once
+        self.vmi = vmi;
         if (!self.prepared) {
           const prepared = await prepareVolumes(vmi, self.paths, {
             owner: self.config.libvirtUser,
