@@ -344,3 +344,128 @@ export function cniGateway(node: string): string {
   if (!m) throw new Error(`node ${node}: spec.podCIDR ${cidr} is not a /24`);
   return `${m[1]}.1`;
 }
+
+/**
+ * examples/vm-tiny.yaml as VM `name` in `namespace` with a virtio disk `data` (serial `serial`) on the claim `claim`:
+ * the guest reads and rewrites its marker there (`kvts.marker=<serial>`, tools/guest), `kernelArgs` are added to the
+ * guest's; no network in the guest (the Pod network stays attached). `containerDisk: false` leaves out the image's
+ * blank containerDisk, so the claim is the VM's only volume.
+ */
+export function claimDiskVmManifest(o: {
+  name: string;
+  namespace: string;
+  claim: string;
+  serial: string;
+  kernelArgs?: string;
+  containerDisk?: boolean;
+}): string {
+  const keep = o.containerDisk !== false;
+  const vm = tinyVmManifest(o.name)
+    .replace(/^ {2}namespace: default$/m, `  namespace: ${o.namespace}`)
+    .replace(
+      /kvts\.disks kvts\.net$/m,
+      `kvts.disks kvts.marker=${o.serial}${o.kernelArgs ? ` ${o.kernelArgs}` : ''}`,
+    )
+    .replace(
+      /^( +)- name: containerdisk\n( +)disk:\n( +)bus: virtio$/m,
+      (all, a: string, b: string, c: string) =>
+        `${keep ? `${all}\n` : ''}${a}- name: data\n${b}serial: ${o.serial}\n${b}disk:\n${c}bus: virtio`,
+    )
+    .replace(
+      /^( +)- name: containerdisk\n( +)containerDisk:\n(?:\2 +\S.*(?:\n|$))*/m,
+      (all, a: string, b: string) =>
+        `${a}- name: data\n${b}persistentVolumeClaim:\n${b}  claimName: ${o.claim}\n${keep ? all : ''}`,
+    );
+  if (
+    !vm.includes(`namespace: ${o.namespace}`) ||
+    !vm.includes(`claimName: ${o.claim}`) ||
+    !vm.includes(`serial: ${o.serial}`) ||
+    !vm.includes(`kvts.marker=${o.serial}`) ||
+    vm.includes('containerdisk') !== keep
+  )
+    throw new Error('examples/vm-tiny.yaml changed: the PVC disk could not be added');
+  return vm;
+}
+
+/** our virtctl (packages/virtctl) in `namespace`, with the admin kubeconfig: its stdout, or an error with its output */
+export function virtctlIn(namespace: string, ...args: string[]): string {
+  const out = spawnSync(
+    process.execPath,
+    [path.join(REPO, 'packages/virtctl/dist/cli.js'), ...args, '-n', namespace],
+    {
+      encoding: 'utf8',
+      env: { ...process.env, NODE_OPTIONS: '', KUBECONFIG },
+    },
+  );
+  if (out.status !== 0) throw new Error(`virtctl ${args.join(' ')}: ${out.stderr}${out.stdout}`);
+  return out.stdout;
+}
+
+/** The guest's marker in the first 512-byte block of a disk image (tools/guest kvts.marker), as the root namespace reads it. */
+export function markerOnDisk(image: string): string {
+  return readFileSync(image).subarray(0, 512).toString('latin1').replace(/\0+$/, '').trim();
+}
+
+/** A claim's volume directory as the root namespace sees it: a node-local one (node affinity) through its node's mount namespace. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed kubectl JSON, read field by field in tests
+export function volumeDir(pv: Record<string, any>): string {
+  const node: string | undefined =
+    pv.spec.nodeAffinity?.required.nodeSelectorTerms[0].matchExpressions[0].values[0];
+  return node ? onNode(node, pv.spec.hostPath.path) : pv.spec.hostPath.path;
+}
+
+/** Creates a VirtualMachineInstanceMigration of VMI `vmi` (generateName `<vmi>-`) with optional annotations: its name. */
+export function createVmim(namespace: string, vmi: string, annotations: Record<string, string> = {}): string {
+  const m = {
+    apiVersion: 'kubevirt.io/v1',
+    kind: 'VirtualMachineInstanceMigration',
+    metadata: { generateName: `${vmi}-`, namespace, annotations },
+    spec: { vmiName: vmi },
+  };
+  return JSON.parse(kubectlIn(JSON.stringify(m), 'create', '-f', '-', '-o', 'json')).metadata.name;
+}
+
+/** `kubectl create` of a VirtualMachineInstanceMigration of `vmi` that may be refused: kubectl's status and output. */
+export function tryCreateVmim(namespace: string, vmi: string): ReturnType<typeof kubectlTry> {
+  const r = spawnSync(KUBECTL, ['--kubeconfig', KUBECONFIG, 'create', '-f', '-'], {
+    encoding: 'utf8',
+    input: JSON.stringify({
+      apiVersion: 'kubevirt.io/v1',
+      kind: 'VirtualMachineInstanceMigration',
+      metadata: { generateName: `${vmi}-`, namespace },
+      spec: { vmiName: vmi },
+    }),
+  });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** Waits for a final phase (Succeeded, Failed) of a VirtualMachineInstanceMigration: the object. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed kubectl JSON, read field by field in tests
+export function vmimFinal(namespace: string, name: string, timeoutMs: number): Promise<Record<string, any>> {
+  return waitFor(
+    `migration ${name} final`,
+    () => {
+      const x = getJson('vmim', '-n', namespace, name);
+      return x && ['Succeeded', 'Failed'].includes(x.status?.phase) ? x : undefined;
+    },
+    timeoutMs,
+    500,
+  );
+}
+
+/** Waits for the first line `<prefix> <rest>` on a guest's serial console: the rest. */
+export function serialLine(s: SerialLog, prefix: string, timeoutMs: number): Promise<string> {
+  return waitFor(
+    `${prefix} on the serial console`,
+    () => new RegExp(`^${prefix} (.*)$`, 'm').exec(s.text)?.[1],
+    timeoutMs,
+    200,
+  );
+}
+
+/** A launcher Pod's log lines (JSON, from its compute container) about the disk.img of its claims. */
+export function diskImageLogLines(namespace: string, pod: string): string[] {
+  return kubectl('logs', '-n', namespace, pod, '-c', 'compute')
+    .split('\n')
+    .filter((l) => l.includes('disk.img'));
+}

@@ -4,20 +4,23 @@
 // reads and writes a marker on that disk; `virtctl stop` / `virtctl start` (ours) brings a new launcher Pod that uses
 // the disk.img as it is: the guest finds the first boot's marker. Deleting the VM leaves the claim and its disk.img
 // (with the second boot's marker); deleting the claim removes the volume and its directory.
-import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { READY, REPO, waitFor } from '../launcher/helpers.js';
 import {
-  KUBECONFIG,
   SerialLog,
+  claimDiskVmManifest,
   clusterGate,
   deployKubevirtTs,
+  diskImageLogLines,
   getJson,
   kubectl,
   kubectlIn,
   kubectlTry,
+  markerOnDisk,
   onNode,
+  serialLine,
+  virtctlIn,
 } from './cluster.js';
 
 const { reason, clusterTest, requireCluster } = clusterGate();
@@ -27,29 +30,13 @@ const CLAIM = 'vm-pvc-data';
 const SERIAL = 'pvcdata';
 const SIZE = 64 * 1024 * 1024; // the claim's 64Mi: local-path reports the request as the capacity
 const ADDON = path.join(REPO, 'deploy/addons/storage');
-const VIRTCTL = path.join(REPO, 'packages/virtctl/dist/cli.js');
 const SLOW = 300_000;
 const POWEROFF = 'KUBEVIRT-TS-GUEST-POWEROFF acpi-power-button';
 type Obj = Record<string, any>;
 
-/** examples/vm-tiny.yaml as VM `pvc` in NS: a second virtio disk (serial pvcdata) on the claim, the guest's marker on it */
+/** the claim and VM `pvc` in NS: examples/vm-tiny.yaml with a second virtio disk (serial pvcdata) on the claim */
 function manifests(): string {
-  const vm = readFileSync(path.join(REPO, 'examples/vm-tiny.yaml'), 'utf8')
-    .replace(/^ {2}name: tiny$/m, `  name: ${VM}`)
-    .replace(/^ {2}namespace: default$/m, `  namespace: ${NS}`)
-    .replace(/kubevirt\.io\/vm: tiny/, `kubevirt.io/vm: ${VM}`)
-    // no network in the guest (the Pod network stays attached): the marker is what this test is about
-    .replace(/kvts\.disks kvts\.net$/m, `kvts.disks kvts.marker=${SERIAL}`)
-    .replace(
-      /^( +)- name: containerdisk\n( +)disk:\n( +)bus: virtio$/m,
-      `$&\n$1- name: data\n$2serial: ${SERIAL}\n$2disk:\n$3bus: virtio`,
-    )
-    .replace(
-      /^( +)- name: containerdisk\n( +)containerDisk:$/m,
-      `$1- name: data\n$2persistentVolumeClaim:\n$2  claimName: ${CLAIM}\n$&`,
-    );
-  if (!vm.includes(`claimName: ${CLAIM}`) || !vm.includes(`serial: ${SERIAL}`) || !vm.includes('kvts.marker'))
-    throw new Error('examples/vm-tiny.yaml changed: the PVC disk could not be added');
+  const vm = claimDiskVmManifest({ name: VM, namespace: NS, claim: CLAIM, serial: SERIAL });
   const claim = `apiVersion: v1
 kind: PersistentVolumeClaim
 metadata:
@@ -64,14 +51,7 @@ spec:
   return `${claim}---\n${vm}`;
 }
 
-function virtctl(...args: string[]): string {
-  const out = spawnSync(process.execPath, [VIRTCTL, ...args, '-n', NS], {
-    encoding: 'utf8',
-    env: { ...process.env, NODE_OPTIONS: '', KUBECONFIG },
-  });
-  if (out.status !== 0) throw new Error(`virtctl ${args.join(' ')}: ${out.stderr}${out.stdout}`);
-  return out.stdout;
-}
+const virtctl = (...args: string[]): string => virtctlIn(NS, ...args);
 
 const runningVmi = (notUid?: string): Promise<Obj> =>
   waitFor(
@@ -96,13 +76,8 @@ function volume(): { pv: Obj; node: string; dir: string; image: string } {
   const dir = onNode(node, pv.spec.hostPath.path);
   return { pv, node, dir, image: path.join(dir, 'disk.img') };
 }
-const markerOnDisk = (image: string): string =>
-  readFileSync(image).subarray(0, 512).toString('latin1').replace(/\0+$/, '').trim();
 /** the launcher's log lines about disk.img (JSON, from the compute container) */
-const claimLogLines = (pod: Obj): string[] =>
-  kubectl('logs', '-n', NS, pod.metadata.name, '-c', 'compute')
-    .split('\n')
-    .filter((l) => l.includes('disk.img'));
+const claimLogLines = (pod: Obj): string[] => diskImageLogLines(NS, pod.metadata.name);
 
 describe(`VM with a PersistentVolumeClaim disk (${reason ? `skipped: ${reason}` : 'tools/cluster.sh'})`, () => {
   requireCluster();
@@ -115,13 +90,7 @@ describe(`VM with a PersistentVolumeClaim disk (${reason ? `skipped: ${reason}` 
     serials.push(s);
     return s;
   };
-  const line = (s: SerialLog, prefix: string): Promise<string> =>
-    waitFor(
-      `${prefix} on the serial console`,
-      () => new RegExp(`^${prefix} (.*)$`, 'm').exec(s.text)?.[1],
-      SLOW,
-      200,
-    );
+  const line = (s: SerialLog, prefix: string): Promise<string> => serialLine(s, prefix, SLOW);
 
   beforeAll(async () => {
     if (reason) return;
