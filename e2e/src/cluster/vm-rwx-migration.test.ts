@@ -6,9 +6,10 @@
 // O_DIRECT (kvts.marker-every=2, tools/guest); a VirtualMachineInstanceMigration moves the VM to the other node without
 // a reboot (its heartbeat counter goes on across the two launcher Pods' serial logs), and the guest, now on the target,
 // reads the marker it wrote before the migration, then one the test writes into disk.img (its reads reach the file).
-// virtctl stop / start boots it again on the same disk.img; deleting the VM leaves the claim. A VM on a ReadWriteOnce
-// claim (local-path) is not LiveMigratable, with upstream's reason and message, and its migration is refused at
-// admission as upstream's migration-create admitter does. Runs only when the cluster is up with two nodes.
+// virtctl stop powers the guest off (ACPI) on the target, virtctl start boots it again on the same disk.img; deleting
+// the VM leaves the claim. A VM on a ReadWriteOnce claim (local-path) is not LiveMigratable, with upstream's reason
+// and message, and its migration is refused at admission as upstream's migration-create admitter does. Runs only when
+// the cluster is up with two nodes.
 import { closeSync, existsSync, openSync, statSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { READY, REPO, waitFor } from '../launcher/helpers.js';
@@ -41,6 +42,7 @@ const RWO = { vm: 'rwo', claim: 'vm-rwo-data', serial: 'rwodata' };
 const SIZE = 64 * 1024 * 1024;
 const ADDON = path.join(REPO, 'deploy/addons/storage');
 const SLOW = 900_000;
+const POWEROFF = 'KUBEVIRT-TS-GUEST-POWEROFF acpi-power-button';
 /** what the test writes into disk.img while the VM runs on the target (8 hex digits as the guest's own ids) */
 const HOST_MARKER = 'boot=2 id=e2e0f00d';
 const NOT_SHARED = `cannot migrate VMI: PVC ${RWO.claim} is not shared, live migration requires that all PVCs must be shared (using ReadWriteMany access mode)`;
@@ -253,6 +255,13 @@ describe(`VM with a ReadWriteMany claim disk: live migration (${reason ? `skippe
       const t0 = Date.now();
       const stopped: string = vmi.metadata.uid;
       expect(virtctlIn(NS, 'stop', RWX.vm)).toBe(`VM ${RWX.vm} was scheduled to stop\n`);
+      // the guest, migrated in, is shut down by the target's launcher as by one that started it (ACPI power button)
+      await waitFor(
+        'ACPI power-off in the guest on the target',
+        () => serial.text.includes(POWEROFF),
+        SLOW,
+        200,
+      );
       await waitFor(
         'VMI and launcher Pod gone',
         () => !vmiOf(RWX.vm) && allPodsOf(stopped).length === 0,
