@@ -469,3 +469,34 @@ export function diskImageLogLines(namespace: string, pod: string): string[] {
     .split('\n')
     .filter((l) => l.includes('disk.img'));
 }
+
+/** Waits for VMI `name` in `namespace` to be Running, a VMI other than `notUid` when given: the object. */
+export function runningVmiIn(
+  namespace: string,
+  name: string,
+  notUid?: string,
+  timeoutMs = 300_000,
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed kubectl JSON, read field by field in tests
+): Promise<Record<string, any>> {
+  return waitFor(
+    `VMI ${name} Running`,
+    () => {
+      const v = getJson('vmi', '-n', namespace, name);
+      return v?.status?.phase === 'Running' && v.metadata.uid !== notUid ? v : undefined;
+    },
+    timeoutMs,
+    500,
+  );
+}
+
+/** The launcher Pod(s) of a VMI, by its uid (`kubevirt.io/created-by`); `[]` when none. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed kubectl JSON, read field by field in tests
+export function launcherPodsOfVmi(namespace: string, vmiUid: string): Record<string, any>[] {
+  return getJson('pods', '-n', namespace, '-l', `kubevirt.io/created-by=${vmiUid}`)?.items ?? [];
+}
+
+/** Every launcher Pod in `namespace`. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed kubectl JSON, read field by field in tests
+export function launcherPodsIn(namespace: string): Record<string, any>[] {
+  return getJson('pods', '-n', namespace, '-l', 'kubevirt.io=virt-launcher')?.items ?? [];
+}

@@ -14,6 +14,7 @@ import {
   KUBECTL,
   SerialLog,
   beats,
+  createVmim as createVmimOf,
   deployKubevirtTs,
   getJson,
   kubectl,
@@ -26,6 +27,7 @@ import {
   tcpLine,
   tinyVmManifest,
   twoNodeGate,
+  vmimFinal,
 } from './cluster.js';
 import { UPSTREAM_VIRTCTL, UPSTREAM_VIRTCTL_TAG, upstreamVirtctlGate } from './upstream-virtctl-bin.js';
 
@@ -55,28 +57,12 @@ const launcherPods = (uid: string): Obj[] =>
   );
 const vmimPhase = (name: string): string | undefined => getJson('vmim', '-n', NS, name)?.status?.phase;
 
-/** creates a VMIM (generateName) with optional annotations, returns its name */
-function createVmim(annotations: Record<string, string> = {}): string {
-  const m = {
-    apiVersion: 'kubevirt.io/v1',
-    kind: 'VirtualMachineInstanceMigration',
-    metadata: { generateName: `${VM}-`, namespace: NS, annotations },
-    spec: { vmiName: VM },
-  };
-  return JSON.parse(kubectlIn(JSON.stringify(m), 'create', '-f', '-', '-o', 'json')).metadata.name;
-}
+/** creates a VMIM of the VM (generateName) with optional annotations, returns its name */
+const createVmim = (annotations: Record<string, string> = {}): string => createVmimOf(NS, VM, annotations);
 
 /** waits for a final phase of the VMIM; its conditions in the error when it is not `want` */
 async function vmimEnds(name: string, want: 'Succeeded' | 'Failed' | undefined): Promise<Obj> {
-  const m = await waitFor(
-    `migration ${name} final`,
-    () => {
-      const x = getJson('vmim', '-n', NS, name);
-      return x && ['Succeeded', 'Failed'].includes(x.status?.phase) ? x : undefined;
-    },
-    SLOW,
-    500,
-  );
+  const m = await vmimFinal(NS, name, SLOW);
   if (want) expect({ phase: m.status.phase, conditions: m.status.conditions }).toMatchObject({ phase: want });
   return m;
 }

@@ -12,7 +12,6 @@ import { openSync, readSync, closeSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { READY, REPO, waitFor } from '../launcher/helpers.js';
 import {
-  SerialLog,
   claimDiskVmManifest,
   clusterGate,
   deployKubevirtTs,
@@ -20,8 +19,12 @@ import {
   kubectl,
   kubectlIn,
   kubectlTry,
+  launcherPodsIn,
+  launcherPodsOfVmi,
   markerOnDisk,
+  runningVmiIn,
   serialLine,
+  SerialLog,
   virtctlIn,
 } from './cluster.js';
 
@@ -70,20 +73,9 @@ function blockVolumes(): string {
   return out.stdout;
 }
 
-const runningVmi = (notUid?: string): Promise<Obj> =>
-  waitFor(
-    `VMI ${VM} Running`,
-    () => {
-      const v = getJson('vmi', '-n', NS, VM);
-      return v?.status?.phase === 'Running' && v.metadata.uid !== notUid ? v : undefined;
-    },
-    SLOW,
-    500,
-  );
-const podOf = (vmi: Obj): Obj =>
-  getJson('pods', '-n', NS, '-l', `kubevirt.io/created-by=${vmi.metadata.uid}`)!.items[0];
-const launcherPods = (): Obj[] =>
-  (getJson('pods', '-n', NS, '-l', 'kubevirt.io=virt-launcher')?.items ?? []) as Obj[];
+const runningVmi = (notUid?: string): Promise<Obj> => runningVmiIn(NS, VM, notUid, SLOW);
+const podOf = (vmi: Obj): Obj => launcherPodsOfVmi(NS, vmi.metadata.uid)[0]!;
+const launcherPods = (): Obj[] => launcherPodsIn(NS);
 
 /** the claim's PersistentVolume: one of tools/cluster.sh's, its node, its loop device and the file behind it */
 function volume(): { pv: Obj; node: string; device: string; file: string } {

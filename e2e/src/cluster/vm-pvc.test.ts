@@ -8,7 +8,6 @@ import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { READY, REPO, waitFor } from '../launcher/helpers.js';
 import {
-  SerialLog,
   claimDiskVmManifest,
   clusterGate,
   deployKubevirtTs,
@@ -17,9 +16,13 @@ import {
   kubectl,
   kubectlIn,
   kubectlTry,
+  launcherPodsIn,
+  launcherPodsOfVmi,
   markerOnDisk,
   onNode,
+  runningVmiIn,
   serialLine,
+  SerialLog,
   virtctlIn,
 } from './cluster.js';
 
@@ -53,20 +56,9 @@ spec:
 
 const virtctl = (...args: string[]): string => virtctlIn(NS, ...args);
 
-const runningVmi = (notUid?: string): Promise<Obj> =>
-  waitFor(
-    `VMI ${VM} Running`,
-    () => {
-      const v = getJson('vmi', '-n', NS, VM);
-      return v?.status?.phase === 'Running' && v.metadata.uid !== notUid ? v : undefined;
-    },
-    SLOW,
-    500,
-  );
-const podOf = (vmi: Obj): Obj =>
-  getJson('pods', '-n', NS, '-l', `kubevirt.io/created-by=${vmi.metadata.uid}`)!.items[0];
-const launcherPods = (): Obj[] =>
-  (getJson('pods', '-n', NS, '-l', 'kubevirt.io=virt-launcher')?.items ?? []) as Obj[];
+const runningVmi = (notUid?: string): Promise<Obj> => runningVmiIn(NS, VM, notUid, SLOW);
+const podOf = (vmi: Obj): Obj => launcherPodsOfVmi(NS, vmi.metadata.uid)[0]!;
+const launcherPods = (): Obj[] => launcherPodsIn(NS);
 /** the claim's PersistentVolume, its node (local-path: node affinity) and disk.img as the root namespace sees it */
 function volume(): { pv: Obj; node: string; dir: string; image: string } {
   const pvc = getJson('pvc', '-n', NS, CLAIM)!;
