@@ -206,7 +206,9 @@ describe('disks left in place on a ReadWriteMany claim: UNSAFE (libvirt 9.0 take
     ]);
     expect(sharedStorageNeedsUnsafe(v, disks, [])).toBe(true);
     const { flags, params } = migrateCall({ ...base, blockMigration: false }, xml, { vmi: v });
-    expect(flags).toBe(Vir.MIGRATE_LIVE | Vir.MIGRATE_PEER2PEER | Vir.MIGRATE_PERSIST_DEST | Vir.MIGRATE_UNSAFE);
+    expect(flags).toBe(
+      Vir.MIGRATE_LIVE | Vir.MIGRATE_PEER2PEER | Vir.MIGRATE_PERSIST_DEST | Vir.MIGRATE_UNSAFE,
+    );
     expect(params.migrateDisks).toBeUndefined();
   });
 
@@ -219,7 +221,9 @@ describe('disks left in place on a ReadWriteMany claim: UNSAFE (libvirt 9.0 take
   test('a node-local writable disk left in place besides the claim: no UNSAFE; copied by a block migration: UNSAFE', () => {
     const v = claimVmi(['ReadWriteMany'], 'emptyDisk');
     const xml = xmlOf(v);
-    expect(migrateCall({ ...base, blockMigration: false }, xml, { vmi: v }).flags & Vir.MIGRATE_UNSAFE).toBe(0);
+    expect(migrateCall({ ...base, blockMigration: false }, xml, { vmi: v }).flags & Vir.MIGRATE_UNSAFE).toBe(
+      0,
+    );
     const block = migrateCall({ ...base, disksURI: DISKS_URI, blockMigration: true }, xml, { vmi: v });
     expect(block.params.migrateDisks).toEqual(['vdb']);
     expect(block.flags & Vir.MIGRATE_UNSAFE).toBe(Vir.MIGRATE_UNSAFE);
@@ -231,7 +235,9 @@ describe('disks left in place on a ReadWriteMany claim: UNSAFE (libvirt 9.0 take
       migrationMethod: 'BlockMigration',
       volumeStatus: [{ name: 'shared', persistentVolumeClaimInfo: { accessModes: ['ReadWriteMany'] } }],
     };
-    const { flags } = migrateCall({ ...base, disksURI: DISKS_URI, blockMigration: true }, xmlOf(v), { vmi: v });
+    const { flags } = migrateCall({ ...base, disksURI: DISKS_URI, blockMigration: true }, xmlOf(v), {
+      vmi: v,
+    });
     expect(flags & Vir.MIGRATE_UNSAFE).toBe(Vir.MIGRATE_UNSAFE);
   });
 });
