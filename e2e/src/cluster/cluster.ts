@@ -9,7 +9,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { REPO, readText, waitFor } from '../launcher/helpers.js';
+import { READY, REPO, readText, waitFor } from '../launcher/helpers.js';
 
 export const STATE_DIR = process.env.KVTS_CLUSTER_DIR ?? '/var/lib/kubevirt-ts-cluster';
 /** pid files of tools/cluster.sh: `<node>-init.pid` is each node's init (its PID 1) */
@@ -499,4 +499,58 @@ export function launcherPodsOfVmi(namespace: string, vmiUid: string): Record<str
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed kubectl JSON, read field by field in tests
 export function launcherPodsIn(namespace: string): Record<string, any>[] {
   return getJson('pods', '-n', namespace, '-l', 'kubevirt.io=virt-launcher')?.items ?? [];
+}
+
+/**
+ * Checks a migration that succeeded from `source` to `target`: the VMI handed off to the target (the source handler
+ * moves it once it sees the target's running domain, which may come after the VMIM is Succeeded), Running with its
+ * migrationState completed; the source launcher Pod gone, one launcher Pod left, on the target; and no reboot: no
+ * ready line on the target's serial console, and its heartbeat counter goes on from the source's last beat (`before`:
+ * the source Pod's log), every beat in one of the two logs (a line cut by the switch at most). `follow` starts
+ * following a launcher Pod's serial log (by its uid). Returns the VMI, the target's log and the two beats.
+ */
+export async function expectMigratedWithoutReboot(o: {
+  namespace: string;
+  vmi: string;
+  vmiUid: string;
+  source: string;
+  target: string;
+  sourcePodUid: string;
+  before: SerialLog;
+  follow: (podUid: string) => SerialLog;
+  timeoutMs: number;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed kubectl JSON, read field by field in tests
+}): Promise<{ vmi: Record<string, any>; serial: SerialLog; last: number; first: number }> {
+  const now = await waitFor(
+    `the VMI handed off to ${o.target}`,
+    () => {
+      const v = getJson('vmi', '-n', o.namespace, o.vmi);
+      return v?.status?.nodeName === o.target ? v : undefined;
+    },
+    120_000,
+    500,
+  );
+  expect(now.status.phase).toBe('Running');
+  expect(now.status.migrationState).toMatchObject({
+    completed: true,
+    sourceNode: o.source,
+    targetNode: o.target,
+  });
+  expect(now.status.migrationState.failed).toBeFalsy();
+  await waitFor(
+    'the source launcher Pod gone',
+    () => !JSON.stringify(getJson('pods', '-n', o.namespace)?.items ?? []).includes(o.sourcePodUid),
+    o.timeoutMs,
+    500,
+  );
+  const pods = launcherPodsOfVmi(o.namespace, o.vmiUid).filter((p) => !p.metadata.deletionTimestamp);
+  expect(pods.map((p) => p.spec.nodeName)).toEqual([o.target]);
+  const serial = o.follow(pods[0]!.metadata.uid);
+  await waitFor('heartbeats in the target Pod', () => beats(serial.text).length >= 3, 120_000, 500);
+  expect(serial.text).not.toContain(READY);
+  const last = beats(o.before.text).at(-1)!;
+  const first = beats(serial.text)[0]!;
+  expect(first).toBeGreaterThan(last);
+  expect(first - last - 1).toBeLessThanOrEqual(1);
+  return { vmi: now, serial, last, first };
 }

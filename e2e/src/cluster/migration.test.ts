@@ -15,6 +15,7 @@ import {
   SerialLog,
   beats,
   createVmim as createVmimOf,
+  expectMigratedWithoutReboot,
   deployKubevirtTs,
   getJson,
   kubectl,
@@ -157,45 +158,24 @@ describe(`Live migration between the two nodes (${reason ? `skipped: ${reason}` 
     const target = otherNode(source);
     // the VMIM is Succeeded once the source launcher reports the migration completed (as upstream); the VMI moves to
     // the target when the source handler sees the target's report of the running domain, which may come later
-    const now = await waitFor(
-      `the VMI handed off to ${target}`,
-      () => {
-        const v = vmiNow();
-        return v.status.nodeName === target ? v : undefined;
-      },
-      120_000,
-      500,
-    );
-    expect(now.status.phase).toBe('Running');
-    expect(now.status.migrationState).toMatchObject({
-      completed: true,
-      sourceNode: source,
-      targetNode: target,
+    const r = await expectMigratedWithoutReboot({
+      namespace: NS,
+      vmi: VM,
+      vmiUid: vmi.metadata.uid,
+      source,
+      target,
+      sourcePodUid,
+      before,
+      follow,
+      timeoutMs: SLOW,
     });
-    expect(now.status.migrationState.failed).toBeFalsy();
-    await waitFor(
-      'the source launcher Pod gone',
-      () => !JSON.stringify(getJson('pods', '-n', NS)?.items ?? []).includes(sourcePodUid),
-      SLOW,
-      500,
-    );
-    const pods = launcherPods(vmi.metadata.uid);
-    expect(pods.map((p) => p.spec.nodeName)).toEqual([target]);
-    serial = follow(pods[0]!.metadata.uid);
-    await waitFor('heartbeats in the target Pod', () => beats(serial.text).length >= 3, 120_000, 500);
-    // no reboot: the guest did not start again (no ready line on the target), and its heartbeat counter goes on
-    // from where the source's log ended; every beat is in one of the two logs (a line cut by the switch at most)
-    expect(serial.text).not.toContain(READY);
-    const src = beats(before.text);
-    const dst = beats(serial.text);
-    const last = src.at(-1)!;
-    expect(dst[0]!).toBeGreaterThan(last);
-    const missing = dst[0]! - last - 1;
-    expect(missing).toBeLessThanOrEqual(1);
+    const { vmi: now, last, first } = r;
+    serial = r.serial;
+    const missing = first - last - 1;
     const m = getJson('vmim', '-n', NS, name)!;
     const ms = now.status.migrationState;
     console.log(
-      `migration ${name}: ${source} -> ${target}, ${(Date.parse(ms.endTimestamp) - Date.parse(ms.startTimestamp)) / 1000} s from start to end (VMIM created ${m.metadata.creationTimestamp}), heartbeats ${last} -> ${dst[0]} (${missing} missing)`,
+      `migration ${name}: ${source} -> ${target}, ${(Date.parse(ms.endTimestamp) - Date.parse(ms.startTimestamp)) / 1000} s from start to end (VMIM created ${m.metadata.creationTimestamp}), heartbeats ${last} -> ${first} (${missing} missing)`,
     );
     // reachable through the Service after the move (kube-proxy's rules now point at the target Pod)
     const svc = getJson('service', '-n', NS, VM)!;
