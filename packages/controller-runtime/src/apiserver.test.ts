@@ -125,6 +125,59 @@ describe('Informer lists in pages and caches what transform keeps', () => {
   });
 });
 
+const CRDS: Resource = {
+  group: 'apiextensions.k8s.io',
+  version: 'v1',
+  plural: 'customresourcedefinitions',
+  namespaced: false,
+};
+const WIDGETS: Resource = { group: 'late.kvts.test', version: 'v1', plural: 'widgets', namespaced: true };
+
+describe('Informer on an optional resource', () => {
+  it('starts empty while the resource is not served, and fills once its CRD is created', async () => {
+    const inf = new Informer<KubeObject>(client, { resource: WIDGETS, optional: true });
+    const strict = new Informer<KubeObject>(client, { resource: WIDGETS });
+    await expect(strict.start()).rejects.toMatchObject({ status: 404 });
+    await strict.stop();
+    const added: string[] = [];
+    inf.onAdd((o) => added.push(o.metadata!.name!));
+    await inf.start();
+    expect(inf.hasSynced()).toBe(true);
+    expect(inf.list()).toEqual([]);
+    await client.create(CRDS, undefined, {
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: 'widgets.late.kvts.test' },
+      spec: {
+        group: 'late.kvts.test',
+        scope: 'Namespaced',
+        names: { plural: 'widgets', singular: 'widget', kind: 'Widget', listKind: 'WidgetList' },
+        versions: [
+          {
+            name: 'v1',
+            served: true,
+            storage: true,
+            schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+          },
+        ],
+      },
+    });
+    const w = { apiVersion: 'late.kvts.test/v1', kind: 'Widget', metadata: { name: 'w1', namespace: NS } };
+    await until(async () => {
+      try {
+        return await client.create(WIDGETS, NS, w);
+      } catch (e) {
+        // the CRD is not established yet
+        if ((e as { status?: number }).status === 404) return undefined;
+        throw e;
+      }
+    });
+    await until(() => inf.get(NS, 'w1'));
+    expect(added).toEqual(['w1']);
+    await inf.stop();
+  });
+});
+
 describe('updateIfChanged', () => {
   it('sends nothing when unchanged, and retries a resourceVersion conflict on a fresh copy', async () => {
     const cm = await client.create<ConfigMap>(CM, NS, {

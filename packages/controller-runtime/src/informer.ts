@@ -33,6 +33,12 @@ export interface InformerOptions<T extends KubeObject = KubeObject> {
   transform?: (o: T) => T;
   /** objects per list request (`limit`, then `continue`; client-go's pager uses 500); default 250 */
   pageSize?: number;
+  /**
+   * The resource may not be served (the CRD of an add-on, e.g. CDI's DataVolumes): a first list answered 404 leaves
+   * the cache empty and `start()` resolves; the list is retried in the background with the usual backoff (up to
+   * 30 s) until the resource appears.
+   */
+  optional?: boolean;
 }
 
 /** The key of an object in queues and caches: "namespace/name" ("name" when cluster-scoped). */
@@ -88,7 +94,19 @@ export class Informer<T extends KubeObject> {
   /** Lists (filling the cache and calling the add handlers) and starts watching; resolves once synced. */
   async start(): Promise<void> {
     this.stopped = false;
-    await this.relist(true);
+    try {
+      await this.relist(true);
+    } catch (e) {
+      if (!(this.opts.optional && e instanceof KubeApiError && e.status === 404)) throw e;
+      this.opts.log?.info('resource not served (yet): the cache stays empty, listing again later', {
+        resource: this.opts.resource.plural,
+        retryMs: this.retryMs,
+      });
+      this.synced = true;
+      this.retryTimer = setTimeout(() => void this.relistThenWatch(), this.retryMs);
+      this.retryMs = Math.min(this.retryMs * 2, 30000);
+      return;
+    }
     this.synced = true;
     this.watchLoop();
   }
@@ -242,7 +260,8 @@ export class Informer<T extends KubeObject> {
     try {
       await this.relist();
     } catch (e) {
-      this.opts.log?.warn('list failed, retrying', {
+      const notServed = this.opts.optional && e instanceof KubeApiError && e.status === 404;
+      this.opts.log?.[notServed ? 'debug' : 'warn']('list failed, retrying', {
         resource: this.opts.resource.plural,
         reason: e instanceof Error ? e.message : String(e),
         retryMs: this.retryMs,

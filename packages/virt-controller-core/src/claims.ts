@@ -1,5 +1,5 @@
-// The PersistentVolumeClaims behind a VMI's volumes, as the VMI controller reads them from the API server (an
-// informer on claims; StorageClasses and DataVolumes read on demand): whether the launcher Pod can be created yet,
+// The PersistentVolumeClaims behind a VMI's volumes, as the VMI controller reads them from the API server (informers
+// on claims and DataVolumes; StorageClasses read on demand): whether the launcher Pod can be created yet,
 // the volumeMode the renderer needs, and `status.volumeStatus[].persistentVolumeClaimInfo` (upstream v1.9.0:
 // pkg/virt-controller/watch/vmi's areDataVolumesReady / processPVCInfo and pkg/storage/types/pvc.go).
 import type { KubeObject, Resource } from '@kubevirt-ts/controller-runtime';
@@ -25,6 +25,7 @@ export const DATA_VOLUMES: Resource = {
   plural: 'datavolumes',
   namespaced: true,
 };
+export const DATA_SOURCES: Resource = { ...DATA_VOLUMES, plural: 'datasources' };
 
 /** upstream's reasons (pkg/controller): a claim that does not exist / exists but cannot be used yet */
 export const REASON_PVC_NOT_FOUND = 'FailedPvcNotFound';
@@ -50,8 +51,29 @@ export interface Pvc extends KubeObject {
 export interface StorageClass extends KubeObject {
   volumeBindingMode?: string;
 }
+/** the namespace and name of what a clone copies (a claim or a VolumeSnapshot) */
+export interface CloneFrom {
+  namespace?: string;
+  name?: string;
+}
+/** A CDI DataVolume: the fields kubevirt-ts reads or sets (the rest of its spec is CDI's). */
 export interface DataVolume extends KubeObject {
-  status?: { phase?: string };
+  spec?: {
+    source?: { pvc?: CloneFrom; snapshot?: CloneFrom; [k: string]: unknown };
+    sourceRef?: { kind?: string; namespace?: string; name?: string };
+    priorityClassName?: string;
+    [k: string]: unknown;
+  };
+  status?: {
+    phase?: string;
+    progress?: string;
+    restartCount?: number;
+    conditions?: { type: string; status: string; reason?: string; message?: string }[];
+  };
+}
+/** A CDI DataSource: a name for a claim or snapshot that DataVolumes clone. */
+export interface DataSource extends KubeObject {
+  spec?: { source?: { pvc?: CloneFrom; snapshot?: CloneFrom } };
 }
 
 /** The fields the VMI controller reads of a claim: the rest (managedFields, most annotations) is not cached. */
@@ -140,7 +162,7 @@ export function claimVolumes(vmi: Pick<Vmi, 'spec'>): ClaimVolume[] {
 export const usesClaim = (vmi: Pick<Vmi, 'spec'>, name: string): boolean =>
   claimVolumes(vmi).some((c) => c.claimName === name);
 
-/** What the check reads: the cached claims, StorageClasses and DataVolumes (read on demand, not watched). */
+/** What the check reads: the cached claims and DataVolumes, StorageClasses (read on demand, not watched). */
 export interface ClaimLookup {
   pvc(namespace: string, name: string): Pvc | undefined;
   storageClass(name: string): Promise<StorageClass | undefined>;
@@ -153,8 +175,8 @@ export interface ClaimWait {
   reason: string;
   message: string;
   /**
-   * When to look again without an event: what it waits for is read on demand, not watched (a StorageClass, a
-   * DataVolume's phase). Undefined: a claim event (add, bind) wakes the VMI.
+   * When to look again without an event: what it waits for is read on demand, not watched (a StorageClass).
+   * Undefined: a claim or DataVolume event (add, bind, phase) wakes the VMI.
    */
   recheckMs?: number;
 }
@@ -163,7 +185,6 @@ export type ClaimCheck =
   | { ready: true; claims: Record<string, ClaimInfo>; waitingForFirstConsumer: string[] }
   | ({ ready: false } & ClaimWait);
 
-const DV_RECHECK_MS = 10_000;
 const CLASS_RECHECK_MS = 30_000;
 
 /** upstream's DataVolume phases in which its claim can be given to the VMI (CDI's IsSucceededOrPendingPopulation) */
@@ -208,7 +229,6 @@ export async function checkClaims(vmi: Vmi, lookup: ClaimLookup): Promise<ClaimC
         message: dv
           ? `${c.field}: the PersistentVolumeClaim of DataVolume ${ns}/${c.claimName} does not exist yet (DataVolume phase ${dv.status?.phase || 'unknown'}); waiting for it`
           : `${c.field}: neither DataVolume ${ns}/${c.claimName} nor a PersistentVolumeClaim of that name exists; waiting for one of them to be created`,
-        // a DataVolume is not watched: the claim's creation wakes the VMI; nothing else needs a recheck
       };
     }
     const owner = pvc.metadata?.ownerReferences?.find((r) => r.controller && r.kind === 'DataVolume');
@@ -224,7 +244,6 @@ export async function checkClaims(vmi: Vmi, lookup: ClaimLookup): Promise<ClaimC
             phase === 'WaitForFirstConsumer'
               ? `${c.field}: DataVolume ${ns}/${owner.name} waits for its first consumer; kubevirt-ts starts no temporary Pod to bind it (upstream does) and does not boot the VM before the import: bind the claim first (an Immediate StorageClass) or use a claim without a DataVolume`
               : `${c.field}: DataVolume ${ns}/${owner.name} is in phase ${phase || 'unknown'}; waiting until it is Succeeded`,
-          recheckMs: DV_RECHECK_MS,
         };
     }
     const phase = pvc.status?.phase ?? '';

@@ -11,7 +11,7 @@ import type { DefaultsOptions } from '@kubevirt-ts/api';
 import type { Logger } from '@kubevirt-ts/log';
 import type { RendererConfig } from '@kubevirt-ts/renderer';
 import type { Vm, Vmi } from './common.js';
-import type { ClaimLookup, Pvc } from './claims.js';
+import type { ClaimLookup, DataVolume, Pvc } from './claims.js';
 
 export interface PodContainerStatus {
   name: string;
@@ -54,7 +54,9 @@ export interface ControllerContext {
   pods: Informer<Pod>;
   /** every PersistentVolumeClaim (the fields claims.ts's trimPvc keeps): what VMIs' volumes use */
   pvcs: Informer<Pvc>;
-  /** the claims from `pvcs`, StorageClasses and DataVolumes read on demand */
+  /** CDI's DataVolumes (empty while CDI is not installed; listed again until it is) */
+  dataVolumes: Informer<DataVolume>;
+  /** the claims from `pvcs` and DataVolumes from `dataVolumes`; StorageClasses read on demand */
   claimLookup: ClaimLookup;
   /** launcher Pods of a VMI, by the VMI's uid (the kubevirt.io/created-by label) */
   podsOfVmi(uid: string): Pod[];

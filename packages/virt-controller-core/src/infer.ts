@@ -6,6 +6,7 @@
 // (`-kind`). The matcher then names what was found and `inferFromVolume` is gone, as upstream stores it.
 import { isNotFound, type KubeClient, type KubeObject, type Resource } from '@kubevirt-ts/controller-runtime';
 import type { VirtualMachine } from '@kubevirt-ts/api';
+import { DATA_SOURCES, DATA_VOLUMES, PVCS } from './claims.js';
 
 /** the labels upstream reads (instancetype.kubevirt.io's `DefaultInstancetypeLabel` and friends) */
 export const INFER_LABELS = {
@@ -19,15 +20,6 @@ export const INFER_LABELS = {
   },
 } as const;
 
-const PVCS: Resource = { group: '', version: 'v1', plural: 'persistentvolumeclaims', namespaced: true };
-const CDI = (plural: string): Resource => ({
-  group: 'cdi.kubevirt.io',
-  version: 'v1beta1',
-  plural,
-  namespaced: true,
-});
-const DATA_VOLUMES = CDI('datavolumes');
-const DATA_SOURCES = CDI('datasources');
 const VOLUME_SNAPSHOTS: Resource = {
   group: 'snapshot.storage.k8s.io',
   version: 'v1',

@@ -30,6 +30,7 @@ import {
 import { VMIMS, VMIS, VMS, controllerRef, errorMessage, isFinal, type Vm, type Vmi } from './common.js';
 import type { ControllerContext, Pod } from './context.js';
 import { VmController } from './vm.js';
+import { templatesOf } from './datavolumes.js';
 import { VmiController } from './vmi.js';
 import { MigrationController, type Vmim } from './migration.js';
 import { EvacuationController } from './evacuation.js';
@@ -144,6 +145,12 @@ export class VirtController {
     this.nodes = new Informer<Node>(this.client, { resource: NODES, log });
     // the claims VMIs use: their volumeMode, phase, access modes and size (upstream's PVC informer)
     const pvcs = new Informer<Pvc>(this.client, { resource: PVCS, log, transform: trimPvc });
+    // CDI's DataVolumes: those of VMs' dataVolumeTemplates and those VMIs' claims belong to (CDI may come later)
+    const dataVolumes = new Informer<DataVolume>(this.client, {
+      resource: DATA_VOLUMES,
+      log,
+      optional: true,
+    });
     this.eventClient = new KubeClient(kc);
     this.recorder = new EventRecorder({
       client: this.eventClient,
@@ -170,10 +177,11 @@ export class VirtController {
       vmis,
       pods,
       pvcs,
+      dataVolumes,
       claimLookup: {
         pvc: (ns, name) => pvcs.get(ns, name),
         storageClass: (name) => this.client.getOrUndefined<StorageClass>(STORAGE_CLASSES, undefined, name),
-        dataVolume: (ns, name) => this.client.getOrUndefined<DataVolume>(DATA_VOLUMES, ns, name),
+        dataVolume: (ns, name) => Promise.resolve(dataVolumes.get(ns, name)),
       },
       podsOfVmi: (uid) => [...(this.podIndex.get(uid)?.values() ?? [])],
       vmQueue: new WorkQueue<string>(),
@@ -300,18 +308,28 @@ export class VirtController {
       ctx.podExpectations.deletionObserved(key);
       ctx.vmiQueue.add(key);
     });
-    // a claim created, bound, resized or deleted: the VMIs (and their VMs) that use it look again (a Pending VMI
-    // creates its Pod, a running one updates status.volumeStatus)
-    ctx.pvcs.onChange((pvc) => {
-      const ns = pvc.metadata?.namespace ?? '';
-      const name = pvc.metadata?.name ?? '';
+    // A claim created, bound, resized or deleted: the VMIs (and their VMs) that use it look again (a Pending VMI
+    // creates its Pod, a running one updates status.volumeStatus).
+    // A DataVolume's phase or conditions changed: the same, and the VMs whose template uses it or names it in
+    // dataVolumeTemplates (they create it, wait for it, and show its progress or failure in printableStatus).
+    const claimChanged = (o: KubeObject) => {
+      const ns = o.metadata?.namespace ?? '';
+      const name = o.metadata?.name ?? '';
       for (const vmi of ctx.vmis.list(ns)) {
         if (isFinal(vmi) || !usesClaim(vmi, name)) continue;
         ctx.vmiQueue.add(keyOf(vmi));
         const vmKey = ownerVmKey(vmi);
         if (vmKey) ctx.vmQueue.add(vmKey);
       }
-    });
+      for (const vm of ctx.vms.list(ns))
+        if (
+          usesClaim({ spec: vm.spec.template?.spec } as Pick<Vmi, 'spec'>, name) ||
+          templatesOf(vm).some((t) => t.metadata?.name === name)
+        )
+          ctx.vmQueue.add(keyOf(vm));
+    };
+    ctx.pvcs.onChange(claimChanged);
+    ctx.dataVolumes.onChange(claimChanged);
     const onConfig = (kv: KubeVirt, present: boolean) => {
       if (!present) {
         this.log.warn('the KubeVirt CR was deleted; launcher Pods cannot be rendered until it is back');
@@ -362,6 +380,7 @@ export class VirtController {
       this.configInformer?.start(),
       ctx.pods.start(),
       ctx.pvcs.start(),
+      ctx.dataVolumes.start(),
       ctx.vmis.start(),
       ctx.vms.start(),
       this.migration.vmims.start(),
@@ -451,6 +470,7 @@ export class VirtController {
       this.configInformer?.stop(),
       ctx.pods.stop(),
       ctx.pvcs.stop(),
+      ctx.dataVolumes.stop(),
       ctx.vmis.stop(),
       ctx.vms.stop(),
       this.migration.vmims.stop(),

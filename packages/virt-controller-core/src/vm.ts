@@ -39,6 +39,7 @@ import type { ControllerContext } from './context.js';
 import { findVmSpecs, instancetypeAnnotations, storeVmRevisions, type VmSpecs } from './instancetype.js';
 import { REASON_ERR_IMAGE_PULL, REASON_IMAGE_PULL_BACKOFF } from './vmi.js';
 import { claimVolumes } from './claims.js';
+import { dataVolumeError, dataVolumeProvisioning, syncDataVolumes, templatesOf } from './datavolumes.js';
 
 /** the finalizer kube-apiserver puts on an object deleted with propagationPolicy Orphan */
 const ORPHAN_FINALIZER = 'orphan';
@@ -106,6 +107,22 @@ const isMigrating = (vmi: Vmi): boolean => {
   return !!m && !!m.startTimestamp && !m.endTimestamp && !m.completed && !m.failed;
 };
 
+/** upstream's isSetToStart: whether the run strategy wants a VMI running */
+function isSetToStart(vm: Vm, vmi: Vmi | undefined): boolean {
+  switch (vmRunStrategy(vm)) {
+    case 'Always':
+      return true;
+    case 'Manual':
+      return vmi ? !hasStopRequestForVmi(vm, vmi) : hasStartRequest(vm);
+    case 'RerunOnFailure':
+      return vmi ? vmi.status?.phase !== 'Succeeded' : true;
+    case 'Once':
+      return !vmi;
+    default:
+      return false;
+  }
+}
+
 export class VmController {
   constructor(private readonly ctx: ControllerContext) {}
 
@@ -143,7 +160,9 @@ export class VmController {
         } else {
           vm = (await this.setVmFinalizer(vm, true)) ?? vm;
           vm = await this.syncInstancetype(vm);
-          syncErr = await this.startStop(key, vm, vmi);
+          // the VMI waits for the DataVolumes of the VM's templates (a halted VM is stopped all the same)
+          if ((await this.syncDataVolumes(vm)) || vmRunStrategy(vm) === 'Halted')
+            syncErr = await this.startStop(key, vm, vmi);
         }
       } catch (e) {
         if (!(e instanceof SyncError)) throw e;
@@ -205,6 +224,38 @@ export class VmController {
       vmi: vmi.metadata.uid,
     });
     return undefined;
+  }
+
+  /**
+   * Upstream's handleDataVolumes: creates the DataVolumes of the VM's dataVolumeTemplates (owned by the VM) and says
+   * whether they are all ready for the VMI (Succeeded, WaitForFirstConsumer, PendingPopulation).
+   */
+  private async syncDataVolumes(vm: Vm): Promise<boolean> {
+    if (templatesOf(vm).length === 0) return true;
+    const { ctx } = this;
+    let r;
+    try {
+      r = await syncDataVolumes(
+        ctx.client,
+        vm,
+        (ns, name) => ctx.dataVolumes.get(ns, name),
+        (ns, name) => !!ctx.pvcs.get(ns, name),
+      );
+    } catch (e) {
+      if (!(e instanceof SyncError)) throw e;
+      ctx.recorder.event(vmRef(vm), 'Warning', e.reason, e.message);
+      throw new SyncError('FailedCreate', `Error encountered while creating DataVolumes: ${e.message}`);
+    }
+    for (const name of r.created)
+      ctx.recorder.event(vmRef(vm), 'Normal', 'SuccessfulDataVolumeCreate', `Created DataVolume ${name}`);
+    for (const name of r.failed)
+      ctx.recorder.event(
+        vmRef(vm),
+        'Warning',
+        'FailedDataVolumeImport',
+        `DataVolume ${name} failed to import disk image`,
+      );
+    return r.ready;
   }
 
   /** Queues a start request (RerunOnFailure restarting a failed VMI), unless one is queued already. */
@@ -472,7 +523,7 @@ export class VmController {
     });
   }
 
-  /** The status the VM should have (upstream's updateStatus without DataVolumes, hotplug, revisions). */
+  /** The status the VM should have (upstream's updateStatus without hotplug). */
   desiredStatus(key: string, vm: Vm, vmi: Vmi | undefined, syncErr: SyncError | undefined, vmiGone: boolean) {
     const status: VirtualMachineStatus = structuredClone(vm.status ?? {});
     status.created = !!vmi;
@@ -551,6 +602,7 @@ export class VmController {
           c.type !== 'Ready' &&
           c.type !== 'Failure' &&
           c.type !== 'RestartRequired' &&
+          c.type !== 'DataVolumesReady' &&
           !mirrored.has(c.type)
         )
           removeCondition(status, c.type);
@@ -569,14 +621,51 @@ export class VmController {
         });
     } else removeCondition(status, 'RestartRequired');
 
+    // DataVolumesReady (kubevirt-ts; upstream v1.9 puts it on the VMI, which does not exist yet here): False with
+    // the failed DataVolume's reason while one of the VM's DataVolumes failed or its importer stopped on an error
+    const dvError = dataVolumeError(
+      vm.metadata.namespace ?? 'default',
+      vm.spec.template?.spec?.volumes,
+      (ns, n) => this.ctx.dataVolumes.get(ns, n),
+    );
+    if (dvError) {
+      const failing = this.failingDataVolumeReason(vm);
+      const cur = getCondition(status.conditions, 'DataVolumesReady');
+      if (cur?.status !== 'False' || cur.reason !== failing || cur.message !== dvError)
+        updateCondition(status, {
+          type: 'DataVolumesReady',
+          status: 'False',
+          reason: failing,
+          message: dvError,
+          lastProbeTime: null,
+          lastTransitionTime: now,
+        });
+    } else removeCondition(status, 'DataVolumesReady');
+
     status.printableStatus = this.printableStatus(key, vm, vmi, status);
     return status;
   }
 
-  /** A claim the VMI uses exists and is not Bound yet (upstream's HasUnboundPVC; a missing one does not count). */
-  private hasUnboundClaim(vmi: Vmi): boolean {
-    const ns = vmi.metadata.namespace ?? 'default';
-    return claimVolumes(vmi).some((c) => {
+  /** the reason of the failed DataVolume's Running condition (CDI's), else its phase */
+  private failingDataVolumeReason(vm: Vm): string {
+    const ns = vm.metadata.namespace ?? 'default';
+    for (const v of vm.spec.template?.spec?.volumes ?? []) {
+      const dv = v.dataVolume && this.ctx.dataVolumes.get(ns, v.dataVolume.name);
+      if (!dv) continue;
+      const running = dv.status?.conditions?.find((c) => c.type === 'Running');
+      if (dv.status?.phase === 'Failed') return running?.reason || 'Failed';
+      if (running?.status === 'False' && running.reason === 'Error') return running.reason;
+    }
+    return 'Failed';
+  }
+
+  /**
+   * A claim the VM's template uses exists and is not Bound yet (upstream's HasUnboundPVC; a missing one does not
+   * count, nor an ephemeral one).
+   */
+  private hasUnboundClaim(vm: Vm): boolean {
+    const ns = vm.metadata.namespace ?? 'default';
+    return claimVolumes({ spec: vm.spec.template.spec } as Pick<Vmi, 'spec'>).some((c) => {
       if (c.source === 'ephemeral') return false;
       const pvc = this.ctx.pvcs.get(ns, c.claimName);
       return !!pvc && pvc.status?.phase !== 'Bound';
@@ -595,8 +684,12 @@ export class VmController {
     if (vmi && running && paused) return 'Paused';
     if (vmi && running) return 'Running';
     if (sync?.status === 'False' && sync.reason === 'FailedPvcNotFound') return 'ErrorPvcNotFound';
+    const ns = vm.metadata.namespace ?? 'default';
+    const dv = (n: string, name: string) => this.ctx.dataVolumes.get(n, name);
+    if (dataVolumeError(ns, vm.spec.template?.spec?.volumes, dv)) return 'DataVolumeError';
     if (hasCondition(conds, 'PodScheduled', 'False', 'Unschedulable')) return 'ErrorUnschedulable';
-    if (vmi && !isFinal(vmi) && this.hasUnboundClaim(vmi)) return 'WaitingForVolumeBinding';
+    if (dataVolumeProvisioning(ns, vm.spec.template?.spec?.volumes, dv)) return 'Provisioning';
+    if (isSetToStart(vm, vmi) && this.hasUnboundClaim(vm)) return 'WaitingForVolumeBinding';
     if (sync?.status === 'False' && sync.reason === REASON_ERR_IMAGE_PULL) return 'ErrImagePull';
     if (sync?.status === 'False' && sync.reason === REASON_IMAGE_PULL_BACKOFF) return 'ImagePullBackOff';
     if (

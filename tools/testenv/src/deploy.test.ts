@@ -284,8 +284,9 @@ const NEEDS: Record<'controller' | 'handler' | 'operator', Need[]> = {
     { group: '', resource: 'persistentvolumeclaims', verbs: ['get', 'list', 'watch'] },
     // the VMI controller: the binding mode of a Pending claim's StorageClass
     { group: 'storage.k8s.io', resource: 'storageclasses', verbs: ['get'] },
+    // the DataVolumes of dataVolumeTemplates (created, owned by the VM; an informer follows their phase);
     // inferFromVolume: the labels of a DataVolume, its DataSource or VolumeSnapshot, read by the mutating webhook
-    { group: 'cdi.kubevirt.io', resource: 'datavolumes', verbs: ['get'] },
+    { group: 'cdi.kubevirt.io', resource: 'datavolumes', verbs: ['get', 'list', 'watch', 'create'] },
     { group: 'cdi.kubevirt.io', resource: 'datasources', verbs: ['get'] },
     { group: 'snapshot.storage.k8s.io', resource: 'volumesnapshots', verbs: ['get'] },
     // instance types and preferences: read by the webhook and the VM controller, stored in ControllerRevisions

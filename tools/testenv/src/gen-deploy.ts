@@ -272,9 +272,15 @@ export const CONTROLLER_CLUSTER_RULES: Rule[] = [
   },
   {
     apiGroups: ['cdi.kubevirt.io'],
-    resources: ['datavolumes', 'datasources'],
+    resources: ['datavolumes'],
+    verbs: ['get', 'list', 'watch', 'create'],
+    why: "list/watch: the DataVolumes of VMs' dataVolumeTemplates and those that own VMIs' claims (informer: the VMI waits until its DataVolume is Succeeded, the VM's printableStatus shows Provisioning or DataVolumeError); create: the DataVolume of each dataVolumeTemplate, owned by its VM (the garbage collector deletes it with the VM: no delete); get: the labels of the DataVolume a VM's inferFromVolume names, read by the mutating webhook",
+  },
+  {
+    apiGroups: ['cdi.kubevirt.io'],
+    resources: ['datasources'],
     verbs: ['get'],
-    why: "get: the labels of the DataVolume (and the DataSource it copies) a VM's inferFromVolume names, read by the mutating webhook; the phase of the DataVolume that owns a VMI's claim (the launcher Pod waits until it is Succeeded), read on demand; no list/watch",
+    why: "get: the labels of the DataSource a VM's inferFromVolume copies (mutating webhook) and the claim a dataVolumeTemplate's sourceRef clones (its clone is authorized for the VM's service account first)",
   },
   {
     apiGroups: ['snapshot.storage.k8s.io'],
@@ -485,7 +491,7 @@ export const SUBRESOURCES_CLUSTER_RULES: Rule[] = [
     apiGroups: ['authorization.k8s.io'],
     resources: ['subjectaccessreviews'],
     verbs: ['create'],
-    why: 'create: every subresource request is authorized by a SubjectAccessReview for the user the API server names, as an aggregated API server must',
+    why: "create: every subresource request is authorized by a SubjectAccessReview for the user the API server names, as an aggregated API server must; the clone a VM's dataVolumeTemplate asks for is authorized for the VM's service account (create datavolumes/source in the source's namespace, CDI's rule) before the DataVolume is created",
   },
   {
     apiGroups: ['kubevirt.io'],
