@@ -401,6 +401,30 @@ export function virtctlIn(namespace: string, ...args: string[]): string {
   return out.stdout;
 }
 
+/** deploy/addons/storage applied (idempotent) and its provisioner rolled out: the default StorageClass local-path. */
+export function applyStorageAddon(): void {
+  kubectl('apply', '-f', path.join(REPO, 'deploy/addons/storage'));
+  kubectl(
+    'rollout',
+    'status',
+    '-n',
+    'local-path-storage',
+    'deployment/local-path-provisioner',
+    '--timeout=180s',
+  );
+}
+
+/**
+ * `tools/cluster.sh block-volumes`: the class local-block, its loop devices and PersistentVolumes made when missing,
+ * Released ones wiped and Available again (a claim deleted with its namespace leaves its volume Released: Retain).
+ * Its output (`block volume <device> <pv> <phase> ...` lines).
+ */
+export function blockVolumes(): string {
+  const out = spawnSync('bash', [path.join(REPO, 'tools/cluster.sh'), 'block-volumes'], { encoding: 'utf8' });
+  if (out.status !== 0) throw new Error(`tools/cluster.sh block-volumes: ${out.stderr}${out.stdout}`);
+  return out.stdout;
+}
+
 /** The guest's marker in the first 512-byte block of a disk image (tools/guest kvts.marker), as the root namespace reads it. */
 export function markerOnDisk(image: string): string {
   return readFileSync(image).subarray(0, 512).toString('latin1').replace(/\0+$/, '').trim();

@@ -7,11 +7,10 @@
 // it; deleting the VM leaves the claim and its data; deleting the claim releases the volume (Retain), which
 // `tools/cluster.sh block-volumes` wipes and makes Available again. And a `lun` disk on a Filesystem claim is
 // refused by virt-controller with the disk's field named (no launcher Pod).
-import { spawnSync } from 'node:child_process';
 import { openSync, readSync, closeSync, statSync } from 'node:fs';
-import path from 'node:path';
-import { READY, REPO, waitFor } from '../launcher/helpers.js';
+import { READY, waitFor } from '../launcher/helpers.js';
 import {
+  blockVolumes,
   claimDiskVmManifest,
   clusterGate,
   deployKubevirtTs,
@@ -35,7 +34,6 @@ const CLAIM = 'vm-block-data';
 const SERIAL = 'blkdata';
 const CLASS = 'local-block';
 const SIZE = 128 * 1024 * 1024; // the loop devices tools/cluster.sh makes (KVTS_BLOCK_SIZE_MIB, default 128)
-const CLUSTER_SH = path.join(REPO, 'tools/cluster.sh');
 const SLOW = 300_000;
 const POWEROFF = 'KUBEVIRT-TS-GUEST-POWEROFF acpi-power-button';
 type Obj = Record<string, any>;
@@ -64,13 +62,6 @@ function vmManifest(name: string, claimName: string, as: 'disk' | 'lun'): string
   );
   if (lun === vm) throw new Error('claimDiskVmManifest changed: no data disk to make a lun');
   return lun;
-}
-
-/** tools/cluster.sh block-volumes: the loop devices and PVs made when missing, Released ones wiped and Available */
-function blockVolumes(): string {
-  const out = spawnSync('bash', [CLUSTER_SH, 'block-volumes'], { encoding: 'utf8' });
-  if (out.status !== 0) throw new Error(`tools/cluster.sh block-volumes: ${out.stderr}${out.stdout}`);
-  return out.stdout;
 }
 
 const runningVmi = (notUid?: string): Promise<Obj> => runningVmiIn(NS, VM, notUid, SLOW);
