@@ -5,7 +5,8 @@
 # containerd, keeping its manifest digest) and listed with that digest in deploy/images/images.json and in
 # $KVTS_CACHE/images/images.json (the list of the archives there: what the node pins). Prints each image's size.
 # Usage: tools/images/build.sh [pause|virt-launcher|virt-controller|virt-handler|virt-operator|guest|
-#   local-path-provisioner|local-path-helper ...]
+#   local-path-provisioner|local-path-helper|cdi-operator|cdi-controller|cdi-apiserver|cdi-uploadproxy|cdi-importer|
+#   cdi-cloner|cdi-uploadserver ...]
 #   (no argument: all). Needs root, buildah, mmdebstrap, gcc; the apps built (tools/setup.sh).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -262,8 +263,74 @@ build_local_path() {
   log "$name archive names $stable"
 }
 
+# the CDI add-on (deploy/addons/cdi/): the Containerized Data Importer's binaries built from its Go module at the version
+# tools/cdi/build-cdi.sh pins. The control-plane ones (operator, controller, apiserver, uploadproxy: static Go, no
+# shell needed) alone FROM scratch with a /tmp (the controller also gets `cat` for its readiness probe); the data movers (importer, cloner, uploadserver) on one cached
+# `extract` root filesystem with what they run: qemu-img (qemu-utils), tar,
+# bash/coreutils (the cloner's entrypoint tools/cdi/cloner-startup.sh; the claim-prime Pod runs /bin/bash from the
+# importer image), blockdev (util-linux), CA certificates. Named like the storage add-on's images by the upstream
+# version only (localhost/kubevirt-ts/<name>:<version>, what deploy/addons/cdi/ names with imagePullPolicy
+# IfNotPresent; CDI's operator passes those names on to the Pods it makes).
+build_cdi() {
+  local name="$1" version bindir ctx="$work/$1" c entry user=1001
+  version="$(bash tools/cdi/build-cdi.sh --version)"
+  bindir="$(bash tools/cdi/build-cdi.sh)"
+  mkdir -p "$ctx/root/usr/bin" "$ctx/root/tmp"
+  chmod 1777 "$ctx/root/tmp"
+  cp "$bindir/$name" "$ctx/root/usr/bin/$name"
+  entry="[\"/usr/bin/$name\", \"-alsologtostderr\"]"
+  case "$name" in
+    cdi-operator)
+      entry='["/usr/bin/cdi-operator"]'
+      c="$(buildah from --quiet scratch)"
+      ;;
+    cdi-apiserver | cdi-uploadproxy)
+      c="$(buildah from --quiet scratch)"
+      ;;
+    cdi-controller)
+      # the operator gives the controller the readiness probe `cat /tmp/ready` (an exec probe): Debian's static
+      # busybox as /usr/bin/cat, the one applet it needs
+      c="$(buildah from --quiet scratch)"
+      deb_file busybox-static /bin/busybox "$ctx/root/usr/bin/busybox"
+      chmod 0755 "$ctx/root/usr/bin/busybox"
+      ln -s busybox "$ctx/root/usr/bin/cat"
+      ;;
+    cdi-importer | cdi-cloner | cdi-uploadserver)
+      c="$(buildah from --quiet scratch)"
+      buildah add --quiet "$c" "$(rootfs cdi-data "extract" "$IMG_PKGS_CDI_DATA")" / >/dev/null
+      # CDI runs /usr/bin/tar, /usr/bin/ln and /usr/sbin/blockdev by those paths; the extract variant's root file system
+      # is not merged-/usr (Debian 12 puts them in /bin and /sbin): links at the paths CDI names
+      mkdir -p "$ctx/root/usr/sbin"
+      ln -s /bin/tar "$ctx/root/usr/bin/tar"
+      ln -s /bin/ln "$ctx/root/usr/bin/ln"
+      ln -s /sbin/blockdev "$ctx/root/usr/sbin/blockdev"
+      if [ "$name" = cdi-importer ]; then
+        cp "$bindir/cdi-image-size-detection" "$ctx/root/usr/bin/cdi-image-size-detection"
+      fi
+      if [ "$name" = cdi-cloner ]; then
+        cp tools/cdi/cloner-startup.sh "$ctx/root/usr/bin/cloner_startup.sh"
+        chmod 0755 "$ctx/root/usr/bin/cloner_startup.sh"
+        entry='["/usr/bin/cloner_startup.sh"]'
+      fi
+      ;;
+  esac
+  buildah copy --quiet "$c" "$ctx/root" / >/dev/null
+  buildah config --entrypoint "$entry" --cmd '[]' --user "$user" \
+    --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "$c" >/dev/null
+  finish "$name" "$version" "$c"
+  # the archive again, named by the stable tag (as build_local_path does)
+  local stable="$REPO/$name:$version"
+  rm -f "$out/$name.tar"
+  buildah push --quiet --digestfile "$work/$name.digest" "${TAGS[$name]}" "oci-archive:$out/$name.tar:$stable" >/dev/null
+  DIGESTS[$name]="$(cat "$work/$name.digest")"
+  [[ "${DIGESTS[$name]}" =~ ^sha256:[0-9a-f]{64}$ ]] || die "$name: buildah wrote no manifest digest"
+  TAGS[$name]="$stable"
+  log "$name archive names $stable"
+}
+
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(pause virt-launcher virt-controller virt-handler virt-operator guest local-path-provisioner local-path-helper)
+[ ${#targets[@]} -gt 0 ] || targets=(pause virt-launcher virt-controller virt-handler virt-operator guest local-path-provisioner local-path-helper
+  cdi-operator cdi-controller cdi-apiserver cdi-uploadproxy cdi-importer cdi-cloner cdi-uploadserver)
 for t in "${targets[@]}"; do
   case "$t" in
     pause) build_pause ;;
@@ -274,7 +341,8 @@ for t in "${targets[@]}"; do
     virt-operator) build_app virt-operator extract "$IMG_PKGS_CONTROLLER" virt-controller ;;
     guest) build_guest ;;
     local-path-provisioner | local-path-helper) build_local_path "$t" ;;
-    *) die "unknown image '$t' (pause, virt-launcher, virt-controller, virt-handler, virt-operator, guest, local-path-provisioner, local-path-helper)" ;;
+    cdi-operator | cdi-controller | cdi-apiserver | cdi-uploadproxy | cdi-importer | cdi-cloner | cdi-uploadserver) build_cdi "$t" ;;
+    *) die "unknown image '$t' (pause, virt-launcher, virt-controller, virt-handler, virt-operator, guest, local-path-provisioner, local-path-helper, cdi-operator, cdi-controller, cdi-apiserver, cdi-uploadproxy, cdi-importer, cdi-cloner, cdi-uploadserver)" ;;
   esac
 done
 

@@ -17,3 +17,8 @@ IMG_FILES_LAUNCHER_OVMF="ovmf:/usr/share/OVMF/OVMF_CODE.fd ovmf:/usr/share/OVMF/
 # virt-controller: jemalloc, its allocator (apps/virt-controller/Containerfile: it gives freed memory back to the
 # system where glibc's malloc kept it, 7-8 MiB of its RSS; npm run bench:controller)
 IMG_PKGS_CONTROLLER="$IMG_PKGS_BASE,libjemalloc2"
+# the CDI add-on's data movers (cdi-importer, cdi-cloner, cdi-uploadserver; one root filesystem for the three): qemu-img
+# (qemu-utils: format detection, conversion to raw, resize), tar (archive imports, filesystem clones), bash and
+# coreutils (the cloner's entrypoint; CDI's claim-prime Pod runs /bin/bash), blockdev (util-linux), CA certificates
+# (https sources)
+IMG_PKGS_CDI_DATA="$IMG_PKGS_BASE,qemu-utils,tar,bash,coreutils,util-linux"
