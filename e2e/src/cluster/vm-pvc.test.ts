@@ -6,8 +6,9 @@
 // (with the second boot's marker); deleting the claim removes the volume and its directory.
 import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { READY, REPO, waitFor } from '../launcher/helpers.js';
+import { READY, waitFor } from '../launcher/helpers.js';
 import {
+  applyStorageAddon,
   claimDiskVmManifest,
   clusterGate,
   deployKubevirtTs,
@@ -32,7 +33,6 @@ const VM = 'pvc';
 const CLAIM = 'vm-pvc-data';
 const SERIAL = 'pvcdata';
 const SIZE = 64 * 1024 * 1024; // the claim's 64Mi: local-path reports the request as the capacity
-const ADDON = path.join(REPO, 'deploy/addons/storage');
 const SLOW = 300_000;
 const POWEROFF = 'KUBEVIRT-TS-GUEST-POWEROFF acpi-power-button';
 type Obj = Record<string, any>;
@@ -89,15 +89,7 @@ describe(`VM with a PersistentVolumeClaim disk (${reason ? `skipped: ${reason}` 
     kubectlTry('delete', 'namespace', NS, '--wait=true', '--timeout=180s');
     await deployKubevirtTs();
     // the storage add-on (the default class local-path): applied as storage.test.ts does (idempotent)
-    kubectl('apply', '-f', ADDON);
-    kubectl(
-      'rollout',
-      'status',
-      '-n',
-      'local-path-storage',
-      'deployment/local-path-provisioner',
-      '--timeout=180s',
-    );
+    applyStorageAddon();
     kubectl('create', 'namespace', NS);
   }, SLOW);
   afterAll(() => {
