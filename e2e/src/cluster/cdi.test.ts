@@ -11,8 +11,8 @@
 //   (status.restartCount grows);
 // - CDI's own Pods run the loaded images and do not restart; everything of the test is deleted at the end.
 // The DataVolumes carry CDI's `cdi.kubevirt.io/storage.bind.immediate.requested` annotation: local-path binds on the
-// first consumer; where CDI's HonorWaitForFirstConsumer gate is on (upstream's release CR; ours leaves it out) CDI
-// would wait for a consumer (a VM); with the annotation CDI's importer Pod is the consumer (deploy/README.md).
+// first consumer and CDI's HonorWaitForFirstConsumer gate is on (as upstream's release CR), so CDI would wait for a
+// consumer (a VM's temporary provisioning Pod); with the annotation CDI's importer Pod is the consumer (deploy/README.md).
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { closeSync, openSync, readSync, statSync } from 'node:fs';

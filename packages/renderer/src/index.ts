@@ -1,6 +1,10 @@
 // @kubevirt-ts/renderer: VirtualMachineInstance -> virt-launcher Pod.
 export {
   renderLaunchPod,
+  renderProvisioningPod,
+  provisioningPodName,
+  ANNOTATION_EPHEMERAL_PROVISIONING,
+  LABEL_PROVISIONING_FOR,
   type ClaimInfo,
   type Claims,
   launcherCommand,

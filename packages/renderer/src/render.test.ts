@@ -5,6 +5,7 @@ import { toDomain } from '@kubevirt-ts/converter';
 type V1Networks = NonNullable<VirtualMachineInstance['spec']['networks']>;
 import {
   renderLaunchPod,
+  renderProvisioningPod,
   rendererConfigFromKubeVirt,
   memoryOverhead,
   RenderError,
@@ -903,5 +904,65 @@ describe('probes', () => {
     );
     expect(compute(p).readinessProbe).toBeUndefined();
     expect(compute(p).livenessProbe).toBeUndefined();
+  });
+});
+
+describe('the temporary provisioning Pod (a DataVolume waiting for its first consumer)', () => {
+  it('names every claim of the VMI once (not hotplugged ones), runs a no-op as an unprivileged user, is owned by the VMI', () => {
+    const v = vmi({
+      nodeSelector: { zone: 'a' },
+      tolerations: [{ key: 'k', operator: 'Exists' }],
+      priorityClassName: 'vms',
+      volumes: [
+        { name: 'root', dataVolume: { name: 'root-dv' } },
+        { name: 'data', persistentVolumeClaim: { claimName: 'data-pvc' } },
+        { name: 'again', persistentVolumeClaim: { claimName: 'data-pvc', readOnly: true } },
+        { name: 'scratch', ephemeral: { persistentVolumeClaim: { claimName: 'golden' } } },
+        { name: 'hot', persistentVolumeClaim: { claimName: 'hot-pvc', hotpluggable: true } },
+        { name: 'cd', containerDisk: { image: 'x' } },
+      ],
+    });
+    const p = renderProvisioningPod(v, cfg({ imagePullPolicy: 'Never' }));
+    expect(p.metadata).toEqual({
+      name: 'virt-provision-testvm-uid-1',
+      namespace: 'ns1',
+      labels: { 'kubevirt.io/provisioning-for': 'uid-1234' },
+      annotations: { 'kubevirt.io/ephemeral-provisioning': 'true' },
+      ownerReferences: [
+        {
+          apiVersion: 'kubevirt.io/v1',
+          kind: 'VirtualMachineInstance',
+          name: 'testvm',
+          uid: 'uid-1234',
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ],
+    });
+    expect(p.spec!.volumes).toEqual([
+      { name: 'root', persistentVolumeClaim: { claimName: 'root-dv' } },
+      { name: 'data', persistentVolumeClaim: { claimName: 'data-pvc' } },
+      { name: 'scratch', persistentVolumeClaim: { claimName: 'golden' } },
+    ]);
+    expect(p.spec!.nodeSelector).toEqual({ zone: 'a', 'kubevirt.io/schedulable': 'true' });
+    expect(p.spec!.tolerations).toEqual([{ key: 'k', operator: 'Exists' }]);
+    expect(p.spec!.priorityClassName).toBe('vms');
+    expect(p.spec!.restartPolicy).toBe('Never');
+    expect(p.spec!.automountServiceAccountToken).toBe(false);
+    const [c, ...rest] = p.spec!.containers;
+    expect(rest).toEqual([]);
+    expect(c).toMatchObject({
+      image: IMAGE,
+      imagePullPolicy: 'Never',
+      command: ['/usr/bin/container-disk', '--no-op'],
+      securityContext: {
+        runAsNonRoot: true,
+        allowPrivilegeEscalation: false,
+        capabilities: { drop: ['ALL'] },
+      },
+    });
+    // no label of a launcher Pod: the controllers' Pod informer and the VMI's Pod list never see it
+    expect(p.metadata!.labels!['kubevirt.io']).toBeUndefined();
+    expect(p.metadata!.labels!['kubevirt.io/created-by']).toBeUndefined();
   });
 });

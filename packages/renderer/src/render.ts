@@ -619,3 +619,96 @@ export function renderLaunchPod(
   };
   return pod;
 }
+
+/** the annotation of the temporary Pod that binds a VMI's WaitForFirstConsumer claims (upstream's name) */
+export const ANNOTATION_EPHEMERAL_PROVISIONING = 'kubevirt.io/ephemeral-provisioning';
+/** the label naming the VMI (uid) a temporary provisioning Pod is for (not `kubevirt.io/created-by`: no launcher) */
+export const LABEL_PROVISIONING_FOR = 'kubevirt.io/provisioning-for';
+
+/** The name of the temporary provisioning Pod of a VMI: one per VMI, so a second create is AlreadyExists. */
+export function provisioningPodName(vmi: VirtualMachineInstance): string {
+  return `virt-provision-${vmi.metadata!.name}-${vmi.metadata!.uid!.slice(0, 5)}`;
+}
+
+/**
+ * The temporary Pod that is the first consumer of a VMI's claims when CDI waits for one (a DataVolume in phase
+ * `WaitForFirstConsumer`, CDI's HonorWaitForFirstConsumer): upstream's "ephemeral provisioning" Pod. It names every
+ * claim the launcher Pod will mount (so the scheduler binds them all on one node the VMI may run on: its node
+ * selector, affinity, tolerations, scheduler, priority) and runs nothing but `container-disk --no-op` of the launcher
+ * image as an unprivileged user; CDI then populates the claims on that node, and the launcher Pod that follows is
+ * scheduled there by the volumes' node affinity. Owned by the VMI (the garbage collector removes it with the VMI).
+ */
+export function renderProvisioningPod(vmi: VirtualMachineInstance, rendererConfig: RendererConfig): V1Pod {
+  const config = resolveConfig(rendererConfig);
+  const meta = vmi.metadata;
+  if (!meta?.name || !meta.namespace || !meta.uid)
+    throw new RenderError('metadata', 'name, namespace and uid are required');
+  const spec = vmi.spec;
+  const claims = new Map<string, string>();
+  for (const v of spec.volumes ?? []) {
+    const claim =
+      (v.persistentVolumeClaim &&
+        !v.persistentVolumeClaim.hotpluggable &&
+        v.persistentVolumeClaim.claimName) ||
+      (v.dataVolume && !v.dataVolume.hotpluggable && v.dataVolume.name) ||
+      v.ephemeral?.persistentVolumeClaim?.claimName;
+    if (claim && !claims.has(claim)) claims.set(claim, v.name);
+  }
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name: provisioningPodName(vmi),
+      namespace: meta.namespace,
+      labels: { [LABEL_PROVISIONING_FOR]: meta.uid },
+      annotations: { [ANNOTATION_EPHEMERAL_PROVISIONING]: 'true' },
+      ownerReferences: [
+        {
+          apiVersion: 'kubevirt.io/v1',
+          kind: 'VirtualMachineInstance',
+          name: meta.name,
+          uid: meta.uid,
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ],
+    },
+    spec: {
+      restartPolicy: 'Never',
+      terminationGracePeriodSeconds: 0,
+      automountServiceAccountToken: false,
+      securityContext: {
+        runAsUser: LAUNCHER_UID,
+        runAsGroup: LAUNCHER_UID,
+        runAsNonRoot: true,
+        seccompProfile: { type: 'RuntimeDefault' },
+      },
+      nodeSelector: {
+        ...(spec.nodeSelector ?? {}),
+        ...(spec.architecture ? { 'kubernetes.io/arch': spec.architecture } : {}),
+        [NODE_SCHEDULABLE_LABEL]: 'true',
+      },
+      ...(spec.affinity ? { affinity: spec.affinity as V1Affinity } : {}),
+      ...(spec.tolerations ? { tolerations: spec.tolerations } : {}),
+      ...(spec.schedulerName ? { schedulerName: spec.schedulerName } : {}),
+      ...(spec.priorityClassName ? { priorityClassName: spec.priorityClassName } : {}),
+      ...(config.imagePullSecrets?.length
+        ? { imagePullSecrets: config.imagePullSecrets.map((n) => ({ name: n })) }
+        : {}),
+      containers: [
+        {
+          name: 'provision',
+          image: config.launcherImage,
+          imagePullPolicy: config.imagePullPolicy,
+          command: ['/usr/bin/container-disk', '--no-op'],
+          resources: HELPER_RESOURCES,
+          securityContext: restrictedSecurityContext(),
+        },
+      ],
+      volumes: [...claims].map(([claimName, volume]) => ({
+        name: volume,
+        persistentVolumeClaim: { claimName },
+      })),
+    },
+  };
+}

@@ -224,9 +224,9 @@ describe('checkClaims', () => {
     expect((await checkClaims(v, lookup(claims, {}, { dv1: 'Succeeded' }))).ready).toBe(true);
     expect((await checkClaims(v, lookup(claims, {}, { dv1: 'PendingPopulation' }))).ready).toBe(true);
     const wffc = await checkClaims(v, lookup(claims, {}, { dv1: 'WaitForFirstConsumer' }));
-    expect(!wffc.ready && wffc.message).toMatch(
-      /waits for its first consumer; kubevirt-ts starts no temporary Pod/,
-    );
+    expect(!wffc.ready && wffc.message).toMatch(/waits for its first consumer: a temporary Pod binds/);
+    expect(!wffc.ready && wffc.firstConsumer).toBe(true);
+    expect(!importing.ready && importing.firstConsumer).toBeUndefined();
     // the DataVolume garbage-collected after its import: the claim stands alone
     expect((await checkClaims(v, lookup(claims))).ready).toBe(true);
   });

@@ -179,6 +179,11 @@ export interface ClaimWait {
    * Undefined: a claim or DataVolume event (add, bind, phase) wakes the VMI.
    */
   recheckMs?: number;
+  /**
+   * A DataVolume waits for its claim's first consumer (CDI's HonorWaitForFirstConsumer): the VMI controller creates
+   * the temporary provisioning Pod (renderer's renderProvisioningPod), as upstream does.
+   */
+  firstConsumer?: boolean;
 }
 
 export type ClaimCheck =
@@ -196,9 +201,8 @@ const DV_USABLE = ['Succeeded', 'PendingPopulation'];
  *
  * - missing: wait (`FailedPvcNotFound`); for a `dataVolume` volume the message says whether the DataVolume exists;
  * - owned by a DataVolume (CDI): wait until the DataVolume is `Succeeded` or `PendingPopulation` (upstream); a
- *   DataVolume in `WaitForFirstConsumer` also waits (`PVCNotReady`): upstream starts a temporary Pod so the claim
- *   binds and CDI imports into it before the VM runs; kubevirt-ts has no such Pod and will not boot the VM from a
- *   disk not yet imported;
+ *   DataVolume in `WaitForFirstConsumer` also waits (`PVCNotReady`, `firstConsumer`): the VMI controller starts a
+ *   temporary Pod so the claims bind and CDI populates them before the VM runs, as upstream does;
  * - Bound: ready;
  * - Pending and its StorageClass binds on the first consumer (`volumeBindingMode: WaitForFirstConsumer`, e.g.
  *   local-path): ready, the launcher Pod is that consumer (the scheduler picks the node, the claim binds there);
@@ -242,8 +246,9 @@ export async function checkClaims(vmi: Vmi, lookup: ClaimLookup): Promise<ClaimC
           reason: REASON_PVC_NOT_READY,
           message:
             phase === 'WaitForFirstConsumer'
-              ? `${c.field}: DataVolume ${ns}/${owner.name} waits for its first consumer; kubevirt-ts starts no temporary Pod to bind it (upstream does) and does not boot the VM before the import: bind the claim first (an Immediate StorageClass) or use a claim without a DataVolume`
+              ? `${c.field}: DataVolume ${ns}/${owner.name} waits for its first consumer: a temporary Pod binds the VMI's claims on one node, CDI populates them there, then the launcher Pod starts`
               : `${c.field}: DataVolume ${ns}/${owner.name} is in phase ${phase || 'unknown'}; waiting until it is Succeeded`,
+          ...(phase === 'WaitForFirstConsumer' ? { firstConsumer: true } : {}),
         };
     }
     const phase = pvc.status?.phase ?? '';

@@ -2,11 +2,12 @@
 // DataVolume CRD standing in for CDI's (created after the controller started, as when CDI is installed later; the
 // suite plays CDI by writing the DataVolume's status): the VM creates its DataVolumes, owned by it; its VMI waits
 // until they are ready while printableStatus says Provisioning; a failed import shows DataVolumeError with the
-// DataVolume's reason; a clone from another namespace is created only when the VM's service account may clone.
-import { EVENTS, type KubeObject, type Resource } from '@kubevirt-ts/controller-runtime';
+// DataVolume's reason; a clone from another namespace is created only when the VM's service account may clone; a
+// DataVolume waiting for its first consumer gets the temporary provisioning Pod, removed once the claim is populated.
+import { EVENTS, PODS, type KubeObject, type Resource } from '@kubevirt-ts/controller-runtime';
 import { VMIS, VMS, type Vm, type Vmi } from './common.js';
-import { DATA_VOLUMES, type DataVolume } from './claims.js';
-import { poller, startController, stopController, type ControllerSuite } from './test-apiserver.js';
+import { DATA_VOLUMES, PVCS, type DataVolume } from './claims.js';
+import { podsOf, poller, startController, stopController, type ControllerSuite } from './test-apiserver.js';
 
 const NS = 'dv-test';
 const OTHER = 'dv-source';
@@ -251,4 +252,84 @@ test("a clone from another namespace needs the VM's service account to be allowe
   await s!.api.patch(VMS, NS, 'cloner', { metadata: { labels: { retry: '1' } } }, 'merge');
   const dv = await until('the clone DataVolume', () => getDv('cloner-disk'));
   expect(dv.spec?.source).toEqual({ pvc: { namespace: OTHER, name: 'golden' } });
+});
+
+test('a DataVolume waiting for its first consumer: a temporary Pod names the claims; once populated it goes, the launcher Pod comes', async () => {
+  const api = s!.api;
+  const dv = await api.create<DataVolume>(DATA_VOLUMES, NS, {
+    apiVersion: 'cdi.kubevirt.io/v1beta1',
+    kind: 'DataVolume',
+    metadata: { name: 'wffc-disk' },
+    spec: { source: { blank: {} }, ...storage },
+  });
+  await cdiSets('wffc-disk', { phase: 'WaitForFirstConsumer' });
+  // CDI's claim, owned by the DataVolume, Pending (its class binds on the first consumer)
+  await api.create(PVCS, NS, {
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: {
+      name: 'wffc-disk',
+      ownerReferences: [
+        {
+          apiVersion: 'cdi.kubevirt.io/v1beta1',
+          kind: 'DataVolume',
+          name: 'wffc-disk',
+          uid: dv.metadata!.uid!,
+          controller: true,
+        },
+      ],
+    },
+    spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
+  } as KubeObject);
+  const vmi = await api.create<Vmi>(VMIS, NS, {
+    apiVersion: 'kubevirt.io/v1',
+    kind: 'VirtualMachineInstance',
+    metadata: { name: 'wffc' },
+    spec: {
+      domain: {
+        devices: { disks: [{ name: 'root', disk: {} }] },
+        resources: { requests: { memory: '64Mi' } },
+      },
+      terminationGracePeriodSeconds: 0,
+      volumes: [{ name: 'root', dataVolume: { name: 'wffc-disk' } }],
+    },
+  } as unknown as Vmi);
+  const tmpName = `virt-provision-wffc-${vmi.metadata.uid!.slice(0, 5)}`;
+  const tmp = await until('the provisioning Pod', () =>
+    api.getOrUndefined<KubeObject & { spec?: Record<string, any> }>(PODS, NS, tmpName),
+  );
+  expect(tmp.metadata?.ownerReferences).toEqual([
+    expect.objectContaining({ kind: 'VirtualMachineInstance', uid: vmi.metadata.uid }),
+  ]);
+  expect(tmp.metadata?.annotations).toEqual({ 'kubevirt.io/ephemeral-provisioning': 'true' });
+  expect(tmp.spec?.volumes).toEqual([{ name: 'root', persistentVolumeClaim: { claimName: 'wffc-disk' } }]);
+  const pending = await until('the Synchronized condition', async () =>
+    (await api.getOrUndefined<Vmi>(VMIS, NS, 'wffc'))?.status?.conditions?.find(
+      (c) => c.type === 'Synchronized',
+    ),
+  );
+  expect(pending).toMatchObject({
+    status: 'False',
+    reason: 'PVCNotReady',
+    message: expect.stringMatching(
+      /^spec\.volumes\[0\]\.dataVolume\.name: DataVolume dv-test\/wffc-disk waits for its first consumer: a temporary Pod/,
+    ),
+  });
+  expect(await podsOf(api, vmi)).toEqual([]);
+  // the scheduler bound the claim for the temporary Pod; CDI populated it
+  await api.patch(
+    PVCS,
+    NS,
+    'wffc-disk',
+    { status: { phase: 'Bound', capacity: { storage: '1Gi' } } },
+    'merge',
+    'status',
+  );
+  await cdiSets('wffc-disk', { phase: 'Succeeded', progress: '100.0%' });
+  const [launcher] = await until('the launcher Pod', async () => {
+    const p = await podsOf(api, vmi);
+    return p.length ? p : undefined;
+  });
+  expect(launcher).toBeDefined();
+  await until('the provisioning Pod deleted', async () => !(await api.getOrUndefined(PODS, NS, tmpName)));
 });

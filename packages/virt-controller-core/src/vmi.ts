@@ -3,8 +3,15 @@
 // Scheduled (Pod running: handed to virt-handler on pod.spec.nodeName). Pod failures (unschedulable,
 // image pull errors, eviction, deletion by someone else) show in the VMI's conditions and phase.
 // Level-triggered: everything is computed from the cached VMI and Pod, whatever event woke the key.
-import { isNotFound, updateIfChanged, PODS } from '@kubevirt-ts/controller-runtime';
-import { renderLaunchPod, RenderError, COMPUTE_CONTAINER } from '@kubevirt-ts/renderer';
+import { isAlreadyExists, isNotFound, updateIfChanged, PODS } from '@kubevirt-ts/controller-runtime';
+import {
+  renderLaunchPod,
+  renderProvisioningPod,
+  provisioningPodName,
+  RenderError,
+  COMPUTE_CONTAINER,
+  type RendererConfig,
+} from '@kubevirt-ts/renderer';
 import type { Condition } from '@kubevirt-ts/api';
 import {
   LABEL_NODE_NAME,
@@ -30,6 +37,7 @@ import {
   REASON_PVC_NOT_FOUND,
   REASON_PVC_VOLUME_MODE,
   checkClaims,
+  claimVolumes,
   desiredVolumeStatus,
   type ClaimWait,
 } from './claims.js';
@@ -210,7 +218,33 @@ export class VmiController {
           message: check.message,
         });
       }
+      if (check.firstConsumer) {
+        const err = await this.ensureProvisioningPod(vmi, config);
+        if (err) return err;
+      }
       return new ClaimWaitError(check);
+    }
+    // the temporary Pod that bound claims of DataVolumes is not needed any more (its claims are populated)
+    const dvClaims = claimVolumes(vmi).some((c) =>
+      ctx.pvcs
+        .get(vmi.metadata.namespace ?? 'default', c.claimName)
+        ?.metadata?.ownerReferences?.some((r) => r.kind === 'DataVolume'),
+    );
+    if (dvClaims) {
+      try {
+        await ctx.client.delete(PODS, vmi.metadata.namespace, provisioningPodName(vmi));
+        ctx.log.info('deleted the temporary provisioning pod', {
+          kind: 'VirtualMachineInstance',
+          namespace: vmi.metadata.namespace,
+          name: vmi.metadata.name,
+        });
+      } catch (e) {
+        if (!isNotFound(e))
+          return new SyncError(
+            REASON_FAILED_DELETE_POD,
+            `failed to delete the temporary provisioning pod: ${errorMessage(e)}`,
+          );
+      }
     }
     let podSpec;
     try {
@@ -249,6 +283,39 @@ export class VmiController {
         );
       return new SyncError(REASON_FAILED_CREATE_POD, `failed to create virtual machine pod: ${msg}`);
     }
+    return undefined;
+  }
+
+  /**
+   * Creates the temporary Pod that binds the VMI's claims when a DataVolume waits for its first consumer (once: a
+   * second create answers AlreadyExists). The garbage collector deletes it with the VMI; the VMI controller once
+   * its claims are ready.
+   */
+  private async ensureProvisioningPod(vmi: Vmi, config: RendererConfig): Promise<SyncError | undefined> {
+    const { ctx } = this;
+    let pod;
+    try {
+      pod = renderProvisioningPod(vmi, config);
+    } catch (e) {
+      return new SyncError(
+        REASON_FAILED_CREATE_POD,
+        `failed to render the provisioning pod: ${errorMessage(e)}`,
+      );
+    }
+    try {
+      await ctx.client.create<Pod>(PODS, vmi.metadata.namespace, pod as Pod);
+    } catch (e) {
+      if (isAlreadyExists(e)) return undefined;
+      const msg = `failed to create the temporary provisioning pod: ${errorMessage(e)}`;
+      ctx.recorder.event(vmiRef(vmi), 'Warning', REASON_FAILED_CREATE_POD, msg);
+      return new SyncError(REASON_FAILED_CREATE_POD, msg);
+    }
+    ctx.recorder.event(
+      vmiRef(vmi),
+      'Normal',
+      'SuccessfulCreate',
+      `Created temporary pod ${pod.metadata?.name} to bind the claims of DataVolumes waiting for their first consumer`,
+    );
     return undefined;
   }
 
