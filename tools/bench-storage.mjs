@@ -42,7 +42,6 @@ import {
   getJson,
   kubectl,
   kubectlIn,
-  median,
   nodeNames,
   onNode,
   repo,
@@ -81,6 +80,12 @@ const KINDS = [
   { name: 'block', storageClass: 'local-block', volumeMode: 'Block' },
 ];
 const s = (ms) => (ms / 1000).toFixed(1);
+/** the median; of an even count, the mean of the two middle values (cluster-bench-lib's is the upper one) */
+const median = (a) => {
+  const x = [...a].sort((p, q) => p - q);
+  const h = Math.floor(x.length / 2);
+  return x.length % 2 ? x[h] : (x[h - 1] + x[h]) / 2;
+};
 const mbps = (bytes, ms) => bytes / 1e6 / (ms / 1000);
 const f1 = (x) => (x === undefined ? 'n/a' : x.toFixed(1));
 const f2 = (x) => (x === undefined ? 'n/a' : x.toFixed(2));
