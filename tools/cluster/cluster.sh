@@ -264,7 +264,7 @@ cmd_up() {
     --enable-aggregator-routing=true \
     --profiling=false
   # the nodes' sandbox image while the API server starts
-  for i in $(seq "$n"); do wait_for "$(node_name "$i") containerd" 30 nctr "$i" version; load_pause "$i"; done
+  for i in $(seq "$n"); do wait_for "$(node_name "$i") containerd" 30 nctr "$i" version; load_pause "$i"; load_coredns "$i"; done
   wait_for kube-apiserver 90 kc get --raw /readyz
   start_cp kube-controller-manager "$KUBE_DIR/kube-controller-manager" \
     --kubeconfig "$STATE_DIR/controller-manager.kubeconfig" --authentication-kubeconfig "$STATE_DIR/controller-manager.kubeconfig" \
@@ -293,6 +293,8 @@ cmd_up() {
   wait_for "serviceaccount default/default" 60 kc -n default get serviceaccount default
   # loop devices and their Block PersistentVolumes (README "Block volumes")
   block_volumes "$n"
+  # the cluster DNS (README "Cluster DNS"): its image was imported with the sandbox image above
+  dns_up
   log "up in $((SECONDS - t0))s; $n node(s) Ready; export KUBECONFIG=$ADMIN_KUBECONFIG"
 }
 
@@ -458,6 +460,37 @@ load_pause() {
   [ -f "$a" ] || die "$a missing: build the images first (bash tools/images/build.sh pause)"
   ref="$(import_archive "$i" "$a")"
   [ "$ref" = "$PAUSE_IMAGE" ] || nctr "$i" -n k8s.io images tag --force "$ref" "$PAUSE_IMAGE" >/dev/null
+}
+
+# --- cluster DNS (README "Cluster DNS") ----------------------------------------------------------------------------
+# CoreDNS (tools/cluster/coredns.yaml) as kube-system/coredns behind the Service kube-dns at $DNS_SERVICE_IP, which
+# every kubelet's config names as clusterDNS (render-config.sh).
+
+# coredns_image: the image name the archive of tools/images/build.sh coredns holds (localhost/kubevirt-ts/coredns:<v>)
+coredns_image() {
+  local a="$IMAGES_DIR/$COREDNS_ARCHIVE"
+  [ -f "$a" ] || die "$a missing: build the cluster DNS image first (bash tools/images/build.sh coredns)"
+  tar -xOf "$a" index.json | grep -o '"org.opencontainers.image.ref.name":"[^"]*"' | head -1 | cut -d'"' -f4
+}
+
+# load_coredns I: the CoreDNS image into node I (the Deployment never pulls)
+load_coredns() {
+  local i="$1" ref
+  coredns_image >/dev/null
+  ref="$(import_archive "$i" "$IMAGES_DIR/$COREDNS_ARCHIVE")"
+  log "$(node_name "$i"): imported $ref"
+}
+
+# dns_up: applies tools/cluster/coredns.yaml (rendered into $STATE_DIR) and waits until its Deployment is available
+dns_up() {
+  local image
+  image="$(coredns_image)"
+  [[ "$image" == */coredns:* ]] || die "$IMAGES_DIR/$COREDNS_ARCHIVE names no coredns image ('$image')"
+  sed -e "s|@IMAGE@|$image|g" -e "s|@DNS_IP@|$DNS_SERVICE_IP|g" "$here/coredns.yaml" >"$STATE_DIR/coredns.yaml"
+  kc apply -f "$STATE_DIR/coredns.yaml" >/dev/null
+  kc -n kube-system wait --for=condition=Available deployment/coredns --timeout=120s >/dev/null ||
+    die "cluster DNS: kube-system/coredns not available after 120s ($(kc -n kube-system get pods -l k8s-app=kube-dns -o wide 2>&1 | tail -n +2))"
+  log "cluster DNS: kube-system/kube-dns $DNS_SERVICE_IP ($image)"
 }
 
 # load_images_node I: every archive of tools/images/build.sh into node I; the app images are also tagged with the
@@ -669,6 +702,8 @@ cmd_status() {
   if running kube-apiserver; then
     KUBE_DIR="$(bash "$root/tools/testenv/build-kube-apiserver.sh" kube-apiserver kubectl)"
     kc get nodes -o wide 2>&1 || true
+    # the cluster DNS (README "Cluster DNS")
+    kc -n kube-system get deployment/coredns service/kube-dns -o wide 2>&1 || true
   fi
   block_list
 }

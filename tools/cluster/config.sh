@@ -25,6 +25,11 @@ CLUSTER_CIDR="$POD_NET.0.0/16"
 SERVICE_NET="${KVTS_SERVICE_NET:-10.96.0}"
 SERVICE_CIDR="$SERVICE_NET.0/24"
 KUBERNETES_SERVICE_IP="$SERVICE_NET.1"
+# the cluster DNS (CoreDNS, tools/cluster/coredns.yaml): the Service kube-system/kube-dns at the 10th address of the
+# Service range (as kubeadm picks it), every kubelet's clusterDNS; Pods get <svc>.<ns>.svc.$CLUSTER_DOMAIN
+DNS_SERVICE_IP="$SERVICE_NET.10"
+CLUSTER_DOMAIN="cluster.local"
+COREDNS_ARCHIVE="coredns.tar" # in $IMAGES_DIR (tools/images/build.sh coredns)
 NODE_NAME_PREFIX="${KVTS_NODE_NAME_PREFIX:-kvts-node}" # node i is <prefix><i>, its netns $NS_PREFIX<node-suffix>
 
 CNI_BRIDGE="kvts-cni0" # inside each node's netns

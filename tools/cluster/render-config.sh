@@ -95,6 +95,10 @@ authentication:
 authorization:
   mode: Webhook
 podCIDR: $cidr
+# Pods with dnsPolicy ClusterFirst (the default) get the cluster DNS (CoreDNS, README "Cluster DNS") and the search
+# path <ns>.svc.$CLUSTER_DOMAIN svc.$CLUSTER_DOMAIN $CLUSTER_DOMAIN; dnsPolicy Default Pods get the node's resolv.conf
+clusterDNS: [$DNS_SERVICE_IP]
+clusterDomain: $CLUSTER_DOMAIN
 resolvConf: /etc/resolv.conf
 serializeImagePulls: false
 # this machine is shared: never evict for disk or memory pressure, never garbage-collect the loaded images

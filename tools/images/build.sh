@@ -6,7 +6,7 @@
 # $KVTS_CACHE/images/images.json (the list of the archives there: what the node pins). Prints each image's size.
 # Usage: tools/images/build.sh [pause|virt-launcher|virt-controller|virt-handler|virt-operator|guest|
 #   local-path-provisioner|local-path-helper|cdi-operator|cdi-controller|cdi-apiserver|cdi-uploadproxy|cdi-importer|
-#   cdi-cloner|cdi-uploadserver ...]
+#   cdi-cloner|cdi-uploadserver|coredns ...]
 #   (no argument: all). Needs root, buildah, mmdebstrap, gcc; the apps built (tools/setup.sh).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -328,9 +328,32 @@ build_cdi() {
   log "$name archive names $stable"
 }
 
+# the cluster's DNS server (tools/cluster/coredns.yaml, applied by tools/cluster.sh up): CoreDNS built from its Go
+# module at the version tools/dns/build-coredns.sh pins, alone FROM scratch as user 65534 (it listens on an
+# unprivileged port, so it needs no capability). Named like the add-ons' images by the upstream version only
+# (localhost/kubevirt-ts/coredns:<version>, what `up` renders into the Deployment with imagePullPolicy Never).
+build_coredns() {
+  local name=coredns version ctx="$work/coredns" c
+  version="$(bash tools/dns/build-coredns.sh --version)"
+  mkdir -p "$ctx"
+  cp "$(bash tools/dns/build-coredns.sh)" "$ctx/coredns"
+  c="$(buildah from --quiet scratch)"
+  buildah copy --quiet "$c" "$ctx/coredns" /usr/bin/coredns >/dev/null
+  buildah config --entrypoint '["/usr/bin/coredns"]' --cmd '[]' --user 65534:65534 "$c" >/dev/null
+  finish "$name" "$version" "$c"
+  # the archive again, named by the stable tag (as build_local_path does)
+  local stable="$REPO/$name:$version"
+  rm -f "$out/$name.tar"
+  buildah push --quiet --digestfile "$work/$name.digest" "${TAGS[$name]}" "oci-archive:$out/$name.tar:$stable" >/dev/null
+  DIGESTS[$name]="$(cat "$work/$name.digest")"
+  [[ "${DIGESTS[$name]}" =~ ^sha256:[0-9a-f]{64}$ ]] || die "$name: buildah wrote no manifest digest"
+  TAGS[$name]="$stable"
+  log "$name archive names $stable"
+}
+
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(pause virt-launcher virt-controller virt-handler virt-operator guest local-path-provisioner local-path-helper
-  cdi-operator cdi-controller cdi-apiserver cdi-uploadproxy cdi-importer cdi-cloner cdi-uploadserver)
+  cdi-operator cdi-controller cdi-apiserver cdi-uploadproxy cdi-importer cdi-cloner cdi-uploadserver coredns)
 for t in "${targets[@]}"; do
   case "$t" in
     pause) build_pause ;;
@@ -342,7 +365,8 @@ for t in "${targets[@]}"; do
     guest) build_guest ;;
     local-path-provisioner | local-path-helper) build_local_path "$t" ;;
     cdi-operator | cdi-controller | cdi-apiserver | cdi-uploadproxy | cdi-importer | cdi-cloner | cdi-uploadserver) build_cdi "$t" ;;
-    *) die "unknown image '$t' (pause, virt-launcher, virt-controller, virt-handler, virt-operator, guest, local-path-provisioner, local-path-helper, cdi-operator, cdi-controller, cdi-apiserver, cdi-uploadproxy, cdi-importer, cdi-cloner, cdi-uploadserver)" ;;
+    coredns) build_coredns ;;
+    *) die "unknown image '$t' (pause, virt-launcher, virt-controller, virt-handler, virt-operator, guest, local-path-provisioner, local-path-helper, cdi-operator, cdi-controller, cdi-apiserver, cdi-uploadproxy, cdi-importer, cdi-cloner, cdi-uploadserver, coredns)" ;;
   esac
 done
 
