@@ -12,8 +12,9 @@
 // the cluster is up with two nodes.
 import { closeSync, existsSync, openSync, statSync, writeSync } from 'node:fs';
 import path from 'node:path';
-import { READY, REPO, waitFor } from '../launcher/helpers.js';
+import { READY, waitFor } from '../launcher/helpers.js';
 import {
+  applyStorageAddon,
   SerialLog,
   claimDiskVmManifest,
   createVmim,
@@ -40,7 +41,6 @@ const NS = 'e2e-vm-rwx';
 const RWX = { vm: 'rwx', claim: 'vm-rwx-data', serial: 'rwxdata' };
 const RWO = { vm: 'rwo', claim: 'vm-rwo-data', serial: 'rwodata' };
 const SIZE = 64 * 1024 * 1024;
-const ADDON = path.join(REPO, 'deploy/addons/storage');
 const SLOW = 900_000;
 const POWEROFF = 'KUBEVIRT-TS-GUEST-POWEROFF acpi-power-button';
 /** what the test writes into disk.img while the VM runs on the target (8 hex digits as the guest's own ids) */
@@ -116,16 +116,7 @@ describe(`VM with a ReadWriteMany claim disk: live migration (${reason ? `skippe
     if (reason || !twoNodes) return;
     kubectlTry('delete', 'namespace', NS, '--wait=true', '--timeout=180s');
     await deployKubevirtTs();
-    // the storage add-on: applied as storage.test.ts does (idempotent)
-    kubectl('apply', '-f', ADDON);
-    kubectl(
-      'rollout',
-      'status',
-      '-n',
-      'local-path-storage',
-      'deployment/local-path-provisioner',
-      '--timeout=180s',
-    );
+    applyStorageAddon(); // the storage add-on (idempotent)
     kubectl('create', 'namespace', NS);
   }, SLOW);
   afterAll(() => {
