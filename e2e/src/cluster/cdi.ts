@@ -3,11 +3,10 @@
 // HTTP server Pod that serves disk images for DataVolume imports.
 import path from 'node:path';
 import { REPO, waitFor } from '../launcher/helpers.js';
-import { getJson, kubectl, kubectlIn } from './cluster.js';
+import { applyStorageAddon, getJson, kubectl, kubectlIn } from './cluster.js';
 
 export const CDI_NS = 'cdi';
 export const CDI_ADDON = path.join(REPO, 'deploy/addons/cdi');
-const STORAGE_ADDON = path.join(REPO, 'deploy/addons/storage');
 const HELPER_IMAGE = 'localhost/kubevirt-ts/local-path-helper:v0.0.30';
 const IMPORTER_IMAGE = 'localhost/kubevirt-ts/cdi-importer:v1.58.0';
 
@@ -22,15 +21,7 @@ const IMPORTER_IMAGE = 'localhost/kubevirt-ts/cdi-importer:v1.58.0';
  */
 export async function deployCdi(): Promise<number> {
   const t0 = Date.now();
-  kubectl('apply', '-f', STORAGE_ADDON);
-  kubectl(
-    'rollout',
-    'status',
-    '-n',
-    'local-path-storage',
-    'deployment/local-path-provisioner',
-    '--timeout=180s',
-  );
+  applyStorageAddon();
   kubectl('apply', '-f', path.join(CDI_ADDON, '00-cdi-operator.yaml'));
   kubectl('rollout', 'status', '-n', CDI_NS, 'deployment/cdi-operator', '--timeout=600s');
   kubectl('apply', '-f', path.join(CDI_ADDON, '10-cdi-cr.yaml'));
