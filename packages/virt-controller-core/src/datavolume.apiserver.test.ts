@@ -225,6 +225,13 @@ test('a DataVolume of the template name controlled by something else is not take
 });
 
 test("a clone from another namespace needs the VM's service account to be allowed to clone there", async () => {
+  // from the VM's own namespace: allowed as it is (CDI's rule)
+  await s!.api.create<Vm>(VMS, NS, vm('local', { source: { pvc: { name: 'golden' } }, ...storage }));
+  expect(
+    (await until('the same-namespace clone DataVolume', () => getDv('local-disk'))).spec?.source,
+  ).toEqual({
+    pvc: { name: 'golden' },
+  });
   const clone = { source: { pvc: { namespace: OTHER, name: 'golden' } }, ...storage };
   await s!.api.create<Vm>(VMS, NS, vm('cloner', clone));
   const failure = await until('the Failure condition', async () =>

@@ -56,63 +56,72 @@ export function dataVolumeFromTemplate(t: DataVolumeTemplate, vm: Vm): DataVolum
   };
 }
 
-/** The namespace and name of the claim (or snapshot) a clone template copies; undefined when it is no clone. */
+/** What a clone template copies: a claim or a VolumeSnapshot; undefined when it is no clone. */
 async function cloneSource(
   client: KubeClient,
   ns: string,
   dv: DataVolume,
-): Promise<{ namespace: string; name: string } | undefined> {
-  const src = dv.spec?.source;
-  const from = src?.pvc ?? src?.snapshot;
-  if (from) return { namespace: from.namespace || ns, name: from.name ?? '' };
+): Promise<{ kind: 'pvc' | 'snapshot'; namespace: string; name: string } | undefined> {
+  let src = dv.spec?.source;
+  let srcNs = ns;
   const ref = dv.spec?.sourceRef;
-  if (!ref) return undefined;
-  if (ref.kind !== 'DataSource')
-    throw new SyncError(
-      'FailedCreate',
-      `DataVolume ${dv.metadata?.name}: sourceRef kind ${ref.kind} is not supported`,
-    );
-  const dsNs = ref.namespace || ns;
-  const ds = await client.getOrUndefined<DataSource>(DATA_SOURCES, dsNs, ref.name ?? '');
-  const dsFrom = ds?.spec?.source?.pvc ?? ds?.spec?.source?.snapshot;
-  // a DataSource that is not there yet: CDI waits for it; nothing to authorize against yet (upstream does the same)
-  return dsFrom ? { namespace: dsFrom.namespace || dsNs, name: dsFrom.name ?? '' } : undefined;
+  if (!src?.pvc && !src?.snapshot && ref) {
+    if (ref.kind !== 'DataSource')
+      throw new SyncError(
+        'FailedCreate',
+        `DataVolume ${dv.metadata?.name}: sourceRef kind ${ref.kind} is not supported`,
+      );
+    srcNs = ref.namespace || ns;
+    // a DataSource that is not there yet: CDI waits for it; nothing to authorize against yet (upstream the same)
+    src = (await client.getOrUndefined<DataSource>(DATA_SOURCES, srcNs, ref.name ?? ''))?.spec?.source;
+  }
+  if (src?.pvc) return { kind: 'pvc', namespace: src.pvc.namespace || srcNs, name: src.pvc.name ?? '' };
+  if (src?.snapshot)
+    return { kind: 'snapshot', namespace: src.snapshot.namespace || srcNs, name: src.snapshot.name ?? '' };
+  return undefined;
 }
 
 /**
- * Upstream's clone authorization: the VM's service account (its serviceAccount volume, else `default`) must be
- * allowed to `create` `datavolumes/source` in the source's namespace (CDI's rule for cloning), checked with a
- * SubjectAccessReview. Without it a VM could copy any claim of any namespace through virt-controller.
+ * Upstream's clone authorization, with CDI's rules for a service account: the VM's (its serviceAccount volume, else
+ * `default`) may clone from its own namespace; from another one only if SubjectAccessReviews say it may `create`
+ * `datavolumes/source` there, or else (a claim) `create` pods there, or (a snapshot) both `create` pods and
+ * `create` pvcs there. Without it anyone allowed to create VMs could copy any claim of any namespace through
+ * virt-controller.
  */
 async function authorizeClone(client: KubeClient, vm: Vm, dv: DataVolume): Promise<void> {
   const ns = vm.metadata.namespace ?? 'default';
   const source = await cloneSource(client, ns, dv);
-  if (!source) return;
+  if (!source || source.namespace === ns) return;
   const sa =
     (vm.spec.template?.spec?.volumes ?? []).find((v) => v.serviceAccount)?.serviceAccount
       ?.serviceAccountName || 'default';
-  const review = await client.create<SubjectAccessReview>(SUBJECT_ACCESS_REVIEWS, undefined, {
-    apiVersion: 'authorization.k8s.io/v1',
-    kind: 'SubjectAccessReview',
-    metadata: {},
-    spec: {
-      user: `system:serviceaccount:${ns}:${sa}`,
-      groups: ['system:serviceaccounts', `system:serviceaccounts:${ns}`, 'system:authenticated'],
-      resourceAttributes: {
-        namespace: source.namespace,
-        verb: 'create',
-        group: 'cdi.kubevirt.io',
-        resource: 'datavolumes',
-        subresource: 'source',
-        name: source.name,
+  const may = async (group: string, resource: string, subresource?: string): Promise<boolean> => {
+    const review = await client.create<SubjectAccessReview>(SUBJECT_ACCESS_REVIEWS, undefined, {
+      apiVersion: 'authorization.k8s.io/v1',
+      kind: 'SubjectAccessReview',
+      metadata: {},
+      spec: {
+        user: `system:serviceaccount:${ns}:${sa}`,
+        groups: ['system:serviceaccounts', `system:serviceaccounts:${ns}`, 'system:authenticated'],
+        resourceAttributes: {
+          namespace: source.namespace,
+          verb: 'create',
+          group,
+          resource,
+          ...(subresource ? { subresource } : {}),
+          name: source.name,
+        },
       },
-    },
-  });
-  if (!review.status?.allowed)
-    throw new SyncError(
-      'UnauthorizedDataVolumeCreate',
-      `Not authorized to create DataVolume ${dv.metadata?.name}: service account ${ns}/${sa} may not clone ${source.namespace}/${source.name} (it needs create on datavolumes/source in namespace ${source.namespace})${review.status?.reason ? `: ${review.status.reason}` : ''}`,
-    );
+    });
+    return review.status?.allowed === true;
+  };
+  if (await may('cdi.kubevirt.io', 'datavolumes', 'source')) return;
+  if (source.kind === 'pvc' ? await may('', 'pods') : (await may('', 'pods')) && (await may('', 'pvcs')))
+    return;
+  throw new SyncError(
+    'UnauthorizedDataVolumeCreate',
+    `Not authorized to create DataVolume ${dv.metadata?.name}: service account ${ns}/${sa} may not clone ${source.namespace}/${source.name} (it needs create on datavolumes/source in namespace ${source.namespace})`,
+  );
 }
 
 export interface DataVolumeSync {
