@@ -28,7 +28,7 @@ else
 fi
 t_main=$((SECONDS - t_main))
 t_tests=$SECONDS
-# A bound on each phase (normally 13 and 18 minutes): a test that leaves the process hanging fails the run with its
+# A bound on each phase (normally 18 and 35 minutes): a test that leaves the process hanging fails the run with its
 # name in the output, within CI's 90 minutes, instead of a CI timeout without a summary.
 bounded() {
   local limit=$1 rc=0
@@ -37,7 +37,7 @@ bounded() {
   [ "$rc" -ne 124 ] && [ "$rc" -ne 137 ] || echo "[test] still running after $limit, stopped: $*" >&2
   return "$rc"
 }
-bounded 40m npx nx run-many -t test --exclude @kubevirt-ts/e2e --outputStyle=stream --parallel=1 || status=$?
+bounded 30m npx nx run-many -t test --exclude @kubevirt-ts/e2e --outputStyle=stream --parallel=1 || status=$?
 t_tests=$((SECONDS - t_tests))
 
 # the real nodes for e2e/src/cluster: images, cluster up (two nodes), images loaded; down on any exit
@@ -54,7 +54,7 @@ fi
 t_up=$((SECONDS - t_up))
 [ "$cluster" = ok ] || { echo "[test] the two-node cluster is not available: $cluster (the cluster e2e fails)" >&2; status=1; }
 t_e2e=$SECONDS
-KVTS_REQUIRE_CLUSTER=1 bounded 35m npx nx run @kubevirt-ts/e2e:test --outputStyle=stream || status=$?
+KVTS_REQUIRE_CLUSTER=1 bounded 42m npx nx run @kubevirt-ts/e2e:test --outputStyle=stream || status=$?
 t_e2e=$((SECONDS - t_e2e))
 t_down=$SECONDS
 trap - EXIT

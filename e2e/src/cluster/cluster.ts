@@ -279,6 +279,11 @@ export class SerialLog {
   stop(): void {
     clearInterval(this.timer);
   }
+  /** the serial log of a VMI (as kubectl shows it) in its first active launcher Pod */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed kubectl JSON
+  static ofVmi(vmi: Record<string, any>): SerialLog {
+    return new SerialLog(Object.keys(vmi.status.activePods ?? {})[0]!, vmi.metadata.uid);
+  }
 }
 
 /** One TCP exchange from the root namespace (through the fabric): what the peer says. */

@@ -60,7 +60,7 @@ describe(`density: ${N} VMIs at once (${reason ? `skipped: ${reason}` : 'tools/c
         SLOW,
         1000,
       );
-      for (const v of vmis) serials.push(new SerialLog(Object.keys(v.status.activePods)[0]!, v.metadata.uid));
+      for (const v of vmis) serials.push(SerialLog.ofVmi(v));
       await waitFor(`${N} guests ready`, () => serials.every((s) => s.text.includes(READY)), SLOW, 1000);
       const pods = (getJson<{ items: Obj[] }>('pods', '-n', NS)?.items ?? []) as Obj[];
       expect(pods).toHaveLength(N);

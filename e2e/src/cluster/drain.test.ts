@@ -51,7 +51,7 @@ describe(`kubectl drain of a node with VMs (${reason ? `skipped: ${reason}` : 't
   requireCluster();
   const serials: SerialLog[] = [];
   const follow = (vmi: Obj): SerialLog => {
-    const s = new SerialLog(Object.keys(vmi.status.activePods)[0]!, vmi.metadata.uid);
+    const s = SerialLog.ofVmi(vmi);
     serials.push(s);
     return s;
   };

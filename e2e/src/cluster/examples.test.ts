@@ -216,7 +216,7 @@ async function runBatch(files: string[]): Promise<void> {
     const ready: [string, SerialLog][] = [];
     for (const [file, items] of Object.entries(running))
       for (const v of items) {
-        const s = new SerialLog(Object.keys(v.status.activePods)[0]!, v.metadata.uid);
+        const s = SerialLog.ofVmi(v);
         serials.push(s);
         if (RUNS[file]!.ready) ready.push([`${file} ${v.metadata.name}`, s]);
       }

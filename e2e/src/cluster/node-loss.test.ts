@@ -114,7 +114,7 @@ describe(`a node lost (power cut) and back (${reason ? `skipped: ${reason}` : 't
         kubectl('uncordon', survivor);
       }
       expect(first.status.nodeName).toBe(victim);
-      const s = new SerialLog(Object.keys(first.status.activePods)[0]!, first.metadata.uid);
+      const s = SerialLog.ofVmi(first);
       serials.push(s);
       await waitFor('the guest ready', () => s.text.includes(READY), SLOW, 1000);
       expect((await guestsOfVm()).map((g) => g.node)).toEqual([victim]);
@@ -174,7 +174,7 @@ describe(`a node lost (power cut) and back (${reason ? `skipped: ${reason}` : 't
         1000,
       );
       expect(second.status.nodeName).toBe(survivor);
-      const s = new SerialLog(Object.keys(second.status.activePods)[0]!, second.metadata.uid);
+      const s = SerialLog.ofVmi(second);
       serials.push(s);
       await waitFor('the new guest ready', () => s.text.includes(READY), SLOW, 1000);
       console.log(

@@ -78,7 +78,7 @@ describe(`VM with a PersistentVolumeClaim disk (${reason ? `skipped: ${reason}` 
   let serial: SerialLog;
   let firstMarker: string;
   const follow = (v: Obj) => {
-    const s = new SerialLog(Object.keys(v.status.activePods ?? {})[0]!, v.metadata.uid);
+    const s = SerialLog.ofVmi(v);
     serials.push(s);
     return s;
   };
