@@ -42,7 +42,9 @@ describe(`cluster DNS (${reason ? `skipped: ${reason}` : 'CoreDNS, kube-system/k
         {
           apiVersion: 'v1',
           kind: 'Pod',
-          metadata: { name: 'dns-probe', namespace: ns, labels: { app: 'dns-probe' } },
+          // not named like the Service: kubelet's /etc/hosts of the Pod names its own hostname, which getent would
+          // find there before asking DNS
+          metadata: { name: 'dns-client', namespace: ns, labels: { app: 'dns-probe' } },
           spec: {
             terminationGracePeriodSeconds: 0,
             containers: [
@@ -57,8 +59,8 @@ describe(`cluster DNS (${reason ? `skipped: ${reason}` : 'CoreDNS, kube-system/k
         },
       ];
       kubectlIn(JSON.stringify({ apiVersion: 'v1', kind: 'List', items: manifest }), 'apply', '-f', '-');
-      kubectl('-n', ns, 'wait', '--for=condition=Ready', 'pod/dns-probe', '--timeout=180s');
-      const inPod = (...cmd: string[]) => kubectlTry('-n', ns, 'exec', 'dns-probe', '--', ...cmd);
+      kubectl('-n', ns, 'wait', '--for=condition=Ready', 'pod/dns-client', '--timeout=180s');
+      const inPod = (...cmd: string[]) => kubectlTry('-n', ns, 'exec', 'dns-client', '--', ...cmd);
 
       const resolv = inPod('cat', '/etc/resolv.conf').stdout;
       expect(resolv.split('\n')).toContain(`nameserver ${DNS_IP}`);
