@@ -226,6 +226,21 @@ build_guest() {
   finish guest-container-disk "$(cat "$g/inputs.sha256" | cut -c1-12)" "$c"
 }
 
+# finish_stable NAME VERSION CONTAINER: finish, then the archive again, named by the stable tag
+# localhost/kubevirt-ts/<name>:<upstream version> only (the add-ons' images: what their manifests name); the same image,
+# the digest recorded is the one this archive holds
+finish_stable() {
+  local name="$1" version="$2" c="$3"
+  finish "$name" "$version" "$c"
+  local stable="$REPO/$name:$version"
+  rm -f "$out/$name.tar"
+  buildah push --quiet --digestfile "$work/$name.digest" "${TAGS[$name]}" "oci-archive:$out/$name.tar:$stable" >/dev/null
+  DIGESTS[$name]="$(cat "$work/$name.digest")"
+  [[ "${DIGESTS[$name]}" =~ ^sha256:[0-9a-f]{64}$ ]] || die "$name: buildah wrote no manifest digest"
+  TAGS[$name]="$stable"
+  log "$name archive names $stable"
+}
+
 # the storage add-on (deploy/addons/storage/): Rancher's local-path-provisioner built from its Go module at the
 # version tools/storage/build-local-path.sh pins, alone in a scratch image; and the helper image its per-volume
 # helper Pods run (the ConfigMap's setup/teardown scripts: sh, mkdir, rm): Debian's static busybox and its applet
@@ -252,15 +267,7 @@ build_local_path() {
     buildah copy --quiet "$c" "$ctx/root" / >/dev/null
     buildah config --env PATH=/bin --cmd '["/bin/sh"]' "$c" >/dev/null
   fi
-  finish "$name" "$version" "$c"
-  # the archive again, named by the stable tag (same image; the digest recorded is the one this archive holds)
-  local stable="$REPO/$name:$version"
-  rm -f "$out/$name.tar"
-  buildah push --quiet --digestfile "$work/$name.digest" "${TAGS[$name]}" "oci-archive:$out/$name.tar:$stable" >/dev/null
-  DIGESTS[$name]="$(cat "$work/$name.digest")"
-  [[ "${DIGESTS[$name]}" =~ ^sha256:[0-9a-f]{64}$ ]] || die "$name: buildah wrote no manifest digest"
-  TAGS[$name]="$stable"
-  log "$name archive names $stable"
+  finish_stable "$name" "$version" "$c"
 }
 
 # the CDI add-on (deploy/addons/cdi/): the Containerized Data Importer's binaries built from its Go module at the version
@@ -317,15 +324,7 @@ build_cdi() {
   buildah copy --quiet "$c" "$ctx/root" / >/dev/null
   buildah config --entrypoint "$entry" --cmd '[]' --user "$user" \
     --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "$c" >/dev/null
-  finish "$name" "$version" "$c"
-  # the archive again, named by the stable tag (as build_local_path does)
-  local stable="$REPO/$name:$version"
-  rm -f "$out/$name.tar"
-  buildah push --quiet --digestfile "$work/$name.digest" "${TAGS[$name]}" "oci-archive:$out/$name.tar:$stable" >/dev/null
-  DIGESTS[$name]="$(cat "$work/$name.digest")"
-  [[ "${DIGESTS[$name]}" =~ ^sha256:[0-9a-f]{64}$ ]] || die "$name: buildah wrote no manifest digest"
-  TAGS[$name]="$stable"
-  log "$name archive names $stable"
+  finish_stable "$name" "$version" "$c"
 }
 
 # the cluster's DNS server (tools/cluster/coredns.yaml, applied by tools/cluster.sh up): CoreDNS built from its Go
@@ -340,15 +339,7 @@ build_coredns() {
   c="$(buildah from --quiet scratch)"
   buildah copy --quiet "$c" "$ctx/coredns" /usr/bin/coredns >/dev/null
   buildah config --entrypoint '["/usr/bin/coredns"]' --cmd '[]' --user 65534:65534 "$c" >/dev/null
-  finish "$name" "$version" "$c"
-  # the archive again, named by the stable tag (as build_local_path does)
-  local stable="$REPO/$name:$version"
-  rm -f "$out/$name.tar"
-  buildah push --quiet --digestfile "$work/$name.digest" "${TAGS[$name]}" "oci-archive:$out/$name.tar:$stable" >/dev/null
-  DIGESTS[$name]="$(cat "$work/$name.digest")"
-  [[ "${DIGESTS[$name]}" =~ ^sha256:[0-9a-f]{64}$ ]] || die "$name: buildah wrote no manifest digest"
-  TAGS[$name]="$stable"
-  log "$name archive names $stable"
+  finish_stable "$name" "$version" "$c"
 }
 
 targets=("$@")
