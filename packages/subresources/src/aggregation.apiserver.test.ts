@@ -303,7 +303,7 @@ test('VMI verbs: validated as upstream, then refused with 503 naming the missing
   );
 });
 
-test('errors: unknown VM 404, malformed body 400, wrong method 405', async () => {
+test('errors: unknown VM 404, malformed body 400, wrong method 405, volume hotplug 501', async () => {
   let f = await failure(editor.request('PUT', `${SUB}/virtualmachines/nope/start`));
   expect(f).toMatchObject({
     status: 404,
@@ -317,6 +317,19 @@ test('errors: unknown VM 404, malformed body 400, wrong method 405', async () =>
   );
   f = await failure(admin.request('GET', `${SUB}/virtualmachines/body/start`));
   expect(f.status).toBe(405);
+  // volume hotplug (upstream's addvolume / removevolume, which kubevirt.io:edit may use): refused, saying why
+  for (const path of ['virtualmachines/body/addvolume', 'virtualmachineinstances/body/removevolume']) {
+    f = await failure(editor.request('PUT', `${SUB}/${path}`, { name: 'v' }));
+    expect(f).toMatchObject({
+      status: 501,
+      body: {
+        reason: 'NotImplemented',
+        message: expect.stringMatching(/volume hotplug is not implemented by kubevirt-ts/),
+      },
+    });
+  }
+  f = await failure(admin.request('PUT', `${SUB}/virtualmachines/body/nosuchverb`));
+  expect(f.status).toBe(404);
 });
 
 test('authorization: kubevirt.io:view cannot start or pause, kubevirt.io:edit can; no rights in other namespaces', async () => {

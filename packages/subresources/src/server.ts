@@ -11,7 +11,14 @@ import type { AddressInfo } from 'node:net';
 import type { ClusterAccess } from '@kubevirt-ts/controller-runtime';
 import { KubeClient, closeServer } from '@kubevirt-ts/controller-runtime';
 import type { Logger } from '@kubevirt-ts/log';
-import { StatusError, badRequest, internalError, methodNotAllowed, pathNotFound } from './status.js';
+import {
+  StatusError,
+  badRequest,
+  internalError,
+  methodNotAllowed,
+  notImplemented,
+  pathNotFound,
+} from './status.js';
 import {
   STREAM_KINDS,
   Subresources,
@@ -298,7 +305,14 @@ export async function startSubresourceServer(opts: SubresourceServerOptions): Pr
       throw badRequest(`${subresource} is a websocket stream: the request must ask for Upgrade: websocket`);
     const table: Record<string, string> = resource === 'virtualmachines' ? VM_VERBS : VMI_VERBS;
     const expected = table[subresource];
-    if (!expected) throw pathNotFound(path);
+    if (!expected) {
+      // upstream's volume hotplug verbs: known, refused with the reason (not a 404 that reads like a typo)
+      if (subresource === 'addvolume' || subresource === 'removevolume')
+        throw notImplemented(
+          `${subresource}: volume hotplug is not implemented by kubevirt-ts; add the volume to the VM's template and restart the VM`,
+        );
+      throw pathNotFound(path);
+    }
     if (expected !== method) throw methodNotAllowed(method, path);
     const body = method === 'PUT' ? await readBody(req) : '';
     log?.info('subresource request', { user: who.user, namespace, name, kind: resource, subresource });

@@ -62,5 +62,7 @@ export const serviceUnavailable = (msg: string): StatusError => status(503, 'Ser
 export const methodNotAllowed = (method: string, path: string): StatusError =>
   status(405, 'MethodNotAllowed', `${method} is not supported on ${path}`);
 
+export const notImplemented = (msg: string): StatusError => status(501, 'NotImplemented', msg);
+
 export const pathNotFound = (path: string): StatusError =>
   status(404, 'NotFound', `the server could not find the requested resource (${path})`);
