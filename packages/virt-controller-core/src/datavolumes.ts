@@ -186,19 +186,26 @@ export async function syncDataVolumes(
 const dataVolumeNames = (volumes: Volume[] | undefined): string[] =>
   (volumes ?? []).map((v) => v.dataVolume?.name).filter((n): n is string => !!n);
 
-/** upstream's HasDataVolumeErrors: why a DataVolume the VM's disks use failed or stopped, undefined when none did */
+/**
+ * upstream's HasDataVolumeErrors: why a DataVolume the VM's disks use failed or its importer stopped on an error
+ * (`message`, upstream's), with the reason of CDI's Running condition (else `Failed`); undefined when none did.
+ */
 export function dataVolumeError(
   ns: string,
   volumes: Volume[] | undefined,
   get: (ns: string, name: string) => DataVolume | undefined,
-): string | undefined {
+): { reason: string; message: string } | undefined {
   for (const name of dataVolumeNames(volumes)) {
     const dv = get(ns, name);
     if (!dv) continue;
-    if (dv.status?.phase === 'Failed') return `DataVolume ${name} is in Failed phase`;
     const running = dv.status?.conditions?.find((c) => c.type === 'Running');
+    if (dv.status?.phase === 'Failed')
+      return { reason: running?.reason || 'Failed', message: `DataVolume ${name} is in Failed phase` };
     if (running?.status === 'False' && running.reason === 'Error')
-      return `DataVolume ${name} importer has stopped running due to an error: ${running.message ?? ''}`;
+      return {
+        reason: running.reason,
+        message: `DataVolume ${name} importer has stopped running due to an error: ${running.message ?? ''}`,
+      };
   }
   return undefined;
 }

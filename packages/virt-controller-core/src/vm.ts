@@ -629,14 +629,13 @@ export class VmController {
       (ns, n) => this.ctx.dataVolumes.get(ns, n),
     );
     if (dvError) {
-      const failing = this.failingDataVolumeReason(vm);
       const cur = getCondition(status.conditions, 'DataVolumesReady');
-      if (cur?.status !== 'False' || cur.reason !== failing || cur.message !== dvError)
+      if (cur?.status !== 'False' || cur.reason !== dvError.reason || cur.message !== dvError.message)
         updateCondition(status, {
           type: 'DataVolumesReady',
           status: 'False',
-          reason: failing,
-          message: dvError,
+          reason: dvError.reason,
+          message: dvError.message,
           lastProbeTime: null,
           lastTransitionTime: now,
         });
@@ -644,19 +643,6 @@ export class VmController {
 
     status.printableStatus = this.printableStatus(key, vm, vmi, status);
     return status;
-  }
-
-  /** the reason of the failed DataVolume's Running condition (CDI's), else its phase */
-  private failingDataVolumeReason(vm: Vm): string {
-    const ns = vm.metadata.namespace ?? 'default';
-    for (const v of vm.spec.template?.spec?.volumes ?? []) {
-      const dv = v.dataVolume && this.ctx.dataVolumes.get(ns, v.dataVolume.name);
-      if (!dv) continue;
-      const running = dv.status?.conditions?.find((c) => c.type === 'Running');
-      if (dv.status?.phase === 'Failed') return running?.reason || 'Failed';
-      if (running?.status === 'False' && running.reason === 'Error') return running.reason;
-    }
-    return 'Failed';
   }
 
   /**
