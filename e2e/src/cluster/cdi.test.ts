@@ -18,7 +18,7 @@ import { createHash } from 'node:crypto';
 import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { waitFor } from '../launcher/helpers.js';
-import { CDI_NS, deployCdi, diskHttpServer } from './cdi.js';
+import { CDI_NS, cloneTest, deployCdi, diskHttpServer } from './cdi.js';
 import { clusterGate, getJson, kubectl, kubectlIn, kubectlTry, onNode } from './cluster.js';
 
 const { reason, clusterTest, requireCluster } = clusterGate();
@@ -175,12 +175,7 @@ describe(`CDI add-on: DataVolumes on local-path (${reason ? `skipped: ${reason}`
     SLOW,
   );
 
-  // host-assisted clones need cluster DNS: CDI's clone source Pod posts to https://cdi-upload-<target>.<ns>.svc (the
-  // upload server's certificate names only that), and tools/cluster.sh runs no cluster DNS (kubelet has no clusterDNS)
-  const dns = reason ? undefined : getJson('service', '-n', 'kube-system', 'kube-dns');
-  if (!reason && !dns)
-    console.warn('CDI clone test skipped: the cluster has no DNS (no kube-system/kube-dns Service)');
-  (dns ? clusterTest : test.skip)(
+  cloneTest(reason, clusterTest)(
     'a clone of the imported claim (host-assisted) ends Succeeded with the same content',
     async () => {
       kubectlIn(

@@ -19,7 +19,7 @@ import {
   serialLine,
   SerialLog,
 } from './cluster.js';
-import { deployCdi, diskHttpServer } from './cdi.js';
+import { cloneTest, deployCdi, diskHttpServer } from './cdi.js';
 
 const { reason, clusterTest, requireCluster } = clusterGate();
 const NS = 'e2e-vm-dv';
@@ -210,11 +210,7 @@ describe(`VMs with dataVolumeTemplates and CDI (${reason ? `skipped: ${reason}` 
     SLOW,
   );
 
-  // a host-assisted clone needs cluster DNS (CDI's clone source Pod posts to https://cdi-upload-<target>.<ns>.svc)
-  const dns = reason ? undefined : getJson('service', '-n', 'kube-system', 'kube-dns');
-  if (!reason && !dns)
-    console.warn('clone DataVolume test skipped: the cluster has no DNS (no kube-system/kube-dns)');
-  (dns ? clusterTest : test.skip)(
+  cloneTest(reason, clusterTest)(
     "a clone of the stopped VM's claim: the second VM's guest reads what the first guest wrote",
     async () => {
       const t0 = Date.now();
