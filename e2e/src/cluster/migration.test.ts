@@ -21,6 +21,7 @@ import {
   kubectl,
   kubectlIn,
   kubectlTry,
+  launcherPodsOfVmi,
   mountsUnder,
   nodeNames,
   nodeOfProcess,
@@ -335,6 +336,14 @@ describe(`Live migration between the two nodes (${reason ? `skipped: ${reason}` 
             completed: true,
             failed: m.status.phase === 'Failed',
           });
+          // the other side's Pod (a failed target, or the source after a hand-off) may still be terminating: its
+          // launcher ends its QEMU within the Pod's grace period; once the Pod object is gone one guest is left
+          await waitFor(
+            'the other launcher Pod gone',
+            () => launcherPodsOfVmi(NS, after.v.metadata.uid).length === 1,
+            SLOW,
+            500,
+          );
           expect(
             (await processesMentioning(`guest=${NS}_${VM},`)).filter((p) => /qemu-system/.test(p.cmd)),
           ).toHaveLength(1);

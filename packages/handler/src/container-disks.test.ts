@@ -1,5 +1,14 @@
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
-import { containerDiskFiles, parseMountInfo, podContainerDisksDir } from './container-disks.js';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createLogger } from '@kubevirt-ts/log';
+import {
+  ContainerDisks,
+  containerDiskFiles,
+  parseMountInfo,
+  podContainerDisksDir,
+} from './container-disks.js';
 
 // The real mounts (sidecar found, host rootfs located, bind mount seen inside the launcher Pod, unmount when the
 // launcher goes) are proven on the real node: e2e/src/cluster/vm.test.ts.
@@ -52,6 +61,37 @@ describe('container disks', () => {
     expect(
       containerDiskFiles({ ...vmi, spec: { domain: { devices: {} } } } as VirtualMachineInstance),
     ).toEqual([]);
+  });
+
+  it("names the Pods with container disks mounted, from the host's mountinfo (host pod dir, nothing else)", async () => {
+    const proc = await mkdtemp(path.join(tmpdir(), 'kvts-cd-proc-'));
+    try {
+      await mkdir(path.join(proc, '1', 'ns'), { recursive: true });
+      await writeFile(path.join(proc, '1', 'ns', 'mnt'), '');
+      const host = '/var/lib/kubelet/pods';
+      await writeFile(
+        path.join(proc, '1', 'mountinfo'),
+        [
+          `900 1 0:50 /disk/guest.qcow2 ${podContainerDisksDir(host, 'p1')}/disk_0.img ro - overlay overlay rw`,
+          `901 1 0:50 /boot/vmlinuz ${podContainerDisksDir(host, 'p1')}/kernel-boot/vmlinuz ro - overlay overlay rw`,
+          `902 1 0:51 /disk/guest.qcow2 ${podContainerDisksDir(host, 'p2')}/disk_0.img ro - overlay overlay rw`,
+          // a Pod's other volumes and the same layout elsewhere are not container disks of a Pod
+          `903 1 0:52 / ${host}/p3/volumes/kubernetes.io~empty-dir/public rw - tmpfs tmpfs rw`,
+          `904 1 0:53 / /elsewhere/p4/volumes/kubernetes.io~empty-dir/container-disks/disk_0.img ro - ext4 /dev/vda rw`,
+          '',
+        ].join('\n'),
+      );
+      const cd = new ContainerDisks({
+        podsDir: '/pods',
+        hostPodsDir: host,
+        helper: '/nonexistent',
+        procDir: proc,
+        log: createLogger({ component: 'test', silent: true }),
+      });
+      expect((await cd.mountedPods()).sort()).toEqual(['p1', 'p2']);
+    } finally {
+      await rm(proc, { recursive: true, force: true });
+    }
   });
 
   it('parses mountinfo (optional fields, octal escapes) into root, mount point and superblock', () => {

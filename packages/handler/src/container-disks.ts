@@ -174,6 +174,23 @@ export class ContainerDisks {
     }
   }
 
+  /** The uids of the Pods that have container disks mounted (in the host's mount namespace). */
+  async mountedPods(): Promise<string[]> {
+    const root = (this.o.hostPodsDir ?? this.o.podsDir) + '/';
+    const marker = `/${EMPTY_DIR}/container-disks/`;
+    const nsPid = await this.hostNsPid();
+    const uids = new Set<string>();
+    for (const m of parseMountInfo(
+      await readFile(path.join(this.proc, String(nsPid), 'mountinfo'), 'utf8'),
+    )) {
+      if (!m.mountPoint.startsWith(root)) continue;
+      const rest = m.mountPoint.slice(root.length);
+      const slash = rest.indexOf('/');
+      if (slash > 0 && rest.slice(slash).startsWith(marker)) uids.add(rest.slice(0, slash));
+    }
+    return [...uids];
+  }
+
   /** The host's mount namespace: PID 1's, or, where PID 1's namespaces are closed to us (a sandboxed init),
    * our parent's (the container runtime's shim, which runs in the host's mount namespace). */
   private async hostNsPid(): Promise<number> {

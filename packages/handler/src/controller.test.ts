@@ -1,6 +1,7 @@
 // The reconcile logic against in-process launchers (real CmdServers on real unix sockets, a backend
 // that keeps one fake domain) and a recorder instead of the API server; the clock is the test's.
-import { existsSync, mkdirSync, symlinkSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, renameSync, symlinkSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { mkdir, mkdtemp, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -8,7 +9,7 @@ import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import { setVirtualMachineInstanceDefaults } from '@kubevirt-ts/api';
 import { CmdServer, type DomainModel } from '@kubevirt-ts/cmd-protocol';
 import { createLogger } from '@kubevirt-ts/log';
-import { VmiController, type ControllerOptions, type KubeWriter } from './controller.js';
+import { VmiController, socketAnswers, type ControllerOptions, type KubeWriter } from './controller.js';
 import { MigrationProxyManager } from './migration-proxy.js';
 import { DEFAULT_MIGRATION_OPTIONS } from './migration-roles.js';
 import { GhostRecords, podPublicDir, podSocketPath, podSocketsDir } from './launchers.js';
@@ -661,6 +662,33 @@ describe('migration roles', () => {
       },
     });
     expect(src.calls).toEqual(['cancel u1']);
+  });
+
+  it('the periodic sweep unmounts the container disks of Pods whose launcher is gone (socket refusing or missing), not of a live one', async () => {
+    const unmounted: string[] = [];
+    const containerDisks = {
+      mountedPods: async () => ['pod-live', 'pod-dead', 'pod-missing'],
+      unmount: async (podUid: string) => void unmounted.push(podUid),
+    } as unknown as ControllerOptions['containerDisks'];
+    const { c } = setup({ containerDisks });
+    const pods = path.join(dir, 'pods');
+    await fakeLauncher(pods, 'pod-live');
+    // a launcher killed: its socket file stays, nobody listens on it
+    await mkdir(podSocketsDir(pods, 'pod-dead'), { recursive: true, mode: 0o700 });
+    const dead = createServer();
+    await new Promise<void>((resolve) => dead.listen(podSocketPath(pods, 'pod-dead'), resolve));
+    const stale = podSocketPath(pods, 'pod-dead');
+    await new Promise<void>((resolve) => {
+      // close() unlinks the socket file: keep a copy of it under the same name (a hard link) to leave it behind
+      linkSync(stale, `${stale}.keep`);
+      dead.close(() => resolve());
+    });
+    renameSync(`${stale}.keep`, stale);
+    expect(existsSync(stale)).toBe(true);
+    await c.sweepContainerDisks();
+    expect(unmounted.sort()).toEqual(['pod-dead', 'pod-missing']);
+    expect(await socketAnswers(podSocketPath(pods, 'pod-live'))).toBe(true);
+    expect(await socketAnswers(stale)).toBe(false);
   });
 
   it('target of a failed migration whose launcher went while this handler was down: its container disks are unmounted, its record goes', async () => {

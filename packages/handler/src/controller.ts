@@ -4,6 +4,7 @@
  * it never matters and a restart costs nothing.
  */
 import { existsSync } from 'node:fs';
+import { connect } from 'node:net';
 import type { VirtualMachineInstance } from '@kubevirt-ts/api';
 import {
   CmdClient,
@@ -403,6 +404,27 @@ export class VmiController {
         out.push({ namespace: g.namespace, name: g.name, uid: g.uid, podUid: g.podUid, client: l.client });
     }
     return out;
+  }
+
+  /**
+   * Container disks of a Pod whose launcher is gone (its socket missing or refusing connections) are unmounted,
+   * whatever the VMI's status says: kubelet cannot remove the Pod's emptyDir while they are mounted, so a path that
+   * missed the launcher's end would leave the Pod Terminating for good (seen once: the target of a migration that
+   * failed when the source's handler was killed). The handler's periodic resync runs it every 30 s. They are mounted only while
+   * the launcher answers, and a launcher Pod's launcher is never restarted, so a gone launcher never needs them again.
+   */
+  async sweepContainerDisks(): Promise<void> {
+    const cd = this.o.containerDisks;
+    if (!cd) return;
+    for (const podUid of await cd.mountedPods()) {
+      if (await socketAnswers(podSocketPath(this.o.podsDir, podUid))) continue;
+      this.o.log.info('the launcher of this Pod is gone: unmounting its container disks', { podUid });
+      await cd
+        .unmount(podUid)
+        .catch((err: Error) =>
+          this.o.log.warn(`unmounting container disks failed: ${err.message}`, { podUid }),
+        );
+    }
   }
 
   async stop(): Promise<void> {
@@ -1015,4 +1037,22 @@ export class VmiController {
       this.o.requeueAfter(key, Math.min(left, 1000));
     }
   }
+}
+
+/**
+ * Does a process listen on this unix socket? False only when it is missing or refuses connections (nobody listens:
+ * its launcher ended); any other outcome (connected, a slow or odd answer) counts as there. Nothing is sent.
+ */
+export function socketAnswers(socketPath: string, timeoutMs = 2000): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect(socketPath);
+    const done = (v: boolean) => {
+      clearTimeout(t);
+      s.destroy();
+      resolve(v);
+    };
+    const t = setTimeout(() => done(true), timeoutMs);
+    s.once('connect', () => done(true));
+    s.once('error', (e: NodeJS.ErrnoException) => done(e.code !== 'ENOENT' && e.code !== 'ECONNREFUSED'));
+  });
 }

@@ -264,6 +264,8 @@ export class Handler {
     }
   }
 
+  private lastSweep = 0;
+
   /** Looks for new launcher sockets (logging unusable paths) and re-checks every VMI of this node. */
   private async periodic(): Promise<void> {
     try {
@@ -276,6 +278,11 @@ export class Handler {
       for (const v of [...(this.informer?.list() ?? []), ...(this.targetInformer?.list() ?? [])])
         this.queue.add(`${v.metadata?.namespace}/${v.metadata?.name}`);
       for (const k of this.controller.knownKeys()) this.queue.add(k);
+      // every 30 s: it connects to the launcher socket of every Pod with container disks
+      if (Date.now() - this.lastSweep >= 30_000) {
+        this.lastSweep = Date.now();
+        await this.controller.sweepContainerDisks();
+      }
     } catch (err) {
       this.log.warn(`resync: ${(err as Error).message}`, { reason: 'ResyncFailed' });
     }
