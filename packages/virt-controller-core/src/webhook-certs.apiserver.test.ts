@@ -116,8 +116,14 @@ function servedSerial(p: number): Promise<string> {
   });
 }
 
-/** a short-lived replica set: serving certificate 20 s, CA 40 s, renewed at half their life, checked every 500 ms */
-const SHORT_LIVED = { certValidityMs: 20000, caValidityMs: 40000, renewAfter: 0.5, checkIntervalMs: 500 };
+/**
+ * a short-lived replica set: serving certificate 40 s, CA 60 s, renewed at half their life, checked every 500 ms.
+ * The margins are for a loaded machine: the second serving certificate (from ~20 s) lasts until ~60 s, so the replica
+ * keeps it for ~30 s after the CA's renewal (~30 s) while virt-operator is away (with 20 s / 40 s that was 10 s, and
+ * a CI run under load saw it expire, by design served the new one, before the test looked); the certificate of the
+ * new CA is due for renewal ~20 s after it, which bounds how long the test may take to see it served.
+ */
+const SHORT_LIVED = { certValidityMs: 40000, caValidityMs: 60000, renewAfter: 0.5, checkIntervalMs: 500 };
 
 function managedOptions(o: Partial<ManagedWebhooksOptions> & { port: number }): ManagedWebhooksOptions {
   return {
@@ -260,7 +266,7 @@ describe("deploy/'s webhooks with the certificate virt-controller manages", () =
   });
 
   it('rotation: the serving certificate, then the CA, are renewed before they expire; admission keeps working', async () => {
-    // a short-lived replica set: serving certificate 20 s, CA 40 s, renewed at half their life, checked every 500 ms
+    // a short-lived replica set (SHORT_LIVED): serving certificate 40 s, CA 60 s, renewed at half their life
     await serving!.close();
     await api.delete(SECRETS, CTRL_NS, SECRET);
     const short = await startManagedWebhooks(managedOptions({ port, ...SHORT_LIVED }));
@@ -270,7 +276,7 @@ describe("deploy/'s webhooks with the certificate virt-controller manages", () =
     const firstCa = unb64(first.data['ca.crt']);
     const firstTls = new X509Certificate(unb64(first.data['tls.crt']));
     expect(await servedSerial(port)).toBe(firstTls.serialNumber);
-    // serving certificate renewed (same CA) after ~10 s
+    // serving certificate renewed (same CA) after ~20 s
     const second = await until('a renewed serving certificate', async () => {
       const s = await api.get<Secret>(SECRETS, CTRL_NS, SECRET);
       return unb64(s.data['tls.crt']) !== firstTls.toString() ? s : undefined;
@@ -285,7 +291,7 @@ describe("deploy/'s webhooks with the certificate virt-controller manages", () =
     await api.create<Vmi>(VMIS, NS, vmi('after-cert-rotation') as Vmi);
     // virt-operator is away while the CA is renewed: the replica keeps serving the certificate the API server trusts
     await publisher.stop();
-    // CA renewed after ~20 s: the bundle holds the new CA first and the old one until it expires
+    // CA renewed after ~30 s: the bundle holds the new CA first and the old one until it expires
     const third = await until('a renewed CA', async () => {
       const s = await api.get<Secret>(SECRETS, CTRL_NS, SECRET);
       const bundle = splitPem(unb64(s.data['ca.crt']));
