@@ -664,10 +664,10 @@ describe('migration roles', () => {
     expect(src.calls).toEqual(['cancel u1']);
   });
 
-  it('the periodic sweep unmounts the container disks of Pods whose launcher is gone (socket refusing or missing), not of a live one', async () => {
+  it('the periodic sweep unmounts the container disks of Pods whose launcher is gone (socket refusing, missing or not a launcher socket), not of a live one', async () => {
     const unmounted: string[] = [];
     const containerDisks = {
-      mountedPods: async () => ['pod-live', 'pod-dead', 'pod-missing'],
+      mountedPods: async () => ['pod-live', 'pod-dead', 'pod-missing', 'pod-link'],
       unmount: async (podUid: string) => void unmounted.push(podUid),
     } as unknown as ControllerOptions['containerDisks'];
     const { c } = setup({ containerDisks });
@@ -685,8 +685,11 @@ describe('migration roles', () => {
     });
     renameSync(`${stale}.keep`, stale);
     expect(existsSync(stale)).toBe(true);
+    // a symlink to the live launcher's socket is not a launcher socket: never connected to, swept
+    await mkdir(podSocketsDir(pods, 'pod-link'), { recursive: true, mode: 0o700 });
+    await symlink(podSocketPath(pods, 'pod-live'), podSocketPath(pods, 'pod-link'));
     await c.sweepContainerDisks();
-    expect(unmounted.sort()).toEqual(['pod-dead', 'pod-missing']);
+    expect(unmounted.sort()).toEqual(['pod-dead', 'pod-link', 'pod-missing']);
     expect(await socketAnswers(podSocketPath(pods, 'pod-live'))).toBe(true);
     expect(await socketAnswers(stale)).toBe(false);
   });

@@ -417,7 +417,11 @@ export class VmiController {
     const cd = this.o.containerDisks;
     if (!cd) return;
     for (const podUid of await cd.mountedPods()) {
-      if (await socketAnswers(podSocketPath(this.o.podsDir, podUid))) continue;
+      // only a unix socket of the launcher's user is connected to (as for every launcher socket): anything else
+      // there (a symlink, another user's socket) is not a launcher, so it is gone too
+      const socketPath = podSocketPath(this.o.podsDir, podUid);
+      const check = await checkLauncherSocket(socketPath, this.o.launcherUid);
+      if (check.ok && (await socketAnswers(socketPath))) continue;
       this.o.log.info('the launcher of this Pod is gone: unmounting its container disks', { podUid });
       await cd
         .unmount(podUid)
