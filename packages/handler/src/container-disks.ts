@@ -126,9 +126,7 @@ export class ContainerDisks {
     const dir = podContainerDisksDir(this.o.podsDir, podUid);
     const hostDir = podContainerDisksDir(this.o.hostPodsDir ?? this.o.podsDir, podUid);
     const nsPid = await this.hostNsPid();
-    const hostMounts = parseMountInfo(
-      await readFile(path.join(this.proc, String(nsPid), 'mountinfo'), 'utf8'),
-    );
+    const hostMounts = await this.mountsOf(nsPid);
     const mounted = new Set(hostMounts.map((m) => m.mountPoint));
     const roots = new Map<string, { pid: number; hostRoot: string }>();
     for (const f of files) {
@@ -163,7 +161,7 @@ export class ContainerDisks {
   async unmount(podUid: string): Promise<void> {
     const dir = podContainerDisksDir(this.o.hostPodsDir ?? this.o.podsDir, podUid) + '/';
     const nsPid = await this.hostNsPid();
-    const mounts = parseMountInfo(await readFile(path.join(this.proc, String(nsPid), 'mountinfo'), 'utf8'))
+    const mounts = (await this.mountsOf(nsPid))
       .map((m) => m.mountPoint)
       .filter((p) => p.startsWith(dir))
       .sort()
@@ -180,15 +178,18 @@ export class ContainerDisks {
     const marker = `/${EMPTY_DIR}/container-disks/`;
     const nsPid = await this.hostNsPid();
     const uids = new Set<string>();
-    for (const m of parseMountInfo(
-      await readFile(path.join(this.proc, String(nsPid), 'mountinfo'), 'utf8'),
-    )) {
+    for (const m of await this.mountsOf(nsPid)) {
       if (!m.mountPoint.startsWith(root)) continue;
       const rest = m.mountPoint.slice(root.length);
       const slash = rest.indexOf('/');
       if (slash > 0 && rest.slice(slash).startsWith(marker)) uids.add(rest.slice(0, slash));
     }
     return [...uids];
+  }
+
+  /** The mount table of process `pid`'s mount namespace. */
+  private async mountsOf(pid: number): Promise<ReturnType<typeof parseMountInfo>> {
+    return parseMountInfo(await readFile(path.join(this.proc, String(pid), 'mountinfo'), 'utf8'));
   }
 
   /** The host's mount namespace: PID 1's, or, where PID 1's namespaces are closed to us (a sandboxed init),
@@ -224,7 +225,7 @@ export class ContainerDisks {
 
   /** Where the sidecar's root filesystem is mounted on the host: its "/" mount, found by its superblock. */
   private async hostRootOf(pid: number, hostMounts: MountEntry[], f: ContainerDiskFile): Promise<string> {
-    const own = parseMountInfo(await readFile(path.join(this.proc, String(pid), 'mountinfo'), 'utf8'));
+    const own = await this.mountsOf(pid);
     const root = own.filter((m) => m.mountPoint === '/').pop();
     if (!root) throw new ContainerDiskError(`${f.field}: no root mount in /proc/${pid}/mountinfo`);
     const host = hostMounts.find(

@@ -409,9 +409,10 @@ export class VmiController {
   /**
    * Container disks of a Pod whose launcher is gone (its socket missing or refusing connections) are unmounted,
    * whatever the VMI's status says: kubelet cannot remove the Pod's emptyDir while they are mounted, so a path that
-   * missed the launcher's end would leave the Pod Terminating for good (seen once: the target of a migration that
-   * failed when the source's handler was killed). The handler's periodic resync runs it every 30 s. They are mounted only while
-   * the launcher answers, and a launcher Pod's launcher is never restarted, so a gone launcher never needs them again.
+   * missed the launcher's end would leave the Pod Terminating for good (seen: the target of a migration that failed
+   * when the source's handler was killed; why the target role missed it is not known). The handler's periodic resync
+   * runs it every 30 s. Disks are mounted only while the launcher answers, and a launcher Pod's launcher is never
+   * restarted, so a gone launcher never needs them again.
    */
   async sweepContainerDisks(): Promise<void> {
     const cd = this.o.containerDisks;
