@@ -1,6 +1,8 @@
 // Jest reporter: appends this project's totals to $JEST_JSON_DIR/counts.jsonl, and each failed test (or suite
 // that failed to run) with the start of its message to failures.jsonl, so tools/test.sh can print one closing
 // line for the whole suite ("tests: N passed, N failed") and, after it, what failed (CI shows the tail).
+// It also appends each test's start and end to progress.jsonl: when a phase is stopped by its time bound (jest is
+// killed, onRunComplete never runs), tools/summarize-tests.js names the test that was still running.
 const fs = require('node:fs');
 const path = require('node:path');
 // jest's messages carry terminal colours (ESC [ ... m): the file and CI's log want plain text
@@ -16,7 +18,33 @@ const head = (s, n = 12) =>
     .filter((l) => l.trim())
     .slice(0, n)
     .join('\n');
+const progress = (rec) => {
+  const dir = process.env.JEST_JSON_DIR;
+  if (dir)
+    fs.appendFileSync(
+      path.join(dir, 'progress.jsonl'),
+      JSON.stringify({ ...rec, cwd: process.cwd(), at: new Date().toISOString() }) + '\n',
+    );
+};
 class CountReporter {
+  onTestFileStart(test) {
+    progress({ event: 'file-start', file: path.relative(process.cwd(), test.path) });
+  }
+  onTestFileResult(test) {
+    progress({ event: 'file-end', file: path.relative(process.cwd(), test.path) });
+  }
+  onTestCaseStart(test, info) {
+    progress({ event: 'start', file: path.relative(process.cwd(), test.path), test: info.fullName });
+  }
+  onTestCaseResult(test, result) {
+    progress({
+      event: 'end',
+      file: path.relative(process.cwd(), test.path),
+      test: result.fullName,
+      status: result.status,
+      ms: result.duration,
+    });
+  }
   onRunComplete(_contexts, results) {
     const dir = process.env.JEST_JSON_DIR;
     if (!dir) return;

@@ -4,21 +4,17 @@
 // - an import over HTTP (a qcow2 served by busybox httpd from a Pod of the test namespace) ends Succeeded, `kubectl get
 //   dv` prints PROGRESS 100.0%, and the claim holds disk.img: raw, the image's content (CDI converts with qemu-img);
 // - a blank DataVolume ends Succeeded with a sparse raw disk.img;
-// - a clone (source: pvc) of the imported one (host-assisted: local-path has no CSI clone) ends Succeeded with the
-//   same content (only where the cluster has DNS: CDI's clone source reaches the target's upload server by its Service
-//   name; tools/cluster.sh runs no cluster DNS, so it is skipped there, with a warning);
-// - an import whose URL answers 404 never succeeds: the DataVolume's Running condition names the 404 and CDI retries
-//   (status.restartCount grows);
 // - CDI's own Pods run the loaded images and do not restart; everything of the test is deleted at the end.
+// A clone (host-assisted: local-path has no CSI clone) and an import answered 404 (CDI retries, the DataVolume's
+// Running condition names the 404) are tested through VMs, in vm-datavolume.test.ts.
 // The DataVolumes carry CDI's `cdi.kubevirt.io/storage.bind.immediate.requested` annotation: local-path binds on the
 // first consumer and CDI's HonorWaitForFirstConsumer gate is on (as upstream's release CR), so CDI would wait for a
 // consumer (a VM's temporary provisioning Pod); with the annotation CDI's importer Pod is the consumer (deploy/README.md).
 import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { waitFor } from '../launcher/helpers.js';
-import { CDI_NS, cloneTest, deployCdi, diskHttpServer } from './cdi.js';
+import { CDI_NS, deployCdi, diskHttpServer } from './cdi.js';
 import { clusterGate, getJson, kubectl, kubectlIn, kubectlTry, onNode } from './cluster.js';
 
 const { reason, clusterTest, requireCluster } = clusterGate();
@@ -76,9 +72,6 @@ function head(file: string, n: number): Buffer {
     closeSync(fd);
   }
 }
-function sha256Of(file: string, bytes: number): string {
-  return createHash('sha256').update(head(file, bytes)).digest('hex');
-}
 function qemuImgInfo(file: string): Obj {
   return JSON.parse(execFileSync('qemu-img', ['info', '--output=json', file], { encoding: 'utf8' }));
 }
@@ -105,7 +98,6 @@ describe(`CDI add-on: DataVolumes on local-path (${reason ? `skipped: ${reason}`
   requireCluster();
   let base: string;
   let restarts: Record<string, number>;
-  let imported: { node: string; file: string };
 
   beforeAll(async () => {
     if (reason) return;
@@ -145,7 +137,7 @@ describe(`CDI add-on: DataVolumes on local-path (${reason ? `skipped: ${reason}`
       expect(table.split('\n')[0]).toMatch(/^NAME\s+PHASE\s+PROGRESS\s+RESTARTS\s+AGE/);
       // RESTARTS: a qcow2 needs scratch space; CDI's importer exits asking for it and runs again (restartCount 1)
       expect(table.split('\n')[1]).toMatch(/^imported\s+Succeeded\s+100\.0%\s+\d+\s+/);
-      imported = diskImage('imported');
+      const imported = diskImage('imported');
       const info = qemuImgInfo(imported.file);
       expect(info.format).toBe('raw');
       // CDI resizes the raw image to the claim's usable size (the request less the filesystem overhead)
@@ -171,50 +163,6 @@ describe(`CDI add-on: DataVolumes on local-path (${reason ? `skipped: ${reason}`
       expect(info['virtual-size']).toBeLessThanOrEqual(32 * 1024 * 1024);
       expect(statSync(file).blocks * 512).toBeLessThan(1024 * 1024);
       expect(head(file, 4096).every((b) => b === 0)).toBe(true);
-    },
-    SLOW,
-  );
-
-  cloneTest(reason, clusterTest)(
-    'a clone of the imported claim (host-assisted) ends Succeeded with the same content',
-    async () => {
-      kubectlIn(
-        dataVolume('cloned', { pvc: { namespace: NS, name: 'imported' } }, '64Mi'),
-        'apply',
-        '-f',
-        '-',
-      );
-      await phase('cloned', 'Succeeded');
-      const { file } = diskImage('cloned');
-      expect(head(file, MARKER.length + 1).toString()).toBe(`${MARKER}\n`);
-      const bytes = IMAGE_MIB * 1024 * 1024;
-      expect(sha256Of(file, bytes)).toBe(sha256Of(imported.file, bytes));
-      expect(qemuImgInfo(file).format).toBe('raw');
-    },
-    SLOW,
-  );
-
-  clusterTest(
-    'an import whose URL answers 404 does not succeed: the Running condition says why, CDI retries',
-    async () => {
-      kubectlIn(dataVolume('missing', { http: { url: `${base}/missing.img` } }, '64Mi'), 'apply', '-f', '-');
-      // restarted twice, seen between two attempts (while a retry runs the condition is True again)
-      const d = await waitFor(
-        'DataVolume missing restarted twice, its importer stopped',
-        () => {
-          const x = dv('missing');
-          const r = x?.status?.conditions?.find((c: Obj) => c.type === 'Running');
-          return (x?.status?.restartCount ?? 0) >= 2 && r?.status === 'False' ? x : undefined;
-        },
-        SLOW,
-        500,
-      );
-      expect(d.status.phase).not.toBe('Succeeded');
-      const running = d.status.conditions.find((c: Obj) => c.type === 'Running');
-      expect(`${running.reason} ${running.message}`).toMatch(/404/);
-      console.log(`404 import: phase ${d.status.phase}, Running ${running.reason}: ${running.message}`);
-      const table = kubectl('get', 'dv', '-n', NS, 'missing').split('\n')[1]!;
-      expect(Number(table.trim().split(/\s+/)[3])).toBeGreaterThanOrEqual(2);
     },
     SLOW,
   );

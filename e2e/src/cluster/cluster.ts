@@ -96,17 +96,37 @@ export const IMAGES_JSON = path.join(
   'images.json',
 );
 
+/**
+ * The bound of one synchronous kubectl or tools/cluster.sh call (longer than the longest `--timeout=600s` the tests
+ * pass): a call that blocks the test's event loop cannot be stopped by jest's test timeout, so it is killed here
+ * and the test fails naming it, instead of holding the whole e2e phase until tools/test.sh's bound.
+ */
+export const SYNC_CALL_MS = 660_000;
 export function kubectl(...args: string[]): string {
-  return execFileSync(KUBECTL, ['--kubeconfig', KUBECONFIG, ...args], { encoding: 'utf8' });
+  return execFileSync(KUBECTL, ['--kubeconfig', KUBECONFIG, ...args], {
+    encoding: 'utf8',
+    timeout: SYNC_CALL_MS,
+  });
 }
 /** kubectl with a manifest on stdin */
 export function kubectlIn(input: string, ...args: string[]): string {
-  return execFileSync(KUBECTL, ['--kubeconfig', KUBECONFIG, ...args], { encoding: 'utf8', input });
+  return execFileSync(KUBECTL, ['--kubeconfig', KUBECONFIG, ...args], {
+    encoding: 'utf8',
+    input,
+    timeout: SYNC_CALL_MS,
+  });
 }
-/** kubectl that may fail: status, stdout, stderr */
+/** kubectl that may fail: status, stdout, stderr (status null and the reason in stderr when it was killed) */
 export function kubectlTry(...args: string[]): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(KUBECTL, ['--kubeconfig', KUBECONFIG, ...args], { encoding: 'utf8' });
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+  const r = spawnSync(KUBECTL, ['--kubeconfig', KUBECONFIG, ...args], {
+    encoding: 'utf8',
+    timeout: SYNC_CALL_MS,
+  });
+  return {
+    status: r.status,
+    stdout: r.stdout,
+    stderr: r.error ? `${r.error.message}\n${r.stderr}` : r.stderr,
+  };
 }
 /** the install namespace and the KubeVirt CR virt-operator creates there (the cluster's configuration) */
 export const KV_NS = 'kubevirt-ts';
@@ -174,7 +194,10 @@ export function notRunnable(): string | undefined {
   if (!existsSync(`/run/netns/${NS_PREFIX}fabric`) || !existsSync(`/sys/class/net/${NS_PREFIX}fab0`))
     return `cluster not up (no ${NS_PREFIX}fabric namespace and ${NS_PREFIX}fab0 veth): run bash tools/cluster.sh up`;
   if (nodeNames().length === 0) return `cluster not up (no ${RUN_DIR}/nodes): run bash tools/cluster.sh up`;
-  const r = spawnSync(KUBECTL, ['--kubeconfig', KUBECONFIG, 'get', '--raw', '/readyz'], { encoding: 'utf8' });
+  const r = spawnSync(KUBECTL, ['--kubeconfig', KUBECONFIG, 'get', '--raw', '/readyz'], {
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
   if (r.status !== 0)
     return `cluster not up (kube-apiserver: ${r.stderr.trim()}): run bash tools/cluster.sh up`;
   return undefined;
@@ -400,9 +423,11 @@ export function virtctlIn(namespace: string, ...args: string[]): string {
     {
       encoding: 'utf8',
       env: { ...process.env, NODE_OPTIONS: '', KUBECONFIG },
+      timeout: SYNC_CALL_MS,
     },
   );
-  if (out.status !== 0) throw new Error(`virtctl ${args.join(' ')}: ${out.stderr}${out.stdout}`);
+  if (out.status !== 0)
+    throw new Error(`virtctl ${args.join(' ')}: ${out.error?.message ?? ''}${out.stderr}${out.stdout}`);
   return out.stdout;
 }
 
@@ -425,7 +450,10 @@ export function applyStorageAddon(): void {
  * Its output (`block volume <device> <pv> <phase> ...` lines).
  */
 export function blockVolumes(): string {
-  const out = spawnSync('bash', [path.join(REPO, 'tools/cluster.sh'), 'block-volumes'], { encoding: 'utf8' });
+  const out = spawnSync('bash', [path.join(REPO, 'tools/cluster.sh'), 'block-volumes'], {
+    encoding: 'utf8',
+    timeout: SYNC_CALL_MS,
+  });
   if (out.status !== 0) throw new Error(`tools/cluster.sh block-volumes: ${out.stderr}${out.stdout}`);
   return out.stdout;
 }

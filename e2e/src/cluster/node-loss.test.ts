@@ -11,6 +11,7 @@ import path from 'node:path';
 import { READY, REPO, processesMentioning, waitFor } from '../launcher/helpers.js';
 import {
   KV_NS,
+  SYNC_CALL_MS,
   SerialLog,
   applyDeployWithEmulation,
   deployKubevirtTs,
@@ -36,8 +37,14 @@ type Obj = Record<string, any>;
 
 const vmiNow = (): Obj | undefined => getJson('vmi', '-n', NS, VM);
 const cluster = (...args: string[]) => {
-  const r = spawnSync('bash', [path.join(REPO, 'tools/cluster.sh'), ...args], { encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`tools/cluster.sh ${args.join(' ')}: exit ${r.status}\n${r.stderr}`);
+  const r = spawnSync('bash', [path.join(REPO, 'tools/cluster.sh'), ...args], {
+    encoding: 'utf8',
+    timeout: SYNC_CALL_MS,
+  });
+  if (r.status !== 0)
+    throw new Error(
+      `tools/cluster.sh ${args.join(' ')}: exit ${r.status} ${r.error?.message ?? ''}\n${r.stderr}`,
+    );
   return r.stderr;
 };
 /** the QEMU processes of the VM's guests, each with its node */
@@ -57,7 +64,9 @@ describe(`a node lost (power cut) and back (${reason ? `skipped: ${reason}` : 't
     for (const s of serials) s.stop();
     if (reason || !twoNodes) return;
     // the node back (when a test stopped halfway), deploy/ as written (the controller's own timeout), no VM
-    spawnSync('bash', [path.join(REPO, 'tools/cluster.sh'), 'up', '--nodes', String(nodeNames().length)]);
+    spawnSync('bash', [path.join(REPO, 'tools/cluster.sh'), 'up', '--nodes', String(nodeNames().length)], {
+      timeout: SYNC_CALL_MS,
+    });
     for (const n of nodeNames()) kubectlTry('uncordon', n);
     kubectlTry('delete', 'vm', '-n', NS, VM, '--ignore-not-found', '--wait=true', '--timeout=300s');
     applyDeployWithEmulation();

@@ -3,7 +3,8 @@
 // (served by a Pod in the test namespace) and fills a `blank` one, then runs; the guest reads the marker the image
 // carries (kvts.marker) and sees both disks. A second VM clones the first one's claim (host-assisted clone) and its
 // guest reads what the first guest wrote. An import whose URL answers 404 leaves the VM `DataVolumeError`, with CDI's
-// reason and message in the VM's `DataVolumesReady` condition, no launcher Pod, and CDI retrying. Deleting a VM deletes its
+// reason and message in the VM's `DataVolumesReady` condition, no launcher Pod, and CDI retrying (`kubectl get dv`
+// counts the restarts; the DataVolume's Running condition names the 404). Deleting a VM deletes its
 // DataVolumes and their claims (garbage collector).
 import { READY, waitFor } from '../launcher/helpers.js';
 import {
@@ -286,6 +287,20 @@ describe(`VMs with dataVolumeTemplates and CDI (${reason ? `skipped: ${reason}` 
         1000,
       );
       waiting();
+      // the DataVolume's own Running condition names the 404 between two attempts (True while a retry runs), and
+      // `kubectl get dv` counts the retries
+      const running = await waitFor(
+        'the Running condition False between two attempts',
+        () => {
+          const c = dvOf('gone')?.status?.conditions?.find((x: Obj) => x.type === 'Running');
+          return c?.status === 'False' ? c : undefined;
+        },
+        SLOW,
+        500,
+      );
+      expect(`${running.reason} ${running.message}`).toMatch(/404/);
+      const row = kubectl('get', 'dv', '-n', NS, 'gone').split('\n')[1]!;
+      expect(Number(row.trim().split(/\s+/)[3])).toBeGreaterThanOrEqual(2);
       console.log(`404 import: DataVolumeError, ${restarts} restarts, ${Date.now() - t0} ms`);
     },
     SLOW,

@@ -1,7 +1,7 @@
 // Helpers of the launcher e2e suites: the test guest, launcher processes, serial console logs.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync, readdirSync } from 'node:fs';
 import { chmod, mkdtemp, readFile, readdir, readlink, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -177,12 +177,39 @@ export async function waitFor<T>(
   timeoutMs = 90_000,
   everyMs = 100,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
+  const start = Date.now();
+  const deadline = start + timeoutMs;
+  let noted = false;
   for (;;) {
     const v = await fn();
-    if (v) return v;
+    if (v) {
+      if (noted) noteProgress({ event: 'waited', what, ms: Date.now() - start });
+      return v;
+    }
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    if (!noted && Date.now() - start >= LONG_WAIT_MS) {
+      noted = true;
+      noteProgress({ event: 'waiting', what, ms: Date.now() - start, timeoutMs });
+    }
     await sleep(everyMs);
+  }
+}
+
+const LONG_WAIT_MS = 60_000;
+/**
+ * A wait longer than a minute, in $JEST_JSON_DIR/progress.jsonl next to the reporter's test starts and ends: when
+ * tools/test.sh stops a phase at its time bound, tools/summarize-tests.js names what the running test waited for.
+ */
+function noteProgress(rec: Record<string, unknown>): void {
+  const dir = process.env.JEST_JSON_DIR;
+  if (!dir) return;
+  try {
+    appendFileSync(
+      path.join(dir, 'progress.jsonl'),
+      JSON.stringify({ ...rec, cwd: process.cwd(), at: new Date().toISOString() }) + '\n',
+    );
+  } catch {
+    // a diagnostic only
   }
 }
 
