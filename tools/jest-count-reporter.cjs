@@ -18,13 +18,18 @@ const head = (s, n = 12) =>
     .filter((l) => l.trim())
     .slice(0, n)
     .join('\n');
+/** one line of $JEST_JSON_DIR/progress.jsonl (also written by e2e's waitFor); a diagnostic, it never throws */
 const progress = (rec) => {
   const dir = process.env.JEST_JSON_DIR;
-  if (dir)
+  if (!dir) return;
+  try {
     fs.appendFileSync(
       path.join(dir, 'progress.jsonl'),
       JSON.stringify({ ...rec, cwd: process.cwd(), at: new Date().toISOString() }) + '\n',
     );
+  } catch {
+    // a diagnostic only
+  }
 };
 class CountReporter {
   onTestFileStart(test) {
@@ -79,3 +84,4 @@ class CountReporter {
   }
 }
 module.exports = CountReporter;
+module.exports.progress = progress;

@@ -36,7 +36,7 @@ cluster_log="$(mktemp /tmp/kvts-test-cluster.XXXXXX.log)"
 ) >>"$cluster_log" 2>&1 &
 images_pid=$!
 t_tests=$SECONDS
-# A bound on each phase (normally 18 and 35 minutes): a test that leaves the process hanging fails the run with its
+# A bound on each phase (normally about 19 and 34 minutes): a test that leaves the process hanging fails the run with its
 # name in the output, within CI's 90 minutes, instead of a CI timeout without a summary.
 bounded() {
   local limit=$1 rc=0

@@ -454,7 +454,8 @@ export function blockVolumes(): string {
     encoding: 'utf8',
     timeout: SYNC_CALL_MS,
   });
-  if (out.status !== 0) throw new Error(`tools/cluster.sh block-volumes: ${out.stderr}${out.stdout}`);
+  if (out.status !== 0)
+    throw new Error(`tools/cluster.sh block-volumes: ${out.error?.message ?? ''}${out.stderr}${out.stdout}`);
   return out.stdout;
 }
 

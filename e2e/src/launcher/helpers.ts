@@ -1,7 +1,8 @@
 // Helpers of the launcher e2e suites: the test guest, launcher processes, serial console logs.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { appendFileSync, existsSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { chmod, mkdtemp, readFile, readdir, readlink, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -197,21 +198,15 @@ export async function waitFor<T>(
 
 const LONG_WAIT_MS = 60_000;
 /**
- * A wait longer than a minute, in $JEST_JSON_DIR/progress.jsonl next to the reporter's test starts and ends: when
- * tools/test.sh stops a phase at its time bound, tools/summarize-tests.js names what the running test waited for.
+ * A wait longer than a minute, in $JEST_JSON_DIR/progress.jsonl through the reporter's own writer, next to its test
+ * starts and ends: when tools/test.sh stops a phase at its time bound, tools/summarize-tests.js names what the
+ * running test waited for.
  */
-function noteProgress(rec: Record<string, unknown>): void {
-  const dir = process.env.JEST_JSON_DIR;
-  if (!dir) return;
-  try {
-    appendFileSync(
-      path.join(dir, 'progress.jsonl'),
-      JSON.stringify({ ...rec, cwd: process.cwd(), at: new Date().toISOString() }) + '\n',
-    );
-  } catch {
-    // a diagnostic only
+const noteProgress = (
+  createRequire(import.meta.url)(path.join(REPO, 'tools/jest-count-reporter.cjs')) as {
+    progress: (rec: Record<string, unknown>) => void;
   }
-}
+).progress;
 
 export async function readText(file: string): Promise<string> {
   try {
