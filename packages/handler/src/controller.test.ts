@@ -720,6 +720,72 @@ describe('migration roles', () => {
     expect(unmounted).toEqual(['pod-dst']); // once
   });
 
+  it('target of a failed migration whose Pod already left status.activePods: the record names it, SignalTargetPodCleanup goes out; its launcher gone: disks unmounted, record gone', async () => {
+    const m = migrationParts();
+    const unmounted: string[] = [];
+    const containerDisks = {
+      mount: async () => undefined,
+      unmount: async (podUid: string) => void unmounted.push(podUid),
+    } as unknown as ControllerOptions['containerDisks'];
+    const { c, vmis } = setup({ nodeName: 'n2', migration: m, containerDisks });
+    await c.ghosts.load(log);
+    const dst = await fakeLauncher(path.join(dir, 'pods'), 'pod-dst');
+    vmis.set('ns/vm', migratingVmi());
+    await c.reconcile('ns/vm');
+    expect(dst.calls).toEqual(['prepare u1']);
+    expect(c.ghosts.get('u1')).toMatchObject({ podUid: 'pod-dst' });
+    // virt-controller lists only the Pods that exist: the deleted target Pod is no longer there
+    const failed = structuredClone(vmis.get('ns/vm')!);
+    Object.assign(failed.status!.migrationState!, { failed: true, completed: true });
+    failed.status!.activePods = { 'pod-src': 'n1' };
+    vmis.set('ns/vm', failed);
+    await c.reconcile('ns/vm');
+    expect(dst.calls).toEqual(['prepare u1', 'cleanup u1']);
+    expect(m.proxy.openListenerCount()).toBe(0);
+    expect(unmounted).toEqual([]);
+    // the target launcher ends (its Pod goes): what this handler held for it goes with it, once
+    await servers.at(-1)!.stop();
+    await c.reconcile('ns/vm');
+    await c.reconcile('ns/vm');
+    expect(unmounted).toEqual(['pod-dst']);
+    expect(c.ghosts.get('u1')).toBeUndefined();
+  });
+
+  it('an orphaned domain whose launcher ended without a word (its socket gone) is forgotten and its Pod let go, not asked about forever', async () => {
+    const unmounted: string[] = [];
+    const containerDisks = {
+      mount: async () => undefined,
+      unmount: async (podUid: string) => void unmounted.push(podUid),
+    } as unknown as ControllerOptions['containerDisks'];
+    const { c, vmis, requeues } = setup({ containerDisks });
+    await c.ghosts.load(log);
+    const a = await fakeLauncher(path.join(dir, 'pods'), 'pod-a');
+    vmis.set('ns/vm', vmi('vm', 'u1', 'pod-a'));
+    await c.reconcile('ns/vm');
+    expect(a.calls).toEqual(['sync u1']);
+    c.domains.apply('ADDED', a.domain!);
+    // the launcher dies (no event reaches the cache: the domain stays Running there), and the VM gets a new VMI
+    await servers.at(-1)!.stop();
+    vmis.set('ns/vm', vmi('vm', 'u2', 'pod-b'));
+    requeues.length = 0;
+    await c.reconcile('ns/vm');
+    expect(unmounted).toContain('pod-a');
+    expect(c.ghosts.get('u1')).toBeUndefined();
+    expect(c.domains.get('ns/vm', 'u1')).toBeUndefined();
+    // a slow launcher, though, is asked again
+    const slow = await fakeLauncher(path.join(dir, 'pods'), 'pod-c');
+    vmis.set('ns/vm', vmi('vm', 'u3', 'pod-c'));
+    await c.reconcile('ns/vm');
+    expect(slow.calls).toEqual(['sync u3']);
+    c.domains.apply('ADDED', slow.domain!);
+    vmis.set('ns/vm', vmi('vm', 'u4', 'pod-d'));
+    requeues.length = 0;
+    await c.reconcile('ns/vm');
+    expect(slow.calls).toEqual(['sync u3', 'kill u3']);
+    expect(requeues).toContain(1000);
+    expect(c.ghosts.get('u3')).toBeDefined();
+  });
+
   it('target of a failed migration: SignalTargetPodCleanup once, the listeners go; a VMI deleted meanwhile: the target domain goes', async () => {
     const m = migrationParts();
     const { c, vmis } = setup({ nodeName: 'n2', migration: m });

@@ -409,8 +409,10 @@ export class VmiController {
   /**
    * Container disks of a Pod whose launcher is gone (its socket missing or refusing connections) are unmounted,
    * whatever the VMI's status says: kubelet cannot remove the Pod's emptyDir while they are mounted, so a path that
-   * missed the launcher's end would leave the Pod Terminating for good (seen: the target of a migration that failed
-   * when the source's handler was killed; why the target role missed it is not known). The handler's periodic resync
+   * missed the launcher's end would leave the Pod Terminating for good (seen once: the target of a migration that
+   * failed when the source's handler was killed; two silent paths that fit it are closed since, the target role's when
+   * the Pod had left status.activePods and killOrphans' endless retry of a launcher that had ended; this stays the
+   * safety net). The handler's periodic resync
    * runs it every 30 s. Disks are mounted only while the launcher answers, and a launcher Pod's launcher is never
    * restarted, so a gone launcher never needs them again.
    */
@@ -464,8 +466,19 @@ export class VmiController {
         continue;
       }
       if (domainActive(domain) && l) {
-        this.o.requeueAfter(key, 1000); // the launcher is not answering yet: try again
-        continue;
+        // a slow launcher is asked again; one whose socket is missing or refuses ended (a Pod's launcher is never
+        // restarted, and its monitor stops QEMU when it ends): its domain is gone, what it held here goes below
+        if (await socketAnswers(l.socketPath)) {
+          this.o.requeueAfter(key, 1000);
+          continue;
+        }
+        this.o.log.info('the launcher of this orphaned domain is gone: forgetting the domain', {
+          namespace: g.namespace,
+          name: g.name,
+          uid: g.uid,
+          podUid: g.podUid,
+          reason: 'LauncherGone',
+        });
       }
       // a domain that is down but still there (e.g. the source of a finished migration): delete it, so
       // that its launcher has nothing left to run (upstream's processVmDelete of a dead domain)
@@ -778,10 +791,13 @@ export class VmiController {
     const uid = vmi.metadata.uid!;
     const ms = vmi.status?.migrationState;
     const log = { namespace: vmi.metadata.namespace, name: vmi.metadata.name, uid };
-    const podUid = this.podOnNode(vmi);
-    const socketPath = podUid ? podSocketPath(this.o.podsDir, podUid) : undefined;
     // a migration that is over (or a VMI going away) only uses a launcher already known, never connects anew
     const winding = !!ms?.failed || !!vmi.metadata.deletionTimestamp || isFinal(vmi.status?.phase);
+    // winding down, the target Pod may have left status.activePods already (virt-controller lists the Pods that
+    // exist, and a deleted Pod can go before this handler sees the failure): the record written while preparing
+    // names it, and what this handler holds for it (launcher client, container disks) must still go
+    const podUid = this.podOnNode(vmi) ?? (winding ? this.ghosts.get(uid)?.podUid || undefined : undefined);
+    const socketPath = podUid ? podSocketPath(this.o.podsDir, podUid) : undefined;
     let l =
       socketPath && podUid
         ? winding
