@@ -280,7 +280,7 @@ describe('virt-handler with real launchers and a real kube-apiserver', () => {
     const pod = await startPod('vm-main');
     try {
       await waitPhase('vm-main', 'Running');
-      // libvirt starts the domain paused (reason StartingUp) and resumes it: Ready follows
+      // libvirt starts the domain paused (reason StartingUp) and then runs it; the handler says Running once it runs
       const v = await waitFor('Ready', async () => {
         const x = await getVmi('vm-main');
         return cond(x, 'Ready')?.status === 'True' ? x : undefined;

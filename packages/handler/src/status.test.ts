@@ -520,9 +520,32 @@ describe('no write while nothing happened', () => {
 });
 
 describe('start-up pause', () => {
-  it('libvirt’s StartingUp pause is Running, not Ready, and no Paused condition', () => {
+  it('libvirt’s StartingUp pause: a Scheduled VMI stays Scheduled (no write until the CPUs run), then Running and Ready in one write', () => {
+    const scheduled = vmi({ phase: 'Scheduled', nodeName: 'n' });
+    const starting = computeStatus({
+      vmi: scheduled,
+      domain: dom('Paused', 'StartingUp'),
+      launcher: ready,
+      nodeName: 'n',
+      now: NOW,
+    });
+    expect(starting.status.phase).toBe('Scheduled');
+    expect(sameStatus(starting.status, scheduled.status)).toBe(true);
+    expect(starting.events).toEqual([]);
+    const running = computeStatus({
+      vmi: scheduled,
+      domain: dom('Running', 'Booted'),
+      launcher: ready,
+      nodeName: 'n',
+      now: NOW,
+    });
+    expect(running.status.phase).toBe('Running');
+    expect(running.status.conditions!.find((c) => c.type === 'Ready')).toMatchObject({ status: 'True' });
+  });
+
+  it('libvirt’s StartingUp pause of a Running VMI is not Ready, and no Paused condition', () => {
     const { status } = computeStatus({
-      vmi: vmi(),
+      vmi: vmi({ phase: 'Running', nodeName: 'n' }),
       domain: dom('Paused', 'StartingUp'),
       launcher: ready,
       nodeName: 'n',

@@ -72,11 +72,16 @@ function acpiEnabled(vmi: VirtualMachineInstance): boolean {
   return acpi?.enabled !== false;
 }
 
+/** libvirt's StartingUp pause: QEMU launched, its CPUs not started yet */
+const startingUp = (d: DomainModel | undefined) =>
+  d?.status.status === 'Paused' && d.status.reason === 'StartingUp';
+
 /**
  * The phase the domain implies (upstream's rules): Running/Paused/Blocked/PMSuspended -> Running;
  * Shutoff or Crashed with reason Crashed/Panicked -> Failed, Destroyed -> Failed when ACPI was
  * there to shut it down cleanly (else Succeeded), Shutdown/Saved/FromSnapshot -> Succeeded.
- * Without a domain: Failed when the launcher is gone (or never got ready) after being scheduled.
+ * Without a domain: Failed when the launcher is gone (or never got ready) after being scheduled. A VMI not
+ * Running yet stays as it is through libvirt's StartingUp pause.
  */
 export function phaseFor(
   vmi: VirtualMachineInstance,
@@ -87,6 +92,10 @@ export function phaseFor(
   if (isFinal(current)) return { phase: current, reason: vmi.status?.reason };
   if (domain) {
     const { status, reason } = domain.status;
+    // libvirt's StartingUp pause (QEMU launched, its CPUs not started yet) lasts until virDomainCreate returns, a
+    // few ms: a VMI not Running yet stays Scheduled through it, so that its first write says Running and Ready at
+    // once (it cost every VMI one more write: Running with Ready False, then Ready True 60 ms later)
+    if (startingUp(domain) && current !== 'Running') return { phase: current };
     if (['Running', 'Paused', 'Blocked', 'PMSuspended'].includes(status)) return { phase: 'Running' };
     if (status === 'Shutoff' || status === 'Crashed') {
       if (status === 'Crashed' || reason === 'Crashed' || reason === 'Panicked' || reason === 'Failed')
@@ -309,6 +318,8 @@ export function computeStatus(input: StatusInput): StatusResult {
   const events: EventToRecord[] = [];
   // a VMI that ended keeps the status it ended with
   if (isFinal(old.phase)) return { status, events };
+  // nothing to say during libvirt's StartingUp pause of a VMI not Running yet (see phaseFor)
+  if (startingUp(domain) && old.phase !== 'Running') return { status, events };
   const { phase, reason } = phaseFor(vmi, domain, launcher);
   status.phase = phase;
   if (reason) status.reason = reason;
