@@ -22,12 +22,12 @@ const MiB = 1024 * 1024;
 
 /**
  * The size of QEMU's TCG translation cache (libvirt `<features><tcg><tb-cache>`) when the domain is emulated
- * (type `qemu`): a quarter of the guest's memory, QEMU's own rule before 5.0 made it a fixed 1 GiB reservation,
- * rounded up to a whole MiB, at least 32 MiB and at most 1 GiB. The launcher Pod's memory overhead
- * (`@kubevirt-ts/renderer`) budgets exactly this; see README.md ("TCG translation cache") for the measurements.
+ * (type `qemu`): an eighth of the guest's memory, rounded up to a whole MiB, at least 16 MiB and at most 1 GiB
+ * (QEMU 7.2's own default is a 1 GiB reservation). The launcher Pod's memory overhead (`@kubevirt-ts/renderer`)
+ * budgets exactly this; see its README ("TCG translation cache") for the measurements behind the rule.
  */
 export function tcgTranslationCacheBytes(guestMemory: number): number {
-  return Math.min(1024 * MiB, Math.max(32 * MiB, Math.ceil(guestMemory / 4 / MiB) * MiB));
+  return Math.min(1024 * MiB, Math.max(16 * MiB, Math.ceil(guestMemory / 8 / MiB) * MiB));
 }
 
 /** Guest memory in bytes: spec.domain.memory.guest, else requests.memory, else limits.memory. */

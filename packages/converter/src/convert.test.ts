@@ -151,7 +151,7 @@ describe('domain type (emulation), as upstream', () => {
     expect(conv(vmi({}), { allowEmulation: true, kvmAvailable: false }).type).toBe('qemu');
     expect(err(() => conv(vmi({}), { kvmAvailable: false })).path).toBe('context.kvmAvailable');
   });
-  test('emulated: the TCG translation cache is capped (a quarter of the guest memory, 32 MiB to 1 GiB); kvm: not', () => {
+  test('emulated: the TCG translation cache is capped (an eighth of the guest memory, 16 MiB to 1 GiB); kvm: not', () => {
     const Mi = 1024 * 1024;
     expect(conv(vmi({})).features?.tcg).toBeUndefined();
     const tcg = conv(vmi({}), { allowEmulation: true, kvmAvailable: false });
@@ -159,10 +159,12 @@ describe('domain type (emulation), as upstream', () => {
     expect(tcg.features?.acpi).toBe(true); // the other features stay
     expect(toDomainXml(tcg)).toContain(`<tcg>`);
     expect(parseDomainXml(toDomainXml(tcg)).features?.tcg).toEqual(tcg.features?.tcg);
-    expect(tcgTranslationCacheBytes(64 * Mi)).toBe(32 * Mi);
-    expect(tcgTranslationCacheBytes(4096 * Mi)).toBe(1024 * Mi);
+    expect(tcgTranslationCacheBytes(64 * Mi)).toBe(16 * Mi);
+    expect(tcgTranslationCacheBytes(128 * Mi)).toBe(16 * Mi);
+    expect(tcgTranslationCacheBytes(256 * Mi)).toBe(32 * Mi);
     expect(tcgTranslationCacheBytes(8192 * Mi)).toBe(1024 * Mi);
-    expect(tcgTranslationCacheBytes(1000 * Mi + 1)).toBe(251 * Mi);
+    expect(tcgTranslationCacheBytes(16384 * Mi)).toBe(1024 * Mi);
+    expect(tcgTranslationCacheBytes(1000 * Mi + 1)).toBe(126 * Mi);
   });
   test('only amd64 is implemented', () => {
     expect(err(() => conv(vmi({}), { architecture: 'arm64' })).message).toMatch(/not implemented/);

@@ -117,17 +117,17 @@ describe('memory overhead formula', () => {
     const kvm = memoryOverhead(vmi(), { arch: 'amd64', additionalOverheadRatio: 1, useEmulation: false });
     const tcg = memoryOverhead(vmi(), { arch: 'amd64', additionalOverheadRatio: 1, useEmulation: true });
     expect(kvm.parts.tcgTranslationCache).toBeUndefined();
-    // a quarter of the guest's memory, at least 32 MiB, at most 1 GiB
-    expect(tcg.parts.tcgTranslationCache).toBe(32 * Mi);
-    expect(tcg.bytes - kvm.bytes).toBe(32 * Mi);
+    // an eighth of the guest's memory, at least 16 MiB, at most 1 GiB
+    expect(tcg.parts.tcgTranslationCache).toBe(16 * Mi);
+    expect(tcg.bytes - kvm.bytes).toBe(16 * Mi);
     const sized = (memory: string) =>
       memoryOverhead(vmi({ domain: { resources: { requests: { memory } } } }), {
         arch: 'amd64',
         additionalOverheadRatio: 1,
         useEmulation: true,
       }).parts.tcgTranslationCache;
-    expect(sized('2Gi')).toBe(512 * Mi);
-    expect(sized('1001Mi')).toBe(251 * Mi);
+    expect(sized('2Gi')).toBe(256 * Mi);
+    expect(sized('1001Mi')).toBe(126 * Mi);
     expect(sized('16Gi')).toBe(1024 * Mi);
     // and the converter writes that cap into the emulated domain
     const domain = toDomain(vmi({ domain: { resources: { requests: { memory: '2Gi' } } } }) as never, {
@@ -197,7 +197,7 @@ describe('resources', () => {
     const r = compute(render(vmi())).resources!;
     expect(r.requests!.memory).toBe(`${128 + 217}Mi`);
     expect(compute(render(vmi(), { useEmulation: true })).resources!.requests!.memory).toBe(
-      `${128 + 217 + 32}Mi`,
+      `${128 + 217 + 16}Mi`,
     );
     expect(r.requests!.cpu).toBe('100m');
     expect(r.requests!['ephemeral-storage']).toBe('50M');
