@@ -98,9 +98,9 @@ describe('memory overhead formula', () => {
   it('adds up launcher, monitor, libvirtd, QEMU, per-vCPU, IOThread, interface, video and page tables (no virtlogd)', () => {
     const o = memoryOverhead(vmi(), { arch: 'amd64', additionalOverheadRatio: 1 });
     expect(o.parts).toEqual({
-      launcher: 100 * Mi,
+      launcher: 45 * Mi,
       launcherMonitor: 2 * Mi,
-      libvirtd: 35 * Mi,
+      libvirtd: 16 * Mi,
       qemu: 30 * Mi,
       pageTables: (128 * Mi) / 512,
       vcpus: 8 * Mi,
@@ -109,8 +109,8 @@ describe('memory overhead formula', () => {
       interfaces: 1 * Mi, // the auto-attached pod interface
       video: 32 * Mi,
     });
-    // 216 MiB + 256 KiB, rounded up to a whole MiB
-    expect(o.bytes).toBe(217 * Mi);
+    // 142 MiB + 256 KiB, rounded up to a whole MiB
+    expect(o.bytes).toBe(143 * Mi);
   });
 
   it('adds the TCG translation cache when emulating: the size the converter caps it at', () => {
@@ -195,9 +195,9 @@ describe('memory overhead formula', () => {
 describe('resources', () => {
   it('requests the VMI memory plus the overhead, and 1/10 CPU per vCPU by default', () => {
     const r = compute(render(vmi())).resources!;
-    expect(r.requests!.memory).toBe(`${128 + 217}Mi`);
+    expect(r.requests!.memory).toBe(`${128 + 143}Mi`);
     expect(compute(render(vmi(), { useEmulation: true })).resources!.requests!.memory).toBe(
-      `${128 + 217 + 16}Mi`,
+      `${128 + 143 + 16}Mi`,
     );
     expect(r.requests!.cpu).toBe('100m');
     expect(r.requests!['ephemeral-storage']).toBe('50M');

@@ -12,13 +12,15 @@ const Mi = 1024 * 1024;
  * (a small safety margin).
  */
 export const OVERHEAD = {
-  // What runs in the Pod besides QEMU, each measured with `npm run bench:launcher` (README "Memory overhead"):
-  /** virt-launcher: the Node.js process (runtime, gRPC server, libvirt binding, watchers); measured 81-83 MiB RSS */
-  launcher: 100 * Mi,
+  // What runs in the Pod besides QEMU: what each charges to the Pod's memory cgroup, measured in the cluster
+  // (README "Memory overhead"). Pages of the image's files (the node binary, libvirt's and QEMU's libraries) are
+  // shared by every launcher Pod of a node and charged once per node, so they are not a per-Pod cost.
+  /** virt-launcher: the Node.js process (runtime, gRPC server, libvirt binding, watchers); 25 MiB of its own */
+  launcher: 45 * Mi,
   /** virt-launcher-monitor, the native (static C) wrapper: reaps, forwards signals; measured 0.8 MiB RSS */
   launcherMonitor: 2 * Mi,
-  /** the Pod's private libvirtd (qemu driver only, one worker); measured 24.4 MiB RSS with one small domain */
-  libvirtd: 35 * Mi,
+  /** the Pod's private libvirtd (qemu driver only, one worker); 4.0-4.4 MiB of its own with one small domain */
+  libvirtd: 16 * Mi,
   // no virtlogd: QEMU writes its logs itself (apps/virt-launcher README, Memory)
   /** QEMU's own fixed footprint (binary, main loop, device model) */
   qemu: 30 * Mi,
