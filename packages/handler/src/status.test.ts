@@ -520,6 +520,20 @@ describe('no write while nothing happened', () => {
 });
 
 describe('start-up pause', () => {
+  it('a domain defined but not started yet (Shutoff, Unknown) writes nothing to a Scheduled VMI: no interfaces before Running', () => {
+    const scheduled = vmi({ phase: 'Scheduled', nodeName: 'n' });
+    const { status, events } = computeStatus({
+      vmi: scheduled,
+      domain: dom('Shutoff', 'Unknown'),
+      launcher: ready,
+      nodeName: 'n',
+      now: NOW,
+      podInterface: { name: 'default', addresses: ['10.244.0.9'] },
+    });
+    expect(sameStatus(status, scheduled.status)).toBe(true);
+    expect(events).toEqual([]);
+  });
+
   it('libvirt’s StartingUp pause: a Scheduled VMI stays Scheduled (no write until the CPUs run), then Running and Ready in one write', () => {
     const scheduled = vmi({ phase: 'Scheduled', nodeName: 'n' });
     const starting = computeStatus({

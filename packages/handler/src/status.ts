@@ -410,7 +410,9 @@ export function computeStatus(input: StatusInput): StatusResult {
   const conditions = mergeConditions(old.conditions, wanted);
   if (conditions.length > 0 || old.conditions) status.conditions = conditions;
 
-  if (domain) {
+  // what the domain says of its interfaces and guest OS waits for Running: a domain defined but not started yet (a
+  // busy node shows it for seconds) would cost a write of its own
+  if (domain && phase === 'Running') {
     const ifaces = domain.status.interfaces ?? [];
     const specIfaces = vmi.spec.domain.devices?.interfaces ?? [];
     if (specIfaces.length > 0 || ifaces.length > 0) {
