@@ -26,7 +26,8 @@
 //     under each node's cgroup root).
 // Its last line is one summary for scripts: `density: N VMIs on K node(s) (...), p50 X s, p95 Y s, W writes/VMI,
 // M MiB/VM marginal, request R % over the peak`.
-// Usage: node tools/bench-density.mjs [--scales 1,10,30 | --vmis N]   (a shared cluster: under flock -o <its lock>)
+// Usage: node tools/bench-density.mjs [--scales 1,10,30 | --vmis N] [--cpu-request 50m]
+//   (a shared cluster: under flock -o <its lock>)
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
@@ -59,6 +60,19 @@ const SCALES = arg('--vmis')
   : (arg('--scales') ?? '1,10,30').split(',').map(Number);
 if (SCALES.some((n) => !Number.isInteger(n) || n < 1))
   throw new Error('bench:density: --vmis/--scales take positive whole numbers');
+// --cpu-request Q: the VMIs request Q of CPU (upstream's density VMIs: 100m, which vm-tiny's 1 vCPU gets from the
+// default cpuAllocationRatio); less lets more launcher Pods fit the nodes' CPUs (the CPU work is the same)
+const CPU_REQUEST = arg('--cpu-request');
+if (CPU_REQUEST !== undefined && !/^\d+m?$/.test(CPU_REQUEST))
+  throw new Error(`bench:density: --cpu-request takes a CPU quantity like 50m, not "${CPU_REQUEST}"`);
+const MEMORY_REQUEST = '      requests:\n        memory: 128Mi\n';
+function manifest(name) {
+  const m = vmiManifest(name, NS, { bench: 'density' });
+  if (CPU_REQUEST === undefined) return m;
+  if (!m.includes(MEMORY_REQUEST))
+    throw new Error('bench:density: examples/vm-tiny.yaml has no 128Mi request to add a CPU request to');
+  return m.replace(MEMORY_REQUEST, `      requests:\n        cpu: ${CPU_REQUEST}\n        memory: 128Mi\n`);
+}
 const NS = 'bench-density';
 const STATE_DIR = process.env.KVTS_CLUSTER_DIR ?? '/var/lib/kubevirt-ts-cluster';
 // each node's containerd socket is /run/kubevirt-ts-containerd-<node>/containerd.sock (tools/cluster/README.md)
@@ -293,7 +307,7 @@ async function scale(n) {
   const names = Array.from({ length: n }, (_, i) => `dens-${i}`);
   const t0 = Date.now();
   for (const [i, name] of names.entries()) {
-    kubectlIn(vmiManifest(name, NS, { bench: 'density' }), 'create', '-f', '-');
+    kubectlIn(manifest(name), 'create', '-f', '-');
     const next = t0 + (i + 1) * 100;
     if (Date.now() < next) await sleep(next - Date.now());
   }
